@@ -1,0 +1,14 @@
+// mxtb's subcommands. Each takes the arguments after its name and returns the exit code.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace mxtb::host {
+
+using ArgList = std::vector<std::string>;
+
+int cmd_link_pair(const ArgList& args);
+int cmd_bench_link(const ArgList& args);
+
+}  // namespace mxtb::host

@@ -1,0 +1,67 @@
+// mxtb: the testbench's one program. `./mxtb demo` and `./mxtb test` are handled by the root
+// script; everything else arrives here. See docs/cli.md.
+#include "args.h"
+#include "commands.h"
+
+#include "sim/scenario.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <functional>
+#include <map>
+
+namespace {
+
+const char* kUsage = R"(usage: mxtb COMMAND [options]
+
+commands:
+  link-pair --scenario FILE [--seed N] | --random SEED
+            [--harness systemc|loop] [--json FILE] [--fst FILE [--fst-from C] [--fst-to C]]
+            [--progress CYCLES]
+      run two verilated link endpoints over a lane channel model with an XPU scoreboard
+  bench link [--cycles N] [--batch N] [--json FILE]
+      simulated cycles per second: plain C++ loop against the SystemC harness
+
+The root script adds: ./mxtb demo (the main job), ./mxtb test [ctest args] (the test suite).
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace mxtb::host;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+    std::fputs(kUsage, args.empty() ? stderr : stdout);
+    return args.empty() ? 2 : 0;
+  }
+  std::string cmd = args[0];
+  args.erase(args.begin());
+  std::map<std::string, std::function<int(const ArgList&)>> commands{
+      {"link-pair", cmd_link_pair},
+  };
+  std::map<std::string, std::function<int(const ArgList&)>> benches{
+      {"link", cmd_bench_link},
+  };
+  try {
+    if (cmd == "bench") {
+      if (args.empty() || !benches.count(args[0]))
+        throw UsageError(fmt::format("bench wants one of: link; got '{}'", args.empty() ? "" : args[0]));
+      std::string which = args[0];
+      args.erase(args.begin());
+      return benches[which](args);
+    }
+    auto it = commands.find(cmd);
+    if (it == commands.end()) throw UsageError(fmt::format("unknown command '{}'", cmd));
+    return it->second(args);
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "mxtb {}: {}\n\n{}", cmd, e.what(), kUsage);
+    return 2;
+  } catch (const mxtb::sim::ScenarioError& e) {
+    fmt::print(stderr, "mxtb {}: scenario error: {}\n", cmd, e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "mxtb {}: error: {}\n", cmd, e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,88 @@
+// Block lock: finds the 66b block boundary in the raw lane bit stream by sync-header search
+// (IEEE 802.3 clause 49 style). The lane delivers 66 raw bits a cycle, bit 0 first in time, at an
+// unknown bit offset. The block is taken from the last two words at offset slip_q; an invalid
+// header while searching slips one bit. LOCK_GOOD valid headers in a row give lock; UNLOCK_BAD
+// invalid headers within a 64-block window lose it.
+module link_block_lock #(
+  parameter int LOCK_GOOD  = 64,
+  parameter int UNLOCK_BAD = 16
+) (
+  input  logic        clk_i,
+  input  logic        rst_ni,
+  input  logic        sd_i,          // signal detect: light on the lane
+  input  logic [65:0] raw_i,
+  output logic [65:0] block_o,       // aligned block, {payload, sync}
+  output logic        lock_o,
+  output logic        hdr_valid_o,   // block_o has a valid sync header
+  output logic        bad_hdr_o      // locked and block_o has an invalid sync header
+);
+
+  logic [65:0] prev_q;
+  logic [6:0]  slip_q, slip_d;
+  logic [15:0] good_q, good_d;
+  logic [5:0]  win_q, win_d;
+  logic [15:0] bad_q, bad_d;
+  logic        lock_q, lock_d;
+  logic [131:0] window;
+
+  assign window      = {raw_i, prev_q};
+  assign block_o     = window[{1'b0, slip_q} +: 66];
+  assign hdr_valid_o = block_o[0] ^ block_o[1];
+  assign lock_o      = lock_q;
+  assign bad_hdr_o   = lock_q && !hdr_valid_o;
+
+  always_comb begin
+    slip_d = slip_q;
+    good_d = good_q;
+    win_d  = win_q;
+    bad_d  = bad_q;
+    lock_d = lock_q;
+    if (!sd_i) begin
+      lock_d = 1'b0;
+      good_d = '0;
+      bad_d  = '0;
+      win_d  = '0;
+    end else if (!lock_q) begin
+      if (hdr_valid_o) begin
+        good_d = good_q + 16'd1;
+        if (good_d == 16'(LOCK_GOOD)) begin
+          lock_d = 1'b1;
+          win_d  = '0;
+          bad_d  = '0;
+        end
+      end else begin
+        good_d = '0;
+        slip_d = (slip_q == 7'd65) ? 7'd0 : slip_q + 7'd1;
+      end
+    end else begin
+      win_d = win_q + 6'd1;
+      if (!hdr_valid_o) bad_d = bad_q + 16'd1;
+      if (bad_d == 16'(UNLOCK_BAD)) begin
+        lock_d = 1'b0;
+        good_d = '0;
+        slip_d = (slip_q == 7'd65) ? 7'd0 : slip_q + 7'd1;
+      end else if (win_q == 6'd63) begin
+        bad_d = '0;
+      end
+    end
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      prev_q <= '0;
+      slip_q <= '0;
+      good_q <= '0;
+      win_q  <= '0;
+      bad_q  <= '0;
+      lock_q <= 1'b0;
+    end else begin
+      prev_q <= raw_i;
+      slip_q <= slip_d;
+      good_q <= good_d;
+      win_q  <= win_d;
+      bad_q  <= bad_d;
+      lock_q <= lock_d;
+    end
+  end
+
+endmodule

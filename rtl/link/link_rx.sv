@@ -1,0 +1,259 @@
+// Link receiver: decodes descrambled blocks, checks frames (sequence, length, CRC-32), stores
+// good in-order frames in the receive buffer, and hands the XPU whole frames only: a frame is
+// visible on rx_* after its EOF checked, so nothing corrupted or out of order is ever delivered.
+// It tells the local transmitter what to acknowledge or NAK, and passes on what the peer sent
+// (training sets, acknowledgements, credits).
+module link_rx
+  import link_pkg::*;
+#(
+  parameter int MAX_WORDS = 16,  // payload words per frame; power of two
+  parameter int RX_SLOTS  = 8    // frames the receive buffer holds = credits granted; power of two
+) (
+  input  logic        clk_i,
+  input  logic        rst_ni,
+  input  logic        active_i,
+  // from block lock and descrambler
+  input  logic        blk_valid_i,   // locked: blk_* is a block
+  input  logic        blk_hdr_ok_i,  // sync header valid
+  input  logic [1:0]  blk_sync_i,
+  input  logic [63:0] blk_data_i,    // descrambled payload
+  // XPU side
+  output logic [63:0] rx_data_o,
+  output logic        rx_valid_o,
+  output logic        rx_last_o,
+  input  logic        rx_ready_i,
+  // to the local transmitter
+  output logic [15:0] expect_o,      // next in-order sequence
+  output logic [15:0] credit_o,      // cumulative credit limit granted to the peer
+  output logic        ack_req_o,
+  output logic        nak_req_o,
+  input  logic        ack_sent_i,
+  input  logic        nak_sent_i,
+  // what the peer sent
+  output logic        peer_ack_o,    // Ack, Heartbeat, Nak or CreditInit with valid fields
+  output logic        peer_nak_o,
+  output logic        peer_init_o,
+  output logic        peer_hb_o,     // Ack or Heartbeat (liveness)
+  output logic [15:0] peer_expect_o,
+  output logic [15:0] peer_credit_o,
+  output logic        ts1_o,         // a TS1 arrived (ids below)
+  output logic        ts2_o,
+  output logic [15:0] ts_xpu_o,
+  output logic [7:0]  ts_lane_o,
+  output logic        idle_o,
+  // events
+  output logic        bad_block_o,   // invalid header, failed control check, unknown type
+  output logic        crc_err_o,     // a frame failed its CRC or length check
+  output logic        frame_ok_o     // a frame was committed to the receive buffer
+);
+
+  localparam int SlotW = $clog2(RX_SLOTS);
+  localparam int WordW = $clog2(MAX_WORDS);
+
+  typedef enum logic {StIdle, StData} rx_state_e;
+
+  logic [63:0] mem_q [RX_SLOTS*MAX_WORDS];
+  logic [7:0]  len_q [RX_SLOTS];
+  logic        eom_q [RX_SLOTS];
+
+  rx_state_e   st_q, st_d;
+  logic [15:0] expect_q, expect_d, rd_q, rd_d, seq_q, seq_d;
+  logic [7:0]  len_cur_q, len_cur_d, widx_q, widx_d;
+  logic        eom_cur_q, eom_cur_d, accept_q, accept_d;
+  logic [WordW-1:0] ridx_q, ridx_d;
+  logic [31:0] crc_q, crc_d, crc_out, chk_crc, crc_in;
+  logic [63:0] crc_word;
+  logic        ack_req_q, ack_req_d, nak_req_q, nak_req_d, nak_sent_q, nak_sent_d;
+  logic        is_ctl, is_data, ctl_ok, store, unused_chk;
+  logic [7:0]  ctl_type;
+  logic [SlotW-1:0] rd_slot;
+
+  assign is_ctl   = blk_valid_i && blk_hdr_ok_i && blk_sync_i == SyncCtrl;
+  assign is_data  = blk_valid_i && blk_hdr_ok_i && blk_sync_i == SyncData;
+  assign ctl_type = blk_data_i[7:0];
+
+  crc32_d64 u_check_crc (.crc_i(32'hFFFF_FFFF), .data_i({24'h0, blk_data_i[39:0]}), .crc_o(chk_crc));
+  assign ctl_ok     = is_ctl && (~chk_crc[23:0] == blk_data_i[63:40]);
+  assign unused_chk = ^chk_crc[31:24];
+
+  // Frame CRC: an SOF starts it from its own word, data words advance it.
+  assign crc_in   = (is_ctl && ctl_type == CtlSof) ? 32'hFFFF_FFFF : crc_q;
+  assign crc_word = (is_ctl && ctl_type == CtlSof) ? {24'h0, blk_data_i[39:0]} : blk_data_i;
+  crc32_d64 u_frame_crc (.crc_i(crc_in), .data_i(crc_word), .crc_o(crc_out));
+
+  assign expect_o      = expect_q;
+  assign credit_o      = rd_q + 16'(RX_SLOTS);
+  assign ack_req_o     = ack_req_q;
+  assign nak_req_o     = nak_req_q;
+  assign peer_expect_o = blk_data_i[23:8];
+  assign peer_credit_o = blk_data_i[39:24];
+  assign ts_xpu_o      = blk_data_i[23:8];
+  assign ts_lane_o     = blk_data_i[31:24];
+
+  assign rd_slot    = rd_q[SlotW-1:0];
+  assign rx_valid_o = rd_q != expect_q;
+  assign rx_data_o  = mem_q[{rd_slot, ridx_q}];
+  assign rx_last_o  = (8'(ridx_q) + 8'd1 == len_q[rd_slot]) && eom_q[rd_slot];
+
+  always_comb begin
+    logic frame_bad, lost;
+    st_d        = st_q;
+    expect_d    = expect_q;
+    rd_d        = rd_q;
+    ridx_d      = ridx_q;
+    seq_d       = seq_q;
+    len_cur_d   = len_cur_q;
+    eom_cur_d   = eom_cur_q;
+    accept_d    = accept_q;
+    widx_d      = widx_q;
+    crc_d       = crc_q;
+    ack_req_d   = ack_req_q && !ack_sent_i;
+    nak_sent_d  = nak_sent_q || nak_sent_i;
+    nak_req_d   = nak_req_q && !nak_sent_i;
+    store       = 1'b0;
+    peer_ack_o  = 1'b0;
+    peer_nak_o  = 1'b0;
+    peer_init_o = 1'b0;
+    peer_hb_o   = 1'b0;
+    ts1_o       = 1'b0;
+    ts2_o       = 1'b0;
+    idle_o      = 1'b0;
+    bad_block_o = 1'b0;
+    crc_err_o   = 1'b0;
+    frame_ok_o  = 1'b0;
+    frame_bad   = 1'b0;  // the frame in progress is broken (bad block inside it, missing EOF)
+    lost        = 1'b0;  // a frame we should have received did not arrive intact
+
+    // XPU side drains whole frames; a drained frame returns one credit.
+    if (rx_valid_o && rx_ready_i) begin
+      if (8'(ridx_q) + 8'd1 >= len_q[rd_slot]) begin
+        ridx_d    = '0;
+        rd_d      = rd_q + 16'd1;
+        ack_req_d = 1'b1;
+      end else begin
+        ridx_d = ridx_q + 1'b1;
+      end
+    end
+
+    if (blk_valid_i && (!blk_hdr_ok_i || (is_ctl && !ctl_ok))) begin
+      bad_block_o = 1'b1;
+      frame_bad   = st_q == StData;
+    end else if (ctl_ok) begin
+      unique case (ctl_type)
+        CtlIdle: idle_o = 1'b1;
+        CtlTs1:  ts1_o  = 1'b1;
+        CtlTs2:  ts2_o  = 1'b1;
+        CtlCreditInit: begin
+          peer_ack_o  = 1'b1;
+          peer_init_o = 1'b1;
+        end
+        CtlAck, CtlHeartbeat: begin
+          peer_ack_o = 1'b1;
+          peer_hb_o  = 1'b1;
+        end
+        CtlNak: begin
+          peer_ack_o = 1'b1;
+          peer_nak_o = 1'b1;
+          peer_hb_o  = 1'b1;
+        end
+        CtlSof: begin
+          if (st_q == StData) lost = 1'b1;  // the previous frame never ended
+          if (active_i) begin
+            st_d      = StData;
+            seq_d     = blk_data_i[23:8];
+            len_cur_d = blk_data_i[31:24];
+            eom_cur_d = blk_data_i[32];
+            widx_d    = '0;
+            crc_d     = crc_out;
+            // Store only the frame we expect, and only into a free slot (credits make that
+            // always true for a conforming peer).
+            accept_d  = blk_data_i[23:8] == expect_q &&
+                        (expect_q - rd_d) < 16'(RX_SLOTS) &&
+                        blk_data_i[31:24] != 8'd0 && blk_data_i[31:24] <= 8'(MAX_WORDS);
+          end
+        end
+        CtlEof: begin
+          if (st_q == StData) begin
+            st_d = StIdle;
+            if (widx_q != len_cur_q || ~crc_q != blk_data_i[39:8]) begin
+              crc_err_o = 1'b1;
+              lost      = 1'b1;
+            end else if (seq_q == expect_q && accept_q) begin
+              expect_d   = expect_q + 16'd1;
+              frame_ok_o = 1'b1;
+              ack_req_d  = 1'b1;
+              nak_sent_d = 1'b0;
+              nak_req_d  = 1'b0;
+            end else if ((expect_q - seq_q) <= 16'h8000 && seq_q != expect_q) begin
+              ack_req_d = 1'b1;  // a replayed duplicate: acknowledge again, drop it
+            end else begin
+              lost = 1'b1;       // a gap: an earlier frame went missing
+            end
+          end
+        end
+        default: bad_block_o = 1'b1;
+      endcase
+    end else if (is_data) begin
+      if (st_q == StData) begin
+        if (widx_q < len_cur_q) begin
+          store  = accept_q;
+          widx_d = widx_q + 8'd1;
+          crc_d  = crc_out;
+        end else begin
+          frame_bad = 1'b1;  // longer than its SOF said
+        end
+      end  // data outside a frame: the rest of an aborted frame, dropped
+    end
+
+    // A broken frame is lost (NAK) but its remaining blocks are not line errors: bad_block_o
+    // counts only what the error-rate monitor should see (headers, checks, unknown types).
+    if (frame_bad) begin
+      st_d        = StIdle;
+      lost        = 1'b1;
+    end
+    if (!active_i) st_d = StIdle;
+    // One NAK per gap: the replay timer covers a NAK that is itself lost.
+    if (lost && active_i && !nak_sent_d) nak_req_d = 1'b1;
+  end
+
+  always_ff @(posedge clk_i) begin
+    if (store) mem_q[{seq_q[SlotW-1:0], widx_q[WordW-1:0]}] <= blk_data_i;
+    if (frame_ok_o) begin
+      len_q[seq_q[SlotW-1:0]] <= len_cur_q;
+      eom_q[seq_q[SlotW-1:0]] <= eom_cur_q;
+    end
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      st_q       <= StIdle;
+      expect_q   <= '0;
+      rd_q       <= '0;
+      ridx_q     <= '0;
+      seq_q      <= '0;
+      len_cur_q  <= '0;
+      eom_cur_q  <= 1'b0;
+      accept_q   <= 1'b0;
+      widx_q     <= '0;
+      crc_q      <= '0;
+      ack_req_q  <= 1'b0;
+      nak_req_q  <= 1'b0;
+      nak_sent_q <= 1'b0;
+    end else begin
+      st_q       <= st_d;
+      expect_q   <= expect_d;
+      rd_q       <= rd_d;
+      ridx_q     <= ridx_d;
+      seq_q      <= seq_d;
+      len_cur_q  <= len_cur_d;
+      eom_cur_q  <= eom_cur_d;
+      accept_q   <= accept_d;
+      widx_q     <= widx_d;
+      crc_q      <= crc_d;
+      ack_req_q  <= ack_req_d;
+      nak_req_q  <= nak_req_d;
+      nak_sent_q <= nak_sent_d;
+    end
+  end
+
+endmodule

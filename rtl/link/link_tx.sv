@@ -1,0 +1,262 @@
+// Link transmitter: replay buffer, framer, credits, go-back-N, and the control blocks that carry
+// acknowledgements and credits to the peer.
+//
+// Frames are assembled from the XPU's words straight into the replay buffer and sent from there,
+// so a replay is the same read path as a first send. Sequence numbers are 16-bit and count frames;
+// four pointers walk that space: ack_q (oldest unacknowledged) <= send_q (next to put on the
+// lane) <= hi_q (one past the highest ever sent) and fill_q (next slot the XPU fills). A frame at
+// or beyond hi_q is new and needs a credit; one below it is a replay and does not.
+module link_tx
+  import link_pkg::*;
+#(
+  parameter int MAX_WORDS      = 16,   // payload words per frame; power of two
+  parameter int REPLAY_DEPTH   = 8,    // frames kept until acknowledged; power of two
+  parameter int HB_PERIOD      = 256,  // cycles between heartbeats while Active
+  parameter int REPLAY_TIMEOUT = 1024, // cycles without progress before going back
+  parameter int MAX_REPLAYS    = 8     // go-backs in a row without progress before retraining
+) (
+  input  logic        clk_i,
+  input  logic        rst_ni,
+  input  logic        active_i,
+  input  logic        enter_active_i,   // the cycle the link becomes Active: resume at ack_q
+  input  logic [39:0] train_fields_i,   // control fields to send while not Active
+  // XPU side
+  input  logic [63:0] tx_data_i,
+  input  logic        tx_valid_i,
+  input  logic        tx_last_i,
+  output logic        tx_ready_o,
+  // what the local receiver wants told to the peer
+  input  logic [15:0] rx_expect_i,
+  input  logic [15:0] rx_credit_i,
+  input  logic        ack_req_i,
+  input  logic        nak_req_i,
+  output logic        ack_sent_o,
+  output logic        nak_sent_o,
+  // what the peer told the local receiver
+  input  logic        peer_ack_i,       // Ack, Heartbeat, Nak or CreditInit received
+  input  logic        peer_nak_i,
+  input  logic        peer_init_i,      // CreditInit: take its credit limit as is
+  input  logic [15:0] peer_expect_i,
+  input  logic [15:0] peer_credit_i,
+  // lane side: {payload, sync}, payload not yet scrambled
+  output logic [65:0] block_o,
+  // events
+  output logic        frame_sent_o,     // first transmission of a frame completed
+  output logic        replay_o,         // a go-back-N replay was started
+  output logic        replay_exhausted_o,
+  output logic [15:0] unacked_o
+);
+
+  localparam int SlotW = $clog2(REPLAY_DEPTH);
+  localparam int WordW = $clog2(MAX_WORDS);
+
+  typedef enum logic [1:0] {StIdle, StData, StEof} tx_state_e;
+
+  logic [63:0] mem_q [REPLAY_DEPTH*MAX_WORDS];
+  logic [7:0]  len_q [REPLAY_DEPTH];
+  logic        eom_q [REPLAY_DEPTH];
+
+  tx_state_e   st_q, st_d;
+  logic [15:0] ack_q, ack_d, send_q, send_d, hi_q, hi_d, fill_q, fill_d, credit_q, credit_d;
+  logic [WordW-1:0] fill_word_q, fill_word_d, widx_q, widx_d;
+  logic [31:0] crc_q, crc_d, rtimer_q, rtimer_d;
+  logic        goback_q, goback_d;
+  logic [15:0] hb_q, hb_d;
+  logic [7:0]  consec_q, consec_d;
+
+  logic [SlotW-1:0] send_slot, fill_slot;
+  logic [63:0]      send_word;
+  logic [7:0]       send_len;
+  logic             fill_we;
+  logic [39:0]      ctl_fields;
+  logic [31:0]      chk_crc;
+  logic [31:0]      crc_in;
+  logic [63:0]      crc_word;
+  logic [31:0]      crc_out;
+  logic             send_sof;    // this cycle sends an SOF: the frame CRC starts from its word
+  logic             send_data;   // this cycle sends a data block: the frame CRC advances
+  logic             unused_chk;
+
+  assign send_slot = send_q[SlotW-1:0];
+  assign fill_slot = fill_q[SlotW-1:0];
+  assign send_word = mem_q[{send_slot, widx_q}];
+  assign send_len  = len_q[send_slot];
+  assign unacked_o = hi_q - ack_q;
+  assign replay_exhausted_o = consec_q > 8'(MAX_REPLAYS);
+
+  // XPU words go into the slot at fill_q while that slot holds no unacknowledged frame.
+  assign tx_ready_o = (fill_q - ack_q) < 16'(REPLAY_DEPTH);
+  assign fill_we    = tx_valid_i && tx_ready_o;
+
+  // One CRC instance for the frame (SOF word, then data words), one for control-block checks.
+  assign crc_in   = send_sof ? 32'hFFFF_FFFF : crc_q;
+  assign crc_word = send_sof ? {24'h0, ctl_fields} : send_word;
+  crc32_d64 u_frame_crc (.crc_i(crc_in), .data_i(crc_word), .crc_o(crc_out));
+  crc32_d64 u_check_crc (.crc_i(32'hFFFF_FFFF), .data_i({24'h0, ctl_fields}), .crc_o(chk_crc));
+  assign unused_chk = ^chk_crc[31:24];
+
+  assign block_o = send_data ? {send_word, SyncData} : {~chk_crc[23:0], ctl_fields, SyncCtrl};
+  assign crc_d   = (send_sof || send_data) ? crc_out : crc_q;
+
+  always_comb begin
+    logic        can_send, is_replay, has_credit, goback;
+    logic [15:0] next_send;
+
+    st_d        = st_q;
+    ack_d       = ack_q;
+    send_d      = send_q;
+    hi_d        = hi_q;
+    fill_d      = fill_q;
+    fill_word_d = fill_word_q;
+    credit_d    = credit_q;
+    widx_d      = widx_q;
+    rtimer_d    = rtimer_q;
+    goback_d    = goback_q;
+    hb_d        = hb_q;
+    consec_d    = consec_q;
+    ctl_fields  = {32'h0, CtlIdle};
+    send_sof    = 1'b0;
+    send_data   = 1'b0;
+    ack_sent_o  = 1'b0;
+    nak_sent_o  = 1'b0;
+    frame_sent_o = 1'b0;
+    replay_o    = 1'b0;
+    goback      = 1'b0;
+
+    // XPU side fills the replay buffer whatever the link state.
+    if (fill_we) begin
+      if (tx_last_i || fill_word_q == WordW'(MAX_WORDS - 1)) begin
+        fill_d      = fill_q + 16'd1;
+        fill_word_d = '0;
+      end else begin
+        fill_word_d = fill_word_q + 1'b1;
+      end
+    end
+
+    // Acknowledgements: accept only a sequence inside [ack_q, hi_q].
+    if (peer_ack_i && (peer_expect_i - ack_q) <= (hi_q - ack_q)) ack_d = peer_expect_i;
+    if (peer_init_i) begin
+      credit_d = peer_credit_i;
+    end else if (peer_ack_i && (peer_credit_i - credit_q) < 16'h8000) begin
+      credit_d = peer_credit_i;  // credit limits only move forward
+    end
+    if (ack_d != ack_q) begin
+      consec_d = '0;
+      rtimer_d = '0;
+    end else if (active_i && hi_q != ack_q) begin
+      rtimer_d = rtimer_q + 32'd1;
+    end
+
+    if (active_i && hi_q != ack_d &&
+        ((peer_nak_i && peer_ack_i) || rtimer_q >= 32'(REPLAY_TIMEOUT))) begin
+      goback   = 1'b1;
+      replay_o = 1'b1;
+      consec_d = consec_d + 8'd1;
+      rtimer_d = '0;
+    end
+
+    is_replay  = (send_q - ack_d) < (hi_q - ack_d);
+    has_credit = (credit_d - send_q) != 16'h0 && (credit_d - send_q) < 16'h8000;
+    can_send   = send_q != fill_q && (is_replay || has_credit);
+
+    if (!active_i) begin
+      st_d       = StIdle;
+      ctl_fields = train_fields_i;
+      hb_d       = '0;
+      rtimer_d   = '0;
+      goback_d   = 1'b0;
+      if (enter_active_i) begin
+        send_d   = ack_d;
+        consec_d = '0;
+      end
+    end else begin
+      hb_d = (hb_q == 16'hFFFF) ? hb_q : hb_q + 16'd1;
+      unique case (st_q)
+        StIdle: begin
+          // A go-back with nothing on the lane takes effect at once.
+          if (goback || (send_q - ack_d) > (hi_q - ack_d)) send_d = ack_d;
+          if (nak_req_i) begin
+            ctl_fields = {rx_credit_i, rx_expect_i, CtlNak};
+            nak_sent_o = 1'b1;
+          end else if (hb_q >= 16'(HB_PERIOD)) begin
+            ctl_fields = {rx_credit_i, rx_expect_i, CtlHeartbeat};
+            ack_sent_o = 1'b1;
+            hb_d       = '0;
+          end else if (ack_req_i) begin
+            ctl_fields = {rx_credit_i, rx_expect_i, CtlAck};
+            ack_sent_o = 1'b1;
+          end else if (can_send && !goback && (send_q - ack_d) <= (hi_q - ack_d)) begin
+            ctl_fields = {7'h0, eom_q[send_slot], send_len, send_q, CtlSof};
+            send_sof   = 1'b1;
+            widx_d     = '0;
+            st_d       = StData;
+          end
+        end
+        StData: begin
+          send_data = 1'b1;
+          if (8'(widx_q) + 8'd1 >= send_len) st_d = StEof;
+          else widx_d = widx_q + 1'b1;
+          if (goback) goback_d = 1'b1;
+        end
+        StEof: begin
+          ctl_fields = {~crc_q, CtlEof};
+          next_send  = send_q + 16'd1;
+          if (send_q == hi_q) begin
+            hi_d         = next_send;
+            frame_sent_o = 1'b1;
+          end
+          // After a go-back, or when the peer acknowledged past this frame meanwhile, resume
+          // at the oldest unacknowledged frame.
+          if (goback || goback_q || (next_send - ack_d) > (hi_d - ack_d)) next_send = ack_d;
+          send_d   = next_send;
+          goback_d = 1'b0;
+          st_d     = StIdle;
+        end
+        default: st_d = StIdle;
+      endcase
+    end
+  end
+
+  always_ff @(posedge clk_i) begin
+    if (fill_we) begin
+      mem_q[{fill_slot, fill_word_q}] <= tx_data_i;
+      if (tx_last_i || fill_word_q == WordW'(MAX_WORDS - 1)) begin
+        len_q[fill_slot] <= 8'(fill_word_q) + 8'd1;
+        eom_q[fill_slot] <= tx_last_i;
+      end
+    end
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      st_q        <= StIdle;
+      ack_q       <= '0;
+      send_q      <= '0;
+      hi_q        <= '0;
+      fill_q      <= '0;
+      fill_word_q <= '0;
+      credit_q    <= '0;
+      widx_q      <= '0;
+      crc_q       <= '0;
+      rtimer_q    <= '0;
+      goback_q    <= 1'b0;
+      hb_q        <= '0;
+      consec_q    <= '0;
+    end else begin
+      st_q        <= st_d;
+      ack_q       <= ack_d;
+      send_q      <= send_d;
+      hi_q        <= hi_d;
+      fill_q      <= fill_d;
+      fill_word_q <= fill_word_d;
+      credit_q    <= credit_d;
+      widx_q      <= widx_d;
+      crc_q       <= crc_d;
+      rtimer_q    <= rtimer_d;
+      goback_q    <= goback_d;
+      hb_q        <= hb_d;
+      consec_q    <= consec_d;
+    end
+  end
+
+endmodule

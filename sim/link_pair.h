@@ -1,0 +1,130 @@
+// A link pair: two verilated link endpoints (A, B) joined by two lane channels, an XPU traffic
+// source and scoreboard on each side, and an optional impostor endpoint (C) for swapped-peer
+// faults. Advanced cycle by cycle from plain C++; sim/link_pair_sc.h puts it under SystemC.
+#pragma once
+
+#include "lane_channel.h"
+#include "xpu_traffic.h"
+
+#include <mxtb/link_defs.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mxtb::sim {
+
+struct EndpointIdentity {
+  uint16_t xpu = 0;
+  uint8_t lane = 0;
+};
+
+// A fault or control action at a cycle. Lane: 0 = A->B, 1 = B->A, 2 = both.
+struct LinkAction {
+  enum class Kind { DarkOn, DarkOff, SetBer, SwapPeer, Disable, Enable, Retrain };
+  uint64_t cycle = 0;
+  Kind kind = Kind::DarkOn;
+  int lane = 2;        // DarkOn, DarkOff, SetBer
+  char endpoint = 'a'; // Disable, Enable, Retrain
+  double value = 0.0;  // SetBer
+};
+
+struct LinkPairConfig {
+  std::string name = "link-pair";
+  uint64_t seed = 1;
+  double clock_mhz = 156.25;
+  uint64_t traffic_cycles = 200000;  // cycles with traffic offered
+  uint64_t drain_cycles = 100000;    // most cycles allowed afterwards to deliver what was sent
+  EndpointIdentity a{1, 0}, b{2, 0}, impostor{7, 3};
+  bool check_peer = true;
+  LaneChannelConfig ab, ba;
+  TrafficConfig traffic_ab, traffic_ba;
+  std::vector<LinkAction> actions;  // sorted by cycle
+  // Expectations the verdict checks.
+  link::LinkState expect_state_a = link::LinkState::Active;
+  link::LinkState expect_state_b = link::LinkState::Active;
+  std::optional<link::Reason> expect_reason_a;
+  bool expect_all_delivered = true;
+};
+
+struct TraceOptions {
+  std::string fst_path;      // empty: no waveform
+  uint64_t from_cycle = 0;   // dump window [from, to)
+  uint64_t to_cycle = UINT64_MAX;
+};
+
+struct Transition {
+  uint64_t cycle;
+  char endpoint;
+  link::LinkState from, to;
+  link::Reason reason;
+};
+
+struct EndpointReport {
+  link::LinkState state;
+  link::Reason reason;
+  EndpointIdentity peer;
+  uint64_t frames_tx, frames_rx, crc_errors, replays, retrains, bad_blocks;
+};
+
+struct DirectionReport {
+  uint64_t messages_sent, messages_delivered, words_delivered, errors;
+  std::string first_error;
+};
+
+struct LinkPairResult {
+  uint64_t cycles;
+  EndpointReport a, b;
+  DirectionReport ab, ba;
+  std::vector<Transition> transitions;
+  LaneChannelStats ch_ab, ch_ba;
+  bool drained;
+  std::vector<std::string> failures;  // empty: the scenario passed
+  bool passed() const { return failures.empty(); }
+};
+
+class LinkPair {
+ public:
+  // apply_actions_itself: false when an external process (the SystemC fault injector) applies
+  // the scenario's actions by calling apply().
+  LinkPair(const LinkPairConfig& cfg, const TraceOptions& trace = {}, bool apply_actions_itself = true);
+  ~LinkPair();
+  LinkPair(const LinkPair&) = delete;
+  LinkPair& operator=(const LinkPair&) = delete;
+
+  void step(uint64_t cycles);
+  uint64_t cycle() const;
+  double period_ns() const { return 1000.0 / cfg_.clock_mhz; }
+
+  // The run as a sequence of action points: act() does what is due now (actions, the end of the
+  // traffic phase, the drain check); cycles_to_next_action() says how far the next one is.
+  void act();
+  uint64_t cycles_to_next_action() const;
+  bool finished() const { return finished_; }
+  void apply(const LinkAction& a);
+  // Plain C++ loop harness: act, step, act, ... until finished.
+  void run();
+
+  LinkPairResult result() const;
+  const LinkPairConfig& config() const { return cfg_; }
+  link::LinkState state(char endpoint) const;
+
+  struct Impl;  // the verilated models, channels and XPUs (link_pair.cpp)
+
+ private:
+  LinkPairConfig cfg_;
+  bool apply_actions_;
+  std::unique_ptr<Impl> impl_;
+  size_t next_action_ = 0;
+  bool traffic_phase_ = true;
+  bool finished_ = false;
+  bool drained_ = false;
+  uint64_t drain_start_ = 0;
+};
+
+// How often the drain phase checks whether everything was delivered.
+inline constexpr uint64_t kDrainCheckCycles = 1024;
+
+}  // namespace mxtb::sim

@@ -1,0 +1,29 @@
+#include "sc_runner.h"
+
+#include <systemc>
+
+#include <cstdlib>
+#include <stdexcept>
+
+namespace {
+std::function<int()> g_body;
+bool g_used = false;
+}  // namespace
+
+int sc_main(int, char*[]) { return g_body ? g_body() : 1; }
+
+namespace mxtb::sim {
+
+int run_under_systemc(std::function<int()> body) {
+  if (g_used) throw std::logic_error("run_under_systemc: SystemC elaborates once per process");
+  g_used = true;
+  g_body = std::move(body);
+  setenv("SYSC_DISABLE_COPYRIGHT_MESSAGE", "DISABLE", 1);
+  // sc_stop() is how every run ends; its info message is noise.
+  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
+  char name[] = "mxtb";
+  char* argv[] = {name, nullptr};
+  return sc_core::sc_elab_and_sim(1, argv);
+}
+
+}  // namespace mxtb::sim

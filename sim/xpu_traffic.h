@@ -1,0 +1,71 @@
+// XPU side of a lane: a traffic source that offers messages to an endpoint's tx_* interface and
+// a scoreboard that checks every message delivered on the far endpoint's rx_* interface:
+// exactly once, in order, every word and the end-of-message flag intact. Message n's words are a
+// pure function of (stream seed, n, word index), so any loss, duplicate, reorder or corruption
+// shows as a mismatch.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+namespace mxtb::sim {
+
+struct TrafficConfig {
+  double load = 1.0;             // probability that a new message is offered when idle
+  uint32_t min_words = 1;
+  uint32_t max_words = 24;       // messages longer than a link frame are split by the link
+  double rx_ready = 1.0;         // probability that the receiving XPU accepts a word this cycle
+  uint64_t max_messages = 0;     // 0: unlimited
+};
+
+uint64_t message_word(uint64_t stream_seed, uint64_t msg, uint32_t word);
+uint32_t message_length(uint64_t stream_seed, uint64_t msg, uint32_t min_words, uint32_t max_words);
+
+class TrafficSource {
+ public:
+  TrafficSource(uint64_t stream_seed, const TrafficConfig& cfg, uint64_t rng_seed);
+
+  struct Drive {
+    bool valid;
+    uint64_t data;
+    bool last;
+  };
+  Drive drive();                   // what to put on tx_* this cycle
+  void fire();                     // the endpoint accepted the driven word
+  void stop() { stopped_ = true; } // offer no new message (finish the current one)
+  uint64_t messages_sent() const { return sent_; }
+  uint64_t words_sent() const { return words_; }
+
+ private:
+  uint64_t seed_;
+  TrafficConfig cfg_;
+  std::mt19937_64 rng_;
+  bool in_msg_ = false;
+  bool stopped_ = false;
+  uint64_t msg_ = 0;
+  uint32_t word_ = 0, len_ = 0;
+  uint64_t sent_ = 0, words_ = 0;
+};
+
+class Scoreboard {
+ public:
+  Scoreboard(uint64_t stream_seed, const TrafficConfig& cfg, uint64_t rng_seed);
+  bool ready();                                   // rx_ready this cycle
+  void deliver(uint64_t data, bool last, uint64_t cycle);  // rx_valid && rx_ready
+  uint64_t messages() const { return messages_; }
+  uint64_t words() const { return words_; }
+  uint64_t errors() const { return errors_; }
+  const std::string& first_error() const { return first_error_; }
+
+ private:
+  uint64_t seed_;
+  TrafficConfig cfg_;
+  std::mt19937_64 rng_;
+  uint64_t msg_ = 0;
+  uint32_t word_ = 0;
+  uint64_t messages_ = 0, words_ = 0, errors_ = 0;
+  std::string first_error_;
+};
+
+}  // namespace mxtb::sim
