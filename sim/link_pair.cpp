@@ -296,12 +296,11 @@ void LinkPair::act() {
     impl_->stop_traffic();
   }
   if (!traffic_phase_ && (now - drain_start_) % kDrainCheckCycles == 0) {
-    if (impl_->drained()) {
-      drained_ = true;
-      finished_ = true;
-    } else if (now - drain_start_ >= cfg_.drain_cycles) {
-      finished_ = true;
-    }
+    // Done when everything sent was delivered and the links have settled where the scenario
+    // expects them (a fault late in the run may leave a link still retraining), or out of time.
+    drained_ = drained_ || impl_->drained();
+    bool settled = impl_->state('a') == cfg_.expect_state_a && impl_->state('b') == cfg_.expect_state_b;
+    if ((drained_ && settled) || now - drain_start_ >= cfg_.drain_cycles) finished_ = true;
   }
 }
 

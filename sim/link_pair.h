@@ -36,7 +36,7 @@ struct LinkPairConfig {
   uint64_t seed = 1;
   double clock_mhz = 156.25;
   uint64_t traffic_cycles = 200000;  // cycles with traffic offered
-  uint64_t drain_cycles = 100000;    // most cycles allowed afterwards to deliver what was sent
+  uint64_t drain_cycles = 100000;    // most cycles allowed afterwards to deliver and settle
   EndpointIdentity a{1, 0}, b{2, 0}, impostor{7, 3};
   bool check_peer = true;
   LaneChannelConfig ab, ba;

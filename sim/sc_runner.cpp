@@ -18,7 +18,7 @@ int run_under_systemc(std::function<int()> body) {
   if (g_used) throw std::logic_error("run_under_systemc: SystemC elaborates once per process");
   g_used = true;
   g_body = std::move(body);
-  setenv("SYSC_DISABLE_COPYRIGHT_MESSAGE", "DISABLE", 1);
+  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
   // sc_stop() is how every run ends; its info message is noise.
   sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
   char name[] = "mxtb";

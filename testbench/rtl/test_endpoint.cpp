@@ -1,0 +1,456 @@
+// Directed testbenches for link_endpoint against a software peer built from the reference codec
+// (sim/link_codec): training, the deframer, the framer, credits, replay and the monitors. The
+// software peer speaks block by block, so each test controls exactly what the RTL sees.
+// Expectations use link_endpoint's default parameters (rtl/link/link_endpoint.sv).
+#include "Vlink_endpoint.h"
+#include "sim/link_codec.h"
+#include "verilated.h"
+
+#include <mxtb/link_defs.h>
+
+#include <doctest/doctest.h>
+
+#include <deque>
+#include <functional>
+#include <vector>
+
+using namespace mxtb::sim;
+using mxtb::link::CtlType;
+using mxtb::link::LinkState;
+using mxtb::link::Reason;
+
+namespace {
+
+constexpr int kTsCount = 16, kHbPeriod = 256, kHbTimeout = 2048, kReplayTimeout = 1024;
+constexpr int kMaxReplays = 8, kTsTimeout = 8192, kRetrainHold = 256, kDetectTimeout = 65536;
+constexpr uint16_t kSelfXpu = 1, kPeerXpu = 2;
+
+struct Sent {
+  uint64_t cycle;
+  Block block;
+};
+
+class PeerBench {
+ public:
+  PeerBench() {
+    m.xpu_id_i = kSelfXpu;
+    m.lane_id_i = 0;
+    m.expect_xpu_i = kPeerXpu;
+    m.expect_lane_i = 0;
+    m.check_peer_i = 1;
+    m.enable_i = 1;
+    m.rx_ready_i = 1;
+    m.irq_clear_i = 0;
+    m.rst_ni = 0;
+    m.clk_i = 0;
+    m.eval();
+    m.clk_i = 1;
+    m.eval();
+    m.clk_i = 0;
+    m.rst_ni = 1;
+    m.eval();
+    states.push_back(state());
+  }
+
+  LinkState state() const { return static_cast<LinkState>(m.state_o); }
+  Reason reason() const { return static_cast<Reason>(m.reason_o); }
+
+  void push_ctl(CtlType t, uint32_t fields, int n = 1) {
+    for (int i = 0; i < n; ++i) to_dut.push_back({static_cast<uint8_t>(mxtb::link::kSyncCtrl), make_ctl(t, fields)});
+  }
+  void push_frame(uint16_t seq, const std::vector<uint64_t>& words, bool eom, int corrupt_word = -1) {
+    auto blocks = encode_frame(seq, words, eom);
+    if (corrupt_word >= 0) blocks[1 + corrupt_word].payload ^= 0x10;
+    for (auto& b : blocks) to_dut.push_back(b);
+  }
+  uint32_t ack_fields() const { return peer_expect | (uint32_t{peer_credit} << 16); }
+
+  void tick() {
+    if (auto_hb && cycle % 200 == 0) push_ctl(CtlType::Heartbeat, ack_fields());
+    Block b{static_cast<uint8_t>(mxtb::link::kSyncCtrl), make_ctl(CtlType::Idle, 0)};
+    if (!to_dut.empty()) {
+      b = to_dut.front();
+      to_dut.pop_front();
+    }
+    Raw66 raw = Raw66::block(b.sync, scr.scramble(b.payload));
+    m.lane_rx_i[0] = static_cast<uint32_t>(raw.lo);
+    m.lane_rx_i[1] = static_cast<uint32_t>(raw.lo >> 32);
+    m.lane_rx_i[2] = raw.hi;
+    m.lane_sd_i = light;
+
+    bool tx_fire = false;
+    if (!xpu_tx.empty()) {
+      m.tx_valid_i = 1;
+      m.tx_data_i = xpu_tx.front().first;
+      m.tx_last_i = xpu_tx.front().second;
+      tx_fire = m.tx_ready_o;
+    } else {
+      m.tx_valid_i = 0;
+    }
+    if (m.rx_valid_o && m.rx_ready_i) delivered.push_back({m.rx_data_o, static_cast<bool>(m.rx_last_o)});
+
+    m.clk_i = 1;
+    m.eval();
+    m.clk_i = 0;
+    m.eval();
+    m.retrain_req_i = 0;
+    if (tx_fire) xpu_tx.pop_front();
+    ++cycle;
+
+    if (m.laser_o) {
+      Raw66 o{uint64_t{m.lane_tx_o[0]} | (uint64_t{m.lane_tx_o[1]} << 32), static_cast<uint8_t>(m.lane_tx_o[2] & 3)};
+      uint64_t payload = dscr.descramble(o.payload());
+      if (laser_was_on) from_dut.push_back({cycle, {o.sync(), payload}});  // first block after dark: descrambler syncing
+    }
+    laser_was_on = m.laser_o;
+    if (state() != states.back()) states.push_back(state());
+  }
+
+  void run(uint64_t n) {
+    for (uint64_t i = 0; i < n; ++i) tick();
+  }
+  bool run_until(const std::function<bool()>& done, uint64_t max_cycles) {
+    for (uint64_t i = 0; i < max_cycles; ++i) {
+      if (done()) return true;
+      tick();
+    }
+    return done();
+  }
+
+  // Plays a well-behaved peer through training: TS1, TS2, CreditInit, as the RTL asks for them.
+  void train(uint16_t credit = 8, uint16_t peer_xpu = kPeerXpu) {
+    peer_credit = credit;
+    REQUIRE(run_until([&] { return state() == LinkState::Ts1; }, 5000));
+    auto feed = [&](LinkState s, CtlType t, uint32_t fields) {
+      for (int i = 0; i < 5000 && state() == s; ++i) {
+        if (to_dut.size() < 4) push_ctl(t, fields);
+        tick();
+      }
+    };
+    feed(LinkState::Ts1, CtlType::Ts1, peer_xpu);
+    feed(LinkState::Ts2, CtlType::Ts2, peer_xpu);
+    feed(LinkState::CreditInit, CtlType::CreditInit, ack_fields());
+    auto_hb = true;
+  }
+
+  // Control blocks the DUT sent since index `from` of from_dut.
+  std::vector<std::pair<uint64_t, Ctl>> ctl_sent(size_t from = 0, std::optional<CtlType> only = {}) const {
+    std::vector<std::pair<uint64_t, Ctl>> out;
+    for (size_t i = from; i < from_dut.size(); ++i) {
+      if (from_dut[i].block.sync != mxtb::link::kSyncCtrl) continue;
+      if (auto c = parse_ctl(from_dut[i].block.payload); c && (!only || c->type == *only))
+        out.push_back({from_dut[i].cycle, *c});
+    }
+    return out;
+  }
+
+  std::vector<uint16_t> sof_seqs(size_t from = 0) const {
+    std::vector<uint16_t> seqs;
+    for (auto& [c, ctl] : ctl_sent(from, CtlType::Sof)) seqs.push_back(ctl.fields & 0xFFFF);
+    return seqs;
+  }
+
+  VerilatedContext ctx;
+  Vlink_endpoint m{&ctx};
+  Scrambler58 scr;
+  Descrambler58 dscr;
+  std::deque<Block> to_dut;
+  std::deque<std::pair<uint64_t, bool>> xpu_tx;
+  std::vector<std::pair<uint64_t, bool>> delivered;
+  std::vector<Sent> from_dut;
+  std::vector<LinkState> states;
+  uint16_t peer_expect = 0, peer_credit = 8;
+  bool light = true, auto_hb = false, laser_was_on = false;
+  uint64_t cycle = 0;
+};
+
+}  // namespace
+
+TEST_CASE("training walks every state in order, exchanges identities and raises the interrupt") {
+  PeerBench b;
+  b.train();
+  CHECK(b.states == std::vector<LinkState>{LinkState::Reset, LinkState::Detect, LinkState::BlockLock,
+                                           LinkState::Ts1, LinkState::Ts2, LinkState::CreditInit,
+                                           LinkState::Active});
+  CHECK(b.reason() == Reason::None);
+  CHECK(b.m.peer_xpu_o == kPeerXpu);
+  CHECK(b.m.irq_o);
+  auto ts1 = b.ctl_sent(0, CtlType::Ts1);
+  REQUIRE(ts1.size() >= kTsCount);
+  CHECK((ts1[0].second.fields & 0xFFFF) == kSelfXpu);
+  auto ci = b.ctl_sent(0, CtlType::CreditInit);
+  REQUIRE_FALSE(ci.empty());
+  CHECK((ci[0].second.fields >> 16) == 8);  // credit limit: the receive buffer's 8 frames
+  b.m.irq_clear_i = 1;
+  b.tick();
+  b.m.irq_clear_i = 0;
+  b.tick();
+  CHECK_FALSE(b.m.irq_o);
+}
+
+TEST_CASE("a link to the wrong peer goes to Disabled with WrongPeer and never to Active") {
+  PeerBench b;
+  REQUIRE(b.run_until([&] { return b.state() == LinkState::Ts1; }, 5000));
+  for (int i = 0; i < 20000; ++i) {
+    if (b.to_dut.size() < 4) b.push_ctl(CtlType::Ts1, 9);
+    b.tick();
+    REQUIRE(b.state() != LinkState::Active);
+  }
+  CHECK(b.state() == LinkState::Disabled);
+  CHECK(b.reason() == Reason::WrongPeer);
+  CHECK_FALSE(b.m.laser_o);
+  b.m.retrain_req_i = 1;  // the controller fixed the circuit and asks again
+  b.tick();
+  CHECK(b.state() == LinkState::Detect);
+}
+
+TEST_CASE("with the peer check off, any peer trains") {
+  PeerBench b;
+  b.m.check_peer_i = 0;
+  b.train(8, 9);
+  CHECK(b.state() == LinkState::Active);
+  CHECK(b.m.peer_xpu_o == 9);
+}
+
+TEST_CASE("a silent peer times out of Ts1, and Retrain holds the laser off") {
+  PeerBench b;
+  REQUIRE(b.run_until([&] { return b.state() == LinkState::Ts1; }, 5000));
+  uint64_t t0 = b.cycle;
+  REQUIRE(b.run_until([&] { return b.state() == LinkState::Retrain; }, kTsTimeout + 10));
+  CHECK(b.cycle - t0 >= kTsTimeout);
+  CHECK(b.reason() == Reason::Ts1Timeout);
+  b.tick();
+  CHECK_FALSE(b.m.laser_o);
+  uint64_t t1 = b.cycle;
+  REQUIRE(b.run_until([&] { return b.state() == LinkState::Detect; }, kRetrainHold + 10));
+  CHECK(b.cycle - t1 >= kRetrainHold - 2);
+  CHECK(b.m.cnt_retrains_o == 1);
+}
+
+TEST_CASE("no light: Detect times out and says so, laser still on") {
+  PeerBench b;
+  b.light = false;
+  b.run(kDetectTimeout + 100);
+  CHECK(b.state() == LinkState::Detect);
+  CHECK(b.reason() == Reason::DetectTimeout);
+  CHECK(b.m.laser_o);
+}
+
+TEST_CASE("deframer: a good frame is delivered whole and acknowledged") {
+  PeerBench b;
+  b.train();
+  size_t mark = b.from_dut.size();
+  std::vector<uint64_t> words{11, 22, 33, 44, 55};
+  b.push_frame(0, words, true);
+  b.run(100);
+  REQUIRE(b.delivered.size() == 5);
+  for (size_t i = 0; i < 5; ++i) {
+    CHECK(b.delivered[i].first == words[i]);
+    CHECK(b.delivered[i].second == (i == 4));
+  }
+  CHECK(b.m.cnt_frames_rx_o == 1);
+  auto acks = b.ctl_sent(mark, CtlType::Ack);
+  REQUIRE_FALSE(acks.empty());
+  CHECK((acks.back().second.fields & 0xFFFF) == 1);
+  CHECK((acks.back().second.fields >> 16) == 9);  // credit returned once the XPU drained it
+}
+
+TEST_CASE("deframer: a frame failing its CRC is dropped, counted and NAKed; the resend is delivered") {
+  PeerBench b;
+  b.train();
+  size_t mark = b.from_dut.size();
+  b.push_frame(0, {1, 2, 3}, true, /*corrupt_word=*/1);
+  b.run(100);
+  CHECK(b.delivered.empty());
+  CHECK(b.m.cnt_crc_err_o == 1);
+  auto naks = b.ctl_sent(mark, CtlType::Nak);
+  REQUIRE(naks.size() == 1);
+  CHECK((naks[0].second.fields & 0xFFFF) == 0);
+  b.push_frame(0, {1, 2, 3}, true);
+  b.run(100);
+  CHECK(b.delivered.size() == 3);
+}
+
+TEST_CASE("deframer: a duplicate is dropped and acknowledged again; a gap is NAKed") {
+  PeerBench b;
+  b.train();
+  b.push_frame(0, {7}, true);
+  b.run(60);
+  size_t mark = b.from_dut.size();
+  b.push_frame(0, {7}, true);  // replayed duplicate
+  b.run(60);
+  CHECK(b.delivered.size() == 1);
+  auto acks = b.ctl_sent(mark, CtlType::Ack);
+  REQUIRE_FALSE(acks.empty());
+  CHECK((acks[0].second.fields & 0xFFFF) == 1);
+  mark = b.from_dut.size();
+  b.push_frame(2, {9}, true);  // seq 1 went missing
+  b.run(60);
+  CHECK(b.delivered.size() == 1);
+  auto naks = b.ctl_sent(mark, CtlType::Nak);
+  REQUIRE(naks.size() == 1);
+  CHECK((naks[0].second.fields & 0xFFFF) == 1);
+}
+
+TEST_CASE("deframer: a frame with a broken sync header inside is dropped") {
+  PeerBench b;
+  b.train();
+  b.push_frame(0, {1, 2, 3}, true);
+  b.to_dut[2].sync = 3;  // second data block arrives with an invalid header
+  b.run(80);
+  CHECK(b.delivered.empty());
+  CHECK(b.m.cnt_bad_blocks_o == 1);
+}
+
+TEST_CASE("framer: XPU words leave as SOF, data, EOF exactly as the reference encodes them") {
+  PeerBench b;
+  b.train();
+  size_t mark = b.from_dut.size();
+  std::vector<uint64_t> words{0xAAAA, 0xBBBB, 0xCCCC, 0xDDDD, 0xEEEE};
+  for (size_t i = 0; i < words.size(); ++i) b.xpu_tx.push_back({words[i], i + 1 == words.size()});
+  b.run(60);
+  auto want = encode_frame(0, words, true);
+  std::vector<Block> got;
+  bool in_frame = false;
+  for (size_t i = mark; i < b.from_dut.size(); ++i) {
+    const Block& blk = b.from_dut[i].block;
+    auto c = parse_ctl(blk.payload);
+    if (blk.sync == mxtb::link::kSyncCtrl && c && c->type == CtlType::Sof) in_frame = true;
+    if (in_frame) got.push_back(blk);
+    if (in_frame && blk.sync == mxtb::link::kSyncCtrl && c && c->type == CtlType::Eof) break;
+  }
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    CHECK(got[i].sync == want[i].sync);
+    CHECK(got[i].payload == want[i].payload);
+  }
+  CHECK(b.m.cnt_frames_tx_o == 1);
+}
+
+TEST_CASE("framer: a message longer than a frame is split and reassembled with one end of message") {
+  PeerBench b;
+  b.train();
+  for (int i = 0; i < 40; ++i) b.xpu_tx.push_back({static_cast<uint64_t>(i), i == 39});
+  b.run(200);
+  CHECK(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2});  // 16 + 16 + 8 words
+  auto sofs = b.ctl_sent(0, CtlType::Sof);
+  CHECK(((sofs[0].second.fields >> 24) & 1) == 0);
+  CHECK(((sofs[2].second.fields >> 24) & 1) == 1);
+}
+
+TEST_CASE("credits: the transmitter sends no new frame beyond the peer's credit limit") {
+  PeerBench b;
+  b.train(/*credit=*/2);
+  for (int msg = 0; msg < 4; ++msg) b.xpu_tx.push_back({static_cast<uint64_t>(msg), true});
+  b.run(300);
+  CHECK(b.sof_seqs() == std::vector<uint16_t>{0, 1});
+  b.peer_expect = 2;
+  b.peer_credit = 4;
+  b.push_ctl(CtlType::Ack, b.ack_fields());
+  b.run(100);
+  CHECK(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2, 3});
+}
+
+TEST_CASE("credits: the receiver returns credit as its XPU drains frames") {
+  PeerBench b;
+  b.train();
+  b.m.rx_ready_i = 0;
+  for (uint16_t s = 0; s < 8; ++s) b.push_frame(s, {s}, true);
+  b.run(200);
+  auto acks = b.ctl_sent(0, CtlType::Ack);
+  REQUIRE_FALSE(acks.empty());
+  CHECK((acks.back().second.fields & 0xFFFF) == 8);   // all 8 accepted ...
+  CHECK((acks.back().second.fields >> 16) == 8);      // ... and no credit back yet
+  CHECK(b.delivered.empty());
+  size_t mark = b.from_dut.size();
+  b.m.rx_ready_i = 1;
+  b.run(100);
+  CHECK(b.delivered.size() == 8);
+  auto later = b.ctl_sent(mark, CtlType::Ack);
+  REQUIRE_FALSE(later.empty());
+  CHECK((later.back().second.fields >> 16) == 16);
+}
+
+TEST_CASE("replay: without an acknowledgement the frame goes out again after the replay timeout") {
+  PeerBench b;
+  b.train();
+  b.xpu_tx.push_back({42, true});
+  b.run(kReplayTimeout + 200);
+  auto sofs = b.ctl_sent(0, CtlType::Sof);
+  REQUIRE(sofs.size() >= 2);
+  CHECK((sofs[1].second.fields & 0xFFFF) == 0);
+  CHECK(sofs[1].first - sofs[0].first >= kReplayTimeout);
+  CHECK(b.m.cnt_replays_o >= 1);
+  CHECK(b.m.cnt_frames_tx_o == 1);  // a replay is not a new frame
+}
+
+TEST_CASE("replay: a NAK goes back at once to the first frame it did not acknowledge") {
+  PeerBench b;
+  b.train();
+  for (uint64_t i = 0; i < 3; ++i) b.xpu_tx.push_back({i, true});
+  b.run(60);
+  REQUIRE(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2});
+  size_t mark = b.from_dut.size();
+  b.peer_expect = 1;
+  b.push_ctl(CtlType::Nak, b.ack_fields());
+  b.run(60);
+  CHECK(b.sof_seqs(mark) == std::vector<uint16_t>{1, 2});
+}
+
+TEST_CASE("replay: MAX_REPLAYS go-backs without progress retrain the link") {
+  PeerBench b;
+  b.train();
+  b.xpu_tx.push_back({1, true});
+  REQUIRE(b.run_until([&] { return b.state() != LinkState::Active; }, (kMaxReplays + 3) * (kReplayTimeout + 50)));
+  CHECK(b.state() == LinkState::Retrain);
+  CHECK(b.reason() == Reason::ReplayExhausted);
+  CHECK(b.m.cnt_replays_o == kMaxReplays + 1);
+}
+
+TEST_CASE("heartbeats go out every HB_PERIOD; a silent peer times out") {
+  PeerBench b;
+  b.train();
+  size_t mark = b.from_dut.size();
+  b.run(2000);
+  auto hbs = b.ctl_sent(mark, CtlType::Heartbeat);
+  REQUIRE(hbs.size() >= 5);
+  for (size_t i = 1; i < hbs.size(); ++i) CHECK(hbs[i].first - hbs[i - 1].first <= kHbPeriod + 2);
+  b.auto_hb = false;
+  uint64_t t0 = b.cycle;
+  REQUIRE(b.run_until([&] { return b.state() != LinkState::Active; }, kHbTimeout + 300));
+  CHECK(b.reason() == Reason::HeartbeatTimeout);
+  CHECK(b.cycle - t0 >= kHbTimeout - 200);
+}
+
+TEST_CASE("the error-rate window retrains a link whose bad blocks exceed the threshold") {
+  PeerBench b;
+  b.train();
+  for (int i = 0; i < 4000 && b.state() == LinkState::Active; ++i) {
+    if (i % 8 == 0) b.to_dut.push_back({3, 0});  // 1 invalid header in 8: under block lock's limit
+    b.tick();
+  }
+  CHECK(b.state() == LinkState::Retrain);
+  CHECK(b.reason() == Reason::ErrorRate);
+}
+
+TEST_CASE("a peer that restarts training pulls an Active link into Retrain") {
+  PeerBench b;
+  b.train();
+  b.push_ctl(CtlType::Ts1, kPeerXpu);
+  b.run(10);
+  CHECK(b.state() == LinkState::Retrain);
+  CHECK(b.reason() == Reason::PeerRetrain);
+}
+
+TEST_CASE("loss of signal while Active retrains with LossOfSignal; disabling wins over all") {
+  PeerBench b;
+  b.train();
+  b.light = false;
+  b.run(3);
+  CHECK(b.state() == LinkState::Retrain);
+  CHECK(b.reason() == Reason::LossOfSignal);
+  b.m.enable_i = 0;
+  b.run(2);
+  CHECK(b.state() == LinkState::Disabled);
+  CHECK(b.reason() == Reason::AdminDisabled);
+}

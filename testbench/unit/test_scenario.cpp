@@ -1,0 +1,88 @@
+#include "sim/scenario.h"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+
+using namespace mxtb::sim;
+using nlohmann::json;
+
+namespace {
+std::string error_of(const json& j) {
+  try {
+    parse_link_pair_scenario(j, "test.json");
+  } catch (const ScenarioError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("the shipped scenarios load") {
+  for (const char* f : {"traces/scenarios/link-pair.json"}) {
+    INFO(f);
+    CHECK_NOTHROW(load_link_pair_scenario(std::string(MXTB_SOURCE_DIR) + "/" + f));
+  }
+}
+
+TEST_CASE("a scenario's fields reach the configuration") {
+  json j = json::parse(R"({
+    "name": "x", "seed": 9, "traffic_cycles": 1234,
+    "endpoints": {"a": {"xpu": 3, "lane": 1}},
+    "lanes": {"both": {"latency_cycles": 7}, "ba": {"ber": 1e-6}},
+    "traffic": {"ab": {"max_words": 8}},
+    "faults": [{"at": 100, "kind": "dark", "lane": "ab", "cycles": 50},
+               {"at": 10, "kind": "retrain", "endpoint": "b"}],
+    "expect": {"state_a": "Disabled", "reason_a": "WrongPeer", "all_delivered": false}
+  })");
+  LinkPairConfig c = parse_link_pair_scenario(j, "x");
+  CHECK(c.name == "x");
+  CHECK(c.seed == 9);
+  CHECK(c.traffic_cycles == 1234);
+  CHECK(c.a.xpu == 3);
+  CHECK(c.a.lane == 1);
+  CHECK(c.ab.latency_cycles == 7);
+  CHECK(c.ba.latency_cycles == 7);
+  CHECK(c.ab.ber == 0.0);
+  CHECK(c.ba.ber == 1e-6);
+  CHECK(c.traffic_ab.max_words == 8);
+  REQUIRE(c.actions.size() == 3);
+  CHECK(c.actions[0].kind == LinkAction::Kind::DarkOn);
+  CHECK(c.actions[1].cycle == 150);
+  CHECK(c.expect_state_a == mxtb::link::LinkState::Disabled);
+  CHECK(c.expect_reason_a == mxtb::link::Reason::WrongPeer);
+  CHECK_FALSE(c.expect_all_delivered);
+}
+
+TEST_CASE("bad scenarios are rejected with the file, the field and the problem") {
+  CHECK(error_of(json::parse(R"({"trafic_cycles": 5})")) == "test.json: $.trafic_cycles: unknown field");
+  CHECK(error_of(json::parse(R"({"seed": -1})")).find("$.seed: must be a non-negative integer") != std::string::npos);
+  CHECK(error_of(json::parse(R"({"lanes": {"ab": {"latency_cycles": 0}}})")).find("$.lanes.ab.latency_cycles: must be in [1,") != std::string::npos);
+  CHECK(error_of(json::parse(R"({"lanes": {"ab": {"ber": "high"}}})")).find("$.lanes.ab.ber: must be a number") != std::string::npos);
+  CHECK(error_of(json::parse(R"({"faults": [{"kind": "dark", "cycles": 4}]})")).find("$.faults[0].at: missing") != std::string::npos);
+  CHECK(error_of(json::parse(R"({"faults": [{"at": 1, "kind": "explode"}]})")).find("$.faults[0].kind: \"explode\" is not one of") != std::string::npos);
+  CHECK(error_of(json::parse(R"({"expect": {"state_a": "Happy"}})")).find("$.expect.state_a: \"Happy\" is not a known name") != std::string::npos);
+  CHECK(error_of(json::parse(R"({"traffic": {"ab": {"min_words": 9, "max_words": 3}}})")).find("max_words: must be >= min_words") != std::string::npos);
+  CHECK(error_of(json::parse(R"([1, 2])")) == "test.json: $: must be an object");
+}
+
+TEST_CASE("a missing or malformed file is named in the error") {
+  CHECK_THROWS_WITH_AS(load_link_pair_scenario("/nonexistent/s.json"),
+                       doctest::Contains("/nonexistent/s.json: cannot open"), ScenarioError);
+  std::string path = "scenario_bad_json.tmp.json";
+  std::ofstream(path) << "{ \"name\": ";
+  CHECK_THROWS_WITH_AS(load_link_pair_scenario(path), doctest::Contains("not valid JSON"), ScenarioError);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("random scenarios are valid and a function of their seed") {
+  for (uint64_t s = 1; s <= 50; ++s) {
+    LinkPairConfig a = random_link_pair_scenario(s);
+    LinkPairConfig b = random_link_pair_scenario(s);
+    CHECK(to_json(a) == to_json(b));
+    CHECK(a.ab.latency_cycles >= 1);
+  }
+  CHECK(to_json(random_link_pair_scenario(1)) != to_json(random_link_pair_scenario(2)));
+}

@@ -1,0 +1,74 @@
+#include "sim/xpu_traffic.h"
+
+#include <doctest/doctest.h>
+
+#include <vector>
+
+using namespace mxtb::sim;
+
+namespace {
+struct Word {
+  uint64_t data;
+  bool last;
+};
+std::vector<Word> generate(TrafficSource& src, int n) {
+  std::vector<Word> out;
+  while (static_cast<int>(out.size()) < n) {
+    auto d = src.drive();
+    if (!d.valid) continue;
+    out.push_back({d.data, d.last});
+    src.fire();
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("scoreboard accepts the source's stream exactly as sent") {
+  TrafficConfig cfg;
+  TrafficSource src(9, cfg, 1);
+  Scoreboard sb(9, cfg, 2);
+  auto words = generate(src, 500);
+  for (size_t i = 0; i < words.size(); ++i) sb.deliver(words[i].data, words[i].last, i);
+  CHECK(sb.errors() == 0);
+  CHECK(sb.words() == 500);
+}
+
+TEST_CASE("scoreboard catches corruption, loss, duplication and a wrong end of message") {
+  TrafficConfig cfg;
+  cfg.min_words = 3;
+  cfg.max_words = 3;
+  auto run = [&](auto mutate) {
+    TrafficSource src(5, cfg, 1);
+    Scoreboard sb(5, cfg, 2);
+    auto words = generate(src, 30);
+    mutate(words);
+    for (size_t i = 0; i < words.size(); ++i) sb.deliver(words[i].data, words[i].last, i);
+    return sb.errors();
+  };
+  CHECK(run([](std::vector<Word>&) {}) == 0);
+  CHECK(run([](std::vector<Word>& w) { w[7].data ^= 1; }) > 0);
+  CHECK(run([](std::vector<Word>& w) { w.erase(w.begin() + 3, w.begin() + 6); }) > 0);   // a lost message
+  CHECK(run([](std::vector<Word>& w) { w.insert(w.begin() + 6, w.begin() + 3, w.begin() + 6); }) > 0);  // duplicate
+  CHECK(run([](std::vector<Word>& w) { w[4].last = true; }) > 0);
+  CHECK(run([](std::vector<Word>& w) { std::swap(w[3], w[6]); std::swap(w[4], w[7]); std::swap(w[5], w[8]); }) > 0);
+}
+
+TEST_CASE("a stopped source finishes its message and offers no more") {
+  TrafficConfig cfg;
+  cfg.min_words = 4;
+  cfg.max_words = 4;
+  TrafficSource src(1, cfg, 1);
+  auto d = src.drive();
+  REQUIRE(d.valid);
+  src.fire();
+  src.stop();
+  int more = 0;
+  for (int i = 0; i < 10; ++i) {
+    auto x = src.drive();
+    if (!x.valid) break;
+    src.fire();
+    ++more;
+  }
+  CHECK(more == 3);
+  CHECK(src.messages_sent() == 1);
+}
