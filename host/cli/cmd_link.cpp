@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <thread>
@@ -146,8 +147,16 @@ int cmd_bench_link(const ArgList& argv) {
   };
   fmt::print("mxtb bench link: {} traffic cycles, both directions saturated, time mode free\n", cycles);
 
-  // Loop, SystemC, loop again: the loop's figure is the mean of the runs on either side, so drift
-  // in what else the machine is doing falls on both sides of the ratio.
+  // Warm-up, then loop, SystemC, loop again. Noise on a shared machine only ever adds time, so
+  // the loop's figure is its faster run, taken on either side of the SystemC run; the SystemC
+  // figure is its only run (SystemC elaborates once per process), which makes the ratio, if
+  // anything, pessimistic.
+  {
+    LinkPairConfig warm = cfg;
+    warm.traffic_cycles = 20000;
+    LinkPair pair(warm);
+    pair.run();
+  }
   LinkPairResult loop_r, sc_r;
   uint64_t sc_batches = 0;
   std::vector<double> loop_s;
@@ -173,8 +182,8 @@ int cmd_bench_link(const ArgList& argv) {
   run_loop();
   fmt::print("  (a) plain C++ loop:    {:.3f} s\n", loop_s.back());
 
-  double loop_mean = (loop_s[0] + loop_s[1]) / 2;
-  double a_rate = loop_r.cycles / loop_mean;
+  double loop_best = std::min(loop_s[0], loop_s[1]);
+  double a_rate = loop_r.cycles / loop_best;
   double b_rate = sc_r.cycles / sc_s;
   double ratio = b_rate / a_rate;
   bool identical = sim::to_json(loop_r) == sim::to_json(sc_r);
@@ -190,7 +199,7 @@ int cmd_bench_link(const ArgList& argv) {
            {"time_mode", "free"},
            {"cycles", loop_r.cycles},
            {"clock_mhz", cfg.clock_mhz},
-           {"plain_loop", {{"wall_s", loop_s}, {"cycles_per_s", a_rate}}},
+           {"plain_loop", {{"wall_s", loop_s}, {"best_wall_s", loop_best}, {"cycles_per_s", a_rate}}},
            {"systemc", {{"wall_s", sc_s}, {"cycles_per_s", b_rate}, {"batches", sc_batches}, {"max_batch", batch}}},
            {"ratio_b_over_a", ratio},
            {"goal_ratio", 0.5},

@@ -5,7 +5,6 @@
 //   lane_rx_i -> link_block_lock -> descrambler58 -> link_rx (deframer, receive buffer) -> rx_*
 //   link_train watches both and owns the state, reason and laser.
 module link_endpoint
-  import link_pkg::*;
 #(
   parameter int MAX_WORDS      = 16,
   parameter int REPLAY_DEPTH   = 8,
@@ -65,8 +64,8 @@ module link_endpoint
   output logic [31:0] cnt_bad_blocks_o
 );
 
-  link_state_e state;
-  reason_e     reason;
+  logic [3:0]  state;   // link_pkg::link_state_e
+  logic [3:0]  reason;  // link_pkg::reason_e
   logic        active, enter_active, retrain, replay_exhausted, replay, frame_sent;
   logic [39:0] train_fields;
   logic [65:0] tx_block, rx_block;

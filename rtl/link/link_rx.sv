@@ -4,7 +4,6 @@
 // It tells the local transmitter what to acknowledge or NAK, and passes on what the peer sent
 // (training sets, acknowledgements, credits).
 module link_rx
-  import link_pkg::*;
 #(
   parameter int MAX_WORDS = 16,  // payload words per frame; power of two
   parameter int RX_SLOTS  = 8    // frames the receive buffer holds = credits granted; power of two
@@ -68,8 +67,8 @@ module link_rx
   logic [7:0]  ctl_type;
   logic [SlotW-1:0] rd_slot;
 
-  assign is_ctl   = blk_valid_i && blk_hdr_ok_i && blk_sync_i == SyncCtrl;
-  assign is_data  = blk_valid_i && blk_hdr_ok_i && blk_sync_i == SyncData;
+  assign is_ctl   = blk_valid_i && blk_hdr_ok_i && blk_sync_i == link_pkg::SyncCtrl;
+  assign is_data  = blk_valid_i && blk_hdr_ok_i && blk_sync_i == link_pkg::SyncData;
   assign ctl_type = blk_data_i[7:0];
 
   crc32_d64 u_check_crc (.crc_i(32'hFFFF_FFFF), .data_i({24'h0, blk_data_i[39:0]}), .crc_o(chk_crc));
@@ -77,8 +76,8 @@ module link_rx
   assign unused_chk = ^chk_crc[31:24];
 
   // Frame CRC: an SOF starts it from its own word, data words advance it.
-  assign crc_in   = (is_ctl && ctl_type == CtlSof) ? 32'hFFFF_FFFF : crc_q;
-  assign crc_word = (is_ctl && ctl_type == CtlSof) ? {24'h0, blk_data_i[39:0]} : blk_data_i;
+  assign crc_in   = (is_ctl && ctl_type == link_pkg::CtlSof) ? 32'hFFFF_FFFF : crc_q;
+  assign crc_word = (is_ctl && ctl_type == link_pkg::CtlSof) ? {24'h0, blk_data_i[39:0]} : blk_data_i;
   crc32_d64 u_frame_crc (.crc_i(crc_in), .data_i(crc_word), .crc_o(crc_out));
 
   assign expect_o      = expect_q;
@@ -140,23 +139,23 @@ module link_rx
       frame_bad   = st_q == StData;
     end else if (ctl_ok) begin
       unique case (ctl_type)
-        CtlIdle: idle_o = 1'b1;
-        CtlTs1:  ts1_o  = 1'b1;
-        CtlTs2:  ts2_o  = 1'b1;
-        CtlCreditInit: begin
+        link_pkg::CtlIdle: idle_o = 1'b1;
+        link_pkg::CtlTs1:  ts1_o  = 1'b1;
+        link_pkg::CtlTs2:  ts2_o  = 1'b1;
+        link_pkg::CtlCreditInit: begin
           peer_ack_o  = 1'b1;
           peer_init_o = 1'b1;
         end
-        CtlAck, CtlHeartbeat: begin
+        link_pkg::CtlAck, link_pkg::CtlHeartbeat: begin
           peer_ack_o = 1'b1;
           peer_hb_o  = 1'b1;
         end
-        CtlNak: begin
+        link_pkg::CtlNak: begin
           peer_ack_o = 1'b1;
           peer_nak_o = 1'b1;
           peer_hb_o  = 1'b1;
         end
-        CtlSof: begin
+        link_pkg::CtlSof: begin
           if (st_q == StData) lost = 1'b1;  // the previous frame never ended
           if (active_i) begin
             st_d      = StData;
@@ -172,7 +171,7 @@ module link_rx
                         blk_data_i[31:24] != 8'd0 && blk_data_i[31:24] <= 8'(MAX_WORDS);
           end
         end
-        CtlEof: begin
+        link_pkg::CtlEof: begin
           if (st_q == StData) begin
             st_d = StIdle;
             if (widx_q != len_cur_q || ~crc_q != blk_data_i[39:8]) begin

@@ -5,7 +5,6 @@
 // Retrain turns the laser off so that the peer sees loss of signal and retrains as well.
 // States and reason codes come from link_pkg (generated from rtl/link/link_defs.json).
 module link_train
-  import link_pkg::*;
 #(
   parameter int RESET_CYCLES   = 16,
   parameter int DETECT_STABLE  = 64,     // cycles of signal before leaving Detect
@@ -43,8 +42,8 @@ module link_train
   // from the transmitter
   input  logic        replay_exhausted_i,
   // outputs
-  output link_state_e state_o,
-  output reason_e     reason_o,
+  output logic [3:0]  state_o,   // link_pkg::link_state_e
+  output logic [3:0]  reason_o,  // link_pkg::reason_e
   output logic        laser_o,
   output logic        active_o,
   output logic        enter_active_o,
@@ -56,8 +55,10 @@ module link_train
   input  logic        irq_clear_i
 );
 
-  link_state_e st_q, st_d;
-  reason_e     rsn_q, rsn_d;
+  // State and reason hold link_pkg enum values in plain vectors: Icarus 11 crashes on
+  // variables of a package's enum type.
+  logic [3:0]  st_q, st_d;
+  logic [3:0]  rsn_q, rsn_d;
   logic [31:0] timer_q, timer_d;
   logic [15:0] sd_cnt_q, sd_cnt_d, ts_cnt_q, ts_cnt_d;
   logic [15:0] cand_xpu_q, cand_xpu_d, peer_xpu_q, peer_xpu_d;
@@ -69,26 +70,26 @@ module link_train
 
   assign state_o        = st_q;
   assign reason_o       = rsn_q;
-  assign laser_o        = !(st_q == StReset || st_q == StRetrain || st_q == StDisabled);
-  assign active_o       = st_q == StActive;
-  assign enter_active_o = st_d == StActive && st_q != StActive;
-  assign retrain_o      = st_d == StRetrain && st_q != StRetrain;
+  assign laser_o        = !(st_q == link_pkg::StReset || st_q == link_pkg::StRetrain || st_q == link_pkg::StDisabled);
+  assign active_o       = st_q == link_pkg::StActive;
+  assign enter_active_o = st_d == link_pkg::StActive && st_q != link_pkg::StActive;
+  assign retrain_o      = st_d == link_pkg::StRetrain && st_q != link_pkg::StRetrain;
   assign peer_xpu_o     = peer_xpu_q;
   assign peer_lane_o    = peer_lane_q;
   assign irq_o          = irq_q;
 
   always_comb begin
     unique case (st_q)
-      StTs1:        train_fields_o = {8'h0, lane_id_i, xpu_id_i, CtlTs1};
-      StTs2:        train_fields_o = {8'h0, lane_id_i, xpu_id_i, CtlTs2};
-      StCreditInit: train_fields_o = {rx_credit_i, rx_expect_i, CtlCreditInit};
-      default:      train_fields_o = {32'h0, CtlIdle};
+      link_pkg::StTs1:        train_fields_o = {8'h0, lane_id_i, xpu_id_i, link_pkg::CtlTs1};
+      link_pkg::StTs2:        train_fields_o = {8'h0, lane_id_i, xpu_id_i, link_pkg::CtlTs2};
+      link_pkg::StCreditInit: train_fields_o = {rx_credit_i, rx_expect_i, link_pkg::CtlCreditInit};
+      default:      train_fields_o = {32'h0, link_pkg::CtlIdle};
     endcase
   end
 
   always_comb begin
-    logic link_lost;
-    reason_e lost_reason;
+    logic       link_lost;
+    logic [3:0] lost_reason;
     st_d        = st_q;
     rsn_d       = rsn_q;
     restart     = 1'b0;
@@ -109,42 +110,42 @@ module link_train
 
     // Losing the lane ends any state past Detect.
     link_lost   = !sd_i || !lock_i;
-    if (!sd_i) lost_reason = RsnLossOfSignal;
-    else lost_reason = RsnBlockLockLost;
+    if (!sd_i) lost_reason = link_pkg::RsnLossOfSignal;
+    else lost_reason = link_pkg::RsnBlockLockLost;
 
     if (!enable_i) begin
-      if (st_q != StDisabled) begin
-        st_d  = StDisabled;
-        rsn_d = RsnAdminDisabled;
+      if (st_q != link_pkg::StDisabled) begin
+        st_d  = link_pkg::StDisabled;
+        rsn_d = link_pkg::RsnAdminDisabled;
       end
-    end else if (st_q == StDisabled) begin
-      if (!enable_q || retrain_req_i) st_d = StDetect;
-    end else if (retrain_req_i && st_q != StReset && st_q != StRetrain) begin
-      st_d  = StRetrain;
-      rsn_d = RsnRetrainRequest;
+    end else if (st_q == link_pkg::StDisabled) begin
+      if (!enable_q || retrain_req_i) st_d = link_pkg::StDetect;
+    end else if (retrain_req_i && st_q != link_pkg::StReset && st_q != link_pkg::StRetrain) begin
+      st_d  = link_pkg::StRetrain;
+      rsn_d = link_pkg::RsnRetrainRequest;
     end else begin
       unique case (st_q)
-        StReset: if (timer_q >= 32'(RESET_CYCLES)) st_d = StDetect;
-        StDetect: begin
+        link_pkg::StReset: if (timer_q >= 32'(RESET_CYCLES)) st_d = link_pkg::StDetect;
+        link_pkg::StDetect: begin
           if (sd_cnt_q >= 16'(DETECT_STABLE)) begin
-            st_d = StBlockLock;
+            st_d = link_pkg::StBlockLock;
           end else if (timer_q >= 32'(DETECT_TIMEOUT)) begin
-            rsn_d   = RsnDetectTimeout;
+            rsn_d   = link_pkg::RsnDetectTimeout;
             restart = 1'b1;
           end
         end
-        StBlockLock: begin
+        link_pkg::StBlockLock: begin
           if (!sd_i) begin
-            st_d  = StRetrain;
-            rsn_d = RsnLossOfSignal;
+            st_d  = link_pkg::StRetrain;
+            rsn_d = link_pkg::RsnLossOfSignal;
           end else if (lock_i) begin
-            st_d = StTs1;
+            st_d = link_pkg::StTs1;
           end else if (timer_q >= 32'(LOCK_TIMEOUT)) begin
-            st_d  = StRetrain;
-            rsn_d = RsnLockTimeout;
+            st_d  = link_pkg::StRetrain;
+            rsn_d = link_pkg::RsnLockTimeout;
           end
         end
-        StTs1: begin
+        link_pkg::StTs1: begin
           if (ts1_i || ts2_i) begin
             if (ts_xpu_i == cand_xpu_q && ts_lane_i == cand_lane_q) begin
               ts_cnt_d = ts_cnt_q + 16'd1;
@@ -155,66 +156,66 @@ module link_train
             end
           end
           if (link_lost) begin
-            st_d  = StRetrain;
+            st_d  = link_pkg::StRetrain;
             rsn_d = lost_reason;
           end else if (ts_cnt_q >= 16'(TS_COUNT)) begin
             if (check_peer_i && (cand_xpu_q != expect_xpu_i || cand_lane_q != expect_lane_i)) begin
-              st_d  = StDisabled;  // never Active with the wrong peer
-              rsn_d = RsnWrongPeer;
+              st_d  = link_pkg::StDisabled;  // never Active with the wrong peer
+              rsn_d = link_pkg::RsnWrongPeer;
             end else begin
-              st_d        = StTs2;
+              st_d        = link_pkg::StTs2;
               peer_xpu_d  = cand_xpu_q;
               peer_lane_d = cand_lane_q;
             end
           end else if (timer_q >= 32'(TS_TIMEOUT)) begin
-            st_d  = StRetrain;
-            rsn_d = RsnTs1Timeout;
+            st_d  = link_pkg::StRetrain;
+            rsn_d = link_pkg::RsnTs1Timeout;
           end
         end
-        StTs2: begin
+        link_pkg::StTs2: begin
           if (ts2_i && ts_xpu_i == peer_xpu_q && ts_lane_i == peer_lane_q) ts_cnt_d = ts_cnt_q + 16'd1;
           if (link_lost) begin
-            st_d  = StRetrain;
+            st_d  = link_pkg::StRetrain;
             rsn_d = lost_reason;
           end else if ((ts_cnt_q >= 16'(TS_COUNT) || init_seen_q) && timer_q >= 32'(TS_COUNT)) begin
-            st_d = StCreditInit;
+            st_d = link_pkg::StCreditInit;
           end else if (timer_q >= 32'(TS_TIMEOUT)) begin
-            st_d  = StRetrain;
-            rsn_d = RsnTs2Timeout;
+            st_d  = link_pkg::StRetrain;
+            rsn_d = link_pkg::RsnTs2Timeout;
           end
         end
-        StCreditInit: begin
+        link_pkg::StCreditInit: begin
           if (link_lost) begin
-            st_d  = StRetrain;
+            st_d  = link_pkg::StRetrain;
             rsn_d = lost_reason;
           end else if ((init_seen_q || peer_hb_i) && timer_q >= 32'(TS_COUNT)) begin
-            st_d  = StActive;
-            rsn_d = RsnNone;
+            st_d  = link_pkg::StActive;
+            rsn_d = link_pkg::RsnNone;
           end else if (timer_q >= 32'(TS_TIMEOUT)) begin
-            st_d  = StRetrain;
-            rsn_d = RsnCreditTimeout;
+            st_d  = link_pkg::StRetrain;
+            rsn_d = link_pkg::RsnCreditTimeout;
           end
         end
-        StActive: begin
+        link_pkg::StActive: begin
           if (link_lost) begin
-            st_d  = StRetrain;
+            st_d  = link_pkg::StRetrain;
             rsn_d = lost_reason;
           end else if (hb_timer_q >= 32'(HB_TIMEOUT)) begin
-            st_d  = StRetrain;
-            rsn_d = RsnHeartbeatTimeout;
+            st_d  = link_pkg::StRetrain;
+            rsn_d = link_pkg::RsnHeartbeatTimeout;
           end else if (err_cnt_q > 16'(ERR_THRESHOLD)) begin
-            st_d  = StRetrain;
-            rsn_d = RsnErrorRate;
+            st_d  = link_pkg::StRetrain;
+            rsn_d = link_pkg::RsnErrorRate;
           end else if (replay_exhausted_i) begin
-            st_d  = StRetrain;
-            rsn_d = RsnReplayExhausted;
+            st_d  = link_pkg::StRetrain;
+            rsn_d = link_pkg::RsnReplayExhausted;
           end else if (ts1_i) begin
-            st_d  = StRetrain;
-            rsn_d = RsnPeerRetrain;
+            st_d  = link_pkg::StRetrain;
+            rsn_d = link_pkg::RsnPeerRetrain;
           end
         end
-        StRetrain: if (timer_q >= 32'(RETRAIN_HOLD)) st_d = StDetect;
-        default: st_d = StReset;
+        link_pkg::StRetrain: if (timer_q >= 32'(RETRAIN_HOLD)) st_d = link_pkg::StDetect;
+        default: st_d = link_pkg::StReset;
       endcase
     end
 
@@ -233,8 +234,8 @@ module link_train
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      st_q        <= StReset;
-      rsn_q       <= RsnNone;
+      st_q        <= link_pkg::StReset;
+      rsn_q       <= link_pkg::RsnNone;
       timer_q     <= '0;
       sd_cnt_q    <= '0;
       ts_cnt_q    <= '0;

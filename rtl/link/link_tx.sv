@@ -7,7 +7,6 @@
 // lane) <= hi_q (one past the highest ever sent) and fill_q (next slot the XPU fills). A frame at
 // or beyond hi_q is new and needs a credit; one below it is a replay and does not.
 module link_tx
-  import link_pkg::*;
 #(
   parameter int MAX_WORDS      = 16,   // payload words per frame; power of two
   parameter int REPLAY_DEPTH   = 8,    // frames kept until acknowledged; power of two
@@ -95,7 +94,7 @@ module link_tx
   crc32_d64 u_check_crc (.crc_i(32'hFFFF_FFFF), .data_i({24'h0, ctl_fields}), .crc_o(chk_crc));
   assign unused_chk = ^chk_crc[31:24];
 
-  assign block_o = send_data ? {send_word, SyncData} : {~chk_crc[23:0], ctl_fields, SyncCtrl};
+  assign block_o = send_data ? {send_word, link_pkg::SyncData} : {~chk_crc[23:0], ctl_fields, link_pkg::SyncCtrl};
   assign crc_d   = (send_sof || send_data) ? crc_out : crc_q;
 
   always_comb begin
@@ -114,7 +113,7 @@ module link_tx
     goback_d    = goback_q;
     hb_d        = hb_q;
     consec_d    = consec_q;
-    ctl_fields  = {32'h0, CtlIdle};
+    ctl_fields  = {32'h0, link_pkg::CtlIdle};
     send_sof    = 1'b0;
     send_data   = 1'b0;
     ack_sent_o  = 1'b0;
@@ -122,6 +121,7 @@ module link_tx
     frame_sent_o = 1'b0;
     replay_o    = 1'b0;
     goback      = 1'b0;
+    next_send   = send_q + 16'd1;
 
     // XPU side fills the replay buffer whatever the link state.
     if (fill_we) begin
@@ -176,17 +176,17 @@ module link_tx
           // A go-back with nothing on the lane takes effect at once.
           if (goback || (send_q - ack_d) > (hi_q - ack_d)) send_d = ack_d;
           if (nak_req_i) begin
-            ctl_fields = {rx_credit_i, rx_expect_i, CtlNak};
+            ctl_fields = {rx_credit_i, rx_expect_i, link_pkg::CtlNak};
             nak_sent_o = 1'b1;
           end else if (hb_q >= 16'(HB_PERIOD)) begin
-            ctl_fields = {rx_credit_i, rx_expect_i, CtlHeartbeat};
+            ctl_fields = {rx_credit_i, rx_expect_i, link_pkg::CtlHeartbeat};
             ack_sent_o = 1'b1;
             hb_d       = '0;
           end else if (ack_req_i) begin
-            ctl_fields = {rx_credit_i, rx_expect_i, CtlAck};
+            ctl_fields = {rx_credit_i, rx_expect_i, link_pkg::CtlAck};
             ack_sent_o = 1'b1;
           end else if (can_send && !goback && (send_q - ack_d) <= (hi_q - ack_d)) begin
-            ctl_fields = {7'h0, eom_q[send_slot], send_len, send_q, CtlSof};
+            ctl_fields = {7'h0, eom_q[send_slot], send_len, send_q, link_pkg::CtlSof};
             send_sof   = 1'b1;
             widx_d     = '0;
             st_d       = StData;
@@ -199,8 +199,7 @@ module link_tx
           if (goback) goback_d = 1'b1;
         end
         StEof: begin
-          ctl_fields = {~crc_q, CtlEof};
-          next_send  = send_q + 16'd1;
+          ctl_fields = {~crc_q, link_pkg::CtlEof};
           if (send_q == hi_q) begin
             hi_d         = next_send;
             frame_sent_o = 1'b1;
