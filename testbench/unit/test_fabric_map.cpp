@@ -1,0 +1,55 @@
+#include "firmware/fabric_map.h"
+
+#include <doctest/doctest.h>
+
+using namespace mxtb::firmware;
+
+namespace {
+void check_involution(const ServerShape& s, const FabricMap& m) {
+  for (int p = 0; p < s.mesh_ports; ++p) {
+    int t = m.port_target[p];
+    if (t < 0) continue;
+    CHECK(m.port_target[t] == p);  // every circuit is lit both ways
+    CHECK(m.expected_peer[p] == lane_of_port(s, t));
+  }
+}
+}  // namespace
+
+TEST_CASE("a 2x2 torus uses every lane of its four XPUs and nothing else") {
+  ServerShape s;
+  FabricMap m = torus_map(s, TorusPlacement{2, 2, {0, 1, 2, 3}});
+  check_involution(s, m);
+  for (int p = 0; p < s.mesh_ports; ++p) CHECK((m.port_target[p] >= 0) == (p < 16));
+  // (0,0)'s +x lane reaches (1,0)'s -x lane; its +y lane reaches (0,1)'s -y lane.
+  CHECK(m.port_target[port_of(s, {0, 0})] == port_of(s, {1, 1}));
+  CHECK(m.port_target[port_of(s, {0, 2})] == port_of(s, {2, 3}));
+}
+
+TEST_CASE("substituting the spare moves exactly the failed XPU's circuits") {
+  ServerShape s;
+  TorusPlacement before{2, 2, {0, 1, 2, 3}};
+  TorusPlacement after = substitute(before, 2, 4);
+  CHECK(after.xpu_of_position == std::vector<int>{0, 1, 4, 3});
+  FabricMap a = torus_map(s, before), b = torus_map(s, after);
+  check_involution(s, b);
+  for (int lane = 0; lane < 4; ++lane) {
+    CHECK(b.port_target[port_of(s, {2, lane})] == -1);
+    CHECK(b.port_target[port_of(s, {4, lane})] >= 0);
+  }
+  int changed = 0;
+  for (int p = 0; p < s.mesh_ports; ++p) changed += a.port_target[p] != b.port_target[p];
+  CHECK(changed == 12);  // XPU 2's 4 ports go dark, the spare's 4 light, its 4 peer lanes retarget
+  CHECK(b.expected_peer[port_of(s, {0, 2})] == LaneId{4, 3});
+}
+
+TEST_CASE("bad placements are rejected with what was wrong") {
+  ServerShape s;
+  CHECK_THROWS_WITH(torus_map(s, TorusPlacement{2, 2, {0, 1, 1, 3}}), "XPU 1 is placed at two positions");
+  CHECK_THROWS_WITH(torus_map(s, TorusPlacement{2, 2, {0, 1, 2, 9}}), "position 3 is placed on XPU 9, outside 0..4");
+  CHECK_THROWS_WITH(torus_map(s, TorusPlacement{2, 2, {0, 1, 2}}), "torus 2 x 2 needs 4 XPUs, placement has 3");
+  CHECK_THROWS_WITH(substitute(TorusPlacement{2, 2, {0, 1, 2, 3}}, 4, 2), "XPU 4 is not part of the tenant");
+  CHECK_THROWS_WITH(substitute(TorusPlacement{2, 2, {0, 1, 2, 3}}, 1, 3), "spare XPU 3 is already part of the tenant");
+  ServerShape two_lanes{5, 2, 32};
+  CHECK_THROWS_WITH(torus_map(two_lanes, TorusPlacement{2, 2, {0, 1, 2, 3}}),
+                    "a torus with 2 dimensions needs 4 lanes per XPU, the server has 2");
+}
