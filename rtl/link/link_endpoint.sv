@@ -66,7 +66,7 @@ module link_endpoint
 
   logic [3:0]  state;   // link_pkg::link_state_e
   logic [3:0]  reason;  // link_pkg::reason_e
-  logic        active, enter_active, retrain, replay_exhausted, replay, frame_sent;
+  logic        active, enter_active, retrain, replay_exhausted, replay, frame_sent, flush;
   logic [39:0] train_fields;
   logic [65:0] tx_block, rx_block;
   logic [63:0] tx_scrambled, rx_descrambled;
@@ -83,7 +83,7 @@ module link_endpoint
     .REPLAY_TIMEOUT(REPLAY_TIMEOUT), .MAX_REPLAYS(MAX_REPLAYS)
   ) u_tx (
     .clk_i, .rst_ni,
-    .active_i(active), .enter_active_i(enter_active), .train_fields_i(train_fields),
+    .active_i(active), .enter_active_i(enter_active), .flush_i(flush), .train_fields_i(train_fields),
     .tx_data_i, .tx_valid_i, .tx_last_i, .tx_ready_o,
     .rx_expect_i(rx_expect), .rx_credit_i(rx_credit),
     .ack_req_i(ack_req), .nak_req_i(nak_req), .ack_sent_o(ack_sent), .nak_sent_o(nak_sent),
@@ -108,7 +108,7 @@ module link_endpoint
   );
 
   link_rx #(.MAX_WORDS(MAX_WORDS), .RX_SLOTS(RX_SLOTS)) u_rx (
-    .clk_i, .rst_ni, .active_i(active),
+    .clk_i, .rst_ni, .active_i(active), .flush_i(flush),
     .blk_valid_i(lock && lane_sd_i), .blk_hdr_ok_i(hdr_valid), .blk_sync_i(rx_block[1:0]),
     .blk_data_i(rx_descrambled),
     .rx_data_o, .rx_valid_o, .rx_last_o, .rx_ready_i,
@@ -132,7 +132,7 @@ module link_endpoint
     .peer_init_i(peer_init), .peer_hb_i(peer_hb), .bad_block_i(bad_block),
     .rx_expect_i(rx_expect), .rx_credit_i(rx_credit), .replay_exhausted_i(replay_exhausted),
     .state_o(state), .reason_o(reason), .laser_o, .active_o(active),
-    .enter_active_o(enter_active), .retrain_o(retrain), .train_fields_o(train_fields),
+    .enter_active_o(enter_active), .retrain_o(retrain), .flush_o(flush), .train_fields_o(train_fields),
     .peer_xpu_o, .peer_lane_o, .irq_o, .irq_clear_i
   );
 

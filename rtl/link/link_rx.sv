@@ -11,6 +11,7 @@ module link_rx
   input  logic        clk_i,
   input  logic        rst_ni,
   input  logic        active_i,
+  input  logic        flush_i,       // a new peer: drop buffered frames, expect sequence 0
   // from block lock and descrambler
   input  logic        blk_valid_i,   // locked: blk_* is a block
   input  logic        blk_hdr_ok_i,  // sync header valid
@@ -240,9 +241,9 @@ module link_rx
       nak_sent_q <= 1'b0;
     end else begin
       st_q       <= st_d;
-      expect_q   <= expect_d;
-      rd_q       <= rd_d;
-      ridx_q     <= ridx_d;
+      expect_q   <= flush_i ? '0 : expect_d;
+      rd_q       <= flush_i ? '0 : rd_d;
+      ridx_q     <= flush_i ? '0 : ridx_d;
       seq_q      <= seq_d;
       len_cur_q  <= len_cur_d;
       eom_cur_q  <= eom_cur_d;

@@ -48,6 +48,7 @@ module link_train
   output logic        active_o,
   output logic        enter_active_o,
   output logic        retrain_o,       // pulse: entering Retrain
+  output logic        flush_o,         // pulse: training found a different peer than the last one
   output logic [39:0] train_fields_o,  // control block to send while not Active
   output logic [15:0] peer_xpu_o,
   output logic [7:0]  peer_lane_o,
@@ -64,6 +65,7 @@ module link_train
   logic [15:0] cand_xpu_q, cand_xpu_d, peer_xpu_q, peer_xpu_d;
   logic [7:0]  cand_lane_q, cand_lane_d, peer_lane_q, peer_lane_d;
   logic        init_seen_q, init_seen_d, enable_q, irq_q;
+  logic        had_peer_q, had_peer_d;  // the link has been Active with peer_*_q
   logic [31:0] hb_timer_q, hb_timer_d, err_timer_q, err_timer_d;
   logic [15:0] err_cnt_q, err_cnt_d;
   logic        restart;  // re-enter the current state (Detect timing out) with a fresh timer
@@ -93,6 +95,8 @@ module link_train
     st_d        = st_q;
     rsn_d       = rsn_q;
     restart     = 1'b0;
+    flush_o     = 1'b0;
+    had_peer_d  = had_peer_q || st_q == link_pkg::StActive;
     cand_xpu_d  = cand_xpu_q;
     cand_lane_d = cand_lane_q;
     peer_xpu_d  = peer_xpu_q;
@@ -166,6 +170,9 @@ module link_train
               st_d        = link_pkg::StTs2;
               peer_xpu_d  = cand_xpu_q;
               peer_lane_d = cand_lane_q;
+              // Sequence state belongs to one peer: a new one (the spare after a failover)
+              // starts both directions afresh.
+              flush_o     = had_peer_q && (cand_xpu_q != peer_xpu_q || cand_lane_q != peer_lane_q);
             end
           end else if (timer_q >= 32'(TS_TIMEOUT)) begin
             st_d  = link_pkg::StRetrain;
@@ -244,6 +251,7 @@ module link_train
       peer_xpu_q  <= '0;
       peer_lane_q <= '0;
       init_seen_q <= 1'b0;
+      had_peer_q  <= 1'b0;
       enable_q    <= 1'b0;
       irq_q       <= 1'b0;
       hb_timer_q  <= '0;
@@ -260,6 +268,7 @@ module link_train
       peer_xpu_q  <= peer_xpu_d;
       peer_lane_q <= peer_lane_d;
       init_seen_q <= init_seen_d;
+      had_peer_q  <= had_peer_d;
       enable_q    <= enable_i;
       irq_q       <= (irq_q && !irq_clear_i) || st_d != st_q;
       hb_timer_q  <= hb_timer_d;

@@ -18,6 +18,7 @@ module link_tx
   input  logic        rst_ni,
   input  logic        active_i,
   input  logic        enter_active_i,   // the cycle the link becomes Active: resume at ack_q
+  input  logic        flush_i,          // a new peer: drop every frame and restart at sequence 0
   input  logic [39:0] train_fields_i,   // control fields to send while not Active
   // XPU side
   input  logic [63:0] tx_data_i,
@@ -243,12 +244,12 @@ module link_tx
       consec_q    <= '0;
     end else begin
       st_q        <= st_d;
-      ack_q       <= ack_d;
-      send_q      <= send_d;
-      hi_q        <= hi_d;
-      fill_q      <= fill_d;
-      fill_word_q <= fill_word_d;
-      credit_q    <= credit_d;
+      ack_q       <= flush_i ? '0 : ack_d;
+      send_q      <= flush_i ? '0 : send_d;
+      hi_q        <= flush_i ? '0 : hi_d;
+      fill_q      <= flush_i ? '0 : fill_d;
+      fill_word_q <= flush_i ? '0 : fill_word_d;
+      credit_q    <= flush_i ? '0 : credit_d;
       widx_q      <= widx_d;
       crc_q       <= crc_d;
       rtimer_q    <= rtimer_d;

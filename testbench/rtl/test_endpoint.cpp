@@ -454,3 +454,49 @@ TEST_CASE("loss of signal while Active retrains with LossOfSignal; disabling win
   CHECK(b.state() == LinkState::Disabled);
   CHECK(b.reason() == Reason::AdminDisabled);
 }
+
+TEST_CASE("a retrain to the same peer keeps sequence state; a new peer starts both directions at 0") {
+  PeerBench b;
+  b.m.check_peer_i = 0;
+  b.train(8, kPeerXpu);
+  for (uint64_t i = 0; i < 3; ++i) b.xpu_tx.push_back({i, true});
+  b.push_frame(0, {100}, true);
+  b.push_frame(1, {101}, true);
+  b.run(80);
+  REQUIRE(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2});
+  b.peer_expect = 3;
+  b.push_ctl(CtlType::Ack, b.ack_fields());
+  b.run(20);
+  REQUIRE(b.delivered.size() == 2);
+
+  auto lose_light_and_retrain = [&](uint16_t peer) {
+    b.light = false;
+    b.auto_hb = false;
+    b.run(5);
+    REQUIRE(b.state() == LinkState::Retrain);
+    b.light = true;
+    b.to_dut.clear();
+    if (peer != kPeerXpu) b.peer_expect = 0;  // a fresh peer expects its first frame
+    b.train(8, peer);
+    REQUIRE(b.state() == LinkState::Active);
+  };
+
+  lose_light_and_retrain(kPeerXpu);  // same peer: nothing is forgotten
+  size_t mark = b.from_dut.size();
+  b.xpu_tx.push_back({3, true});
+  b.run(60);
+  CHECK(b.sof_seqs(mark) == std::vector<uint16_t>{3});
+  b.peer_expect = 4;
+  b.push_ctl(CtlType::Ack, b.ack_fields());
+  b.run(20);
+
+  lose_light_and_retrain(9);  // the spare: fresh sequence space both ways
+  CHECK(b.m.peer_xpu_o == 9);
+  mark = b.from_dut.size();
+  b.xpu_tx.push_back({4, true});
+  b.push_frame(0, {200}, true);  // the new peer's first frame is sequence 0
+  b.run(60);
+  CHECK(b.sof_seqs(mark) == std::vector<uint16_t>{0});
+  REQUIRE(b.delivered.size() == 3);
+  CHECK(b.delivered[2].first == 200);
+}
