@@ -14,6 +14,7 @@ uint64_t mix(uint64_t x) {  // splitmix64 finalizer
 }  // namespace
 
 uint64_t message_word(uint64_t stream_seed, uint64_t msg, uint32_t word) {
+  if (word == 0) return msg ^ mix(stream_seed);
   return mix(mix(stream_seed ^ mix(msg)) + word);
 }
 
@@ -54,7 +55,24 @@ bool Scoreboard::ready() {
   return cfg_.rx_ready >= 1.0 || std::uniform_real_distribution<double>(0, 1)(rng_) < cfg_.rx_ready;
 }
 
+void Scoreboard::resync(uint64_t stream_seed) {
+  seed_ = stream_seed;
+  resyncing_ = true;
+  at_message_start_ = false;
+  ++resyncs_;
+}
+
 void Scoreboard::deliver(uint64_t data, bool last, uint64_t cycle) {
+  if (resyncing_) {
+    if (!at_message_start_) {
+      ++skipped_;
+      at_message_start_ = last;
+      return;
+    }
+    resyncing_ = false;
+    msg_ = data ^ mix(seed_);
+    word_ = 0;
+  }
   uint32_t len = message_length(seed_, msg_, cfg_.min_words, cfg_.max_words);
   uint64_t want = message_word(seed_, msg_, word_);
   bool want_last = word_ + 1 == len;

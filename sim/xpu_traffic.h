@@ -2,7 +2,8 @@
 // a scoreboard that checks every message delivered on the far endpoint's rx_* interface:
 // exactly once, in order, every word and the end-of-message flag intact. Message n's words are a
 // pure function of (stream seed, n, word index), so any loss, duplicate, reorder or corruption
-// shows as a mismatch.
+// shows as a mismatch. Word 0 is n XOR a key of the stream, so a scoreboard that resynchronizes
+// (its lane now carries another XPU's stream after a failover) can learn where that stream is.
 #pragma once
 
 #include <cstdint>
@@ -58,7 +59,15 @@ class Scoreboard {
   uint64_t errors() const { return errors_; }
   const std::string& first_error() const { return first_error_; }
 
+  // The lane now carries `stream_seed`'s stream, starting anywhere: skip to the end of the message
+  // in flight, then take the next message's number from its first word and check strictly again.
+  void resync(uint64_t stream_seed);
+  uint64_t resyncs() const { return resyncs_; }
+  uint64_t skipped_words() const { return skipped_; }
+
  private:
+  bool resyncing_ = false, at_message_start_ = false;
+  uint64_t resyncs_ = 0, skipped_ = 0;
   uint64_t seed_;
   TrafficConfig cfg_;
   std::mt19937_64 rng_;

@@ -72,3 +72,29 @@ TEST_CASE("a stopped source finishes its message and offers no more") {
   CHECK(more == 3);
   CHECK(src.messages_sent() == 1);
 }
+
+TEST_CASE("a resynchronized scoreboard picks up another stream mid-flight and checks it strictly") {
+  TrafficConfig cfg;
+  cfg.min_words = 3;
+  cfg.max_words = 5;
+  TrafficSource old_src(1, cfg, 1), new_src(2, cfg, 2);
+  auto old_words = generate(old_src, 20);
+  auto new_words = generate(new_src, 200);
+  Scoreboard sb(1, cfg, 3);
+  for (size_t i = 0; i < 7; ++i) sb.deliver(old_words[i].data, old_words[i].last, i);
+  sb.resync(2);
+  // The new stream is joined in the middle of a message.
+  size_t start = 11;
+  while (new_words[start - 1].last) ++start;
+  for (size_t i = start; i < new_words.size(); ++i) sb.deliver(new_words[i].data, new_words[i].last, i);
+  CHECK(sb.errors() == 0);
+  CHECK(sb.skipped_words() > 0);
+  CHECK(sb.messages() > 20);
+
+  // After resynchronizing, a corrupted word is still caught.
+  Scoreboard sb2(2, cfg, 3);
+  sb2.resync(2);
+  for (size_t i = start; i < new_words.size(); ++i)
+    sb2.deliver(new_words[i].data ^ (i == start + 30 ? 1u : 0u), new_words[i].last, i);
+  CHECK(sb2.errors() == 1);
+}
