@@ -1,0 +1,312 @@
+#include "ocs_firmware.h"
+
+#include "firmware/mailbox.h"
+#include "firmware/routing.h"
+
+#include <mxtb/link_defs.h>
+#include <mxtb/ocs_regs.h>
+
+#include <algorithm>
+
+namespace mxtb::firmware {
+
+namespace reg = mxtb::ocs::reg;
+using mxtb::ocs::Event;
+
+namespace {
+constexpr uint32_t kIrqHandled = reg::irq_status::kLinkDownMask | reg::irq_status::kLinkUpMask |
+                                 reg::irq_status::kCommitDoneMask | reg::irq_status::kCommitFailMask |
+                                 reg::irq_status::kWatchdogMask | reg::irq_status::kEventLogMask;
+
+uint32_t field(uint32_t v, uint32_t mask, unsigned shift) { return (v & mask) >> shift; }
+
+void say(std::string* why, std::string text) {
+  if (why) *why = std::move(text);
+}
+}  // namespace
+
+const char* to_string(FwStatus s) {
+  switch (s) {
+    case FwStatus::Ok: return "ok";
+    case FwStatus::BadMap: return "bad map";
+    case FwStatus::Rejected: return "rejected by the controller";
+    case FwStatus::VerifyFailed: return "verify failed, rolled back";
+    case FwStatus::Timeout: return "timeout";
+    case FwStatus::NotArmed: return "not armed";
+    case FwStatus::BadCommand: return "bad command";
+  }
+  return "?";
+}
+
+OcsFirmware::OcsFirmware(Hal& hal, FirmwareConfig cfg) : hal_(hal), cfg_(std::move(cfg)) {
+  active_map_.assign(static_cast<size_t>(cfg_.ports), -1);
+  staged_map_ = active_map_;
+  circuit_down_.assign(static_cast<size_t>(cfg_.ports), false);
+}
+
+uint32_t OcsFirmware::rd(uint32_t addr) {
+  ++reads_;
+  return hal_.read32(addr);
+}
+
+void OcsFirmware::wr(uint32_t addr, uint32_t v) {
+  ++writes_;
+  hal_.write32(addr, v);
+}
+
+FwStatus OcsFirmware::init(std::string* why) {
+  auto topo = BenesTopology::create(cfg_.ports);
+  if (!topo) {
+    say(why, topo.error());
+    return FwStatus::BadMap;
+  }
+  topo_ = topo.value();
+  if (std::string err = check_calibration(topo_->elements(), cfg_.calibration); !err.empty()) {
+    say(why, "calibration: " + err);
+    return FwStatus::BadMap;
+  }
+  if (rd(reg::id::kOffset) != reg::id::kReset) {
+    say(why, "the controller's ID register does not read OCS1");
+    return FwStatus::BadCommand;
+  }
+  uint32_t params = rd(reg::params::kOffset);
+  uint32_t sizes = rd(reg::sizes::kOffset);
+  int ports = static_cast<int>(field(params, reg::params::kNPortsMask, reg::params::kNPortsShift));
+  int links = static_cast<int>(field(params, reg::params::kNLinksMask, reg::params::kNLinksShift));
+  int elems = static_cast<int>(field(sizes, reg::sizes::kNElemsMask, reg::sizes::kNElemsShift));
+  if (ports != cfg_.ports || links != cfg_.links || elems != topo_->elements()) {
+    say(why, "controller has " + std::to_string(ports) + " ports, " + std::to_string(links) + " links, " +
+                 std::to_string(elems) + " elements; the firmware was built for " + std::to_string(cfg_.ports) +
+                 ", " + std::to_string(cfg_.links) + ", " + std::to_string(topo_->elements()));
+    return FwStatus::BadCommand;
+  }
+  active_codes_.assign(static_cast<size_t>(elems), 0);
+  for (int e = 0; e < elems; ++e) active_codes_[static_cast<size_t>(e)] = static_cast<uint16_t>(rd(reg::active_dac::addr(static_cast<uint32_t>(e))));
+  staged_codes_.assign(static_cast<size_t>(elems), 0);
+  for (int e = 0; e < elems; ++e) staged_codes_[static_cast<size_t>(e)] = static_cast<uint16_t>(rd(reg::staged_dac::addr(static_cast<uint32_t>(e))));
+  wr(reg::settle_cycles::kOffset, cfg_.settle_cycles);
+  wr(reg::dac_update_cycles::kOffset, cfg_.dac_update_cycles);
+  wr(reg::verify_min_dbm::kOffset, static_cast<uint16_t>(cfg_.verify_min_code));
+  wr(reg::irq_status::kOffset, kIrqHandled);
+  wr(reg::irq_mask::kOffset, kIrqHandled);
+  active_gen_ = field(rd(reg::status::kOffset), reg::status::kActiveGenMask, reg::status::kActiveGenShift);
+  next_gen_ = active_gen_ + 1;
+  return FwStatus::Ok;
+}
+
+FwStatus OcsFirmware::prepare(const std::vector<int>& perm, Prepared& out, std::string* why) {
+  if (!topo_) {
+    say(why, "init() has not run");
+    return FwStatus::BadCommand;
+  }
+  hal_.compute(cfg_.route_cost_ns);
+  auto states = route(*topo_, perm);
+  if (!states) {
+    say(why, states.error());
+    return FwStatus::BadMap;
+  }
+  auto codes = dac_codes(states.value(), cfg_.calibration);
+  if (!codes) {
+    say(why, codes.error());
+    return FwStatus::BadMap;
+  }
+  out.map = perm;
+  out.codes = codes.value();
+  return FwStatus::Ok;
+}
+
+void OcsFirmware::stage(const Prepared& p) {
+  for (size_t i = 0; i < p.map.size(); ++i) {
+    if (p.map[i] == staged_map_[i]) continue;
+    uint32_t v = p.map[i] < 0 ? 0u : (reg::staged_map::kValidMask | static_cast<uint32_t>(p.map[i]));
+    wr(reg::staged_map::addr(static_cast<uint32_t>(i)), v);
+    staged_map_[i] = p.map[i];
+  }
+  for (size_t e = 0; e < p.codes.size(); ++e) {
+    if (p.codes[e] == staged_codes_[e]) continue;
+    wr(reg::staged_dac::addr(static_cast<uint32_t>(e)), p.codes[e]);
+    staged_codes_[e] = p.codes[e];
+  }
+}
+
+FwStatus OcsFirmware::commit_and_wait(const Prepared& p, std::string* why) {
+  stage(p);
+  uint32_t gen = next_gen_++ & 0xFFFFu;
+  in_commit_ = true;
+  wr(reg::commit::kOffset, gen);
+  uint64_t deadline = hal_.now_ns() + cfg_.commit_timeout_ns;
+  std::optional<FwStatus> outcome;
+  size_t seen = events_.size();
+  while (!outcome) {
+    uint64_t now = hal_.now_ns();
+    if (now >= deadline) break;
+    if (hal_.wait_irq(deadline - now)) drain_interrupts();
+    for (; seen < events_.size() && !outcome; ++seen) {
+      uint32_t info = events_[seen].info;
+      auto type = static_cast<Event>(field(info, reg::event_info::kTypeMask, reg::event_info::kTypeShift));
+      uint32_t data = field(info, reg::event_info::kDataMask, reg::event_info::kDataShift);
+      if (data != gen) continue;
+      if (type == Event::VerifyPass || type == Event::CommitNoop) outcome = FwStatus::Ok;
+      if (type == Event::CommitRejected) outcome = FwStatus::Rejected;
+      if (type == Event::RollbackDone) outcome = FwStatus::VerifyFailed;
+    }
+  }
+  in_commit_ = false;
+  if (!outcome) {
+    say(why, "no outcome for generation " + std::to_string(gen) + " within the commit timeout");
+    return FwStatus::Timeout;
+  }
+  if (*outcome == FwStatus::Ok) {
+    active_map_ = p.map;
+    active_codes_ = p.codes;
+    active_gen_ = gen;
+  } else {
+    uint32_t err = rd(reg::error::kOffset);
+    say(why, std::string(to_string(*outcome)) + ": error code " +
+                 std::to_string(field(err, reg::error::kCodeMask, reg::error::kCodeShift)) + " at index " +
+                 std::to_string(field(err, reg::error::kIndexMask, reg::error::kIndexShift)));
+  }
+  return *outcome;
+}
+
+FwStatus OcsFirmware::set_port_map(const std::vector<int>& perm, std::string* why) {
+  Prepared p;
+  if (FwStatus s = prepare(perm, p, why); s != FwStatus::Ok) return s;
+  FwStatus s = commit_and_wait(p, why);
+  if (armed_xpu_) stage(backup_);  // the next failure needs only COMMIT
+  return s;
+}
+
+FwStatus OcsFirmware::arm_backup(int xpu, int spare, const std::vector<int>& backup, std::string* why) {
+  int xpus = cfg_.links / cfg_.lanes_per_xpu;
+  if (xpu < 0 || xpu >= xpus || spare < 0 || spare >= xpus || xpu == spare) {
+    say(why, "arm: XPU " + std::to_string(xpu) + " and spare " + std::to_string(spare) + " must be distinct XPUs below " +
+                 std::to_string(xpus));
+    return FwStatus::BadCommand;
+  }
+  Prepared p;
+  if (FwStatus s = prepare(backup, p, why); s != FwStatus::Ok) return s;
+  backup_ = p;
+  armed_xpu_ = xpu;
+  armed_spare_ = spare;
+  std::fill(circuit_down_.begin(), circuit_down_.end(), false);
+  stage(backup_);
+  return FwStatus::Ok;
+}
+
+std::optional<int> OcsFirmware::armed_xpu() const { return armed_xpu_; }
+
+uint32_t OcsFirmware::drain_interrupts() {
+  uint32_t st = rd(reg::irq_status::kOffset) & kIrqHandled;
+  if (st) wr(reg::irq_status::kOffset, st);
+  drain_events();
+  return st;
+}
+
+void OcsFirmware::drain_events() {
+  uint32_t n = field(rd(reg::event_count::kOffset), reg::event_count::kCountMask, reg::event_count::kCountShift);
+  for (uint32_t i = 0; i < n; ++i) {
+    uint64_t lo = rd(reg::event_ts_lo::kOffset);
+    uint64_t hi = rd(reg::event_ts_hi::kOffset);
+    uint32_t info = rd(reg::event_info::kOffset);  // reading INFO pops the entry
+    LogEvent e{lo | (hi << 32), info};
+    events_.push_back(e);
+    on_event(e);
+  }
+}
+
+void OcsFirmware::on_event(const LogEvent& e) {
+  auto type = static_cast<Event>(field(e.info, reg::event_info::kTypeMask, reg::event_info::kTypeShift));
+  if (type != Event::LinkChange || !armed_xpu_) return;
+  int link = static_cast<int>(field(e.info, reg::event_info::kIndexMask, reg::event_info::kIndexShift));
+  uint32_t data = field(e.info, reg::event_info::kDataMask, reg::event_info::kDataShift);
+  auto now_state = static_cast<link::LinkState>(field(e.info, reg::event_info::kCodeMask, reg::event_info::kCodeShift));
+  auto prev_state = static_cast<link::LinkState>((data >> 4) & 0xF);
+  if (!(prev_state == link::LinkState::Active && now_state != link::LinkState::Active)) return;
+  if (link < 0 || link >= cfg_.ports) return;
+  int peer = active_map_[static_cast<size_t>(link)];
+  bool touches = link / cfg_.lanes_per_xpu == *armed_xpu_ ||
+                 (peer >= 0 && peer < cfg_.links && peer / cfg_.lanes_per_xpu == *armed_xpu_);
+  if (!touches) return;
+  int circuit = peer >= 0 ? std::min(link, peer) : link;
+  circuit_down_[static_cast<size_t>(circuit)] = true;
+  int down = static_cast<int>(std::count(circuit_down_.begin(), circuit_down_.end(), true));
+  if (down >= cfg_.failover_threshold && !failover_pending_) {
+    failover_pending_ = true;
+    failover_event_cycle_ = e.cycle;
+  }
+}
+
+void OcsFirmware::fail_over(uint64_t event_cycle) {
+  failover_pending_ = false;
+  FailoverRecord r;
+  r.failed_xpu = *armed_xpu_;
+  r.spare = armed_spare_;
+  r.trigger_event_cycle = event_cycle;
+  r.seen_ns = hal_.now_ns();
+  armed_xpu_.reset();
+  r.commit_ns = r.seen_ns;
+  std::string why;
+  r.status = commit_and_wait(backup_, &why);
+  r.done_ns = hal_.now_ns();
+  r.generation = active_gen_;
+  failovers_.push_back(r);
+}
+
+void OcsFirmware::service() {
+  if (hal_.wait_irq(0)) drain_interrupts();
+  if (failover_pending_ && armed_xpu_ && !in_commit_) fail_over(failover_event_cycle_);
+  poll_mailbox();
+}
+
+void OcsFirmware::run_until(uint64_t until_ns) {
+  for (;;) {
+    uint64_t now = hal_.now_ns();
+    if (now >= until_ns) return;
+    hal_.wait_irq(std::min<uint64_t>(cfg_.mailbox_poll_ns, until_ns - now));
+    service();
+  }
+}
+
+void OcsFirmware::poll_mailbox() {
+  namespace mb = mailbox;
+  uint32_t bell = rd(reg::scratch::addr(mb::kDoorbell));
+  if (bell == last_doorbell_) return;
+  last_doorbell_ = bell;
+  auto op = static_cast<mb::Opcode>(rd(reg::scratch::addr(mb::kOpcode)));
+  auto read_map = [&](uint32_t first) {
+    std::vector<int> map(static_cast<size_t>(cfg_.ports));
+    for (int p = 0; p < cfg_.ports; ++p) {
+      uint32_t v = rd(reg::scratch::addr(first + static_cast<uint32_t>(p)));
+      map[static_cast<size_t>(p)] = v == mb::kUnusedPort ? -1 : static_cast<int>(v);
+    }
+    return map;
+  };
+  FwStatus status = FwStatus::BadCommand;
+  switch (op) {
+    case mb::Opcode::SetPortMap: status = set_port_map(read_map(mb::kArgs)); break;
+    case mb::Opcode::ArmBackup: {
+      int xpu = static_cast<int>(rd(reg::scratch::addr(mb::kArgs)));
+      int spare = static_cast<int>(rd(reg::scratch::addr(mb::kArgs + 1)));
+      status = arm_backup(xpu, spare, read_map(mb::kArgs + 2));
+      break;
+    }
+    case mb::Opcode::Report: {
+      const FailoverRecord* last = failovers_.empty() ? nullptr : &failovers_.back();
+      uint32_t words[] = {active_gen_,
+                          armed_xpu_ ? static_cast<uint32_t>(*armed_xpu_) : mb::kUnusedPort,
+                          static_cast<uint32_t>(failovers_.size()),
+                          last ? static_cast<uint32_t>(last->failed_xpu) : mb::kUnusedPort,
+                          last ? static_cast<uint32_t>(last->spare) : mb::kUnusedPort,
+                          last ? static_cast<uint32_t>(last->commit_ns - last->seen_ns) : 0u,
+                          last ? static_cast<uint32_t>(last->done_ns - last->commit_ns) : 0u};
+      for (uint32_t i = 0; i < sizeof(words) / sizeof(words[0]); ++i) wr(reg::scratch::addr(mb::kReplyData + i), words[i]);
+      status = FwStatus::Ok;
+      break;
+    }
+  }
+  wr(reg::scratch::addr(mb::kReplyStatus), static_cast<uint32_t>(status));
+  wr(reg::scratch::addr(mb::kReplySeq), bell);
+}
+
+}  // namespace mxtb::firmware

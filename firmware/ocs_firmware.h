@@ -1,0 +1,124 @@
+// Controller firmware: turns "connect these lanes" into switch-element DAC codes (Beneš routing
+// plus per-element calibration), commits them through the controller, keeps a backup map armed
+// for an XPU's failure, and on that XPU's links going down commits the backup at once without a
+// host round trip. Portable C++17 against Hal (hal.h): no OS calls, no exceptions.
+#pragma once
+
+#include "firmware/benes.h"
+#include "firmware/calibration.h"
+#include "firmware/hal.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mxtb::firmware {
+
+struct FirmwareConfig {
+  int ports = 32;
+  int links = 20;                     // XPU lanes; link i is mesh port i
+  int lanes_per_xpu = 4;
+  std::vector<ElementCal> calibration;  // one entry per element
+  uint32_t settle_cycles = 8000;        // SETTLE_CYCLES: the mesh's settle time in controller clocks
+  uint32_t dac_update_cycles = 1;       // DAC_UPDATE_CYCLES
+  int16_t verify_min_code = -2000;      // VERIFY_MIN_DBM in 0.01 dBm: -20 dBm
+  uint64_t route_cost_ns = 20000;       // modelled soft-core time of one routing + code lookup
+  int failover_threshold = 2;           // circuits of the armed XPU that must be down
+  uint64_t commit_timeout_ns = 20'000'000;
+  uint64_t mailbox_poll_ns = 10'000;    // how often the idle loop looks at the mailbox
+};
+
+enum class FwStatus : uint32_t {
+  Ok = 0,
+  BadMap = 1,        // the permutation or calibration was invalid (why says how)
+  Rejected = 2,      // the controller rejected the commit (ERROR register)
+  VerifyFailed = 3,  // the controller rolled back
+  Timeout = 4,
+  NotArmed = 5,
+  BadCommand = 6,
+};
+const char* to_string(FwStatus s);
+
+struct FailoverRecord {
+  int failed_xpu = -1;
+  int spare = -1;
+  uint64_t trigger_event_cycle = 0;  // controller timestamp of the link-down that met the threshold
+  uint64_t seen_ns = 0;              // when the firmware had read that event
+  uint64_t commit_ns = 0;            // when COMMIT was written
+  uint64_t done_ns = 0;              // when the commit's outcome was read
+  uint32_t generation = 0;
+  FwStatus status = FwStatus::Ok;
+};
+
+struct LogEvent {
+  uint64_t cycle;
+  uint32_t info;  // EVENT_INFO: type 3:0, code 7:4, index 15:8, data 31:16
+};
+
+class OcsFirmware {
+ public:
+  OcsFirmware(Hal& hal, FirmwareConfig cfg);
+
+  // Checks the controller's identity and sizes, programs the runtime registers, unmasks the
+  // interrupts the firmware handles.
+  FwStatus init(std::string* why = nullptr);
+
+  // Routes and commits a port map (perm[p]: output port for input port p, -1 unused) and waits
+  // for the outcome. Re-stages the armed backup afterwards.
+  FwStatus set_port_map(const std::vector<int>& perm, std::string* why = nullptr);
+
+  // Keeps `backup` ready for XPU `xpu` failing: routed and staged now, committed by one register
+  // write when at least failover_threshold of xpu's circuits go down.
+  FwStatus arm_backup(int xpu, int spare, const std::vector<int>& backup, std::string* why = nullptr);
+  std::optional<int> armed_xpu() const;
+
+  // One pass of the main loop: interrupts, events, fast failover, the mailbox.
+  void service();
+  // The main loop until simulated time `until_ns`.
+  void run_until(uint64_t until_ns);
+
+  uint32_t active_generation() const { return active_gen_; }
+  const std::vector<int>& active_map() const { return active_map_; }
+  const std::vector<FailoverRecord>& failovers() const { return failovers_; }
+  const std::vector<LogEvent>& events() const { return events_; }
+  uint64_t bus_reads() const { return reads_; }
+  uint64_t bus_writes() const { return writes_; }
+
+ private:
+  struct Prepared {
+    std::vector<int> map;
+    std::vector<uint16_t> codes;
+  };
+  FwStatus prepare(const std::vector<int>& perm, Prepared& out, std::string* why);
+  void stage(const Prepared& p);
+  FwStatus commit_and_wait(const Prepared& p, std::string* why);
+  uint32_t rd(uint32_t addr);
+  void wr(uint32_t addr, uint32_t v);
+  uint32_t drain_interrupts();  // returns IRQ_STATUS bits seen
+  void drain_events();
+  void on_event(const LogEvent& e);
+  void fail_over(uint64_t event_cycle);
+  void poll_mailbox();
+
+  Hal& hal_;
+  FirmwareConfig cfg_;
+  std::optional<BenesTopology> topo_;
+  std::vector<int> active_map_;
+  std::vector<uint16_t> active_codes_, staged_codes_;
+  std::vector<int> staged_map_;
+  uint32_t active_gen_ = 0, next_gen_ = 1;
+  std::optional<int> armed_xpu_;
+  int armed_spare_ = -1;
+  Prepared backup_;
+  std::vector<bool> circuit_down_;  // per link, while armed
+  bool failover_pending_ = false;
+  uint64_t failover_event_cycle_ = 0;
+  bool in_commit_ = false;
+  uint32_t last_doorbell_ = 0;
+  std::vector<FailoverRecord> failovers_;
+  std::vector<LogEvent> events_;
+  uint64_t reads_ = 0, writes_ = 0;
+};
+
+}  // namespace mxtb::firmware

@@ -1,0 +1,75 @@
+#include "server_sc.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace mxtb::sim {
+
+using sc_core::sc_time;
+using sc_core::SC_NS;
+
+ServerClock::ServerClock(sc_core::sc_module_name name, ServerSim& sim, uint64_t max_batch)
+    : sc_module(name), sim_(sim), max_batch_(std::max<uint64_t>(1, max_batch)), period_(sim.period_ns(), SC_NS) {
+  SC_THREAD(run);
+}
+
+void ServerClock::run() {
+  for (;;) {
+    // Whatever else is due at this instant (the firmware's next access, a fault) goes first.
+    while (sc_core::sc_pending_activity_at_current_time()) wait(sc_core::SC_ZERO_TIME);
+    if (done_ && done_()) {
+      sc_core::sc_stop();
+      return;
+    }
+    uint64_t n = max_batch_;
+    if (sc_core::sc_pending_activity()) {
+      uint64_t gap = sc_core::sc_time_to_pending_activity().value() / period_.value();
+      n = std::max<uint64_t>(1, std::min(n, gap));
+    }
+    bool irq_before = sim_.irq();
+    uint64_t ran = sim_.step(n);
+    wait(period_ * static_cast<double>(ran));
+    if (!sim_.bus_busy() || sim_.take_bus_result_peek()) {
+    }
+    if (sim_.bus_result_ready()) bus_event_.notify(sc_core::SC_ZERO_TIME);
+    if (sim_.irq() && !irq_before) irq_event_.notify(sc_core::SC_ZERO_TIME);
+    else if (sim_.irq_rose_in_last_step()) irq_event_.notify(sc_core::SC_ZERO_TIME);
+  }
+}
+
+AxilResult ScHal::transact() {
+  while (!sim_.bus_result_ready()) sc_core::wait(clock_.bus_event());
+  auto r = sim_.take_bus_result();
+  bus_cycles_ += r->cycles;
+  if (r->resp != 0) ++bus_errors_;
+  return *r;
+}
+
+uint32_t ScHal::read32(uint32_t addr) {
+  sim_.start_read(addr);
+  AxilResult r = transact();
+  if (r.resp != 0) throw std::runtime_error(fmt::format("firmware read of {:#06x}: bus error {}", addr, r.resp));
+  return r.data;
+}
+
+void ScHal::write32(uint32_t addr, uint32_t value) {
+  sim_.start_write(addr, value);
+  AxilResult r = transact();
+  if (r.resp != 0) throw std::runtime_error(fmt::format("firmware write of {:#06x}: bus error {}", addr, r.resp));
+}
+
+bool ScHal::wait_irq(uint64_t timeout_ns) {
+  if (sim_.irq()) return true;
+  if (timeout_ns == 0) return false;
+  sc_core::wait(sc_time(static_cast<double>(timeout_ns), SC_NS), clock_.irq_event());
+  return sim_.irq();
+}
+
+uint64_t ScHal::now_ns() { return static_cast<uint64_t>(sc_core::sc_time_stamp().to_seconds() * 1e9 + 0.5); }
+
+void ScHal::compute(uint64_t ns) {
+  if (ns) sc_core::wait(sc_time(static_cast<double>(ns), SC_NS));
+}
+
+}  // namespace mxtb::sim

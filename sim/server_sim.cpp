@@ -1,0 +1,311 @@
+#include "server_sim.h"
+
+#include "Vlink_endpoint.h"
+#include "Vocs_controller.h"
+#include "verilated.h"
+
+#include <fmt/format.h>
+
+#include <deque>
+#include <stdexcept>
+
+namespace mxtb::sim {
+
+namespace {
+
+template <class W>
+uint32_t get_bits(const W& w, int lsb, int width) {
+  uint64_t word = w[lsb / 32];
+  if (lsb % 32 + width > 32) word |= uint64_t{w[lsb / 32 + 1]} << 32;
+  return static_cast<uint32_t>((word >> (lsb % 32)) & ((uint64_t{1} << width) - 1));
+}
+
+template <class W>
+void set_bits(W& w, int lsb, int width, uint32_t value) {
+  for (int b = 0; b < width; ++b) {
+    int bit = lsb + b;
+    uint32_t mask = 1u << (bit % 32);
+    if ((value >> b) & 1u) w[bit / 32] |= mask;
+    else w[bit / 32] &= ~mask;
+  }
+}
+
+Raw66 lane_out(const Vlink_endpoint& m) {
+  return Raw66{uint64_t{m.lane_tx_o[0]} | (uint64_t{m.lane_tx_o[1]} << 32), static_cast<uint8_t>(m.lane_tx_o[2] & 3u)};
+}
+
+void lane_in(Vlink_endpoint& m, const ReceivedBlock& r) {
+  m.lane_rx_i[0] = static_cast<uint32_t>(r.raw.lo);
+  m.lane_rx_i[1] = static_cast<uint32_t>(r.raw.lo >> 32);
+  m.lane_rx_i[2] = r.raw.hi;
+  m.lane_sd_i = r.signal_detect;
+}
+
+constexpr double kSettleToleranceRad = 1e-3;
+
+}  // namespace
+
+struct ServerSim::Impl {
+  VerilatedContext ctx;
+  std::unique_ptr<Vocs_controller> ctl;
+  std::vector<std::unique_ptr<Vlink_endpoint>> ep;
+  AxilMaster<Vocs_controller> bus;
+  std::vector<TrafficSource> sources;
+  std::vector<Scoreboard> boards;
+  std::vector<int> board_stream;  // link whose stream each scoreboard follows; -1: none yet
+  std::vector<std::deque<ReceivedBlock>> fibre;
+  std::deque<std::pair<uint64_t, int>> pd_queue;  // (cycle due, port)
+  std::vector<link::LinkState> last_state;
+  bool last_irq = false;
+  double settle_until_ns = 0;
+};
+
+namespace {
+uint64_t stream_seed(uint64_t seed, int link) { return seed * 1000003ull + static_cast<uint64_t>(link); }
+}  // namespace
+
+ServerSim::ServerSim(const ServerConfig& cfg) : cfg_(cfg), impl_(std::make_unique<Impl>()), rng_(cfg.seed ^ 0x5E5E) {
+  const auto& s = cfg_.shape;
+  int n_links = s.xpus * s.lanes_per_xpu;
+  if (cfg_.mesh.ports != s.mesh_ports)
+    throw std::invalid_argument(fmt::format("server: mesh has {} ports, shape says {}", cfg_.mesh.ports, s.mesh_ports));
+  if (n_links > s.mesh_ports)
+    throw std::invalid_argument(fmt::format("server: {} XPU lanes do not fit a {}-port mesh", n_links, s.mesh_ports));
+  if (cfg_.fibre_latency_cycles < 1) throw std::invalid_argument("server: fibre_latency_cycles must be >= 1");
+  mesh_ = std::make_unique<PhotonicMesh>(cfg_.mesh);
+  for (int p = 0; p < s.mesh_ports; ++p) mesh_->set_input_lit(p, false);
+  alive_.assign(static_cast<size_t>(s.xpus), true);
+
+  Impl& m = *impl_;
+  m.ctx.randReset(0);
+  m.ctl = std::make_unique<Vocs_controller>(&m.ctx, "ocs");
+  if (n_links != 20 || s.mesh_ports != 32)
+    throw std::invalid_argument("server: the verilated controller is built for 20 links and 32 ports");
+  for (int i = 0; i < n_links; ++i) {
+    m.ep.push_back(std::make_unique<Vlink_endpoint>(&m.ctx, fmt::format("link{}", i).c_str()));
+    Vlink_endpoint& e = *m.ep.back();
+    e.xpu_id_i = static_cast<uint16_t>(i / s.lanes_per_xpu);
+    e.lane_id_i = static_cast<uint8_t>(i % s.lanes_per_xpu);
+    e.check_peer_i = 1;
+    e.enable_i = 0;
+    e.irq_clear_i = 1;
+    e.rx_ready_i = 1;
+    m.sources.emplace_back(stream_seed(cfg_.seed, i), cfg_.traffic, cfg_.seed * 7 + static_cast<uint64_t>(i));
+    m.boards.emplace_back(0, cfg_.traffic, cfg_.seed * 11 + static_cast<uint64_t>(i));
+    m.board_stream.push_back(-1);
+    m.fibre.emplace_back(cfg_.fibre_latency_cycles, ReceivedBlock{});
+  }
+  m.last_state.assign(static_cast<size_t>(n_links), link::LinkState::Reset);
+  // Reset everything: the asynchronous resets need a falling edge, then clocks while low.
+  auto clock_all = [&] {
+    m.ctl->clk_i = 1;
+    m.ctl->eval();
+    for (auto& e : m.ep) {
+      e->clk_i = 1;
+      e->eval();
+    }
+    m.ctl->clk_i = 0;
+    m.ctl->eval();
+    for (auto& e : m.ep) {
+      e->clk_i = 0;
+      e->eval();
+    }
+  };
+  m.ctl->rst_ni = 1;
+  for (auto& e : m.ep) e->rst_ni = 1;
+  clock_all();
+  m.ctl->rst_ni = 0;
+  for (auto& e : m.ep) e->rst_ni = 0;
+  for (int i = 0; i < 4; ++i) clock_all();
+  m.ctl->rst_ni = 1;
+  for (auto& e : m.ep) e->rst_ni = 1;
+  clock_all();
+}
+
+ServerSim::~ServerSim() {
+  impl_->ctl->final();
+  for (auto& e : impl_->ep) e->final();
+}
+
+void ServerSim::start_read(uint32_t addr) {
+  if (impl_->bus.busy()) throw std::logic_error("server: bus transaction already in flight");
+  impl_->bus.start_read(addr);
+}
+
+void ServerSim::start_write(uint32_t addr, uint32_t data) {
+  if (impl_->bus.busy()) throw std::logic_error("server: bus transaction already in flight");
+  impl_->bus.start_write(addr, data);
+}
+
+bool ServerSim::bus_busy() const { return impl_->bus.busy() || bus_result_.has_value(); }
+
+std::optional<AxilResult> ServerSim::take_bus_result() {
+  auto r = bus_result_;
+  bus_result_.reset();
+  return r;
+}
+
+bool ServerSim::irq() const { return impl_->ctl->irq_o; }
+
+void ServerSim::kill_xpu(int xpu) {
+  if (xpu < 0 || xpu >= cfg_.shape.xpus) throw std::invalid_argument(fmt::format("no XPU {}", xpu));
+  alive_[static_cast<size_t>(xpu)] = false;
+  for (int l = 0; l < cfg_.shape.lanes_per_xpu; ++l) impl_->sources[static_cast<size_t>(xpu * cfg_.shape.lanes_per_xpu + l)].stop();
+}
+
+uint64_t ServerSim::step(uint64_t max_cycles) {
+  irq_rose_ = bus_done_ = false;
+  uint64_t n = 0;
+  while (n < max_cycles) {
+    one_cycle();
+    ++n;
+    if (irq_rose_ || bus_done_) break;
+  }
+  return n;
+}
+
+void ServerSim::refresh_light() {
+  light_ = mesh_->propagate(now_ns());
+  light_dirty_ = false;
+  last_light_cycle_ = cycle_;
+}
+
+void ServerSim::one_cycle() {
+  Impl& m = *impl_;
+  const int lanes = cfg_.shape.lanes_per_xpu;
+  const int n_links = links();
+  const double now = now_ns();
+
+  for (int i = 0; i < n_links; ++i) {
+    bool lit = alive_[static_cast<size_t>(i / lanes)] && m.ep[static_cast<size_t>(i)]->laser_o;
+    if (mesh_->input_lit(i) != lit) {
+      mesh_->set_input_lit(i, lit);
+      light_dirty_ = true;
+    }
+  }
+  bool moving = now < m.settle_until_ns + period_ns() * cfg_.mesh_update_cycles;
+  if (light_dirty_ || (moving && cycle_ - last_light_cycle_ >= cfg_.mesh_update_cycles)) refresh_light();
+
+  // Light through the mesh, then down the fibre to each receiver.
+  for (int o = 0; o < n_links; ++o) {
+    const OutputReading& r = light_.outputs[static_cast<size_t>(o)];
+    Raw66 word{};
+    if (r.dominant_input >= 0 && r.dominant_input < n_links) word = lane_out(*m.ep[static_cast<size_t>(r.dominant_input)]);
+    auto& line = m.fibre[static_cast<size_t>(o)];
+    line.push_back(receive_block(r.verdict, word, rng_));
+    lane_in(*m.ep[static_cast<size_t>(o)], line.front());
+    line.pop_front();
+  }
+
+  // The FPGA's wiring between the controller and the link layers.
+  for (int i = 0; i < n_links; ++i) {
+    Vlink_endpoint& e = *m.ep[static_cast<size_t>(i)];
+    set_bits(m.ctl->link_state_i, 4 * i, 4, e.state_o);
+    set_bits(m.ctl->link_reason_i, 4 * i, 4, e.reason_o);
+    e.enable_i = (m.ctl->link_enable_o >> i) & 1u;
+    e.retrain_req_i = (m.ctl->link_retrain_o >> i) & 1u;
+    e.expect_xpu_i = static_cast<uint16_t>(get_bits(m.ctl->link_expect_xpu_o, 8 * i, 8));
+    e.expect_lane_i = static_cast<uint8_t>(get_bits(m.ctl->link_expect_lane_o, 8 * i, 8));
+  }
+
+  // XPUs behind the lanes.
+  for (int i = 0; i < n_links; ++i) {
+    Vlink_endpoint& e = *m.ep[static_cast<size_t>(i)];
+    auto& src = m.sources[static_cast<size_t>(i)];
+    TrafficSource::Drive d = src.drive();
+    e.tx_valid_i = d.valid;
+    e.tx_data_i = d.data;
+    e.tx_last_i = d.last;
+    if (d.valid && e.tx_ready_o) src.fire();
+    auto& sb = m.boards[static_cast<size_t>(i)];
+    bool ready = sb.ready();
+    e.rx_ready_i = ready;
+    if (ready && e.rx_valid_o) sb.deliver(e.rx_data_o, e.rx_last_o, cycle_);
+  }
+
+  // The mesh side of the controller: DAC writes and photodiode reads.
+  if (m.ctl->dac_valid_o) {
+    mesh_->write_dac(m.ctl->dac_elem_o, m.ctl->dac_code_o, now);
+    ++dac_writes_;
+    light_dirty_ = true;
+    m.settle_until_ns = std::max(m.settle_until_ns, mesh_->settled_at_ns(kSettleToleranceRad));
+  }
+  if (m.ctl->pd_req_o) m.pd_queue.push_back({cycle_ + cfg_.pd_latency_cycles, m.ctl->pd_port_o});
+  m.ctl->pd_valid_i = 0;
+  if (!m.pd_queue.empty() && m.pd_queue.front().first <= cycle_) {
+    m.ctl->pd_valid_i = 1;
+    m.ctl->pd_dbm_i = static_cast<uint16_t>(mesh_->monitor_code(m.pd_queue.front().second, now));
+    m.pd_queue.pop_front();
+    ++pd_reads_;
+  }
+
+  m.bus.drive(*m.ctl);
+
+  m.ctl->clk_i = 1;
+  m.ctl->eval();
+  for (auto& e : m.ep) {
+    e->clk_i = 1;
+    e->eval();
+  }
+  m.ctl->clk_i = 0;
+  m.ctl->eval();
+  for (auto& e : m.ep) {
+    e->clk_i = 0;
+    e->eval();
+  }
+  ++cycle_;
+
+  if (auto r = m.bus.sample()) {
+    bus_result_ = r;
+    bus_done_ = true;
+  }
+  bool irq_now = m.ctl->irq_o;
+  if (irq_now && !m.last_irq) irq_rose_ = true;
+  m.last_irq = irq_now;
+
+  for (int i = 0; i < n_links; ++i) {
+    Vlink_endpoint& e = *m.ep[static_cast<size_t>(i)];
+    auto now_state = static_cast<link::LinkState>(e.state_o);
+    auto& last = m.last_state[static_cast<size_t>(i)];
+    if (now_state == last) continue;
+    transitions_.push_back(LinkTransition{cycle_, i, last, now_state, static_cast<link::Reason>(e.reason_o)});
+    last = now_state;
+    if (now_state == link::LinkState::Active) {
+      // The scoreboard follows whichever XPU this lane is now connected to.
+      int peer_link = e.peer_xpu_o * lanes + e.peer_lane_o;
+      if (m.board_stream[static_cast<size_t>(i)] != peer_link) {
+        m.boards[static_cast<size_t>(i)].resync(stream_seed(cfg_.seed, peer_link));
+        m.board_stream[static_cast<size_t>(i)] = peer_link;
+      }
+    }
+  }
+}
+
+LinkReport ServerSim::link_report(int i) const {
+  const Vlink_endpoint& e = *impl_->ep.at(static_cast<size_t>(i));
+  const auto& src = impl_->sources[static_cast<size_t>(i)];
+  const auto& sb = impl_->boards[static_cast<size_t>(i)];
+  return LinkReport{static_cast<link::LinkState>(e.state_o), static_cast<link::Reason>(e.reason_o),
+                    EndpointIdentity{e.peer_xpu_o, e.peer_lane_o}, e.cnt_frames_tx_o, e.cnt_frames_rx_o,
+                    e.cnt_crc_err_o, e.cnt_replays_o, e.cnt_retrains_o, src.messages_sent(), sb.messages(),
+                    sb.errors(), sb.skipped_words(), sb.resyncs()};
+}
+
+link::LinkState ServerSim::link_state(int i) const {
+  return static_cast<link::LinkState>(impl_->ep.at(static_cast<size_t>(i))->state_o);
+}
+
+uint64_t ServerSim::scoreboard_errors() const {
+  uint64_t n = 0;
+  for (int i = 0; i < links(); ++i)
+    if (alive_[static_cast<size_t>(i / cfg_.shape.lanes_per_xpu)]) n += impl_->boards[static_cast<size_t>(i)].errors();
+  return n;
+}
+
+uint64_t ServerSim::messages_delivered() const {
+  uint64_t n = 0;
+  for (const auto& b : impl_->boards) n += b.messages();
+  return n;
+}
+
+}  // namespace mxtb::sim

@@ -1,0 +1,116 @@
+// The emulated server: the FPGA's optical switch controller and one lane link layer per XPU lane
+// (all verilated RTL), the photonic mesh between the lanes (sim/photonic_mesh.h), and an XPU
+// traffic source and scoreboard behind every lane. Advanced one clock at a time from plain C++;
+// sim/server_sc.h runs it under SystemC with the firmware.
+//
+// Wiring (what the FPGA board fixes): lane i of XPU x is link x * lanes + i and mesh port of the
+// same number; the controller sees every link's state and reason; its link map (derived from the
+// active port map) tells each link whom to expect, enables it, and asks it to retrain when its
+// circuit changes.
+#pragma once
+
+#include "sim/axil_master.h"
+#include "sim/link_pair.h"
+#include "sim/photonic_mesh.h"
+#include "sim/xpu_traffic.h"
+
+#include "firmware/fabric_map.h"
+
+#include <mxtb/link_defs.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace mxtb::sim {
+
+struct ServerConfig {
+  std::string name = "server";
+  uint64_t seed = 1;
+  double clock_mhz = 156.25;
+  firmware::ServerShape shape;                 // 5 XPUs x 4 lanes on a 32-port mesh
+  MeshConfig mesh;                             // ports must equal shape.mesh_ports
+  uint32_t fibre_latency_cycles = 4;           // transmitter to receiver through the mesh
+  uint32_t pd_latency_cycles = 8;              // photodiode request to answer
+  uint32_t mesh_update_cycles = 16;            // recompute light paths this often while elements move
+  TrafficConfig traffic;                       // behind every lane
+};
+
+struct LinkReport {
+  link::LinkState state;
+  link::Reason reason;
+  EndpointIdentity peer;
+  uint64_t frames_tx, frames_rx, crc_errors, replays, retrains;
+  uint64_t messages_sent, messages_delivered, scoreboard_errors, skipped_words, resyncs;
+};
+
+struct LinkTransition {
+  uint64_t cycle;
+  int link;
+  link::LinkState from, to;
+  link::Reason reason;
+};
+
+class ServerSim {
+ public:
+  explicit ServerSim(const ServerConfig& cfg);
+  ~ServerSim();
+  ServerSim(const ServerSim&) = delete;
+  ServerSim& operator=(const ServerSim&) = delete;
+
+  // Runs up to `max_cycles` clocks; stops early after a clock in which the controller's interrupt
+  // rose or a bus transaction completed, so whoever waits for those wakes at the right cycle.
+  // Returns the clocks run.
+  uint64_t step(uint64_t max_cycles);
+  uint64_t cycle() const { return cycle_; }
+  double period_ns() const { return 1000.0 / cfg_.clock_mhz; }
+  double now_ns() const { return static_cast<double>(cycle_) * period_ns(); }
+
+  // The controller's AXI4-Lite port: one transaction at a time.
+  void start_read(uint32_t addr);
+  void start_write(uint32_t addr, uint32_t data);
+  bool bus_busy() const;
+  std::optional<AxilResult> take_bus_result();
+  bool irq() const;
+
+  // Faults: an XPU dies: its lasers go dark and its traffic stops, for good.
+  void kill_xpu(int xpu);
+  bool xpu_alive(int xpu) const { return alive_[static_cast<size_t>(xpu)]; }
+
+  int links() const { return static_cast<int>(links_.size()); }
+  LinkReport link_report(int link) const;
+  link::LinkState link_state(int link) const;
+  const std::vector<LinkTransition>& transitions() const { return transitions_; }
+  // Scoreboard errors on links of living XPUs (messages from a dead XPU may be cut short).
+  uint64_t scoreboard_errors() const;
+  uint64_t messages_delivered() const;
+  uint64_t dac_writes() const { return dac_writes_; }
+  uint64_t pd_reads() const { return pd_reads_; }
+  const PhotonicMesh& mesh() const { return *mesh_; }
+  const ServerConfig& config() const { return cfg_; }
+
+  struct Impl;  // the verilated models (server_sim.cpp)
+
+ private:
+  void one_cycle();
+  void refresh_light();
+
+  ServerConfig cfg_;
+  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<PhotonicMesh> mesh_;
+  std::vector<bool> alive_;
+  uint64_t cycle_ = 0;
+  bool irq_rose_ = false, bus_done_ = false;
+  std::optional<AxilResult> bus_result_;
+  uint64_t dac_writes_ = 0, pd_reads_ = 0;
+  bool light_dirty_ = true;
+  uint64_t last_light_cycle_ = 0;
+  Propagation light_;
+  std::vector<LinkTransition> transitions_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace mxtb::sim
