@@ -14,6 +14,7 @@ using sim::Verdict;
 
 namespace {
 
+constexpr double kHalfPi = 1.57079632679489661923;
 const std::string kShippedCalibration = std::string(MXTB_SOURCE_DIR) + "/traces/calibration/mesh32.json";
 
 std::vector<int> identity(int ports) {
@@ -68,14 +69,14 @@ TEST_CASE("switching one element: not settled early, 63% at tau, garbled while s
   const double from = mesh.phase_rad(element, t0);
   mesh.write_dac(element, table[element].cross_code, t0);
   const double to = mesh.target_phase_rad(element);
-  CHECK(to == doctest::Approx(M_PI / 2));
+  CHECK(to == doctest::Approx(kHalfPi));
   CHECK_FALSE(mesh.settled(t0 + 0.1 * tau, 1e-3));
   CHECK_FALSE(mesh.settled(t0 + 5 * tau, 1e-3));  // exp(-5) * pi/2 = 0.011 rad still
   CHECK((mesh.phase_rad(element, t0 + tau) - from) / (to - from) == doctest::Approx(1 - std::exp(-1.0)).epsilon(1e-9));
 
   const double tolerance = 1e-3;
   const double settle_at = mesh.settled_at_ns(tolerance);
-  CHECK(settle_at == doctest::Approx(t0 + tau * std::log((M_PI / 2) / tolerance)));
+  CHECK(settle_at == doctest::Approx(t0 + tau * std::log(kHalfPi / tolerance)));
   CHECK(mesh.time_to_settle_ns(t0, tolerance) == doctest::Approx(settle_at - t0));
   CHECK_FALSE(mesh.settled(settle_at - 1, tolerance));
   CHECK(mesh.settled(settle_at + 1, tolerance));
