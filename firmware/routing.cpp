@@ -1,0 +1,114 @@
+#include "firmware/routing.h"
+
+#include <string>
+
+namespace mxtb::firmware {
+
+std::string check_permutation(int ports, const std::vector<int>& perm) {
+  if (perm.size() != static_cast<size_t>(ports))
+    return "permutation has " + std::to_string(perm.size()) + " entries, the mesh has " + std::to_string(ports) +
+           " ports";
+  std::vector<int> claimed_by(static_cast<size_t>(ports), kUnused);
+  for (int p = 0; p < ports; ++p) {
+    const int target = perm[static_cast<size_t>(p)];
+    if (target == kUnused) continue;
+    if (target < 0 || target >= ports)
+      return "permutation entry " + std::to_string(p) + " is " + std::to_string(target) + ": out of range (output 0.." +
+             std::to_string(ports - 1) + ", or -1 for unused)";
+    int& owner = claimed_by[static_cast<size_t>(target)];
+    if (owner != kUnused)
+      return "duplicate target: inputs " + std::to_string(owner) + " and " + std::to_string(p) + " both map to output " +
+             std::to_string(target);
+    owner = p;
+  }
+  return "";
+}
+
+std::vector<int> complete_permutation(const std::vector<int>& perm) {
+  std::vector<int> full = perm;
+  std::vector<bool> taken(perm.size(), false);
+  for (int t : perm)
+    if (t != kUnused) taken[static_cast<size_t>(t)] = true;
+  size_t next_free = 0;
+  for (int& t : full) {
+    if (t != kUnused) continue;
+    while (taken[next_free]) ++next_free;
+    t = static_cast<int>(next_free);
+    taken[next_free] = true;
+  }
+  return full;
+}
+
+namespace {
+
+// Routes `perm` (local ports of a sub-network of perm.size() ports) through the sub-network that
+// starts at `first_stage` and occupies rows [row_offset, ...): the recursive layout of
+// BenesTopology::wire (upper half takes the first-stage elements' out0, lower half out1).
+void route_sub(const BenesTopology& t, int first_stage, int row_offset, const std::vector<int>& perm,
+               std::vector<ElementState>& states) {
+  const int size = static_cast<int>(perm.size());
+  if (size == 2) {
+    states[static_cast<size_t>(t.element_index(first_stage, row_offset))] =
+        perm[0] == 0 ? ElementState::Bar : ElementState::Cross;
+    return;
+  }
+  int log2_size = 0;
+  while ((1 << log2_size) < size) ++log2_size;
+  const int last_stage = first_stage + 2 * log2_size - 2;
+
+  std::vector<int> inverse(static_cast<size_t>(size));
+  for (int p = 0; p < size; ++p) inverse[static_cast<size_t>(perm[static_cast<size_t>(p)])] = p;
+
+  // half_of_input[p]: 0 when input p goes through the upper half, 1 the lower.
+  // The two inputs of a first-stage element, and the two outputs of a last-stage element, must
+  // use different halves; following that constraint around closes a loop (hence the name).
+  std::vector<int> half_of_input(static_cast<size_t>(size), -1);
+  for (int start = 0; start < size; start += 2) {
+    if (half_of_input[static_cast<size_t>(start)] != -1) continue;
+    int input = start;
+    while (half_of_input[static_cast<size_t>(input)] == -1) {
+      half_of_input[static_cast<size_t>(input)] = 0;  // upper
+      // Its output's partner at the last-stage element must come from the lower half...
+      const int partner_output = perm[static_cast<size_t>(input)] ^ 1;
+      const int lower_input = inverse[static_cast<size_t>(partner_output)];
+      half_of_input[static_cast<size_t>(lower_input)] = 1;
+      // ...so that input's partner at its first-stage element goes upper: continue from there.
+      input = lower_input ^ 1;
+    }
+  }
+
+  std::vector<int> upper(static_cast<size_t>(size / 2)), lower(static_cast<size_t>(size / 2));
+  for (int p = 0; p < size; ++p) {
+    const int out = perm[static_cast<size_t>(p)];
+    (half_of_input[static_cast<size_t>(p)] == 0 ? upper : lower)[static_cast<size_t>(p / 2)] = out / 2;
+  }
+  for (int i = 0; i < size / 2; ++i) {
+    // First stage: bar sends in0 to out0 (upper half).
+    states[static_cast<size_t>(t.element_index(first_stage, row_offset + i))] =
+        half_of_input[static_cast<size_t>(2 * i)] == 0 ? ElementState::Bar : ElementState::Cross;
+    // Last stage: bar takes out0 from in0 (upper half).
+    const int source_of_out0 = inverse[static_cast<size_t>(2 * i)];
+    states[static_cast<size_t>(t.element_index(last_stage, row_offset + i))] =
+        half_of_input[static_cast<size_t>(source_of_out0)] == 0 ? ElementState::Bar : ElementState::Cross;
+  }
+  route_sub(t, first_stage + 1, row_offset, upper, states);
+  route_sub(t, first_stage + 1, row_offset + size / 4, lower, states);
+}
+
+}  // namespace
+
+Result<std::vector<ElementState>> route(const BenesTopology& topology, const std::vector<int>& perm) {
+  std::string why = check_permutation(topology.ports(), perm);
+  if (!why.empty()) return Result<std::vector<ElementState>>::failure(why);
+  std::vector<ElementState> states(static_cast<size_t>(topology.elements()), ElementState::Bar);
+  route_sub(topology, 0, 0, complete_permutation(perm), states);
+  return Result<std::vector<ElementState>>::success(std::move(states));
+}
+
+Result<std::vector<ElementState>> route(int ports, const std::vector<int>& perm) {
+  auto topology = BenesTopology::create(ports);
+  if (!topology) return Result<std::vector<ElementState>>::failure(topology.error());
+  return route(topology.value(), perm);
+}
+
+}  // namespace mxtb::firmware

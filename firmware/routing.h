@@ -1,0 +1,29 @@
+// Mesh routing: the looping algorithm that sets a Beneš network's elements so that every input
+// reaches the output a permutation asks for. Rearrangeably non-blocking: any permutation routes,
+// but changing one pair may change elements on other paths (docs/mesh.md).
+#pragma once
+
+#include "firmware/benes.h"
+#include "firmware/result.h"
+
+#include <vector>
+
+namespace mxtb::firmware {
+
+constexpr int kUnused = -1;
+
+// perm[p] is the output port that input port p must reach, or kUnused. Outputs no input asks for
+// stay unused. Errors name what is wrong: the size, an entry out of range, a duplicate target.
+std::string check_permutation(int ports, const std::vector<int>& perm);
+
+// A partial permutation made complete, deterministically: unused inputs, in ascending order,
+// take the unused outputs in ascending order. perm must pass check_permutation.
+std::vector<int> complete_permutation(const std::vector<int>& perm);
+
+// The state of every element (index stage * ports / 2 + row) such that input p reaches output
+// perm[p] for every mapped p.
+Result<std::vector<ElementState>> route(const BenesTopology& topology, const std::vector<int>& perm);
+// The same for a mesh of `ports` ports (fails also when the port count is invalid).
+Result<std::vector<ElementState>> route(int ports, const std::vector<int>& perm);
+
+}  // namespace mxtb::firmware

@@ -1,0 +1,162 @@
+#include "mesh_check.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <set>
+
+using namespace mxtb;
+using firmware::BenesTopology;
+using firmware::ElementState;
+using testing::realize_and_check;
+
+namespace {
+
+sim::PhotonicMesh calibrated_mesh(int ports, double extinction_db = 30.0) {
+  sim::MeshConfig c;
+  c.ports = ports;
+  c.settle = sim::SettlePreset::ElectroOptic;
+  c.extinction_db = extinction_db;
+  return sim::PhotonicMesh(c);
+}
+
+// Every permutation of `ports` ports, each routed, programmed and traced.
+void check_all_permutations(int ports) {
+  sim::PhotonicMesh mesh = calibrated_mesh(ports);
+  const auto table = mesh.true_codes();  // the calibration file's content for this mesh
+  std::vector<int> perm(static_cast<size_t>(ports));
+  std::iota(perm.begin(), perm.end(), 0);
+  double now = 0;
+  size_t count = 0, failures = 0;
+  std::string first_failure;
+  do {
+    ++count;
+    std::string why = realize_and_check(mesh, perm, table, now);
+    if (!why.empty() && failures++ == 0) first_failure = testing::perm_text(perm) + ": " + why;
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  INFO("first failure: " << first_failure);
+  CHECK(failures == 0);
+  size_t factorial = 1;
+  for (int i = 2; i <= ports; ++i) factorial *= static_cast<size_t>(i);
+  CHECK(count == factorial);
+}
+
+void check_random_permutations(int ports, int count, double extinction_db) {
+  sim::PhotonicMesh mesh = calibrated_mesh(ports, extinction_db);
+  const auto table = mesh.true_codes();
+  std::mt19937_64 rng(static_cast<uint64_t>(ports) * 1000 + 7);
+  std::vector<int> perm(static_cast<size_t>(ports));
+  std::iota(perm.begin(), perm.end(), 0);
+  double now = 0;
+  int failures = 0;
+  std::string first_failure;
+  for (int i = 0; i < count; ++i) {
+    std::shuffle(perm.begin(), perm.end(), rng);
+    std::string why = realize_and_check(mesh, perm, table, now);
+    if (!why.empty() && failures++ == 0) first_failure = testing::perm_text(perm) + ": " + why;
+  }
+  INFO("first failure: " << first_failure);
+  CHECK(failures == 0);
+}
+
+}  // namespace
+
+TEST_CASE("Beneš topology: sizes, and every stage boundary is a permutation of positions") {
+  for (int ports : {4, 8, 16, 32, 64}) {
+    INFO("ports " << ports);
+    auto t = BenesTopology::create(ports);
+    REQUIRE(t);
+    int log2 = 0;
+    while ((1 << log2) < ports) ++log2;
+    CHECK(t.value().stages() == 2 * log2 - 1);
+    CHECK(t.value().elements() == t.value().stages() * ports / 2);
+    for (int b = 0; b + 1 < t.value().stages(); ++b) {
+      std::set<int> seen;
+      for (int pos = 0; pos < ports; ++pos) seen.insert(t.value().next_input_position(b, pos));
+      CHECK(seen.size() == static_cast<size_t>(ports));
+      CHECK(*seen.begin() == 0);
+      CHECK(*seen.rbegin() == ports - 1);
+    }
+  }
+  // The 4-port network written out: stage 0 element 0's outputs go to the middle element 2
+  // (upper half) and element 3 (lower half).
+  auto t4 = BenesTopology::create(4).value();
+  CHECK(t4.next_input_position(0, 0) == 0);  // element 0 out0 -> element 2 in0
+  CHECK(t4.next_input_position(0, 1) == 2);  // element 0 out1 -> element 3 in0
+  CHECK(t4.next_input_position(0, 2) == 1);  // element 1 out0 -> element 2 in1
+  CHECK(t4.next_input_position(1, 1) == 2);  // element 2 out1 -> element 5 in0
+}
+
+TEST_CASE("routing realizes every permutation of 4 and 8 ports (traced through the mesh model)") {
+  check_all_permutations(4);
+  check_all_permutations(8);  // 40320 permutations
+}
+
+TEST_CASE("routing realizes 1000 random permutations of 32 ports") { check_random_permutations(32, 1000, 30.0); }
+
+TEST_CASE("routing realizes 1000 random permutations of 64 ports (elements with 35 dB extinction)") {
+  // At the default 30 dB each of a path's 11 elements leaks -30 dB of its other signal into it:
+  // SXR = 30 - 10 log10(11) = 19.6 dB, below the 20 dB limit (next test). 35 dB elements suffice.
+  check_random_permutations(64, 1000, 35.0);
+}
+
+TEST_CASE("a 64-port mesh of 30 dB elements is crosstalk-limited; 32 ports are not") {
+  for (auto [ports, want_sxr] : {std::pair{64, 30 - 10 * std::log10(11.0)}, std::pair{32, 30 - 10 * std::log10(9.0)}}) {
+    INFO("ports " << ports);
+    sim::PhotonicMesh mesh = calibrated_mesh(ports);
+    std::vector<int> identity(static_cast<size_t>(ports));
+    std::iota(identity.begin(), identity.end(), 0);
+    double now = 0;
+    std::string why = realize_and_check(mesh, identity, mesh.true_codes(), now);
+    const auto light = mesh.propagate(now);
+    for (const auto& r : light.outputs) CHECK(r.sxr_db == doctest::Approx(want_sxr).epsilon(0.002));
+    CHECK(why.empty() == (ports == 32));
+  }
+}
+
+TEST_CASE("the router's own trace agrees with the light trace, and partial permutations route") {
+  sim::PhotonicMesh mesh = calibrated_mesh(16);
+  const auto t = mesh.topology();
+  std::mt19937_64 rng(5);
+  double now = 0;
+  for (int round = 0; round < 200; ++round) {
+    std::vector<int> perm(16);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    // Leave a random subset unused; their lasers off, so their outputs must stay dark.
+    for (int p = 0; p < 16; ++p) {
+      const bool unused = rng() % 3 == 0;
+      if (unused) perm[static_cast<size_t>(p)] = firmware::kUnused;
+      mesh.set_input_lit(p, !unused);
+    }
+    INFO(testing::perm_text(perm));
+    auto states = firmware::route(t, perm);
+    REQUIRE(states);
+    for (int p = 0; p < 16; ++p)
+      if (perm[static_cast<size_t>(p)] >= 0) CHECK(t.trace(states.value(), p) == perm[static_cast<size_t>(p)]);
+    CHECK(realize_and_check(mesh, perm, mesh.true_codes(), now) == "");
+    for (const auto& r : mesh.propagate(now).outputs)
+      if (r.dominant_input >= 0) CHECK(r.verdict != sim::Verdict::Garbled);  // unused outputs: dark, not garbled
+  }
+  // All unused: still a valid (identity-completed) setting.
+  CHECK(firmware::route(t, std::vector<int>(16, firmware::kUnused)));
+  CHECK(firmware::complete_permutation({-1, 0, -1, 1}) == std::vector<int>{2, 0, 3, 1});
+}
+
+TEST_CASE("bad permutations and port counts are rejected with named errors") {
+  auto error_of = [](int ports, std::vector<int> perm) {
+    auto r = firmware::route(ports, perm);
+    return r ? std::string() : r.error();
+  };
+  CHECK(error_of(8, {0, 1, 2, 3, 4, 5, 6}) == "permutation has 7 entries, the mesh has 8 ports");
+  CHECK(error_of(4, {0, 1, 2, 4}) == "permutation entry 3 is 4: out of range (output 0..3, or -1 for unused)");
+  CHECK(error_of(4, {0, -2, 2, 3}) == "permutation entry 1 is -2: out of range (output 0..3, or -1 for unused)");
+  CHECK(error_of(4, {3, 1, 3, 0}) == "duplicate target: inputs 0 and 2 both map to output 3");
+  CHECK(error_of(12, std::vector<int>(12, -1)) == "port count 12 is not a power of two");
+  CHECK(error_of(2, {0, 1}) == "port count 2 is out of range 4..64");
+  CHECK(error_of(128, std::vector<int>(128, -1)) == "port count 128 is out of range 4..64");
+  CHECK_THROWS_WITH_AS(sim::PhotonicMesh([] { sim::MeshConfig c; c.ports = 24; return c; }()),
+                       "mesh: port count 24 is not a power of two", sim::MeshError);
+}
