@@ -27,14 +27,10 @@ void ServerClock::run() {
       uint64_t gap = sc_core::sc_time_to_pending_activity().value() / period_.value();
       n = std::max<uint64_t>(1, std::min(n, gap));
     }
-    bool irq_before = sim_.irq();
     uint64_t ran = sim_.step(n);
     wait(period_ * static_cast<double>(ran));
-    if (!sim_.bus_busy() || sim_.take_bus_result_peek()) {
-    }
     if (sim_.bus_result_ready()) bus_event_.notify(sc_core::SC_ZERO_TIME);
-    if (sim_.irq() && !irq_before) irq_event_.notify(sc_core::SC_ZERO_TIME);
-    else if (sim_.irq_rose_in_last_step()) irq_event_.notify(sc_core::SC_ZERO_TIME);
+    if (sim_.irq_rose()) irq_event_.notify(sc_core::SC_ZERO_TIME);
   }
 }
 

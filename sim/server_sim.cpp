@@ -86,8 +86,8 @@ ServerSim::ServerSim(const ServerConfig& cfg) : cfg_(cfg), impl_(std::make_uniqu
     Vlink_endpoint& e = *m.ep.back();
     e.xpu_id_i = static_cast<uint16_t>(i / s.lanes_per_xpu);
     e.lane_id_i = static_cast<uint8_t>(i % s.lanes_per_xpu);
-    e.check_peer_i = 1;
-    e.enable_i = 0;
+    e.check_peer_i = 0;
+    e.enable_i = 1;
     e.irq_clear_i = 1;
     e.rx_ready_i = 1;
     m.sources.emplace_back(stream_seed(cfg_.seed, i), cfg_.traffic, cfg_.seed * 7 + static_cast<uint64_t>(i));
@@ -202,7 +202,8 @@ void ServerSim::one_cycle() {
     Vlink_endpoint& e = *m.ep[static_cast<size_t>(i)];
     set_bits(m.ctl->link_state_i, 4 * i, 4, e.state_o);
     set_bits(m.ctl->link_reason_i, 4 * i, 4, e.reason_o);
-    e.enable_i = (m.ctl->link_enable_o >> i) & 1u;
+    e.enable_i = 1;
+    e.check_peer_i = (m.ctl->link_check_o >> i) & 1u;
     e.retrain_req_i = (m.ctl->link_retrain_o >> i) & 1u;
     e.expect_xpu_i = static_cast<uint16_t>(get_bits(m.ctl->link_expect_xpu_o, 8 * i, 8));
     e.expect_lane_i = static_cast<uint8_t>(get_bits(m.ctl->link_expect_lane_o, 8 * i, 8));

@@ -73,8 +73,10 @@ class ServerSim {
   void start_read(uint32_t addr);
   void start_write(uint32_t addr, uint32_t data);
   bool bus_busy() const;
+  bool bus_result_ready() const { return bus_result_.has_value(); }
   std::optional<AxilResult> take_bus_result();
   bool irq() const;
+  bool irq_rose() const { return irq_rose_; }  // during the last step()
 
   // Faults: an XPU dies: its lasers go dark and its traffic stops, for good.
   void kill_xpu(int xpu);

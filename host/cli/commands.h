@@ -10,5 +10,7 @@ using ArgList = std::vector<std::string>;
 
 int cmd_link_pair(const ArgList& args);
 int cmd_bench_link(const ArgList& args);
+int cmd_server(const ArgList& args);
+int cmd_bench_reconfig(const ArgList& args);
 
 }  // namespace mxtb::host

@@ -22,6 +22,11 @@ commands:
       run two verilated link endpoints over a lane channel model with an XPU scoreboard
   bench link [--cycles N] [--batch N] [--json FILE]
       simulated cycles per second: plain C++ loop against the SystemC harness
+  server [--preset thermo_optic|electro_optic|mems] [--kill-xpu N | --no-kill] [--kill-at-us T]
+         [--reprogram-at-us T] [--seed N] [--limit-us T] [--json FILE]
+      the emulated server (controller RTL, 20 link layers, photonic mesh, firmware) through a failover
+  bench reconfig [--seed N] [--json FILE]
+      failure-to-Active breakdown of a failover for every settle preset
 
 The root script adds: ./mxtb demo (the main job), ./mxtb test [ctest args] (the test suite).
 )";
@@ -39,14 +44,16 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   std::map<std::string, std::function<int(const ArgList&)>> commands{
       {"link-pair", cmd_link_pair},
+      {"server", cmd_server},
   };
   std::map<std::string, std::function<int(const ArgList&)>> benches{
       {"link", cmd_bench_link},
+      {"reconfig", cmd_bench_reconfig},
   };
   try {
     if (cmd == "bench") {
       if (args.empty() || !benches.count(args[0]))
-        throw UsageError(fmt::format("bench wants one of: link; got '{}'", args.empty() ? "" : args[0]));
+        throw UsageError(fmt::format("bench wants one of: link, reconfig; got '{}'", args.empty() ? "" : args[0]));
       std::string which = args[0];
       args.erase(args.begin());
       return benches[which](args);

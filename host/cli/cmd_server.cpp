@@ -1,0 +1,142 @@
+// `mxtb server` runs the emulated server with its firmware through a failover; `mxtb bench
+// reconfig` runs it for every settle preset (one process each: SystemC elaborates once per
+// process) and tabulates the failover's phases.
+#include "args.h"
+#include "commands.h"
+
+#include "sim/failover_run.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+namespace mxtb::host {
+
+using nlohmann::json;
+
+namespace {
+
+std::string source_root() {
+  if (const char* r = std::getenv("MXTB_ROOT")) return r;
+  return MXTB_SOURCE_DIR;
+}
+
+void write_json_file(const std::string& path, const json& j) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error(fmt::format("cannot write {}", path));
+  out << j.dump(2) << "\n";
+}
+
+sim::SettlePreset parse_preset(const std::string& s) {
+  auto p = sim::settle_preset_from_string(s);
+  if (!p) throw UsageError(fmt::format("--preset must be thermo_optic, electro_optic or mems, got '{}'", s));
+  return *p;
+}
+
+}  // namespace
+
+int cmd_server(const ArgList& argv) {
+  Args args(argv, {"--preset", "--kill-xpu", "--kill-at-us", "--spare", "--reprogram-at-us", "--seed", "--json", "--limit-us"},
+            {"--no-kill"});
+  if (!args.positional().empty()) throw UsageError(fmt::format("unexpected argument '{}'", args.positional()[0]));
+  sim::FailoverRunConfig cfg;
+  cfg.server.mesh.settle = parse_preset(args.str("--preset", "thermo_optic"));
+  cfg.server.seed = args.u64("--seed", 1);
+  cfg.calibration_file = source_root() + "/traces/calibration/mesh32.json";
+  cfg.spare = static_cast<int>(args.u64("--spare", 4));
+  if (args.has("--no-kill")) cfg.kill_xpu.reset();
+  else cfg.kill_xpu = static_cast<int>(args.u64("--kill-xpu", 2));
+  cfg.kill_at_us = args.real("--kill-at-us", 100);
+  if (args.has("--reprogram-at-us")) cfg.reprogram_at_us = args.real("--reprogram-at-us", 0);
+  cfg.limit_us = args.real("--limit-us", 0);
+  if (cfg.kill_at_us <= 0) throw UsageError("--kill-at-us must be positive");
+  if (cfg.reprogram_at_us && cfg.kill_xpu && *cfg.reprogram_at_us >= cfg.kill_at_us)
+    throw UsageError("--reprogram-at-us must come before --kill-at-us");
+  if (cfg.kill_xpu && (*cfg.kill_xpu == cfg.spare || *cfg.kill_xpu < 0 || *cfg.kill_xpu > 3))
+    throw UsageError(fmt::format("--kill-xpu must be one of the tenant's XPUs 0..3, got {}", *cfg.kill_xpu));
+  if (cfg.spare != 4) throw UsageError("--spare: the default server has one spare, XPU 4");
+
+  double tau = sim::preset_tau_ns(cfg.server.mesh.settle);
+  fmt::print("mxtb server: 4 XPUs + 1 spare, 4 lanes each, 32-port Beneš mesh, {} (tau {} us), time mode free, seed {}\n",
+             sim::to_string(cfg.server.mesh.settle), tau / 1000, cfg.server.seed);
+  sim::FailoverRunResult r = sim::run_failover(cfg);
+  if (r.initial_map_ok) fmt::print("  tenant 2x2 torus on XPUs 0-3: all 16 circuits Active at {:.1f} us\n", r.initial_up_ns / 1000);
+  if (cfg.reprogram_at_us && r.reprogram_ok)
+    fmt::print("  reprogrammed under traffic at {:.1f} us: circuits Active again {:.1f} us later\n", *cfg.reprogram_at_us,
+               r.reprogram_ns / 1000);
+  if (cfg.kill_xpu) {
+    fmt::print("  XPU {} killed at {:.1f} us, spare XPU {}\n", *cfg.kill_xpu, r.failure_ns / 1000, cfg.spare);
+    fmt::print("  {:<10} {:>12} {:>14}  {}\n", "phase", "start_us", "duration_us", "source");
+    for (const auto& p : r.phases)
+      fmt::print("  {:<10} {:>12.3f} {:>14.3f}  {}\n", p.name, (p.start_ns - r.failure_ns) / 1000,
+                 (p.end_ns - p.start_ns) / 1000, p.source);
+    if (r.failover_done)
+      fmt::print("  {:<10} {:>12} {:>14.3f}  failure to every circuit Active (goal with thermo-optic: < 1000 us; Morphlux prototype: 1.2 s)\n",
+                 "total", "", r.total_ns / 1000);
+  }
+  fmt::print("  traffic: {} messages delivered, {} scoreboard errors on living XPUs, {} on the spare after failover\n",
+             r.messages_delivered, r.scoreboard_errors, r.messages_after_failover_on_spare);
+  fmt::print("  controller: {} DAC writes, {} photodiode reads; firmware: {} bus reads, {} bus writes\n", r.dac_writes,
+             r.pd_reads, r.bus_reads, r.bus_writes);
+  fmt::print("  simulated {:.1f} us ({} cycles) in {:.2f} s wall\n", r.cycles / 156.25, r.cycles, r.wall_s);
+  if (args.has("--json")) write_json_file(args.str("--json"), sim::to_json(cfg, r));
+  if (r.passed()) {
+    fmt::print("PASS\n");
+    return 0;
+  }
+  for (const auto& f : r.failures) fmt::print("FAIL: {}\n", f);
+  return 1;
+}
+
+int cmd_bench_reconfig(const ArgList& argv) {
+  Args args(argv, {"--json", "--seed"}, {});
+  if (!args.positional().empty()) throw UsageError(fmt::format("unexpected argument '{}'", args.positional()[0]));
+  uint64_t seed = args.u64("--seed", 1);
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) throw std::runtime_error("cannot find the mxtb executable (/proc/self/exe)");
+  self[n] = '\0';
+  fmt::print("mxtb bench reconfig: failover of XPU 2 to spare XPU 4, per settle preset (time mode free)\n");
+  json runs = json::array();
+  bool all_ok = true;
+  for (const char* preset : {"electro_optic", "thermo_optic", "mems"}) {
+    std::string out = fmt::format("{}/mxtb-reconfig-{}-{}.json", std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp", preset, getpid());
+    std::string cmd = fmt::format("'{}' server --preset {} --seed {} --json '{}' > /dev/null", self, preset, seed, out);
+    fmt::print("  running {} ...\n", preset);
+    std::fflush(stdout);
+    int rc = std::system(cmd.c_str());
+    std::ifstream in(out);
+    if (!in) throw std::runtime_error(fmt::format("the {} run wrote no result (exit {})", preset, rc));
+    json j = json::parse(in);
+    std::remove(out.c_str());
+    all_ok = all_ok && rc == 0 && j.value("passed", false);
+    runs.push_back(j);
+  }
+  std::vector<std::string> names{"detect", "firmware", "program", "settle", "verify", "train"};
+  fmt::print("\n  {:<14}", "preset");
+  for (const auto& n2 : names) fmt::print(" {:>10}", n2);
+  fmt::print(" {:>11} {:>9}\n", "total_us", "wall_s");
+  for (const auto& j : runs) {
+    fmt::print("  {:<14}", j["settle_preset"].get<std::string>());
+    for (const auto& p : j["failover"]["phases"]) fmt::print(" {:>10.3f}", p["duration_ns"].get<double>() / 1000);
+    fmt::print(" {:>11.3f} {:>9.2f}{}\n", j["failover"]["total_ns"].get<double>() / 1000, j["wall_s"].get<double>(),
+               j["passed"].get<bool>() ? "" : "  FAILED");
+  }
+  double thermo_us = runs[1]["failover"]["total_ns"].get<double>() / 1000;
+  fmt::print("  (phase durations in simulated us)\n  thermo-optic failure to Active: {:.1f} us, goal < 1000 us: {}\n", thermo_us,
+             thermo_us < 1000 ? "met" : "NOT met");
+  if (args.has("--json")) {
+    write_json_file(args.str("--json"), json{{"bench", "reconfig"}, {"time_mode", "free"}, {"runs", runs},
+                                             {"goal_thermo_optic_us", 1000}, {"thermo_optic_total_us", thermo_us},
+                                             {"goal_met", thermo_us < 1000}});
+    fmt::print("  wrote {}\n", args.str("--json"));
+  }
+  return all_ok ? 0 : 1;
+}
+
+}  // namespace mxtb::host

@@ -1,0 +1,236 @@
+#define SC_INCLUDE_DYNAMIC_PROCESSES
+#include "failover_run.h"
+
+#include "firmware/ocs_firmware.h"
+#include "sim/sc_runner.h"
+#include "sim/server_sc.h"
+
+#include <mxtb/ocs_regs.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+
+namespace mxtb::sim {
+
+namespace {
+
+using firmware::FwStatus;
+namespace reg = mxtb::ocs::reg;
+
+uint32_t info_field(uint32_t info, uint32_t mask, unsigned shift) { return (info & mask) >> shift; }
+
+// Links that carry one of the map's circuits.
+std::vector<int> mapped_links(const firmware::FabricMap& m, int links) {
+  std::vector<int> out;
+  for (int i = 0; i < links; ++i)
+    if (m.port_target[static_cast<size_t>(i)] >= 0) out.push_back(i);
+  return out;
+}
+
+bool all_active(const ServerSim& sim, const std::vector<int>& links) {
+  for (int i : links)
+    if (sim.link_state(i) != link::LinkState::Active) return false;
+  return true;
+}
+
+}  // namespace
+
+FailoverRunResult run_failover(const FailoverRunConfig& cfg) {
+  FailoverRunResult res;
+  auto wall0 = std::chrono::steady_clock::now();
+  const auto& shape = cfg.server.shape;
+  MeshCalibration cal = load_calibration(cfg.calibration_file);
+  firmware::FabricMap initial = firmware::torus_map(shape, cfg.tenant);
+  firmware::TorusPlacement placed = cfg.tenant;
+  firmware::TorusPlacement replaced{cfg.tenant.dim_x, cfg.tenant.dim_y, {0, 1, 3, 2}};
+  firmware::FabricMap reprogrammed = firmware::torus_map(shape, replaced);
+  if (cfg.reprogram_at_us) placed = replaced;
+  std::optional<firmware::FabricMap> backup;
+  if (cfg.kill_xpu) backup = firmware::torus_map(shape, firmware::substitute(placed, *cfg.kill_xpu, cfg.spare));
+
+  int rc = run_under_systemc([&] {
+    ServerSim sim(cfg.server);
+    ServerClock clock("clock", sim);
+    ScHal hal(sim, clock);
+    const double period = sim.period_ns();
+    const double tau = sim.mesh().tau_ns();
+    firmware::FirmwareConfig fc;
+    fc.ports = shape.mesh_ports;
+    fc.links = sim.links();
+    fc.lanes_per_xpu = shape.lanes_per_xpu;
+    fc.calibration = cal.elements;
+    fc.settle_cycles = static_cast<uint32_t>(std::max(4.0, std::ceil(cfg.settle_taus * tau / period)));
+    fc.route_cost_ns = cfg.route_cost_ns;
+    firmware::OcsFirmware fw(hal, fc);
+
+    const double limit_ns = cfg.limit_us > 0 ? cfg.limit_us * 1000
+                                             : (cfg.kill_xpu ? cfg.kill_at_us * 1000 : 0) +
+                                                   (cfg.reprogram_at_us ? *cfg.reprogram_at_us * 1000 : 0) +
+                                                   2 * (cfg.settle_taus + 2) * tau + 800'000;
+    std::vector<int> initial_links = mapped_links(initial, sim.links());
+    std::vector<int> final_links = mapped_links(backup ? *backup : (cfg.reprogram_at_us ? reprogrammed : initial), sim.links());
+    double all_up_since = -1;
+    bool firmware_done = false;
+    bool reprogram_started = false;
+    double reprogram_start_ns = 0;
+
+    sc_core::sc_spawn([&] {
+      std::string why;
+      auto fail = [&](const std::string& what) {
+        res.failures.push_back(what);
+        firmware_done = true;
+      };
+      if (fw.init(&why) != FwStatus::Ok) return fail("firmware init: " + why);
+      if (FwStatus s = fw.set_port_map(initial.port_target, &why); s != FwStatus::Ok)
+        return fail(fmt::format("programming the tenant: {}: {}", firmware::to_string(s), why));
+      if (cfg.reprogram_at_us) {
+        fw.run_until(static_cast<uint64_t>(*cfg.reprogram_at_us * 1000));
+        reprogram_started = true;
+        reprogram_start_ns = hal.now_ns();
+        if (FwStatus s = fw.set_port_map(reprogrammed.port_target, &why); s != FwStatus::Ok)
+          return fail(fmt::format("reprogramming under traffic: {}: {}", firmware::to_string(s), why));
+      }
+      if (backup && fw.arm_backup(*cfg.kill_xpu, cfg.spare, backup->port_target, &why) != FwStatus::Ok)
+        return fail("arming the backup: " + why);
+      fw.run_until(static_cast<uint64_t>(limit_ns));
+      firmware_done = true;
+    });
+    if (cfg.kill_xpu) {
+      sc_core::sc_spawn([&] {
+        sc_core::wait(sc_core::sc_time(cfg.kill_at_us * 1000, sc_core::SC_NS));
+        res.failure_ns = sim.now_ns();
+        sim.kill_xpu(*cfg.kill_xpu);
+      });
+    }
+    clock.stop_when([&] {
+      double now = sim.now_ns();
+      if (now >= limit_ns || (firmware_done && !res.failures.empty())) return true;
+      bool ready = cfg.kill_xpu ? !fw.failovers().empty() : (!cfg.reprogram_at_us || reprogram_started);
+      if (!ready) return false;
+      if (!all_active(sim, final_links)) {
+        all_up_since = -1;
+        return false;
+      }
+      if (all_up_since < 0) all_up_since = now;
+      return now >= all_up_since + cfg.margin_us * 1000;
+    });
+    sc_core::sc_start();
+
+    // What happened, from the controller's event log and the link layers' transitions.
+    const auto& tr = sim.transitions();
+    auto last_up_time = [&](const std::vector<int>& links, double after_ns) {
+      double t = -1;
+      for (int i : links) {
+        double first = -1;
+        for (const auto& x : tr)
+          if (x.link == i && x.to == link::LinkState::Active && x.cycle * period >= after_ns) {
+            first = x.cycle * period;
+            break;
+          }
+        if (first < 0) return -1.0;
+        t = std::max(t, first);
+      }
+      return t;
+    };
+    double up0 = last_up_time(initial_links, 0);
+    res.initial_map_ok = up0 >= 0;
+    res.initial_up_ns = up0;
+    if (!res.initial_map_ok) res.failures.push_back("the tenant's circuits did not all train after the first commit");
+    if (cfg.reprogram_at_us) {
+      double up = last_up_time(mapped_links(reprogrammed, sim.links()), reprogram_start_ns);
+      res.reprogram_ok = reprogram_started && up >= 0;
+      res.reprogram_ns = up - reprogram_start_ns;
+      if (!res.reprogram_ok) res.failures.push_back("after reprogramming under traffic, not every circuit trained again");
+    }
+    res.all_up_after = all_active(sim, final_links);
+    if (!res.all_up_after) res.failures.push_back("not every circuit of the final map is Active at the end");
+    if (cfg.kill_xpu) {
+      res.failover_done = !fw.failovers().empty() && fw.failovers().front().status == FwStatus::Ok;
+      if (!res.failover_done) {
+        res.failures.push_back(fw.failovers().empty() ? "the firmware never failed over"
+                                                      : std::string("failover commit: ") +
+                                                            firmware::to_string(fw.failovers().front().status));
+      } else {
+        const auto& f = fw.failovers().front();
+        uint32_t gen = f.generation;
+        auto event_ns = [&](mxtb::ocs::Event type) {
+          for (const auto& e : fw.events()) {
+            auto t = static_cast<mxtb::ocs::Event>(info_field(e.info, reg::event_info::kTypeMask, reg::event_info::kTypeShift));
+            uint32_t data = info_field(e.info, reg::event_info::kDataMask, reg::event_info::kDataShift);
+            if (t == type && data == gen) return static_cast<double>(e.cycle) * period;
+          }
+          return -1.0;
+        };
+        // Controller timestamps count from its reset, a few cycles before the world's cycle 0.
+        double detect = static_cast<double>(f.trigger_event_cycle) * period;
+        double commit = event_ns(mxtb::ocs::Event::CommitStart);
+        double programmed = event_ns(mxtb::ocs::Event::ProgramDone);
+        double settled = event_ns(mxtb::ocs::Event::SettleDone);
+        double verified = event_ns(mxtb::ocs::Event::VerifyPass);
+        double trained = last_up_time(final_links, verified);
+        res.phases = {
+            {"detect", res.failure_ns, detect, "rtl"},
+            {"firmware", detect, commit, "firmware"},
+            {"program", commit, programmed, "rtl"},
+            {"settle", programmed, settled, "rtl"},
+            {"verify", settled, verified, "rtl"},
+            {"train", verified, trained, "rtl"},
+        };
+        res.total_ns = trained - res.failure_ns;
+        for (const auto& p : res.phases)
+          if (p.start_ns < 0 || p.end_ns < p.start_ns)
+            res.failures.push_back(fmt::format("phase {} has no consistent timestamps ({} .. {})", p.name, p.start_ns, p.end_ns));
+        for (int l = 0; l < shape.lanes_per_xpu; ++l)
+          res.messages_after_failover_on_spare += sim.link_report(cfg.spare * shape.lanes_per_xpu + l).messages_delivered;
+        if (res.messages_after_failover_on_spare == 0)
+          res.failures.push_back("no traffic reached the spare after the failover");
+      }
+    }
+    res.messages_delivered = sim.messages_delivered();
+    res.scoreboard_errors = sim.scoreboard_errors();
+    if (res.scoreboard_errors) res.failures.push_back(fmt::format("{} scoreboard errors on living XPUs", res.scoreboard_errors));
+    res.cycles = sim.cycle();
+    res.dac_writes = sim.dac_writes();
+    res.pd_reads = sim.pd_reads();
+    res.bus_reads = fw.bus_reads();
+    res.bus_writes = fw.bus_writes();
+    return 0;
+  });
+  if (rc != 0) res.failures.push_back("SystemC reported an error");
+  res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return res;
+}
+
+nlohmann::json to_json(const FailoverRunConfig& cfg, const FailoverRunResult& r) {
+  nlohmann::json phases = nlohmann::json::array();
+  for (const auto& p : r.phases)
+    phases.push_back({{"name", p.name}, {"start_ns", p.start_ns}, {"end_ns", p.end_ns},
+                      {"duration_ns", p.end_ns - p.start_ns}, {"source", p.source}});
+  return nlohmann::json{
+      {"time_mode", "free"},
+      {"seed", cfg.server.seed},
+      {"settle_preset", to_string(cfg.server.mesh.settle)},
+      {"tau_ns", cfg.server.mesh.tau_ns ? *cfg.server.mesh.tau_ns : preset_tau_ns(cfg.server.mesh.settle)},
+      {"kill_xpu", cfg.kill_xpu ? *cfg.kill_xpu : -1},
+      {"spare", cfg.spare},
+      {"passed", r.passed()},
+      {"failures", r.failures},
+      {"initial_up_ns", r.initial_up_ns},
+      {"reprogram_ns", r.reprogram_ns},
+      {"failover", {{"failure_ns", r.failure_ns}, {"total_ns", r.total_ns}, {"phases", phases}}},
+      {"messages_delivered", r.messages_delivered},
+      {"messages_on_spare_after_failover", r.messages_after_failover_on_spare},
+      {"scoreboard_errors", r.scoreboard_errors},
+      {"cycles", r.cycles},
+      {"dac_writes", r.dac_writes},
+      {"pd_reads", r.pd_reads},
+      {"firmware_bus_reads", r.bus_reads},
+      {"firmware_bus_writes", r.bus_writes},
+      {"wall_s", r.wall_s},
+  };
+}
+
+}  // namespace mxtb::sim
