@@ -329,6 +329,8 @@ std::string sv(const Defs& d) {
   if (!d.registers.empty()) {
     o << "\n  // Register map: byte offsets in a " << d.addr_width
       << "-bit address space of 32-bit registers. X_COUNT is the number of words of a window.\n"
+      << "  // A block uses a few of these: Verilator's UNUSEDPARAM stays off for the register map.\n"
+      << "  // verilator lint_off UNUSEDPARAM\n"
       << "  localparam int REG_ADDR_WIDTH = " << d.addr_width << ";\n";
     for (const auto& r : d.registers) {
       std::string n = upper(r.name);
@@ -348,6 +350,7 @@ std::string sv(const Defs& d) {
           << "  localparam logic [" << w - 1 << ":0] " << fn << "_RESET = " << w << "'d" << f.reset << ";\n";
       }
     }
+    o << "  // verilator lint_on UNUSEDPARAM\n";
   }
   o << "\nendpackage\n";
   return o.str();
