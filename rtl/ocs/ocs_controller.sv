@@ -163,12 +163,11 @@ module ocs_controller #(
       ocs_reg_pkg::IRQ_MASK_OFFSET:          wr_old = 32'(mask_q);
       ocs_reg_pkg::WATCHDOG_TIMEOUT_OFFSET:  wr_old = wd_timeout_q;
       default: begin
+        // Table entries take whole words (wstrb ignored): no read port for a merge.
         if (in_window(wa, ocs_reg_pkg::STAGED_MAP_OFFSET, N_PORTS)) begin
           w_off  = wa - ocs_reg_pkg::STAGED_MAP_OFFSET;
-          wr_old = map_word(map_stg[7*32'(w_off[7:2]) +: 7]);
         end else if (in_window(wa, ocs_reg_pkg::STAGED_DAC_OFFSET, N_ELEMS)) begin
           w_off  = wa - ocs_reg_pkg::STAGED_DAC_OFFSET;
-          wr_old = 32'(dac_stg[DAC_BITS*32'(w_off[9:2]) +: DAC_BITS]);
         end else if (in_window(wa, ocs_reg_pkg::SCRATCH_OFFSET, SCRATCH_WORDS)) begin
           w_off  = wa - ocs_reg_pkg::SCRATCH_OFFSET;
         end
@@ -199,7 +198,7 @@ module ocs_controller #(
             if (seq_busy) wr_err = 1'b1;
             else map_we = 1'b1;
           end else if (in_window(wa, ocs_reg_pkg::STAGED_DAC_OFFSET, N_ELEMS)) begin
-            if (seq_busy || !fits_dac(wval)) wr_err = 1'b1;
+            if (seq_busy || !fits_dac(wr_data)) wr_err = 1'b1;
             else dac_we = 1'b1;
           end else if (in_window(wa, ocs_reg_pkg::SCRATCH_OFFSET, SCRATCH_WORDS)) begin
             scratch_we = 1'b1;
@@ -344,8 +343,8 @@ module ocs_controller #(
     .pd_timeout_i(pdto_q),
     .commit_i(commit), .commit_gen_i(wr_data[15:0]), .safe_enter_i(wd_expire),
     .safe_clear_i(safe_clear),
-    .map_we_i(map_we), .map_idx_i(w_idx[5:0]), .map_wdata_i({wval[31], wval[5:0]}),
-    .dac_we_i(dac_we), .dac_idx_i(w_idx), .dac_wdata_i(wval[DAC_BITS-1:0]),
+    .map_we_i(map_we), .map_idx_i(w_idx[5:0]), .map_wdata_i({wr_data[31], wr_data[5:0]}),
+    .dac_we_i(dac_we), .dac_idx_i(w_idx), .dac_wdata_i(wr_data[DAC_BITS-1:0]),
     .map_stg_o(map_stg), .map_act_o(map_act), .dac_stg_o(dac_stg), .dac_act_o(dac_act),
     .state_o(seq_state), .idle_o(seq_idle), .busy_o(seq_busy), .safe_o(seq_safe),
     .active_gen_o(act_gen), .err_code_o(err_code), .err_index_o(err_index), .err_gen_o(err_gen),

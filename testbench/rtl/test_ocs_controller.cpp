@@ -304,6 +304,8 @@ TEST_CASE("ocs: reset values, read-only and read/write registers, SLVERR, strobe
   b.wr(reg::scratch::addr(5), 0x11223344);
   CHECK(b.write_resp(reg::scratch::addr(5), 0xAABBCCDD, 0x2) == kOkay);
   CHECK(b.rd(reg::scratch::addr(5)) == 0x1122CC44);
+  CHECK(b.write_resp(reg::staged_dac::addr(2), 0x123, 0x1) == kOkay);  // table entries: whole words
+  CHECK(b.rd(reg::staged_dac::addr(2)) == 0x123);
   b.wr(reg::settle_cycles::kOffset, 0x00000032);
   CHECK(b.write_resp(reg::settle_cycles::kOffset, 0x0000AB00, 0x2) == kOkay);
   CHECK(b.rd(reg::settle_cycles::kOffset) == 0xAB32);
