@@ -418,7 +418,7 @@ module ocs_sequencer #(
       dac_elem_q   <= ei[7:0];
       dac_code_q   <= dac_code_d;
       pd_req_q     <= pd_req_d;
-      pd_port_q    <= cur_target;
+      if (pd_req_d) pd_port_q <= cur_target;
     end
   end
 

@@ -84,6 +84,7 @@ class Bench {
     if (!pd_pending.empty() && pd_pending.front().first <= cycle) {
       m.pd_valid_i = 1;
       m.pd_dbm_i = static_cast<uint16_t>(pd_dbm[pd_pending.front().second]);
+      REQUIRE(m.pd_port_o == pd_pending.front().second);  // held while the request is outstanding
       pd_pending.pop_front();
     }
     drive_links();
@@ -746,4 +747,14 @@ TEST_CASE("ocs: default-parameter model: generated reset values, sizes and a com
   CHECK(b.dac[1].cycle - b.dac[0].cycle >= reg::dac_update_cycles::kCyclesReset);
   CHECK(b.pd_reqs.size() == 32);
   CHECK(b.rd(reg::active_dac::addr(143)) == 20);
+  // Phase costs (docs/ocs-controller.md): validate max(N_PORTS, N_ELEMS) + program N_ELEMS + 1
+  // (no slot stalls here), settle SETTLE_CYCLES + 1, verify 1 + per valid entry 2 + L (L: cycles
+  // from pd_req_o to pd_valid_i, 3 in this bench).
+  auto ev = b.drain_events();
+  REQUIRE(ev.size() == 4);
+  MESSAGE("commit of 2 elements, 32 ports: validate+program " << ev[1].ts - ev[0].ts << ", settle "
+          << ev[2].ts - ev[1].ts << ", verify " << ev[3].ts - ev[2].ts << " cycles");
+  CHECK(ev[1].ts - ev[0].ts == 144 + 144 + 1);
+  CHECK(ev[2].ts - ev[1].ts == 100 + 1);
+  CHECK(ev[3].ts - ev[2].ts == 1 + 32 * (2 + 3));
 }
