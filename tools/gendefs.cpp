@@ -7,8 +7,10 @@
 // verilation. Errors name the file and the JSON path of the offending entry.
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <cstdint>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <map>
 #include <regex>
@@ -44,11 +46,59 @@ struct Constant {
   uint64_t value;
 };
 
+// A field of a 32-bit register: bits msb..lsb.
+struct Field {
+  std::string name, doc;
+  int msb, lsb;
+  uint64_t reset;
+};
+
+// A 32-bit register, or a window of `count` consecutive registers (count > 1) sharing one layout.
+struct Register {
+  std::string name, doc, access;
+  uint32_t offset, count;
+  uint32_t reset;
+  std::vector<Field> fields;
+};
+
 struct Defs {
   std::string source, name, doc, sv_package, cpp_namespace;
   std::vector<Constant> constants;
   std::vector<Enum> enums;
+  int addr_width = 16;
+  std::vector<Register> registers;
 };
+
+std::string hex(uint64_t v, int digits) {
+  std::ostringstream o;
+  o << "0x" << std::hex << std::setw(digits) << std::setfill('0') << v;
+  return o.str();
+}
+
+std::string upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// last_err -> LastErr
+std::string camel(const std::string& s) {
+  std::string o;
+  bool up = true;
+  for (char c : s) {
+    if (c == '_') {
+      up = true;
+    } else {
+      o += up ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
+      up = false;
+    }
+  }
+  return o;
+}
 
 class Reader {
  public:
@@ -145,7 +195,110 @@ class Reader {
         d.enums.push_back(std::move(en));
       }
     }
+    if (j.contains("registers")) read_registers(j, d, unique);
     return d;
+  }
+
+  // Offsets are byte addresses, a number or a "0x..." string.
+  uint64_t address(const json& j, const std::string& where, const char* key) const {
+    if (!j.contains(key)) fail(where, std::string("missing field \"") + key + "\"");
+    if (j[key].is_number_unsigned()) return j[key].get<uint64_t>();
+    if (j[key].is_string()) {
+      static const std::regex re("0x[0-9A-Fa-f]{1,8}");
+      std::string s = j[key].get<std::string>();
+      if (std::regex_match(s, re)) return std::stoull(s.substr(2), nullptr, 16);
+    }
+    fail(where + "." + key, "must be a non-negative integer or a \"0x...\" string");
+  }
+
+  // "msb:lsb" or "bit".
+  std::pair<int, int> bits(const json& f, const std::string& where) const {
+    std::string s = str(f, where, "bits");
+    static const std::regex re("([0-9]{1,3})(:([0-9]{1,3}))?");
+    std::smatch m;
+    if (!std::regex_match(s, m, re)) fail(where + ".bits", "\"" + s + "\" is not \"msb:lsb\" or \"bit\"");
+    int msb = std::stoi(m[1].str());
+    int lsb = m[3].matched ? std::stoi(m[3].str()) : msb;
+    if (msb < lsb) fail(where + ".bits", "\"" + s + "\": msb below lsb");
+    if (msb > 31) fail(where + ".bits", "\"" + s + "\" goes past bit 31 of a 32-bit register");
+    return {msb, lsb};
+  }
+
+  template <class Unique>
+  void read_registers(const json& j, Defs& d, Unique& unique) const {
+    if (j.contains("addr_width")) {
+      uint64_t w = uint(j, "$", "addr_width");
+      if (w < 3 || w > 32) fail("$.addr_width", "must be 3..32, got " + std::to_string(w));
+      d.addr_width = static_cast<int>(w);
+    }
+    if (!j["registers"].is_array()) fail("$.registers", "must be an array");
+    static const std::set<std::string> kAccess{"ro", "rw", "wo", "w1c", "rc"};
+    std::set<std::string> sv_names, cpp_names;
+    const uint64_t space = uint64_t{1} << d.addr_width;
+    for (size_t i = 0; i < j["registers"].size(); ++i) {
+      const json& r = j["registers"][i];
+      std::string where = "$.registers[" + std::to_string(i) + "]";
+      Register reg;
+      reg.name = ident(r, where, "name");
+      where += " (" + reg.name + ")";
+      unique(reg.name, where);
+      if (!cpp_names.insert(lower(reg.name)).second)
+        fail(where, "name \"" + reg.name + "\" differs from another register only in case");
+      reg.doc = str(r, where, "doc");
+      reg.access = str(r, where, "access");
+      if (!kAccess.count(reg.access))
+        fail(where + ".access", "unknown access \"" + reg.access + "\" (ro, rw, wo, w1c or rc)");
+      uint64_t offset = address(r, where, "offset");
+      uint64_t count = r.contains("count") ? uint(r, where, "count") : 1;
+      if (count < 1) fail(where + ".count", "must be at least 1");
+      if (offset % 4) fail(where + ".offset", hex(offset, 4) + " is not a multiple of 4");
+      if (offset + 4 * count > space)
+        fail(where + ".offset", hex(offset, 4) + " + " + std::to_string(count) + " words is past the " +
+                                    std::to_string(d.addr_width) + "-bit address space");
+      reg.offset = static_cast<uint32_t>(offset);
+      reg.count = static_cast<uint32_t>(count);
+      for (const Register& o : d.registers) {
+        uint64_t a0 = reg.offset, a1 = a0 + 4 * uint64_t{reg.count}, b0 = o.offset, b1 = b0 + 4 * uint64_t{o.count};
+        if (a0 < b1 && b0 < a1)
+          fail(where + ".offset", hex(a0, 4) + ".." + hex(a1 - 1, 4) + " overlaps register \"" + o.name + "\" at " +
+                                      hex(b0, 4) + ".." + hex(b1 - 1, 4));
+      }
+      if (!r.contains("fields") || !r["fields"].is_array() || r["fields"].empty())
+        fail(where + ".fields", "must be a non-empty array");
+      uint64_t used = 0;
+      std::set<std::string> field_names;
+      reg.reset = 0;
+      for (size_t k = 0; k < r["fields"].size(); ++k) {
+        const json& f = r["fields"][k];
+        std::string fw = where + ".fields[" + std::to_string(k) + "]";
+        Field fld;
+        fld.name = ident(f, fw, "name");
+        fw += " (" + fld.name + ")";
+        fld.doc = str(f, fw, "doc");
+        auto [msb, lsb] = bits(f, fw);
+        fld.msb = msb;
+        fld.lsb = lsb;
+        fld.reset = f.contains("reset") ? uint(f, fw, "reset") : 0;
+        int width = msb - lsb + 1;
+        fits(fld.reset, width, fw + ".reset");
+        if (!field_names.insert(lower(fld.name)).second)
+          fail(fw + ".name", "field \"" + fld.name + "\" is defined twice in " + reg.name);
+        uint64_t mask = ((uint64_t{1} << width) - 1) << lsb;
+        if (used & mask) {
+          for (const Field& o : reg.fields)
+            if ((((uint64_t{1} << (o.msb - o.lsb + 1)) - 1) << o.lsb) & mask)
+              fail(fw + ".bits", "bits " + std::to_string(msb) + ":" + std::to_string(lsb) + " overlap field \"" +
+                                     o.name + "\" (" + std::to_string(o.msb) + ":" + std::to_string(o.lsb) + ")");
+        }
+        used |= mask;
+        reg.reset |= static_cast<uint32_t>(fld.reset << lsb);
+        std::string svn = upper(reg.name) + "_" + upper(fld.name);
+        if (!sv_names.insert(svn).second) fail(fw, "generated name " + svn + " clashes with another");
+        reg.fields.push_back(fld);
+      }
+      if (!sv_names.insert(upper(reg.name)).second) fail(where, "generated name " + upper(reg.name) + " clashes with another");
+      d.registers.push_back(std::move(reg));
+    }
   }
 
  private:
@@ -173,14 +326,107 @@ std::string sv(const Defs& d) {
     }
     o << "  } " << e.sv_type << ";\n";
   }
+  if (!d.registers.empty()) {
+    o << "\n  // Register map: byte offsets in a " << d.addr_width
+      << "-bit address space of 32-bit registers. X_COUNT is the number of words of a window.\n"
+      << "  // A block uses a few of these: Verilator's UNUSEDPARAM stays off for the register map.\n"
+      << "  // verilator lint_off UNUSEDPARAM\n"
+      << "  localparam int REG_ADDR_WIDTH = " << d.addr_width << ";\n";
+    for (const auto& r : d.registers) {
+      std::string n = upper(r.name);
+      o << "\n  // " << r.name << " (" << r.access << (r.count > 1 ? ", window of " + std::to_string(r.count) : std::string())
+        << "): " << r.doc << "\n";
+      o << "  localparam logic [" << d.addr_width - 1 << ":0] " << n << "_OFFSET = " << d.addr_width << "'h"
+        << hex(r.offset, (d.addr_width + 3) / 4).substr(2) << ";\n";
+      if (r.count > 1) o << "  localparam int " << n << "_COUNT = " << r.count << ";\n";
+      o << "  localparam logic [31:0] " << n << "_RESET = 32'h" << hex(r.reset, 8).substr(2) << ";\n";
+      for (const auto& f : r.fields) {
+        std::string fn = n + "_" + upper(f.name);
+        int w = f.msb - f.lsb + 1;
+        uint64_t mask = ((uint64_t{1} << w) - 1) << f.lsb;
+        o << "  localparam int " << fn << "_LSB = " << f.lsb << ";\n"
+          << "  localparam int " << fn << "_WIDTH = " << w << ";\n"
+          << "  localparam logic [31:0] " << fn << "_MASK = 32'h" << hex(mask, 8).substr(2) << ";\n"
+          << "  localparam logic [" << w - 1 << ":0] " << fn << "_RESET = " << w << "'d" << f.reset << ";\n";
+      }
+    }
+    o << "  // verilator lint_on UNUSEDPARAM\n";
+  }
   o << "\nendpackage\n";
   return o.str();
+}
+
+void cpp_registers(const Defs& d, std::ostringstream& o) {
+  o << "\n// ---- Register map: byte offsets in a " << d.addr_width
+    << "-bit address space of 32-bit registers ----\n\n"
+    << "enum class Access : uint8_t { RO, RW, WO, W1C, RC };\n\n"
+    << "inline constexpr std::string_view to_string(Access a) {\n"
+    << "  switch (a) {\n    case Access::RO: return \"ro\";\n    case Access::RW: return \"rw\";\n"
+    << "    case Access::WO: return \"wo\";\n    case Access::W1C: return \"w1c\";\n    case Access::RC: return \"rc\";\n"
+    << "  }\n  return \"?\";\n}\n\n"
+    << "struct FieldInfo {\n  std::string_view name;\n  unsigned lsb, width;\n  uint32_t mask;  // in place\n"
+    << "  uint32_t reset;\n  constexpr uint32_t get(uint32_t reg) const { return (reg & mask) >> lsb; }\n"
+    << "  constexpr uint32_t set(uint32_t reg, uint32_t v) const { return (reg & ~mask) | ((v << lsb) & mask); }\n};\n\n"
+    << "struct RegInfo {\n  std::string_view name;\n  uint32_t offset;  // byte address of word 0\n"
+    << "  uint32_t count;   // words: 1, or the window's size\n  Access access;\n  uint32_t reset;\n"
+    << "  const FieldInfo* fields;\n  std::size_t n_fields;\n  std::string_view doc;\n"
+    << "  constexpr uint32_t addr(uint32_t i = 0) const { return offset + 4 * i; }\n};\n\n"
+    << "inline constexpr int kAddrWidth = " << d.addr_width << ";\n\n"
+    << "// One namespace per register: kOffset, kReset, kAccess, (windows: kCount, addr(i)), and per field\n"
+    << "// k<Field>Shift, k<Field>Width, k<Field>Mask (in place), k<Field>Reset; kFields lists them.\n"
+    << "namespace reg {\n";
+  auto access = [](const std::string& a) { return "Access::" + upper(a); };
+  for (const auto& r : d.registers) {
+    o << "\n// " << r.name << " (" << r.access << (r.count > 1 ? ", window of " + std::to_string(r.count) : std::string())
+      << "): " << r.doc << "\nnamespace " << lower(r.name) << " {\n"
+      << "inline constexpr uint32_t kOffset = " << hex(r.offset, 4) << "u;\n"
+      << "inline constexpr uint32_t kCount = " << r.count << "u;\n"
+      << "inline constexpr uint32_t kReset = " << hex(r.reset, 8) << "u;\n"
+      << "inline constexpr Access kAccess = " << access(r.access) << ";\n"
+      << "constexpr uint32_t addr(uint32_t i = 0) { return kOffset + 4 * i; }\n";
+    for (const auto& f : r.fields) {
+      int w = f.msb - f.lsb + 1;
+      uint64_t mask = ((uint64_t{1} << w) - 1) << f.lsb;
+      std::string c = camel(f.name);
+      o << "// " << f.name << " [" << f.msb << ":" << f.lsb << "]: " << f.doc << "\n"
+        << "inline constexpr unsigned k" << c << "Shift = " << f.lsb << ";\n"
+        << "inline constexpr unsigned k" << c << "Width = " << w << ";\n"
+        << "inline constexpr uint32_t k" << c << "Mask = " << hex(mask, 8) << "u;\n"
+        << "inline constexpr uint32_t k" << c << "Reset = " << f.reset << "u;\n";
+    }
+    o << "inline constexpr FieldInfo kFields[] = {\n";
+    for (const auto& f : r.fields) {
+      std::string c = camel(f.name);
+      o << "    {\"" << f.name << "\", k" << c << "Shift, k" << c << "Width, k" << c << "Mask, k" << c << "Reset},\n";
+    }
+    o << "};\n}  // namespace " << lower(r.name) << "\n";
+  }
+  o << "\n}  // namespace reg\n\n// Every register in address order, for name lookup and a typed register API.\n"
+    << "inline constexpr RegInfo kRegisters[] = {\n";
+  for (const auto& r : d.registers) {
+    std::string ns = "reg::" + lower(r.name) + "::";
+    std::string doc;
+    for (char c : r.doc) {
+      if (c == '"' || c == '\\') doc += '\\';
+      doc += c;
+    }
+    o << "    {\"" << r.name << "\", " << ns << "kOffset, " << ns << "kCount, " << ns << "kAccess, " << ns << "kReset, "
+      << ns << "kFields, " << r.fields.size() << ", \"" << doc << "\"},\n";
+  }
+  o << "};\n\ninline constexpr std::size_t kNumRegisters = " << d.registers.size() << ";\n\n"
+    << "// The register (or window) named `name`, or nullptr.\n"
+    << "inline constexpr const RegInfo* find_register(std::string_view name) {\n"
+    << "  for (const RegInfo& r : kRegisters)\n    if (r.name == name) return &r;\n  return nullptr;\n}\n\n"
+    << "// The register (or window) holding byte address `addr`, or nullptr.\n"
+    << "inline constexpr const RegInfo* register_at(uint32_t addr) {\n"
+    << "  for (const RegInfo& r : kRegisters)\n    if (addr >= r.offset && addr < r.offset + 4 * r.count) return &r;\n"
+    << "  return nullptr;\n}\n";
 }
 
 std::string cpp(const Defs& d) {
   std::ostringstream o;
   o << banner(d, "//") << "// " << d.doc << "\n#pragma once\n\n#include <cstdint>\n#include <optional>\n"
-    << "#include <string_view>\n\nnamespace " << d.cpp_namespace << " {\n";
+    << (d.registers.empty() ? "" : "#include <cstddef>\n") << "#include <string_view>\n\nnamespace " << d.cpp_namespace << " {\n";
   for (const auto& c : d.constants) {
     o << "\n// " << c.doc << "\ninline constexpr uint64_t k" << c.name << " = " << c.value << "u;\n";
   }
@@ -198,6 +444,7 @@ std::string cpp(const Defs& d) {
       o << "    case " << v.value << ": return " << e.cpp_name << "::" << v.name << ";\n";
     o << "    default: return std::nullopt;\n  }\n}\n";
   }
+  if (!d.registers.empty()) cpp_registers(d, o);
   o << "\n}  // namespace " << d.cpp_namespace << "\n";
   return o.str();
 }
@@ -214,6 +461,29 @@ std::string md(const Defs& d) {
     o << "\n## `" << e.name << "` (" << e.width << " bits; SV `" << e.sv_type << "`, C++ `" << e.cpp_name
       << "`)\n\n" << e.doc << "\n\n| value | name | meaning |\n|---|---|---|\n";
     for (const auto& v : e.values) o << "| " << v.value << " | `" << v.name << "` | " << v.doc << " |\n";
+  }
+  if (!d.registers.empty()) {
+    o << "\n## Registers\n\n32-bit registers on a " << d.addr_width
+      << "-bit byte address space. Access: `ro` read-only, `rw` read/write, `wo` write-only (reads "
+         "give 0), `w1c` write 1 to clear, `rc` reading clears (or pops). A window is an array of "
+         "consecutive words with one layout.\n\n| offset | name | access | words | reset | meaning |\n"
+         "|---|---|---|---|---|---|\n";
+    for (const auto& r : d.registers) {
+      std::string range = hex(r.offset, 4);
+      if (r.count > 1) range += "..." + hex(r.offset + 4 * r.count - 4, 4);
+      o << "| " << range << " | [`" << r.name << "`](#" << lower(r.name) << ") | " << r.access << " | " << r.count
+        << " | " << hex(r.reset, 8) << " | " << r.doc << " |\n";
+    }
+    for (const auto& r : d.registers) {
+      o << "\n### " << r.name << "\n\n" << hex(r.offset, 4) << ", " << r.access
+        << (r.count > 1 ? ", window of " + std::to_string(r.count) + " words" : std::string()) << ". " << r.doc
+        << "\n\n| bits | field | reset | meaning |\n|---|---|---|---|\n";
+      for (const auto& f : r.fields) {
+        o << "| " << f.msb;
+        if (f.msb != f.lsb) o << ":" << f.lsb;
+        o << " | `" << f.name << "` | " << f.reset << " | " << f.doc << " |\n";
+      }
+    }
   }
   return o.str();
 }

@@ -1,0 +1,91 @@
+// AXI4-Lite slave front end of the optical switch controller: one transaction at a time, turned
+// into single-cycle register requests. A write needs both its address and its data; it is
+// accepted (awready and wready together) when both are valid and no response is pending, and
+// wr_req_o pulses that cycle; the register block answers wr_err_i combinationally and the response
+// (OKAY or SLVERR) is held on b* until bready. Reads likewise: rd_req_o pulses on the address
+// handshake, rd_data_i/rd_err_i are captured, and r* holds them until rready. Read side effects
+// (pop, read-clear, latch) therefore happen exactly once per read. When a read and a write are
+// both offered in the same cycle the write goes first.
+module ocs_axil_slave #(
+  parameter int AW = 16
+) (
+  input  logic          clk_i,
+  input  logic          rst_ni,
+  // AXI4-Lite
+  input  logic [AW-1:0] s_axil_awaddr,
+  input  logic          s_axil_awvalid,
+  output logic          s_axil_awready,
+  input  logic [31:0]   s_axil_wdata,
+  input  logic [3:0]    s_axil_wstrb,
+  input  logic          s_axil_wvalid,
+  output logic          s_axil_wready,
+  output logic [1:0]    s_axil_bresp,
+  output logic          s_axil_bvalid,
+  input  logic          s_axil_bready,
+  input  logic [AW-1:0] s_axil_araddr,
+  input  logic          s_axil_arvalid,
+  output logic          s_axil_arready,
+  output logic [31:0]   s_axil_rdata,
+  output logic [1:0]    s_axil_rresp,
+  output logic          s_axil_rvalid,
+  input  logic          s_axil_rready,
+  // register requests
+  output logic          wr_req_o,
+  output logic [AW-1:0] wr_addr_o,
+  output logic [31:0]   wr_data_o,
+  output logic [3:0]    wr_strb_o,
+  input  logic          wr_err_i,
+  output logic          rd_req_o,
+  output logic [AW-1:0] rd_addr_o,
+  input  logic [31:0]   rd_data_i,
+  input  logic          rd_err_i
+);
+
+  localparam logic [1:0] RespOkay   = 2'b00;
+  localparam logic [1:0] RespSlverr = 2'b10;
+
+  logic        bvalid_q, rvalid_q;
+  logic [1:0]  bresp_q, rresp_q;
+  logic [31:0] rdata_q;
+
+  assign wr_req_o  = s_axil_awvalid && s_axil_wvalid && !bvalid_q;
+  assign rd_req_o  = s_axil_arvalid && !rvalid_q && !wr_req_o;
+  assign wr_addr_o = s_axil_awaddr;
+  assign wr_data_o = s_axil_wdata;
+  assign wr_strb_o = s_axil_wstrb;
+  assign rd_addr_o = s_axil_araddr;
+
+  assign s_axil_awready = wr_req_o;
+  assign s_axil_wready  = wr_req_o;
+  assign s_axil_arready = rd_req_o;
+  assign s_axil_bvalid  = bvalid_q;
+  assign s_axil_bresp   = bresp_q;
+  assign s_axil_rvalid  = rvalid_q;
+  assign s_axil_rresp   = rresp_q;
+  assign s_axil_rdata   = rdata_q;
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      bvalid_q <= 1'b0;
+      bresp_q  <= RespOkay;
+      rvalid_q <= 1'b0;
+      rresp_q  <= RespOkay;
+      rdata_q  <= '0;
+    end else begin
+      if (wr_req_o) begin
+        bvalid_q <= 1'b1;
+        bresp_q  <= wr_err_i ? RespSlverr : RespOkay;
+      end else if (s_axil_bready) begin
+        bvalid_q <= 1'b0;
+      end
+      if (rd_req_o) begin
+        rvalid_q <= 1'b1;
+        rresp_q  <= rd_err_i ? RespSlverr : RespOkay;
+        rdata_q  <= rd_err_i ? 32'h0 : rd_data_i;
+      end else if (s_axil_rready) begin
+        rvalid_q <= 1'b0;
+      end
+    end
+  end
+
+endmodule

@@ -1,0 +1,764 @@
+// Directed testbenches for ocs_controller (docs/ocs-controller.md). Most run on Vocs_ctl_small:
+// 8 ports, 20 elements, 4 links, 8 log entries, DAC update slot 4, settle 50, photodiode timeout
+// 32 (rtl/CMakeLists.txt). The bench has an AXI4-Lite bus-functional model that checks every
+// handshake and response, a photodiode responder (a dBm per port, answering after a few cycles)
+// and a log of every DAC write. Register offsets and fields come from the generated
+// <mxtb/ocs_regs.h>; the default-parameter model Vocs_controller gets a smoke test.
+#include "Vocs_controller.h"
+#include "Vocs_ctl_small.h"
+#include "verilated.h"
+
+#include <mxtb/link_defs.h>
+#include <mxtb/ocs_regs.h>
+
+#include <doctest/doctest.h>
+
+#include <deque>
+#include <ios>
+#include <type_traits>
+#include <vector>
+
+namespace reg = mxtb::ocs::reg;
+using mxtb::link::LinkState;
+using mxtb::link::Reason;
+using mxtb::ocs::Error;
+using mxtb::ocs::Event;
+using mxtb::ocs::State;
+
+namespace {
+
+constexpr uint32_t kOkay = 0, kSlverr = 2;
+
+struct DacWrite {
+  uint64_t cycle;
+  int elem;
+  int code;
+};
+
+struct Ev {
+  uint64_t ts;
+  uint32_t info;
+  Event type() const { return static_cast<Event>(info & 0xF); }
+  uint32_t code() const { return (info >> 4) & 0xF; }
+  uint32_t index() const { return (info >> 8) & 0xFF; }
+  uint32_t data() const { return info >> 16; }
+};
+
+template <class M, int kPorts, int kElems, int kLinks>
+class Bench {
+ public:
+  Bench() : pd_dbm(kPorts, 0), links(kLinks, 0), reasons(kLinks, 0) {
+    m.rst_ni = 0;
+    m.clk_i = 0;
+    m.s_axil_awvalid = m.s_axil_wvalid = m.s_axil_arvalid = 0;
+    m.s_axil_bready = m.s_axil_rready = 0;
+    m.pd_valid_i = 0;
+    drive_links();
+    m.eval();
+    m.clk_i = 1;
+    m.eval();
+    m.clk_i = 0;
+    m.rst_ni = 1;
+    m.eval();
+  }
+
+  void drive_links() {
+    for (int i = 0; i < kLinks; ++i) {
+      set_nibble(m.link_state_i, i, links[i]);
+      set_nibble(m.link_reason_i, i, reasons[i]);
+    }
+  }
+  template <class T>
+  static void set_nibble(T& v, int i, int x) {
+    if constexpr (std::is_integral_v<T>) {
+      v = static_cast<T>((v & ~(T{0xF} << (4 * i))) | (T(x & 0xF) << (4 * i)));
+    } else {  // VlWide: 32-bit words
+      uint32_t& w = v[i / 8];
+      int sh = 4 * (i % 8);
+      w = (w & ~(0xFu << sh)) | (static_cast<uint32_t>(x & 0xF) << sh);
+    }
+  }
+
+  void tick() {
+    m.pd_valid_i = 0;
+    if (!pd_pending.empty() && pd_pending.front().first <= cycle) {
+      m.pd_valid_i = 1;
+      m.pd_dbm_i = static_cast<uint16_t>(pd_dbm[pd_pending.front().second]);
+      REQUIRE(m.pd_port_o == pd_pending.front().second);  // held while the request is outstanding
+      pd_pending.pop_front();
+    }
+    drive_links();
+    m.clk_i = 1;
+    m.eval();
+    m.clk_i = 0;
+    m.eval();
+    ++cycle;
+    if (m.dac_valid_o) {
+      dac.push_back({cycle, m.dac_elem_o, static_cast<int>(m.dac_code_o)});
+      REQUIRE(m.dac_elem_o < kElems);
+      mesh[m.dac_elem_o] = m.dac_code_o;
+    }
+    if (m.pd_req_o) {
+      REQUIRE(m.pd_port_o < kPorts);
+      pd_reqs.push_back({cycle, m.pd_port_o});
+      if (pd_answers) pd_pending.push_back({cycle + pd_latency, m.pd_port_o});
+    }
+    if (m.safe_o && !safe_seen) safe_seen = cycle;
+  }
+  void run(int n) {
+    for (int i = 0; i < n; ++i) tick();
+  }
+
+  // AXI4-Lite bus-functional model: one transaction, every handshake checked.
+  uint32_t write_resp(uint32_t addr, uint32_t data, uint8_t strb = 0xF) {
+    m.s_axil_awaddr = static_cast<uint16_t>(addr);
+    m.s_axil_wdata = data;
+    m.s_axil_wstrb = strb;
+    m.s_axil_awvalid = m.s_axil_wvalid = 1;
+    m.s_axil_bready = 0;
+    for (int i = 0;; ++i) {
+      REQUIRE(i < 50);
+      m.eval();
+      REQUIRE(m.s_axil_awready == m.s_axil_wready);
+      bool accepted = m.s_axil_awready;
+      if (accepted) write_cycle = cycle;  // the cycle the register block sees the write
+      tick();
+      if (accepted) break;
+    }
+    m.s_axil_awvalid = m.s_axil_wvalid = 0;
+    for (int i = 0; !m.s_axil_bvalid; ++i) {
+      REQUIRE(i < 50);
+      tick();
+    }
+    uint32_t resp = m.s_axil_bresp;
+    m.s_axil_bready = 1;
+    tick();
+    m.s_axil_bready = 0;
+    CHECK_FALSE(m.s_axil_bvalid);
+    return resp;
+  }
+  std::pair<uint32_t, uint32_t> read_resp(uint32_t addr) {
+    m.s_axil_araddr = static_cast<uint16_t>(addr);
+    m.s_axil_arvalid = 1;
+    m.s_axil_rready = 0;
+    for (int i = 0;; ++i) {
+      REQUIRE(i < 50);
+      m.eval();
+      bool accepted = m.s_axil_arready;
+      tick();
+      if (accepted) break;
+    }
+    m.s_axil_arvalid = 0;
+    for (int i = 0; !m.s_axil_rvalid; ++i) {
+      REQUIRE(i < 50);
+      tick();
+    }
+    std::pair<uint32_t, uint32_t> r{m.s_axil_rresp, m.s_axil_rdata};
+    m.s_axil_rready = 1;
+    tick();
+    m.s_axil_rready = 0;
+    CHECK_FALSE(m.s_axil_rvalid);
+    return r;
+  }
+  void wr(uint32_t addr, uint32_t data) {
+    INFO("write " << std::hex << addr);
+    REQUIRE(write_resp(addr, data) == kOkay);
+  }
+  uint32_t rd(uint32_t addr) {
+    INFO("read " << std::hex << addr);
+    auto [resp, data] = read_resp(addr);
+    REQUIRE(resp == kOkay);
+    return data;
+  }
+
+  State state() { return static_cast<State>(rd(reg::status::kOffset) & reg::status::kStateMask); }
+  uint32_t active_gen() { return reg::status::kFields[4].get(rd(reg::status::kOffset)); }
+  Error last_err() { return static_cast<Error>((rd(reg::status::kOffset) & reg::status::kLastErrMask) >> reg::status::kLastErrShift); }
+  bool wait_idle(int max_cycles = 20000) {
+    for (int i = 0; i < max_cycles; i += 10) {
+      if (state() == State::Idle) return true;
+      run(10);
+    }
+    return false;
+  }
+
+  void stage_map(int port, int target, bool valid = true) {
+    wr(reg::staged_map::addr(port), (valid ? reg::staged_map::kValidMask : 0u) | static_cast<uint32_t>(target));
+  }
+  void stage_dac(int elem, int code) { wr(reg::staged_dac::addr(elem), static_cast<uint32_t>(code)); }
+  // Identity-ish map on every port (i -> kPorts-1-i) so verify reads every photodiode.
+  void stage_full_map() {
+    for (int p = 0; p < kPorts; ++p) stage_map(p, kPorts - 1 - p);
+  }
+  std::vector<uint32_t> active_dac() {
+    std::vector<uint32_t> v;
+    for (int e = 0; e < kElems; ++e) v.push_back(rd(reg::active_dac::addr(e)));
+    return v;
+  }
+  std::vector<uint32_t> active_map() {
+    std::vector<uint32_t> v;
+    for (int p = 0; p < kPorts; ++p) v.push_back(rd(reg::active_map::addr(p)));
+    return v;
+  }
+  std::vector<Ev> drain_events() {
+    std::vector<Ev> v;
+    while (rd(reg::event_count::kOffset) != 0) {
+      uint64_t lo = rd(reg::event_ts_lo::kOffset), hi = rd(reg::event_ts_hi::kOffset);
+      v.push_back({lo | (hi << 32), rd(reg::event_info::kOffset)});
+      REQUIRE(v.size() < 1000);
+    }
+    return v;
+  }
+  static std::vector<Event> types(const std::vector<Ev>& v) {
+    std::vector<Event> t;
+    for (auto& e : v) t.push_back(e.type());
+    return t;
+  }
+  void commit(uint32_t gen) {
+    wr(reg::commit::kOffset, gen);
+    REQUIRE(wait_idle());
+  }
+
+  VerilatedContext ctx;
+  M m{&ctx};
+  uint64_t cycle = 0;
+  std::vector<int16_t> pd_dbm;
+  int pd_latency = 3;
+  bool pd_answers = true;
+  std::deque<std::pair<uint64_t, int>> pd_pending;
+  std::vector<std::pair<uint64_t, int>> pd_reqs;
+  std::vector<DacWrite> dac;
+  int mesh[kElems] = {};
+  std::vector<int> links, reasons;
+  uint64_t safe_seen = 0;
+  uint64_t write_cycle = 0;  // equals the controller's cycle counter (TIME) in that cycle
+};
+
+using Small = Bench<Vocs_ctl_small, 8, 20, 4>;
+constexpr int kPorts = 8, kElems = 20, kUpdate = 4, kSettle = 50, kDepth = 8;
+
+// A good first commit: full map, elements 0..4 set to 1000+e. Returns with the log drained.
+void commit_baseline(Small& b, uint32_t gen = 1) {
+  b.stage_full_map();
+  for (int e = 0; e < 5; ++e) b.stage_dac(e, 1000 + e);
+  b.commit(gen);
+  REQUIRE(b.last_err() == Error::None);
+  REQUIRE(b.active_gen() == gen);
+  b.drain_events();
+  b.wr(reg::irq_status::kOffset, 0x1F);
+  b.dac.clear();
+  b.pd_reqs.clear();
+}
+
+}  // namespace
+
+TEST_CASE("ocs: reset values, read-only and read/write registers, SLVERR, strobes, scratch RAM, time") {
+  Small b;
+  CHECK(b.rd(reg::id::kOffset) == reg::id::kReset);
+  CHECK(b.rd(reg::version::kOffset) == reg::version::kReset);
+  uint32_t params = b.rd(reg::params::kOffset);
+  CHECK(reg::params::kFields[0].get(params) == 8);   // n_ports
+  CHECK(reg::params::kFields[1].get(params) == 4);   // n_links
+  CHECK(reg::params::kFields[2].get(params) == 12);  // dac_bits
+  CHECK(b.rd(reg::sizes::kOffset) == ((8u << 16) | 20u));
+  CHECK(b.rd(reg::status::kOffset) == 0);
+  CHECK(b.rd(reg::dac_min::kOffset) == reg::dac_min::kReset);
+  CHECK(b.rd(reg::dac_max::kOffset) == 4095);
+  CHECK(b.rd(reg::dac_update_cycles::kOffset) == kUpdate);  // parameter-overridden resets
+  CHECK(b.rd(reg::settle_cycles::kOffset) == kSettle);
+  CHECK(b.rd(reg::pd_timeout::kOffset) == 32);
+  CHECK(b.rd(reg::verify_min_dbm::kOffset) == 0xFC18);  // -10.00 dBm
+  CHECK(b.rd(reg::irq_mask::kOffset) == reg::irq_mask::kReset);
+  CHECK(b.rd(reg::watchdog_timeout::kOffset) == 0);
+  CHECK_FALSE(b.m.irq_o);
+  CHECK_FALSE(b.m.safe_o);
+
+  // rw round trip
+  b.wr(reg::settle_cycles::kOffset, 123456);
+  CHECK(b.rd(reg::settle_cycles::kOffset) == 123456);
+  // ro: SLVERR and unchanged
+  CHECK(b.write_resp(reg::id::kOffset, 0) == kSlverr);
+  CHECK(b.rd(reg::id::kOffset) == reg::id::kReset);
+  CHECK(b.write_resp(reg::active_dac::addr(0), 5) == kSlverr);
+  CHECK(b.write_resp(reg::status::kOffset, 0xFFFF) == kSlverr);
+  // unmapped, and windows past the parameters
+  CHECK(b.read_resp(0x003C).first == kSlverr);
+  CHECK(b.write_resp(0x003C, 1) == kSlverr);
+  CHECK(b.read_resp(0xFFFC).first == kSlverr);
+  CHECK(b.read_resp(reg::staged_map::addr(kPorts)).first == kSlverr);
+  CHECK(b.write_resp(reg::staged_map::addr(kPorts), 1) == kSlverr);
+  CHECK(b.read_resp(reg::staged_dac::addr(kElems)).first == kSlverr);
+  CHECK(b.read_resp(reg::active_dac::addr(kElems)).first == kSlverr);
+  CHECK(b.read_resp(reg::link_status::addr(4)).first == kSlverr);
+  CHECK(b.read_resp(reg::staged_map::addr(kPorts - 1)).first == kOkay);
+  // DAC codes past DAC_BITS
+  CHECK(b.write_resp(reg::dac_min::kOffset, 4096) == kSlverr);
+  CHECK(b.write_resp(reg::staged_dac::addr(3), 0x1000) == kSlverr);
+  CHECK(b.rd(reg::staged_dac::addr(3)) == 0);
+  // wo reads give 0
+  CHECK(b.rd(reg::commit::kOffset) == 0);
+
+  // scratch: every word, then byte strobes
+  for (uint32_t i = 0; i < reg::scratch::kCount; ++i) b.wr(reg::scratch::addr(i), 0x9E3779B9u * (i + 1));
+  for (uint32_t i = 0; i < reg::scratch::kCount; ++i) {
+    INFO(i);
+    CHECK(b.rd(reg::scratch::addr(i)) == 0x9E3779B9u * (i + 1));
+  }
+  b.wr(reg::scratch::addr(5), 0x11223344);
+  CHECK(b.write_resp(reg::scratch::addr(5), 0xAABBCCDD, 0x2) == kOkay);
+  CHECK(b.rd(reg::scratch::addr(5)) == 0x1122CC44);
+  CHECK(b.write_resp(reg::staged_dac::addr(2), 0x123, 0x1) == kOkay);  // table entries: whole words
+  CHECK(b.rd(reg::staged_dac::addr(2)) == 0x123);
+  b.wr(reg::settle_cycles::kOffset, 0x00000032);
+  CHECK(b.write_resp(reg::settle_cycles::kOffset, 0x0000AB00, 0x2) == kOkay);
+  CHECK(b.rd(reg::settle_cycles::kOffset) == 0xAB32);
+
+  // time: free running, TIME_LO latches TIME_HI
+  uint32_t t0 = b.rd(reg::time_lo::kOffset);
+  b.run(100);
+  uint32_t t1 = b.rd(reg::time_lo::kOffset);
+  CHECK(t1 - t0 >= 100);
+  CHECK(t1 - t0 < 110);
+  CHECK(t1 <= b.cycle);
+  CHECK(b.rd(reg::time_hi::kOffset) == 0);
+}
+
+TEST_CASE("ocs: every rejected input leaves the active tables untouched and is reported") {
+  Small b;
+  commit_baseline(b);
+  auto dac0 = b.active_dac();
+  auto map0 = b.active_map();
+  struct Case {
+    const char* what;
+    Error err;
+    int index;
+  };
+  const Case cases[] = {{"duplicate target", Error::DupTarget, 5},
+                        {"target out of range", Error::TargetRange, 2},
+                        {"code above DAC_MAX", Error::DacRange, 11},
+                        {"code below DAC_MIN", Error::DacRange, 5}};
+  uint32_t gen = 2;
+  for (const Case& c : cases) {
+    INFO(c.what);
+    b.stage_full_map();
+    for (int e = 0; e < 5; ++e) b.stage_dac(e, 1000 + e);
+    b.stage_dac(11, 0);
+    b.wr(reg::dac_min::kOffset, 0);
+    b.wr(reg::dac_max::kOffset, 3000);
+    b.stage_dac(7, 2000);  // a legal change that must not be written either
+    switch (c.err) {
+      case Error::DupTarget: b.stage_map(5, kPorts - 1 - 1); break;      // port 1's target again
+      case Error::TargetRange: b.stage_map(2, kPorts); break;            // target 8 of 8 ports
+      default:
+        if (c.index == 11) b.stage_dac(11, 3001);
+        else b.wr(reg::dac_min::kOffset, 1);                            // element 5 holds 0
+    }
+    b.dac.clear();
+    b.wr(reg::commit::kOffset, gen);
+    REQUIRE(b.wait_idle());
+    CHECK(b.dac.empty());
+    CHECK(b.pd_reqs.empty());
+    CHECK(b.last_err() == c.err);
+    uint32_t err = b.rd(reg::error::kOffset);
+    CHECK(static_cast<Error>(err & reg::error::kCodeMask) == c.err);
+    CHECK(reg::error::kFields[1].get(err) == static_cast<uint32_t>(c.index));
+    CHECK(reg::error::kFields[2].get(err) == gen);
+    CHECK(b.active_gen() == 1);
+    CHECK(b.active_dac() == dac0);
+    CHECK(b.active_map() == map0);
+    auto ev = b.drain_events();
+    REQUIRE(ev.size() == 2);
+    CHECK(ev[0].type() == Event::CommitStart);
+    CHECK(ev[1].type() == Event::CommitRejected);
+    CHECK(static_cast<Error>(ev[1].code()) == c.err);
+    CHECK(ev[1].index() == static_cast<uint32_t>(c.index));
+    CHECK(ev[1].data() == gen);
+    CHECK((b.rd(reg::irq_status::kOffset) & reg::irq_status::kCommitFailMask) != 0);
+    CHECK(b.m.irq_o);
+    b.wr(reg::irq_status::kOffset, 0x1F);
+    CHECK_FALSE(b.m.irq_o);
+    b.stage_map(5, kPorts - 1 - 5);
+    b.stage_map(2, kPorts - 1 - 2);
+    ++gen;
+  }
+}
+
+TEST_CASE("ocs: committing the active generation again writes nothing") {
+  Small b;
+  commit_baseline(b, 7);
+  b.stage_dac(9, 2222);  // staged differs, but the generation is the active one
+  b.wr(reg::commit::kOffset, 7);
+  REQUIRE(b.wait_idle());
+  b.run(200);
+  CHECK(b.dac.empty());
+  CHECK(b.pd_reqs.empty());
+  CHECK(b.rd(reg::active_dac::addr(9)) == 0);
+  CHECK(b.active_gen() == 7);
+  auto ev = b.drain_events();
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0].type() == Event::CommitNoop);
+  CHECK(ev[0].data() == 7);
+  CHECK((b.rd(reg::irq_status::kOffset) & reg::irq_status::kCommitDoneMask) != 0);
+  // a new generation does write it
+  b.commit(8);
+  REQUIRE(b.dac.size() == 1);
+  CHECK(b.dac[0].elem == 9);
+  CHECK(b.dac[0].code == 2222);
+}
+
+TEST_CASE("ocs: only changed elements are written, one per update slot; settle is respected; pass activates") {
+  Small b;
+  commit_baseline(b);
+  uint32_t gen = 2;
+  for (int update : {kUpdate, 11}) {
+    INFO("update " << update);
+    b.wr(reg::dac_update_cycles::kOffset, static_cast<uint32_t>(update));
+    b.dac.clear();
+    b.pd_reqs.clear();
+    int base = 100 * static_cast<int>(gen);
+    b.stage_dac(3, base + 3);
+    b.stage_dac(4, 1004);  // unchanged value written again: not a change
+    b.stage_dac(7, base + 7);
+    b.stage_dac(8, base + 8);
+    b.stage_dac(19, base + 19);
+    b.commit(gen);
+    CHECK(b.last_err() == Error::None);
+    CHECK(b.active_gen() == gen);
+    REQUIRE(b.dac.size() == 4);
+    const int elems[] = {3, 7, 8, 19};
+    for (int i = 0; i < 4; ++i) {
+      CHECK(b.dac[i].elem == elems[i]);
+      CHECK(b.dac[i].code == base + elems[i]);
+      if (i) CHECK(b.dac[i].cycle - b.dac[i - 1].cycle >= static_cast<uint64_t>(update));
+    }
+    CHECK(b.dac[2].cycle - b.dac[1].cycle == static_cast<uint64_t>(update));  // 7 and 8: back to back slots
+    CHECK(b.rd(reg::write_count::kOffset) == 4);
+    // settle: the first photodiode request comes SETTLE_CYCLES after the last write, plus the scan
+    REQUIRE(b.pd_reqs.size() == static_cast<size_t>(kPorts));
+    uint64_t gap = b.pd_reqs[0].first - b.dac.back().cycle;
+    CHECK(gap >= static_cast<uint64_t>(kSettle));
+    CHECK(gap <= static_cast<uint64_t>(kSettle + 8));
+    // verify read each valid entry's target port, in entry order
+    for (int p = 0; p < kPorts; ++p) CHECK(b.pd_reqs[p].second == kPorts - 1 - p);
+    auto act = b.active_dac();
+    CHECK(act[3] == static_cast<uint32_t>(base + 3));
+    CHECK(act[19] == static_cast<uint32_t>(base + 19));
+    CHECK(act[4] == 1004);
+    auto ev = b.drain_events();
+    CHECK(Small::types(ev) == std::vector<Event>{Event::CommitStart, Event::ProgramDone, Event::SettleDone,
+                                                 Event::VerifyPass});
+    CHECK(ev[1].index() == 4);
+    for (auto& e : ev) CHECK(e.data() == gen);
+    CHECK(ev[2].ts - ev[1].ts >= static_cast<uint64_t>(kSettle));
+    ++gen;
+  }
+  // a longer settle moves verify out accordingly
+  b.wr(reg::settle_cycles::kOffset, 300);
+  b.dac.clear();
+  b.pd_reqs.clear();
+  b.stage_dac(12, 3333);
+  b.commit(50);
+  REQUIRE(b.dac.size() == 1);
+  REQUIRE_FALSE(b.pd_reqs.empty());
+  CHECK(b.pd_reqs[0].first - b.dac[0].cycle >= 300);
+  CHECK(b.pd_reqs[0].first - b.dac[0].cycle <= 320);
+  // the port map became active too
+  CHECK(b.rd(reg::active_map::addr(0)) == (reg::active_map::kValidMask | (kPorts - 1)));
+}
+
+TEST_CASE("ocs: verify failure rolls back the changed elements and reports") {
+  Small b;
+  commit_baseline(b);
+  auto dac0 = b.active_dac();
+  b.stage_dac(2, 2002);
+  b.stage_dac(6, 2006);
+  b.stage_dac(15, 2015);
+  b.stage_map(3, 0, false);  // entry 3 unused: its target (port 4) is not checked
+  b.pd_dbm[4] = -3000;
+  b.pd_dbm[5] = -1500;  // entry 2 -> port 5 fails
+  b.commit(2);
+  CHECK(b.last_err() == Error::VerifyLow);
+  CHECK(b.active_gen() == 1);
+  CHECK(b.active_dac() == dac0);
+  uint32_t vf = b.rd(reg::verify_fail::kOffset);
+  CHECK(reg::verify_fail::kFields[0].get(vf) == 5);
+  CHECK(static_cast<int16_t>(reg::verify_fail::kFields[1].get(vf)) == -1500);
+  uint32_t err = b.rd(reg::error::kOffset);
+  CHECK(reg::error::kFields[1].get(err) == 2);
+  // program wrote 3, rollback re-wrote the same 3 with their old codes
+  REQUIRE(b.dac.size() == 6);
+  for (int i = 0; i < 3; ++i) {
+    CHECK(b.dac[3 + i].elem == b.dac[i].elem);
+    CHECK(b.dac[3 + i].code == static_cast<int>(dac0[b.dac[i].elem]));
+  }
+  for (int e = 0; e < kElems; ++e) CHECK(b.mesh[e] == static_cast<int>(dac0[e]));
+  CHECK(b.rd(reg::write_count::kOffset) == ((3u << 16) | 3u));
+  auto ev = b.drain_events();
+  CHECK(Small::types(ev) == std::vector<Event>{Event::CommitStart, Event::ProgramDone, Event::SettleDone,
+                                               Event::VerifyFail, Event::RollbackDone});
+  CHECK(static_cast<Error>(ev[3].code()) == Error::VerifyLow);
+  CHECK(ev[3].index() == 5);
+  CHECK(ev[4].index() == 3);
+  CHECK(ev[4].ts - ev[3].ts >= static_cast<uint64_t>(kSettle));  // rollback settles too
+  CHECK((b.rd(reg::irq_status::kOffset) & reg::irq_status::kCommitFailMask) != 0);
+  CHECK((b.rd(reg::irq_status::kOffset) & reg::irq_status::kCommitDoneMask) == 0);
+
+  SUBCASE("a silent photodiode times out") {
+    b.pd_dbm[5] = 0;
+    b.pd_answers = false;
+    b.dac.clear();
+    b.commit(3);
+    CHECK(b.last_err() == Error::PdTimeout);
+    CHECK(b.dac.size() == 6);
+    CHECK(b.active_gen() == 1);
+  }
+  SUBCASE("and passes once the light is there") {
+    b.pd_dbm[5] = -999;
+    b.commit(3);
+    CHECK(b.last_err() == Error::None);
+    CHECK(b.active_gen() == 3);
+    CHECK(b.rd(reg::active_dac::addr(15)) == 2015);
+  }
+}
+
+TEST_CASE("ocs: event log order, timestamps, overflow marker and dropped count") {
+  Small b;
+  uint32_t t_before = b.rd(reg::time_lo::kOffset);
+  b.stage_full_map();
+  b.stage_dac(1, 500);
+  b.wr(reg::commit::kOffset, 1);
+  uint64_t commit_cycle = b.write_cycle;
+  uint32_t t_commit = b.rd(reg::time_lo::kOffset);
+  REQUIRE(b.wait_idle());
+  auto ev = b.drain_events();
+  REQUIRE(ev.size() == 4);
+  CHECK(ev[0].ts == commit_cycle);
+  CHECK(ev[0].ts > t_before);
+  CHECK(ev[0].ts < t_commit);
+  for (size_t i = 1; i < ev.size(); ++i) CHECK(ev[i].ts > ev[i - 1].ts);
+  CHECK(b.rd(reg::event_info::kOffset) == 0);  // empty log reads 0
+  CHECK(b.rd(reg::event_ts_lo::kOffset) == 0);
+
+  // 10 link changes into an 8-entry log: 7 events, the overflow marker, 3 dropped
+  for (int i = 0; i < 10; ++i) {
+    b.links[1] = (i % 2) ? 1 : 2;
+    b.run(3);
+  }
+  CHECK(b.rd(reg::event_count::kOffset) == kDepth);
+  CHECK(b.rd(reg::event_dropped::kOffset) == 3);
+  CHECK(b.rd(reg::event_dropped::kOffset) == 0);  // read clears
+  ev = b.drain_events();
+  REQUIRE(ev.size() == static_cast<size_t>(kDepth));
+  for (int i = 0; i < 7; ++i) {
+    CHECK(ev[i].type() == Event::LinkChange);
+    CHECK(ev[i].index() == 1);
+    CHECK(ev[i].code() == static_cast<uint32_t>((i % 2) ? 1 : 2));
+    if (i) CHECK(ev[i].ts - ev[i - 1].ts == 3);
+  }
+  CHECK(ev[7].type() == Event::Overflow);
+  CHECK(ev[7].code() == static_cast<uint32_t>(Event::LinkChange));
+  CHECK(ev[7].ts - ev[6].ts == 3);
+  // room again: logging resumes
+  b.links[1] = 6;
+  b.run(3);
+  ev = b.drain_events();
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0].type() == Event::LinkChange);
+  CHECK(ev[0].code() == 6);
+  CHECK(b.rd(reg::event_dropped::kOffset) == 0);
+}
+
+TEST_CASE("ocs: link changes are logged with reason; link down and up raise interrupts; mask and w1c") {
+  Small b;
+  b.wr(reg::irq_mask::kOffset, 0x20);
+  b.links[2] = static_cast<int>(LinkState::Active);
+  b.run(2);
+  CHECK(b.m.irq_o);
+  CHECK((b.rd(reg::irq_status::kOffset) & 0x1F) == reg::irq_status::kLinkUpMask);
+  b.wr(reg::irq_status::kOffset, reg::irq_status::kLinkUpMask);
+  CHECK_FALSE(b.m.irq_o);
+  b.links[2] = static_cast<int>(LinkState::Retrain);
+  b.reasons[2] = static_cast<int>(Reason::LossOfSignal);
+  b.run(2);
+  CHECK(b.m.irq_o);
+  CHECK((b.rd(reg::irq_status::kOffset) & 0x1F) == reg::irq_status::kLinkDownMask);
+  CHECK(b.rd(reg::link_status::addr(2)) == ((static_cast<uint32_t>(Reason::LossOfSignal) << 4) |
+                                             static_cast<uint32_t>(LinkState::Retrain)));
+  // mask hides it, the status stays
+  b.wr(reg::irq_mask::kOffset, 0x20 | reg::irq_status::kLinkDownMask);
+  CHECK_FALSE(b.m.irq_o);
+  CHECK((b.rd(reg::irq_status::kOffset) & reg::irq_status::kLinkDownMask) != 0);
+  b.wr(reg::irq_mask::kOffset, 0x20);
+  CHECK(b.m.irq_o);
+  b.wr(reg::irq_status::kOffset, reg::irq_status::kLinkUpMask);  // other bit: no effect
+  CHECK(b.m.irq_o);
+  b.wr(reg::irq_status::kOffset, reg::irq_status::kLinkDownMask);
+  CHECK_FALSE(b.m.irq_o);
+  // a reason-only change is logged too, but is neither up nor down
+  b.reasons[2] = static_cast<int>(Reason::HeartbeatTimeout);
+  b.run(2);
+  CHECK_FALSE(b.m.irq_o);
+  // three links in the same cycle: all logged with the same timestamp
+  b.links[0] = 1;
+  b.links[1] = 1;
+  b.links[3] = 8;
+  b.reasons[3] = static_cast<int>(Reason::WrongPeer);
+  b.run(2);
+  // event_log level interrupt
+  b.wr(reg::irq_mask::kOffset, 0);
+  CHECK(b.m.irq_o);
+  b.wr(reg::irq_status::kOffset, reg::irq_status::kEventLogMask);  // level: w1c does not clear it
+  CHECK(b.m.irq_o);
+  auto ev = b.drain_events();
+  CHECK_FALSE(b.m.irq_o);
+  REQUIRE(ev.size() == 6);
+  CHECK(ev[0].index() == 2);
+  CHECK(ev[0].code() == static_cast<uint32_t>(LinkState::Active));
+  CHECK((ev[0].data() & 0xF) == static_cast<uint32_t>(Reason::None));
+  CHECK(ev[1].code() == static_cast<uint32_t>(LinkState::Retrain));
+  CHECK((ev[1].data() & 0xF) == static_cast<uint32_t>(Reason::LossOfSignal));
+  CHECK((ev[1].data() >> 4) == static_cast<uint32_t>(LinkState::Active));  // previous state
+  CHECK(ev[2].code() == static_cast<uint32_t>(LinkState::Retrain));
+  CHECK((ev[2].data() & 0xF) == static_cast<uint32_t>(Reason::HeartbeatTimeout));
+  CHECK(ev[3].index() == 0);
+  CHECK(ev[4].index() == 1);
+  CHECK(ev[5].index() == 3);
+  CHECK((ev[5].data() & 0xF) == static_cast<uint32_t>(Reason::WrongPeer));
+  CHECK(ev[3].ts == ev[4].ts);
+  CHECK(ev[4].ts == ev[5].ts);
+}
+
+TEST_CASE("ocs: watchdog expiry drives the safe state; only SAFE_CLEAR leaves it") {
+  Small b;
+  commit_baseline(b);
+  b.wr(reg::safe_code::kOffset, 77);
+  b.wr(reg::watchdog_timeout::kOffset, 100);
+  for (int i = 0; i < 10; ++i) {
+    b.run(60);
+    b.wr(reg::watchdog_kick::kOffset, 0);
+  }
+  CHECK_FALSE(b.m.safe_o);
+  CHECK(b.dac.empty());
+  uint64_t kicked = b.write_cycle;
+  b.run(150);
+  REQUIRE(b.safe_seen != 0);
+  CHECK(b.safe_seen == kicked + 100 + 1);  // expires 100 cycles after the kick; safe_o the cycle after
+  b.run(kElems * kUpdate + 10);
+  CHECK(b.m.safe_o);
+  CHECK(b.state() == State::Safe);
+  REQUIRE(b.dac.size() == static_cast<size_t>(kElems));
+  for (int e = 0; e < kElems; ++e) {
+    CHECK(b.dac[e].elem == e);
+    CHECK(b.dac[e].code == 77);
+    if (e) CHECK(b.dac[e].cycle - b.dac[e - 1].cycle == static_cast<uint64_t>(kUpdate));
+  }
+  CHECK(b.active_gen() == 0);
+  CHECK(b.last_err() == Error::Watchdog);
+  for (auto c : b.active_dac()) CHECK(c == 77);
+  CHECK(b.rd(reg::active_map::addr(0)) == 0);
+  CHECK((b.rd(reg::irq_status::kOffset) & reg::irq_status::kWatchdogMask) != 0);
+  CHECK(b.m.irq_o);
+  auto ev = b.drain_events();
+  REQUIRE(ev.size() == 2);
+  CHECK(ev[0].type() == Event::WatchdogExpired);
+  CHECK(ev[0].ts == kicked + 100);
+  CHECK(ev[0].code() == static_cast<uint32_t>(State::Idle));
+  CHECK(ev[1].type() == Event::SafeDone);
+  // stays safe: no commit, kicks do not help
+  CHECK(b.write_resp(reg::commit::kOffset, 9) == kSlverr);
+  b.wr(reg::watchdog_kick::kOffset, 0);
+  b.run(300);
+  CHECK(b.m.safe_o);
+  CHECK(b.rd(reg::watchdog_count::kOffset) == 0);
+  // staged writes are allowed while holding safe; SAFE_CLEAR with bit 0 clear does nothing
+  b.stage_dac(0, 1000);
+  b.wr(reg::safe_clear::kOffset, 0);
+  CHECK(b.m.safe_o);
+  b.wr(reg::safe_clear::kOffset, 1);
+  CHECK_FALSE(b.m.safe_o);
+  CHECK(b.state() == State::Idle);
+  b.wr(reg::watchdog_timeout::kOffset, 0);
+  // a fresh commit writes every element that differs from the safe code
+  b.dac.clear();
+  b.commit(5);
+  CHECK(b.last_err() == Error::None);
+  CHECK(b.dac.size() == static_cast<size_t>(kElems));  // staged 0..4 = 1000.., the rest 0: all differ from 77
+  CHECK(b.active_gen() == 5);
+}
+
+TEST_CASE("ocs: the watchdog abandons a commit in progress") {
+  Small b;
+  commit_baseline(b);
+  b.wr(reg::settle_cycles::kOffset, 5000);
+  b.stage_dac(10, 1234);
+  b.wr(reg::watchdog_timeout::kOffset, 400);
+  b.wr(reg::commit::kOffset, 2);
+  b.run(600);
+  CHECK(b.m.safe_o);
+  b.run(200);
+  CHECK(b.pd_reqs.empty());  // never verified
+  auto ev = b.drain_events();
+  REQUIRE(ev.size() >= 3);
+  CHECK(ev[0].type() == Event::CommitStart);
+  CHECK(ev[1].type() == Event::ProgramDone);
+  CHECK(ev[2].type() == Event::WatchdogExpired);
+  CHECK(ev[2].code() == static_cast<uint32_t>(State::Settle));
+  uint32_t err = b.rd(reg::error::kOffset);
+  CHECK(static_cast<Error>(err & 0xF) == Error::Watchdog);
+  CHECK(reg::error::kFields[2].get(err) == 2);
+  CHECK(b.write_resp(reg::staged_dac::addr(0), 1) == kOkay);  // sweep is done by now
+}
+
+TEST_CASE("ocs: busy rejects COMMIT and staged writes with SLVERR") {
+  Small b;
+  commit_baseline(b);
+  b.stage_dac(1, 3000);
+  b.wr(reg::commit::kOffset, 2);
+  CHECK(b.write_resp(reg::commit::kOffset, 3) == kSlverr);
+  CHECK(b.write_resp(reg::staged_dac::addr(1), 5) == kSlverr);
+  CHECK(b.write_resp(reg::staged_map::addr(1), 5) == kSlverr);
+  uint32_t st = b.rd(reg::status::kOffset);
+  CHECK((st & reg::status::kBusyMask) != 0);
+  REQUIRE(b.wait_idle());
+  CHECK(b.active_gen() == 2);
+  CHECK(b.rd(reg::active_dac::addr(1)) == 3000);
+}
+
+TEST_CASE("ocs: default-parameter model: generated reset values, sizes and a commit over 32 ports") {
+  Bench<Vocs_controller, 32, 144, 20> b;
+  for (const auto& r : mxtb::ocs::kRegisters) {
+    if (r.count != 1 || r.access != mxtb::ocs::Access::RW) continue;
+    INFO(r.name);
+    CHECK(b.rd(r.offset) == r.reset);
+  }
+  CHECK(b.rd(reg::params::kOffset) == reg::params::kReset);  // the documented defaults
+  CHECK(b.rd(reg::sizes::kOffset) == reg::sizes::kReset);
+  CHECK(b.read_resp(reg::staged_map::addr(31)).first == kOkay);
+  CHECK(b.read_resp(reg::staged_map::addr(32)).first == kSlverr);
+  CHECK(b.read_resp(reg::active_dac::addr(143)).first == kOkay);
+  CHECK(b.read_resp(reg::active_dac::addr(144)).first == kSlverr);
+  CHECK(b.read_resp(reg::link_status::addr(19)).first == kOkay);
+  b.wr(reg::scratch::addr(255), 0xCAFEF00D);
+  CHECK(b.rd(reg::scratch::addr(255)) == 0xCAFEF00D);
+  b.wr(reg::settle_cycles::kOffset, 100);
+  for (int p = 0; p < 32; ++p) b.stage_map(p, (p + 5) % 32);
+  b.stage_dac(0, 10);
+  b.stage_dac(143, 20);
+  b.commit(1);
+  CHECK(b.last_err() == Error::None);
+  CHECK(b.active_gen() == 1);
+  REQUIRE(b.dac.size() == 2);
+  CHECK(b.dac[1].cycle - b.dac[0].cycle >= reg::dac_update_cycles::kCyclesReset);
+  CHECK(b.pd_reqs.size() == 32);
+  CHECK(b.rd(reg::active_dac::addr(143)) == 20);
+  // Phase costs (docs/ocs-controller.md): validate max(N_PORTS, N_ELEMS) + program N_ELEMS + 1
+  // (no slot stalls here), settle SETTLE_CYCLES + 1, verify 1 + per valid entry 2 + L (L: cycles
+  // from pd_req_o to pd_valid_i, 3 in this bench).
+  auto ev = b.drain_events();
+  REQUIRE(ev.size() == 4);
+  MESSAGE("commit of 2 elements, 32 ports: validate+program " << ev[1].ts - ev[0].ts << ", settle "
+          << ev[2].ts - ev[1].ts << ", verify " << ev[3].ts - ev[2].ts << " cycles");
+  CHECK(ev[1].ts - ev[0].ts == 144 + 144 + 1);
+  CHECK(ev[2].ts - ev[1].ts == 100 + 1);
+  CHECK(ev[3].ts - ev[2].ts == 1 + 32 * (2 + 3));
+}
