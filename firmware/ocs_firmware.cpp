@@ -84,11 +84,11 @@ FwStatus OcsFirmware::init(std::string* why) {
   for (int e = 0; e < elems; ++e) active_codes_[static_cast<size_t>(e)] = static_cast<uint16_t>(rd(reg::active_dac::addr(static_cast<uint32_t>(e))));
   staged_codes_.assign(static_cast<size_t>(elems), 0);
   for (int e = 0; e < elems; ++e) staged_codes_[static_cast<size_t>(e)] = static_cast<uint16_t>(rd(reg::staged_dac::addr(static_cast<uint32_t>(e))));
-  wr(reg::settle_cycles::kOffset, cfg_.settle_cycles);
+  wr(reg::settle_cycles::kOffset, std::max(cfg_.settle_cycles, cfg_.min_settle_cycles));
   wr(reg::dac_update_cycles::kOffset, cfg_.dac_update_cycles);
   wr(reg::verify_min_dbm::kOffset, static_cast<uint16_t>(cfg_.verify_min_code));
   wr(reg::irq_status::kOffset, kIrqHandled);
-  wr(reg::irq_mask::kOffset, kIrqHandled);
+  wr(reg::irq_mask::kOffset, ~kIrqHandled & reg::irq_mask::kMaskMask);  // 1 masks a source
   active_gen_ = field(rd(reg::status::kOffset), reg::status::kActiveGenMask, reg::status::kActiveGenShift);
   next_gen_ = active_gen_ + 1;
   return FwStatus::Ok;
@@ -140,7 +140,9 @@ FwStatus OcsFirmware::commit_and_wait(const Prepared& p, std::string* why) {
   while (!outcome) {
     uint64_t now = hal_.now_ns();
     if (now >= deadline) break;
-    if (hal_.wait_irq(deadline - now)) drain_interrupts();
+    // The interrupt is the fast path; the poll interval bounds the wait if one was missed.
+    hal_.wait_irq(std::min<uint64_t>(deadline - now, cfg_.mailbox_poll_ns));
+    drain_interrupts();
     for (; seen < events_.size() && !outcome; ++seen) {
       uint32_t info = events_[seen].info;
       auto type = static_cast<Event>(field(info, reg::event_info::kTypeMask, reg::event_info::kTypeShift));
@@ -187,6 +189,8 @@ FwStatus OcsFirmware::arm_backup(int xpu, int spare, const std::vector<int>& bac
   Prepared p;
   if (FwStatus s = prepare(backup, p, why); s != FwStatus::Ok) return s;
   backup_ = p;
+  drain_events();  // what happened before arming is not a failure of the armed XPU
+  armed_cycle_ = controller_cycle();
   armed_xpu_ = xpu;
   armed_spare_ = spare;
   std::fill(circuit_down_.begin(), circuit_down_.end(), false);
@@ -195,6 +199,12 @@ FwStatus OcsFirmware::arm_backup(int xpu, int spare, const std::vector<int>& bac
 }
 
 std::optional<int> OcsFirmware::armed_xpu() const { return armed_xpu_; }
+
+uint64_t OcsFirmware::controller_cycle() {
+  uint64_t lo = rd(reg::time_lo::kOffset);  // reading LO latches HI
+  uint64_t hi = rd(reg::time_hi::kOffset);
+  return lo | (hi << 32);
+}
 
 uint32_t OcsFirmware::drain_interrupts() {
   uint32_t st = rd(reg::irq_status::kOffset) & kIrqHandled;
@@ -222,13 +232,19 @@ void OcsFirmware::on_event(const LogEvent& e) {
   uint32_t data = field(e.info, reg::event_info::kDataMask, reg::event_info::kDataShift);
   auto now_state = static_cast<link::LinkState>(field(e.info, reg::event_info::kCodeMask, reg::event_info::kCodeShift));
   auto prev_state = static_cast<link::LinkState>((data >> 4) & 0xF);
-  if (!(prev_state == link::LinkState::Active && now_state != link::LinkState::Active)) return;
-  if (link < 0 || link >= cfg_.ports) return;
+  auto reason = static_cast<link::Reason>(data & 0xF);
+  if (e.cycle < armed_cycle_ || link < 0 || link >= cfg_.ports) return;
   int peer = active_map_[static_cast<size_t>(link)];
   bool touches = link / cfg_.lanes_per_xpu == *armed_xpu_ ||
                  (peer >= 0 && peer < cfg_.links && peer / cfg_.lanes_per_xpu == *armed_xpu_);
   if (!touches) return;
   int circuit = peer >= 0 ? std::min(link, peer) : link;
+  if (now_state == link::LinkState::Active) {
+    circuit_down_[static_cast<size_t>(circuit)] = false;  // it came back: a glitch, not a failure
+    return;
+  }
+  // A retrain the controller asked for (a commit moved the circuit) is not a failure.
+  if (prev_state != link::LinkState::Active || reason == link::Reason::RetrainRequest) return;
   circuit_down_[static_cast<size_t>(circuit)] = true;
   int down = static_cast<int>(std::count(circuit_down_.begin(), circuit_down_.end(), true));
   if (down >= cfg_.failover_threshold && !failover_pending_) {

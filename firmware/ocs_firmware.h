@@ -21,6 +21,10 @@ struct FirmwareConfig {
   int lanes_per_xpu = 4;
   std::vector<ElementCal> calibration;  // one entry per element
   uint32_t settle_cycles = 8000;        // SETTLE_CYCLES: the mesh's settle time in controller clocks
+  // Verify needs every source lit. A lane that loses its old path (the spare's loopback) drops
+  // its link and goes dark for the link's RETRAIN_HOLD (256 cycles) to tell its peer; settle at
+  // least this long so verify never reads that gap.
+  uint32_t min_settle_cycles = 512;
   uint32_t dac_update_cycles = 1;       // DAC_UPDATE_CYCLES
   int16_t verify_min_code = -2000;      // VERIFY_MIN_DBM in 0.01 dBm: -20 dBm
   uint64_t route_cost_ns = 20000;       // modelled soft-core time of one routing + code lookup
@@ -96,6 +100,7 @@ class OcsFirmware {
   uint32_t rd(uint32_t addr);
   void wr(uint32_t addr, uint32_t v);
   uint32_t drain_interrupts();  // returns IRQ_STATUS bits seen
+  uint64_t controller_cycle();
   void drain_events();
   void on_event(const LogEvent& e);
   void fail_over(uint64_t event_cycle);
@@ -112,6 +117,7 @@ class OcsFirmware {
   int armed_spare_ = -1;
   Prepared backup_;
   std::vector<bool> circuit_down_;  // per link, while armed
+  uint64_t armed_cycle_ = 0;        // controller time when armed: older events do not count
   bool failover_pending_ = false;
   uint64_t failover_event_cycle_ = 0;
   bool in_commit_ = false;

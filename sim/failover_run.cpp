@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 
 namespace mxtb::sim {
@@ -47,7 +48,7 @@ FailoverRunResult run_failover(const FailoverRunConfig& cfg) {
   firmware::TorusPlacement placed = cfg.tenant;
   firmware::TorusPlacement replaced{cfg.tenant.dim_x, cfg.tenant.dim_y, {0, 1, 3, 2}};
   firmware::FabricMap reprogrammed = firmware::torus_map(shape, replaced);
-  if (cfg.reprogram_at_us) placed = replaced;
+  if (cfg.reprogram) placed = replaced;
   std::optional<firmware::FabricMap> backup;
   if (cfg.kill_xpu) backup = firmware::torus_map(shape, firmware::substitute(placed, *cfg.kill_xpu, cfg.spare));
 
@@ -66,16 +67,15 @@ FailoverRunResult run_failover(const FailoverRunConfig& cfg) {
     fc.route_cost_ns = cfg.route_cost_ns;
     firmware::OcsFirmware fw(hal, fc);
 
-    const double limit_ns = cfg.limit_us > 0 ? cfg.limit_us * 1000
-                                             : (cfg.kill_xpu ? cfg.kill_at_us * 1000 : 0) +
-                                                   (cfg.reprogram_at_us ? *cfg.reprogram_at_us * 1000 : 0) +
-                                                   2 * (cfg.settle_taus + 2) * tau + 800'000;
+    // Bring-up, an optional reprogram and the failover each settle the mesh once.
+    const double limit_ns = cfg.limit_us > 0 ? cfg.limit_us * 1000 : 3 * (cfg.settle_taus + 2) * tau + 1'000'000;
     std::vector<int> initial_links = mapped_links(initial, sim.links());
-    std::vector<int> final_links = mapped_links(backup ? *backup : (cfg.reprogram_at_us ? reprogrammed : initial), sim.links());
+    std::vector<int> final_links = mapped_links(backup ? *backup : (cfg.reprogram ? reprogrammed : initial), sim.links());
     double all_up_since = -1;
     bool firmware_done = false;
     bool reprogram_started = false;
     double reprogram_start_ns = 0;
+    sc_core::sc_event armed;
 
     sc_core::sc_spawn([&] {
       std::string why;
@@ -86,21 +86,26 @@ FailoverRunResult run_failover(const FailoverRunConfig& cfg) {
       if (fw.init(&why) != FwStatus::Ok) return fail("firmware init: " + why);
       if (FwStatus s = fw.set_port_map(initial.port_target, &why); s != FwStatus::Ok)
         return fail(fmt::format("programming the tenant: {}: {}", firmware::to_string(s), why));
-      if (cfg.reprogram_at_us) {
-        fw.run_until(static_cast<uint64_t>(*cfg.reprogram_at_us * 1000));
+      if (cfg.reprogram) {
+        fw.run_until(hal.now_ns() + 50'000);
         reprogram_started = true;
         reprogram_start_ns = hal.now_ns();
         if (FwStatus s = fw.set_port_map(reprogrammed.port_target, &why); s != FwStatus::Ok)
           return fail(fmt::format("reprogramming under traffic: {}: {}", firmware::to_string(s), why));
       }
-      if (backup && fw.arm_backup(*cfg.kill_xpu, cfg.spare, backup->port_target, &why) != FwStatus::Ok)
-        return fail("arming the backup: " + why);
+      if (backup) {
+        if (fw.arm_backup(*cfg.kill_xpu, cfg.spare, backup->port_target, &why) != FwStatus::Ok)
+          return fail("arming the backup: " + why);
+        res.armed_ns = static_cast<double>(hal.now_ns());
+        armed.notify(sc_core::SC_ZERO_TIME);
+      }
       fw.run_until(static_cast<uint64_t>(limit_ns));
       firmware_done = true;
     });
     if (cfg.kill_xpu) {
       sc_core::sc_spawn([&] {
-        sc_core::wait(sc_core::sc_time(cfg.kill_at_us * 1000, sc_core::SC_NS));
+        sc_core::wait(armed);
+        sc_core::wait(sc_core::sc_time(cfg.kill_after_armed_us * 1000, sc_core::SC_NS));
         res.failure_ns = sim.now_ns();
         sim.kill_xpu(*cfg.kill_xpu);
       });
@@ -108,7 +113,7 @@ FailoverRunResult run_failover(const FailoverRunConfig& cfg) {
     clock.stop_when([&] {
       double now = sim.now_ns();
       if (now >= limit_ns || (firmware_done && !res.failures.empty())) return true;
-      bool ready = cfg.kill_xpu ? !fw.failovers().empty() : (!cfg.reprogram_at_us || reprogram_started);
+      bool ready = cfg.kill_xpu ? !fw.failovers().empty() : (!cfg.reprogram || reprogram_started);
       if (!ready) return false;
       if (!all_active(sim, final_links)) {
         all_up_since = -1;
@@ -118,28 +123,63 @@ FailoverRunResult run_failover(const FailoverRunConfig& cfg) {
       return now >= all_up_since + cfg.margin_us * 1000;
     });
     sc_core::sc_start();
+    if (std::getenv("MXTB_DEBUG_EVENTS")) {
+      for (const auto& e : fw.events())
+        fmt::print(stderr, "ev cycle {} type {} code {} index {} data {:#x}\n", e.cycle, e.info & 0xF, (e.info >> 4) & 0xF,
+                   (e.info >> 8) & 0xFF, e.info >> 16);
+      for (int i = 0; i < sim.links(); ++i) {
+        auto r = sim.link_report(i);
+        fmt::print(stderr, "link {} {} peer {}.{} sent {} delivered {} errors {} skipped {} resyncs {}\n", i,
+                   link::to_string(r.state), r.peer.xpu, r.peer.lane, r.messages_sent, r.messages_delivered,
+                   r.scoreboard_errors, r.skipped_words, r.resyncs);
+      }
+      for (const auto& t : sim.transitions())
+        if (t.cycle > 15000)
+          fmt::print(stderr, "tr cycle {} link {} {} -> {} ({})\n", t.cycle, t.link, link::to_string(t.from),
+                     link::to_string(t.to), link::to_string(t.reason));
+    }
 
     // What happened, from the controller's event log and the link layers' transitions.
     const auto& tr = sim.transitions();
+    // When every link in `links` was Active again after `after_ns`: a link that went down and came
+    // back counts at its last return to Active; a link the event never disturbed does not delay it.
+    // -1 when one of them is not Active at the end.
     auto last_up_time = [&](const std::vector<int>& links, double after_ns) {
-      double t = -1;
+      double t = after_ns;
       for (int i : links) {
-        double first = -1;
+        if (sim.link_state(i) != link::LinkState::Active) return -1.0;
+        double last_up = -1;
         for (const auto& x : tr)
-          if (x.link == i && x.to == link::LinkState::Active && x.cycle * period >= after_ns) {
-            first = x.cycle * period;
-            break;
-          }
-        if (first < 0) return -1.0;
-        t = std::max(t, first);
+          if (x.link == i && x.to == link::LinkState::Active) last_up = x.cycle * period;
+        if (last_up >= after_ns) t = std::max(t, last_up);
       }
       return t;
     };
-    double up0 = last_up_time(initial_links, 0);
+    // The first moment, from `from_ns` on, at which every link in `links` was Active at once.
+    auto first_all_active = [&](const std::vector<int>& links, double from_ns) {
+      std::vector<link::LinkState> st(static_cast<size_t>(sim.links()), link::LinkState::Reset);
+      auto all_up = [&] {
+        for (int i : links)
+          if (st[static_cast<size_t>(i)] != link::LinkState::Active) return false;
+        return true;
+      };
+      bool checked_start = false;
+      for (const auto& x : tr) {
+        double t = x.cycle * period;
+        if (t >= from_ns && !checked_start) {
+          checked_start = true;
+          if (all_up()) return from_ns;
+        }
+        st[static_cast<size_t>(x.link)] = x.to;
+        if (t >= from_ns && all_up()) return t;
+      }
+      return -1.0;
+    };
+    double up0 = first_all_active(initial_links, 0);
     res.initial_map_ok = up0 >= 0;
     res.initial_up_ns = up0;
     if (!res.initial_map_ok) res.failures.push_back("the tenant's circuits did not all train after the first commit");
-    if (cfg.reprogram_at_us) {
+    if (cfg.reprogram) {
       double up = last_up_time(mapped_links(reprogrammed, sim.links()), reprogram_start_ns);
       res.reprogram_ok = reprogram_started && up >= 0;
       res.reprogram_ns = up - reprogram_start_ns;

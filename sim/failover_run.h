@@ -21,8 +21,8 @@ struct FailoverRunConfig {
   firmware::TorusPlacement tenant{2, 2, {0, 1, 2, 3}};
   int spare = 4;
   std::optional<int> kill_xpu = 2;
-  double kill_at_us = 100;
-  std::optional<double> reprogram_at_us; // re-place the tenant as {0, 1, 3, 2} under traffic
+  double kill_after_armed_us = 50;       // the XPU dies this long after the backup is armed
+  bool reprogram = false;                // re-place the tenant as {0, 1, 3, 2} under traffic, 50 us after it is up
   double settle_taus = 5;                // SETTLE_CYCLES = settle_taus x the mesh's time constant
   double margin_us = 30;                 // traffic kept flowing after the last link is up
   double limit_us = 0;                   // 0: derived from the preset
@@ -40,6 +40,7 @@ struct FailoverRunResult {
   double initial_up_ns = 0;          // from reset to all circuits Active
   bool reprogram_ok = true;
   double reprogram_ns = 0;           // reprogram command to all circuits Active again
+  double armed_ns = 0;               // when the backup was armed
   bool failover_done = false;        // the firmware committed the backup
   bool all_up_after = false;         // every circuit of the new map Active at the end
   double failure_ns = 0;

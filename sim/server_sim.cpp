@@ -67,6 +67,7 @@ uint64_t stream_seed(uint64_t seed, int link) { return seed * 1000003ull + stati
 ServerSim::ServerSim(const ServerConfig& cfg) : cfg_(cfg), impl_(std::make_unique<Impl>()), rng_(cfg.seed ^ 0x5E5E) {
   const auto& s = cfg_.shape;
   int n_links = s.xpus * s.lanes_per_xpu;
+  n_links_ = n_links;
   if (cfg_.mesh.ports != s.mesh_ports)
     throw std::invalid_argument(fmt::format("server: mesh has {} ports, shape says {}", cfg_.mesh.ports, s.mesh_ports));
   if (n_links > s.mesh_ports)

@@ -82,7 +82,7 @@ class ServerSim {
   void kill_xpu(int xpu);
   bool xpu_alive(int xpu) const { return alive_[static_cast<size_t>(xpu)]; }
 
-  int links() const { return static_cast<int>(links_.size()); }
+  int links() const { return n_links_; }
   LinkReport link_report(int link) const;
   link::LinkState link_state(int link) const;
   const std::vector<LinkTransition>& transitions() const { return transitions_; }
@@ -105,6 +105,7 @@ class ServerSim {
   std::unique_ptr<PhotonicMesh> mesh_;
   std::vector<bool> alive_;
   uint64_t cycle_ = 0;
+  int n_links_ = 0;
   bool irq_rose_ = false, bus_done_ = false;
   std::optional<AxilResult> bus_result_;
   uint64_t dac_writes_ = 0, pd_reads_ = 0;

@@ -22,8 +22,8 @@ commands:
       run two verilated link endpoints over a lane channel model with an XPU scoreboard
   bench link [--cycles N] [--batch N] [--json FILE]
       simulated cycles per second: plain C++ loop against the SystemC harness
-  server [--preset thermo_optic|electro_optic|mems] [--kill-xpu N | --no-kill] [--kill-at-us T]
-         [--reprogram-at-us T] [--seed N] [--limit-us T] [--json FILE]
+  server [--preset thermo_optic|electro_optic|mems] [--kill-xpu N | --no-kill] [--kill-after-us T]
+         [--reprogram] [--seed N] [--limit-us T] [--json FILE]
       the emulated server (controller RTL, 20 link layers, photonic mesh, firmware) through a failover
   bench reconfig [--seed N] [--json FILE]
       failure-to-Active breakdown of a failover for every settle preset

@@ -2,7 +2,7 @@
 //   Reset -> Detect -> BlockLock -> Ts1 -> Ts2 -> CreditInit -> Active, plus Retrain and Disabled.
 // Every training state has a timeout parameter; Active is watched by loss of signal, block lock,
 // the heartbeat timeout, an error-rate window, replay exhaustion and the peer restarting training.
-// Retrain turns the laser off so that the peer sees loss of signal and retrains as well.
+// Retrain after dropping an Active link turns the laser off, so the peer sees loss of signal and retrains as well.
 // States and reason codes come from link_pkg (generated from rtl/link/link_defs.json).
 module link_train
 #(
@@ -66,13 +66,20 @@ module link_train
   logic [7:0]  cand_lane_q, cand_lane_d, peer_lane_q, peer_lane_d;
   logic        init_seen_q, init_seen_d, enable_q, irq_q;
   logic        had_peer_q, had_peer_d;  // the link has been Active with peer_*_q
+  logic        quiet_q;                 // this Retrain keeps the laser off
   logic [31:0] hb_timer_q, hb_timer_d, err_timer_q, err_timer_d;
   logic [15:0] err_cnt_q, err_cnt_d;
   logic        restart;  // re-enter the current state (Detect timing out) with a fresh timer
 
   assign state_o        = st_q;
   assign reason_o       = rsn_q;
-  assign laser_o        = !(st_q == link_pkg::StReset || st_q == link_pkg::StRetrain || st_q == link_pkg::StDisabled);
+  // Retrain goes dark only when it dropped an Active link or was asked to: that is how the peer
+  // learns to retrain too. After a training timeout, and in Disabled for a wrong peer, the lane
+  // stays lit (idles): while the controller moves a circuit, a link may briefly see its future
+  // peer, and the controller's photodiodes must still see light to verify the new circuit.
+  assign laser_o        = !(st_q == link_pkg::StReset ||
+                            (st_q == link_pkg::StDisabled && rsn_q != link_pkg::RsnWrongPeer) ||
+                            (st_q == link_pkg::StRetrain && quiet_q));
   assign active_o       = st_q == link_pkg::StActive;
   assign enter_active_o = st_d == link_pkg::StActive && st_q != link_pkg::StActive;
   assign retrain_o      = st_d == link_pkg::StRetrain && st_q != link_pkg::StRetrain;
@@ -252,6 +259,7 @@ module link_train
       peer_lane_q <= '0;
       init_seen_q <= 1'b0;
       had_peer_q  <= 1'b0;
+      quiet_q     <= 1'b0;
       enable_q    <= 1'b0;
       irq_q       <= 1'b0;
       hb_timer_q  <= '0;
@@ -269,6 +277,8 @@ module link_train
       peer_lane_q <= peer_lane_d;
       init_seen_q <= init_seen_d;
       had_peer_q  <= had_peer_d;
+      if (st_d == link_pkg::StRetrain && st_q != link_pkg::StRetrain)
+        quiet_q <= st_q == link_pkg::StActive || retrain_req_i;
       enable_q    <= enable_i;
       irq_q       <= (irq_q && !irq_clear_i) || st_d != st_q;
       hb_timer_q  <= hb_timer_d;

@@ -7,6 +7,7 @@ module ocs_controller #(
   parameter int N_ELEMS             = 144,  // switch elements: Benes (2*log2(N)-1)*N/2, at most 256
   parameter int DAC_BITS            = 12,   // at most 16
   parameter int N_LINKS             = 20,   // at most 32
+  parameter int LANES               = 4,    // lanes per XPU (link i = XPU i / LANES, lane i % LANES)
   parameter int EVENT_DEPTH         = 64,   // at least 2
   parameter int SCRATCH_WORDS       = 256,  // at most 256
   // Reset values of the runtime registers.
@@ -53,7 +54,12 @@ module ocs_controller #(
   input  logic [N_LINKS*4-1:0] link_state_i,
   input  logic [N_LINKS*4-1:0] link_reason_i,
   output logic                 irq_o,
-  output logic                 safe_o
+  output logic                 safe_o,
+  // what each link layer should expect, from the active port map (ocs_link_map)
+  output logic [N_LINKS-1:0]   link_check_o,
+  output logic [N_LINKS*8-1:0] link_expect_xpu_o,
+  output logic [N_LINKS*8-1:0] link_expect_lane_o,
+  output logic [N_LINKS-1:0]   link_retrain_o
 );
 
   // ---------------------------------------------------------------- AXI4-Lite front end
@@ -362,6 +368,12 @@ module ocs_controller #(
     .pop_i(pop), .dropped_clear_i(dropped_clear),
     .count_o(ev_count), .head_ts_o(ev_ts), .head_info_o(ev_head), .dropped_o(ev_dropped),
     .link_down_o(link_down), .link_up_o(link_up)
+  );
+
+  // ---------------------------------------------------------------- link expectations
+  ocs_link_map #(.N_PORTS(N_PORTS), .N_LINKS(N_LINKS), .LANES(LANES)) u_link_map (
+    .clk_i, .rst_ni, .active_map_i(map_act), .commit_end_i(seq_done || seq_fail),
+    .link_check_o, .link_expect_xpu_o, .link_expect_lane_o, .link_retrain_o
   );
 
 endmodule

@@ -4,7 +4,10 @@
 // without a circuit checks nothing: routing sends its light round to an unused output (the spare's
 // lanes end up in loopback, lit, which is what lets a commit verify the spare's light before it
 // takes over). A link whose circuit changes is told to retrain, so after a commit (a failover to
-// the spare) it trains with its new peer at once instead of waiting for its old one.
+// the spare) it trains with its new peer at once instead of waiting for its old one. Unmapped
+// links check nothing, so when a commit ends (passed or rolled back: the mesh moved either way)
+// they retrain too: an unchecked link must never keep running on a path that now ends at
+// another transmitter.
 module ocs_link_map #(
   parameter int N_PORTS = 32,
   parameter int N_LINKS = 20,  // at most N_PORTS
@@ -13,6 +16,7 @@ module ocs_link_map #(
   input  logic                 clk_i,
   input  logic                 rst_ni,
   input  logic [N_PORTS*7-1:0] active_map_i,   // per port {valid, target[5:0]}
+  input  logic                 commit_end_i,   // pulse: a commit passed, was a no-op, failed or rolled back
   output logic [N_LINKS-1:0]   link_check_o,   // a circuit is mapped: check the peer
   output logic [N_LINKS*8-1:0] link_expect_xpu_o,
   output logic [N_LINKS*8-1:0] link_expect_lane_o,
@@ -32,7 +36,7 @@ module ocs_link_map #(
       link_check_o[i]           = entry[6];
       link_expect_xpu_o[i*8 +: 8]  = target >> LaneBits;
       link_expect_lane_o[i*8 +: 8] = target & 8'(LANES - 1);
-      link_retrain_o[i]         = entry[6] && entry != prev_q[i*7 +: 7];
+      link_retrain_o[i]         = entry[6] ? entry != prev_q[i*7 +: 7] : commit_end_i;
     end
   end
 

@@ -323,6 +323,43 @@ TEST_CASE("ocs: reset values, read-only and read/write registers, SLVERR, strobe
   CHECK(b.rd(reg::time_hi::kOffset) == 0);
 }
 
+TEST_CASE("ocs: AXI4-Lite: a read and a write offered together: the write goes first, the read sees it") {
+  Small b;
+  b.m.s_axil_awaddr = reg::scratch::addr(3);
+  b.m.s_axil_wdata = 0x5A5A0001;
+  b.m.s_axil_wstrb = 0xF;
+  b.m.s_axil_awvalid = b.m.s_axil_wvalid = 1;
+  b.m.s_axil_araddr = reg::scratch::addr(3);
+  b.m.s_axil_arvalid = 1;
+  b.m.s_axil_bready = b.m.s_axil_rready = 0;
+  b.m.eval();
+  CHECK(b.m.s_axil_awready);
+  CHECK(b.m.s_axil_wready);
+  CHECK_FALSE(b.m.s_axil_arready);
+  b.tick();
+  b.m.s_axil_awvalid = b.m.s_axil_wvalid = 0;
+  b.m.eval();
+  CHECK(b.m.s_axil_bvalid);
+  CHECK(b.m.s_axil_bresp == kOkay);
+  CHECK(b.m.s_axil_arready);
+  b.tick();
+  b.m.s_axil_arvalid = 0;
+  CHECK(b.m.s_axil_rvalid);
+  CHECK(b.m.s_axil_rdata == 0x5A5A0001);
+  // responses are held until taken
+  b.run(5);
+  CHECK(b.m.s_axil_bvalid);
+  CHECK(b.m.s_axil_rvalid);
+  CHECK(b.m.s_axil_rdata == 0x5A5A0001);
+  b.m.s_axil_bready = b.m.s_axil_rready = 1;
+  b.tick();
+  CHECK_FALSE(b.m.s_axil_bvalid);
+  CHECK_FALSE(b.m.s_axil_rvalid);
+  // a second write is not accepted while its response is pending
+  b.m.s_axil_bready = 0;
+  CHECK(b.write_resp(reg::scratch::addr(4), 1) == kOkay);
+}
+
 TEST_CASE("ocs: every rejected input leaves the active tables untouched and is reported") {
   Small b;
   commit_baseline(b);
