@@ -74,7 +74,7 @@ FailoverRunResult run_failover(const FailoverRunConfig& cfg) {
     double all_up_since = -1;
     bool firmware_done = false;
     bool reprogram_started = false;
-    double reprogram_start_ns = 0;
+    double reprogram_start_ns = 0, reprogram_done_ns = 0;
     sc_core::sc_event armed;
 
     sc_core::sc_spawn([&] {
@@ -92,6 +92,7 @@ FailoverRunResult run_failover(const FailoverRunConfig& cfg) {
         reprogram_start_ns = hal.now_ns();
         if (FwStatus s = fw.set_port_map(reprogrammed.port_target, &why); s != FwStatus::Ok)
           return fail(fmt::format("reprogramming under traffic: {}: {}", firmware::to_string(s), why));
+        reprogram_done_ns = static_cast<double>(hal.now_ns());
       }
       if (backup) {
         if (fw.arm_backup(*cfg.kill_xpu, cfg.spare, backup->port_target, &why) != FwStatus::Ok)
@@ -180,7 +181,8 @@ FailoverRunResult run_failover(const FailoverRunConfig& cfg) {
     res.initial_up_ns = up0;
     if (!res.initial_map_ok) res.failures.push_back("the tenant's circuits did not all train after the first commit");
     if (cfg.reprogram) {
-      double up = last_up_time(mapped_links(reprogrammed, sim.links()), reprogram_start_ns);
+      // The moved circuits retrain once the new map is active (the firmware has read its outcome).
+      double up = first_all_active(mapped_links(reprogrammed, sim.links()), reprogram_done_ns);
       res.reprogram_ok = reprogram_started && up >= 0;
       res.reprogram_ns = up - reprogram_start_ns;
       if (!res.reprogram_ok) res.failures.push_back("after reprogramming under traffic, not every circuit trained again");

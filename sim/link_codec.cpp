@@ -40,38 +40,46 @@ uint64_t Descrambler58::descramble(uint64_t line) {
 }
 
 namespace {
-uint32_t ctl_check(uint64_t low40) {
+uint64_t identity_bits(EndpointIdentity id) { return (uint64_t{id.xpu} << 48) | (uint64_t{id.lane} << 40); }
+
+uint32_t ctl_check(uint64_t word) {
   uint8_t bytes[8];
-  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<uint8_t>(low40 >> (8 * i));
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<uint8_t>(word >> (8 * i));
   return crc32(bytes, 8) & 0xFFFFFFu;
 }
 }  // namespace
 
-uint64_t make_ctl(link::CtlType type, uint32_t fields) {
-  uint64_t low40 = (uint64_t{fields} << 8) | static_cast<uint8_t>(type);
-  return (uint64_t{ctl_check(low40)} << 40) | low40;
+bool ctl_bound(link::CtlType type) {
+  return type != link::CtlType::Idle && type != link::CtlType::Ts1 && type != link::CtlType::Ts2;
 }
 
-std::optional<Ctl> parse_ctl(uint64_t payload) {
+uint64_t make_ctl(link::CtlType type, uint32_t fields, EndpointIdentity sender) {
+  uint64_t low40 = (uint64_t{fields} << 8) | static_cast<uint8_t>(type);
+  uint64_t covered = ctl_bound(type) ? (identity_bits(sender) | low40) : low40;
+  return (uint64_t{ctl_check(covered)} << 40) | low40;
+}
+
+std::optional<Ctl> parse_ctl(uint64_t payload, EndpointIdentity sender) {
   uint64_t low40 = payload & ((uint64_t{1} << 40) - 1);
-  if ((payload >> 40) != ctl_check(low40)) return std::nullopt;
   auto type = link::to_ctl_type(payload & 0xFFu);
   if (!type) return std::nullopt;
+  uint64_t covered = ctl_bound(*type) ? (identity_bits(sender) | low40) : low40;
+  if ((payload >> 40) != ctl_check(covered)) return std::nullopt;
   return Ctl{*type, static_cast<uint32_t>(low40 >> 8)};
 }
 
-std::vector<Block> encode_frame(uint16_t seq, const std::vector<uint64_t>& words, bool eom) {
+std::vector<Block> encode_frame(uint16_t seq, const std::vector<uint64_t>& words, bool eom, EndpointIdentity sender) {
   std::vector<Block> out;
   uint32_t sof_fields = seq | (static_cast<uint32_t>(words.size() & 0xFF) << 16) |
                         (static_cast<uint32_t>(eom) << 24);
-  uint64_t sof = make_ctl(link::CtlType::Sof, sof_fields);
+  uint64_t sof = make_ctl(link::CtlType::Sof, sof_fields, sender);
   out.push_back({static_cast<uint8_t>(link::kSyncCtrl), sof});
-  uint32_t crc = crc32_advance(0xFFFFFFFFu, sof & ((uint64_t{1} << 40) - 1));
+  uint32_t crc = crc32_advance(0xFFFFFFFFu, identity_bits(sender) | (sof & ((uint64_t{1} << 40) - 1)));
   for (uint64_t w : words) {
     out.push_back({static_cast<uint8_t>(link::kSyncData), w});
     crc = crc32_advance(crc, w);
   }
-  out.push_back({static_cast<uint8_t>(link::kSyncCtrl), make_ctl(link::CtlType::Eof, ~crc)});
+  out.push_back({static_cast<uint8_t>(link::kSyncCtrl), make_ctl(link::CtlType::Eof, ~crc, sender)});
   return out;
 }
 

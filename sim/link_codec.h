@@ -27,6 +27,12 @@ struct Raw66 {
   bool operator!=(const Raw66& o) const { return !(*this == o); }
 };
 
+// A lane's identity: which XPU, which of its lanes.
+struct EndpointIdentity {
+  uint16_t xpu = 0;
+  uint8_t lane = 0;
+};
+
 // zlib/Ethernet CRC-32 of a byte string (init all ones, final inversion).
 uint32_t crc32(const uint8_t* data, size_t len);
 // The raw CRC register advanced over one 64-bit word (little-endian bytes), no inversions:
@@ -53,20 +59,24 @@ class Descrambler58 {
   uint64_t state_;
 };
 
-// Control-block payload with its 24-bit check (bits 63:40).
-uint64_t make_ctl(link::CtlType type, uint32_t fields);
+// Control-block payload with its 24-bit check (bits 63:40). Every type but Idle, TS1 and TS2 is
+// bound to its sender: the check covers the sender's identity in the word's top 24 bits.
+bool ctl_bound(link::CtlType type);
+uint64_t make_ctl(link::CtlType type, uint32_t fields, EndpointIdentity sender = {});
 struct Ctl {
   link::CtlType type;
   uint32_t fields;  // bits 39:8
 };
-// nullopt when the check fails or the type is unknown.
-std::optional<Ctl> parse_ctl(uint64_t payload);
+// nullopt when the check fails (for bound types: also when `sender` did not send it) or the type
+// is unknown.
+std::optional<Ctl> parse_ctl(uint64_t payload, EndpointIdentity sender = {});
 
-// Plain-text blocks of one frame: SOF, the payload words, EOF with the frame CRC.
+// Plain-text blocks of one frame: SOF, the payload words, EOF with the frame CRC, which starts
+// from the SOF's word with the sender's identity in its top 24 bits.
 struct Block {
   uint8_t sync;
   uint64_t payload;
 };
-std::vector<Block> encode_frame(uint16_t seq, const std::vector<uint64_t>& words, bool eom);
+std::vector<Block> encode_frame(uint16_t seq, const std::vector<uint64_t>& words, bool eom, EndpointIdentity sender);
 
 }  // namespace mxtb::sim

@@ -16,11 +16,6 @@
 
 namespace mxtb::sim {
 
-struct EndpointIdentity {
-  uint16_t xpu = 0;
-  uint8_t lane = 0;
-};
-
 // A fault or control action at a cycle. Lane: 0 = A->B, 1 = B->A, 2 = both.
 struct LinkAction {
   enum class Kind { DarkOn, DarkOff, SetBer, SwapPeer, Disable, Enable, Retrain };

@@ -84,6 +84,7 @@ module link_endpoint
   ) u_tx (
     .clk_i, .rst_ni,
     .active_i(active), .enter_active_i(enter_active), .flush_i(flush), .train_fields_i(train_fields),
+    .self_xpu_i(xpu_id_i), .self_lane_i(lane_id_i),
     .tx_data_i, .tx_valid_i, .tx_last_i, .tx_ready_o,
     .rx_expect_i(rx_expect), .rx_credit_i(rx_credit),
     .ack_req_i(ack_req), .nak_req_i(nak_req), .ack_sent_o(ack_sent), .nak_sent_o(nak_sent),
@@ -108,7 +109,7 @@ module link_endpoint
   );
 
   link_rx #(.MAX_WORDS(MAX_WORDS), .RX_SLOTS(RX_SLOTS)) u_rx (
-    .clk_i, .rst_ni, .active_i(active), .flush_i(flush),
+    .clk_i, .rst_ni, .active_i(active), .flush_i(flush), .peer_xpu_i(peer_xpu_o), .peer_lane_i(peer_lane_o),
     .blk_valid_i(lock && lane_sd_i), .blk_hdr_ok_i(hdr_valid), .blk_sync_i(rx_block[1:0]),
     .blk_data_i(rx_descrambled),
     .rx_data_o, .rx_valid_o, .rx_last_o, .rx_ready_i,

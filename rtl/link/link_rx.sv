@@ -12,6 +12,8 @@ module link_rx
   input  logic        rst_ni,
   input  logic        active_i,
   input  logic        flush_i,       // a new peer: drop buffered frames, expect sequence 0
+  input  logic [15:0] peer_xpu_i,    // the identity training found: frames and bound control
+  input  logic [7:0]  peer_lane_i,   // blocks must carry it in their CRC / check
   // from block lock and descrambler
   input  logic        blk_valid_i,   // locked: blk_* is a block
   input  logic        blk_hdr_ok_i,  // sync header valid
@@ -64,7 +66,7 @@ module link_rx
   logic [31:0] crc_q, crc_d, crc_out, chk_crc, crc_in;
   logic [63:0] crc_word;
   logic        ack_req_q, ack_req_d, nak_req_q, nak_req_d, nak_sent_q, nak_sent_d;
-  logic        is_ctl, is_data, ctl_ok, store, unused_chk;
+  logic        is_ctl, is_data, ctl_ok, store, unused_chk, ctl_bound;
   logic [7:0]  ctl_type;
   logic [SlotW-1:0] rd_slot;
 
@@ -72,13 +74,16 @@ module link_rx
   assign is_data  = blk_valid_i && blk_hdr_ok_i && blk_sync_i == link_pkg::SyncData;
   assign ctl_type = blk_data_i[7:0];
 
-  crc32_d64 u_check_crc (.crc_i(32'hFFFF_FFFF), .data_i({24'h0, blk_data_i[39:0]}), .crc_o(chk_crc));
+  // Everything but Idle/TS1/TS2 is bound to the sender's identity (see link_tx).
+  assign ctl_bound = !(ctl_type == link_pkg::CtlIdle || ctl_type == link_pkg::CtlTs1 || ctl_type == link_pkg::CtlTs2);
+  crc32_d64 u_check_crc (.crc_i(32'hFFFF_FFFF),
+                         .data_i({ctl_bound ? {peer_xpu_i, peer_lane_i} : 24'h0, blk_data_i[39:0]}), .crc_o(chk_crc));
   assign ctl_ok     = is_ctl && (~chk_crc[23:0] == blk_data_i[63:40]);
   assign unused_chk = ^chk_crc[31:24];
 
   // Frame CRC: an SOF starts it from its own word, data words advance it.
   assign crc_in   = (is_ctl && ctl_type == link_pkg::CtlSof) ? 32'hFFFF_FFFF : crc_q;
-  assign crc_word = (is_ctl && ctl_type == link_pkg::CtlSof) ? {24'h0, blk_data_i[39:0]} : blk_data_i;
+  assign crc_word = (is_ctl && ctl_type == link_pkg::CtlSof) ? {peer_xpu_i, peer_lane_i, blk_data_i[39:0]} : blk_data_i;
   crc32_d64 u_frame_crc (.crc_i(crc_in), .data_i(crc_word), .crc_o(crc_out));
 
   assign expect_o      = expect_q;

@@ -20,6 +20,8 @@ module link_tx
   input  logic        enter_active_i,   // the cycle the link becomes Active: resume at ack_q
   input  logic        flush_i,          // a new peer: drop every frame and restart at sequence 0
   input  logic [39:0] train_fields_i,   // control fields to send while not Active
+  input  logic [15:0] self_xpu_i,       // this lane's identity, bound into checks and frame CRCs
+  input  logic [7:0]  self_lane_i,
   // XPU side
   input  logic [63:0] tx_data_i,
   input  logic        tx_valid_i,
@@ -76,6 +78,7 @@ module link_tx
   logic             send_sof;    // this cycle sends an SOF: the frame CRC starts from its word
   logic             send_data;   // this cycle sends a data block: the frame CRC advances
   logic             unused_chk;
+  logic             ctl_bound;
 
   assign send_slot = send_q[SlotW-1:0];
   assign fill_slot = fill_q[SlotW-1:0];
@@ -89,10 +92,17 @@ module link_tx
   assign fill_we    = tx_valid_i && tx_ready_o;
 
   // One CRC instance for the frame (SOF word, then data words), one for control-block checks.
+  // Frames and every control block but Idle/TS1/TS2 are bound to the sender's identity: its
+  // xpu and lane fill the top 24 bits of the word the CRC covers (docs/link-layer.md). A receiver
+  // whose circuit silently moved to another transmitter then sees check and CRC failures instead
+  // of accepting a stranger's frames and acknowledgements.
+  assign ctl_bound = !(ctl_fields[7:0] == link_pkg::CtlIdle || ctl_fields[7:0] == link_pkg::CtlTs1 ||
+                       ctl_fields[7:0] == link_pkg::CtlTs2);
   assign crc_in   = send_sof ? 32'hFFFF_FFFF : crc_q;
-  assign crc_word = send_sof ? {24'h0, ctl_fields} : send_word;
+  assign crc_word = send_sof ? {self_xpu_i, self_lane_i, ctl_fields} : send_word;
   crc32_d64 u_frame_crc (.crc_i(crc_in), .data_i(crc_word), .crc_o(crc_out));
-  crc32_d64 u_check_crc (.crc_i(32'hFFFF_FFFF), .data_i({24'h0, ctl_fields}), .crc_o(chk_crc));
+  crc32_d64 u_check_crc (.crc_i(32'hFFFF_FFFF),
+                         .data_i({ctl_bound ? {self_xpu_i, self_lane_i} : 24'h0, ctl_fields}), .crc_o(chk_crc));
   assign unused_chk = ^chk_crc[31:24];
 
   assign block_o = send_data ? {send_word, link_pkg::SyncData} : {~chk_crc[23:0], ctl_fields, link_pkg::SyncCtrl};

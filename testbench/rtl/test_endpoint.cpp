@@ -24,6 +24,7 @@ namespace {
 constexpr int kTsCount = 16, kHbPeriod = 256, kHbTimeout = 2048, kReplayTimeout = 1024;
 constexpr int kMaxReplays = 8, kTsTimeout = 8192, kRetrainHold = 256, kDetectTimeout = 65536;
 constexpr uint16_t kSelfXpu = 1, kPeerXpu = 2;
+constexpr EndpointIdentity kSelf{kSelfXpu, 0};
 
 struct Sent {
   uint64_t cycle;
@@ -56,10 +57,10 @@ class PeerBench {
   Reason reason() const { return static_cast<Reason>(m.reason_o); }
 
   void push_ctl(CtlType t, uint32_t fields, int n = 1) {
-    for (int i = 0; i < n; ++i) to_dut.push_back({static_cast<uint8_t>(mxtb::link::kSyncCtrl), make_ctl(t, fields)});
+    for (int i = 0; i < n; ++i) to_dut.push_back({static_cast<uint8_t>(mxtb::link::kSyncCtrl), make_ctl(t, fields, peer_id)});
   }
   void push_frame(uint16_t seq, const std::vector<uint64_t>& words, bool eom, int corrupt_word = -1) {
-    auto blocks = encode_frame(seq, words, eom);
+    auto blocks = encode_frame(seq, words, eom, peer_id);
     if (corrupt_word >= 0) blocks[1 + corrupt_word].payload ^= 0x10;
     for (auto& b : blocks) to_dut.push_back(b);
   }
@@ -120,6 +121,7 @@ class PeerBench {
   // Plays a well-behaved peer through training: TS1, TS2, CreditInit, as the RTL asks for them.
   void train(uint16_t credit = 8, uint16_t peer_xpu = kPeerXpu) {
     peer_credit = credit;
+    peer_id = EndpointIdentity{peer_xpu, 0};
     REQUIRE(run_until([&] { return state() == LinkState::Ts1; }, 5000));
     auto feed = [&](LinkState s, CtlType t, uint32_t fields) {
       for (int i = 0; i < 5000 && state() == s; ++i) {
@@ -138,7 +140,7 @@ class PeerBench {
     std::vector<std::pair<uint64_t, Ctl>> out;
     for (size_t i = from; i < from_dut.size(); ++i) {
       if (from_dut[i].block.sync != mxtb::link::kSyncCtrl) continue;
-      if (auto c = parse_ctl(from_dut[i].block.payload); c && (!only || c->type == *only))
+      if (auto c = parse_ctl(from_dut[i].block.payload, kSelf); c && (!only || c->type == *only))
         out.push_back({from_dut[i].cycle, *c});
     }
     return out;
@@ -160,6 +162,7 @@ class PeerBench {
   std::vector<Sent> from_dut;
   std::vector<LinkState> states;
   uint16_t peer_expect = 0, peer_credit = 8;
+  EndpointIdentity peer_id{kPeerXpu, 0};  // what this software peer signs its blocks with
   bool light = true, auto_hb = false, laser_was_on = false;
   uint64_t cycle = 0;
 };
@@ -309,12 +312,12 @@ TEST_CASE("framer: XPU words leave as SOF, data, EOF exactly as the reference en
   std::vector<uint64_t> words{0xAAAA, 0xBBBB, 0xCCCC, 0xDDDD, 0xEEEE};
   for (size_t i = 0; i < words.size(); ++i) b.xpu_tx.push_back({words[i], i + 1 == words.size()});
   b.run(60);
-  auto want = encode_frame(0, words, true);
+  auto want = encode_frame(0, words, true, kSelf);
   std::vector<Block> got;
   bool in_frame = false;
   for (size_t i = mark; i < b.from_dut.size(); ++i) {
     const Block& blk = b.from_dut[i].block;
-    auto c = parse_ctl(blk.payload);
+    auto c = parse_ctl(blk.payload, kSelf);
     if (blk.sync == mxtb::link::kSyncCtrl && c && c->type == CtlType::Sof) in_frame = true;
     if (in_frame) got.push_back(blk);
     if (in_frame && blk.sync == mxtb::link::kSyncCtrl && c && c->type == CtlType::Eof) break;
@@ -500,4 +503,23 @@ TEST_CASE("a retrain to the same peer keeps sequence state; a new peer starts bo
   CHECK(b.sof_seqs(mark) == std::vector<uint16_t>{0});
   REQUIRE(b.delivered.size() == 3);
   CHECK(b.delivered[2].first == 200);
+}
+
+TEST_CASE("frames and acknowledgements from a transmitter other than the trained peer are refused") {
+  PeerBench b;
+  b.train();
+  b.peer_id = EndpointIdentity{7, 0};  // the circuit silently moved to another lane
+  b.push_frame(0, {1, 2, 3}, true);
+  b.xpu_tx.push_back({5, true});
+  b.run(60);
+  b.peer_expect = 1;
+  b.push_ctl(CtlType::Ack, b.ack_fields());  // would acknowledge a frame the real peer never got
+  b.run(40);
+  CHECK(b.delivered.empty());
+  CHECK(b.m.cnt_frames_rx_o == 0);
+  CHECK(b.m.cnt_bad_blocks_o >= 3);  // SOF, EOF and the Ack fail their identity-bound checks
+  b.peer_id = EndpointIdentity{kPeerXpu, 0};
+  b.peer_expect = 0;
+  b.run(kReplayTimeout + 100);
+  CHECK(b.sof_seqs().size() >= 2);  // the unacknowledged frame was sent again: nothing was lost
 }

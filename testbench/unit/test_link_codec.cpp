@@ -73,9 +73,11 @@ TEST_CASE("control blocks round-trip and every single-bit error is caught") {
 
 TEST_CASE("encode_frame lays out SOF, data and an EOF holding the frame CRC") {
   std::vector<uint64_t> words{1, 2, 3};
-  auto blocks = encode_frame(5, words, true);
+  const EndpointIdentity sender{3, 1};
+  auto blocks = encode_frame(5, words, true, sender);
   REQUIRE(blocks.size() == 5);
-  auto sof = parse_ctl(blocks[0].payload);
+  CHECK_FALSE(parse_ctl(blocks[0].payload));  // bound to its sender
+  auto sof = parse_ctl(blocks[0].payload, sender);
   REQUIRE(sof);
   CHECK(sof->type == CtlType::Sof);
   CHECK((sof->fields & 0xFFFF) == 5);
@@ -83,10 +85,11 @@ TEST_CASE("encode_frame lays out SOF, data and an EOF holding the frame CRC") {
   CHECK(((sof->fields >> 24) & 1) == 1);
   CHECK(blocks[1].sync == mxtb::link::kSyncData);
   CHECK(blocks[3].payload == 3);
-  auto eof = parse_ctl(blocks[4].payload);
+  auto eof = parse_ctl(blocks[4].payload, sender);
   REQUIRE(eof);
   CHECK(eof->type == CtlType::Eof);
-  uint32_t crc = crc32_advance(0xFFFFFFFFu, blocks[0].payload & ((uint64_t{1} << 40) - 1));
+  uint64_t sof_word = (uint64_t{3} << 48) | (uint64_t{1} << 40) | (blocks[0].payload & ((uint64_t{1} << 40) - 1));
+  uint32_t crc = crc32_advance(0xFFFFFFFFu, sof_word);
   for (uint64_t w : words) crc = crc32_advance(crc, w);
   CHECK(eof->fields == ~crc);
 }
@@ -96,4 +99,14 @@ TEST_CASE("Raw66 keeps the sync header in the first two bits on the lane") {
   CHECK(r.sync() == 2);
   CHECK(r.payload() == 0xC000000000000001ull);
   CHECK(r.hi == 3);
+}
+
+TEST_CASE("acknowledgement-type blocks are bound to their sender; training blocks are not") {
+  EndpointIdentity a{1, 0}, b{2, 0};
+  CHECK(parse_ctl(make_ctl(CtlType::Ack, 77, a), a));
+  CHECK_FALSE(parse_ctl(make_ctl(CtlType::Ack, 77, a), b));
+  CHECK_FALSE(parse_ctl(make_ctl(CtlType::Heartbeat, 77, a), b));
+  CHECK_FALSE(parse_ctl(make_ctl(CtlType::CreditInit, 77, a), b));
+  CHECK(parse_ctl(make_ctl(CtlType::Ts1, 2, a), b));  // anyone may read a training set
+  CHECK(parse_ctl(make_ctl(CtlType::Idle, 0), b));
 }
