@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cmath>
+#include <cstdio>
 
 namespace mxtb::sim {
 
@@ -103,6 +104,17 @@ FailoverRunResult run_failover(const FailoverRunConfig& cfg) {
       fw.run_until(static_cast<uint64_t>(limit_ns));
       firmware_done = true;
     });
+    if (cfg.progress_us > 0) {
+      sc_core::sc_spawn([&] {
+        for (;;) {
+          sc_core::wait(sc_core::sc_time(cfg.progress_us * 1000, sc_core::SC_NS));
+          int up = 0;
+          for (int i = 0; i < sim.links(); ++i) up += sim.link_state(i) == link::LinkState::Active;
+          std::fprintf(stderr, "  ... %.0f us simulated, %d of %d links Active, %zu failovers\n", sim.now_ns() / 1000, up,
+                       sim.links(), fw.failovers().size());
+        }
+      });
+    }
     if (cfg.kill_xpu) {
       sc_core::sc_spawn([&] {
         sc_core::wait(armed);

@@ -27,6 +27,7 @@ struct FailoverRunConfig {
   double margin_us = 30;                 // traffic kept flowing after the last link is up
   double limit_us = 0;                   // 0: derived from the preset
   uint64_t route_cost_ns = 20000;
+  double progress_us = 0;                // print a progress line this often (simulated); 0: never
 };
 
 struct Phase {

@@ -41,7 +41,7 @@ sim::SettlePreset parse_preset(const std::string& s) {
 }  // namespace
 
 int cmd_server(const ArgList& argv) {
-  Args args(argv, {"--preset", "--kill-xpu", "--kill-after-us", "--spare", "--seed", "--json", "--limit-us"},
+  Args args(argv, {"--preset", "--kill-xpu", "--kill-after-us", "--spare", "--seed", "--json", "--limit-us", "--progress-us"},
             {"--no-kill", "--reprogram"});
   if (!args.positional().empty()) throw UsageError(fmt::format("unexpected argument '{}'", args.positional()[0]));
   sim::FailoverRunConfig cfg;
@@ -54,6 +54,7 @@ int cmd_server(const ArgList& argv) {
   cfg.kill_after_armed_us = args.real("--kill-after-us", 50);
   cfg.reprogram = args.has("--reprogram");
   cfg.limit_us = args.real("--limit-us", 0);
+  cfg.progress_us = args.real("--progress-us", 1000);
   if (cfg.kill_after_armed_us < 0) throw UsageError("--kill-after-us must not be negative");
   if (cfg.limit_us < 0) throw UsageError("--limit-us must not be negative");
   if (cfg.kill_xpu && (*cfg.kill_xpu == cfg.spare || *cfg.kill_xpu < 0 || *cfg.kill_xpu > 3))

@@ -23,7 +23,7 @@ commands:
   bench link [--cycles N] [--batch N] [--json FILE]
       simulated cycles per second: plain C++ loop against the SystemC harness
   server [--preset thermo_optic|electro_optic|mems] [--kill-xpu N | --no-kill] [--kill-after-us T]
-         [--reprogram] [--seed N] [--limit-us T] [--json FILE]
+         [--reprogram] [--seed N] [--limit-us T] [--progress-us T] [--json FILE]
       the emulated server (controller RTL, 20 link layers, photonic mesh, firmware) through a failover
   bench reconfig [--seed N] [--json FILE]
       failure-to-Active breakdown of a failover for every settle preset
