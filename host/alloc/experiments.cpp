@@ -1,0 +1,581 @@
+// The paper's three cases, online workload runs and the benchmark.
+#include "host/alloc/experiments.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <numeric>
+#include <queue>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace mxtb::host::alloc {
+
+using nlohmann::json;
+
+namespace {
+
+const std::vector<Shape>& rack_shapes() {
+  static const std::vector<Shape> s = {{{4, 4, 4}}, {{2, 4, 4}}, {{2, 2, 4}}, {{2, 2, 2}},
+                                       {{1, 2, 2}}, {{1, 1, 2}}, {{1, 1, 1}}};
+  return s;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+double mean(const std::vector<double>& v) {
+  return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+AllocOptions alloc_options(Policy p, const CommonOptions& o) {
+  AllocOptions a;
+  a.policy = p;
+  a.solver = o.solver;
+  a.ilp_time_limit_ms = o.ilp_time_limit_ms;
+  return a;
+}
+
+void record_slice(PolicyRun& run, const Slice& s) {
+  auto& st = run.by_size[s.shape.volume()];
+  double bw = slice_bandwidth(s);
+  st.bw_sum += bw;
+  st.ar_sum += allreduce_seconds(s.shape, bw);
+  st.step_sum += step_seconds(s.shape, bw);
+  st.bw_n++;
+  run.decided_by[s.decided_by]++;
+}
+
+void sample_frag(const Datacenter& dc, PolicyRun& run, std::vector<double>* out = nullptr) {
+  for (int r = 0; r < dc.racks(); ++r) {
+    if (dc.rack_free(r) == 0) continue;
+    double f = rack_fragmentation(dc, r, run.policy, rack_shapes());
+    run.rack_frag.push_back(f);
+    if (out) out->push_back(f);
+  }
+}
+
+void sample_blast(const Datacenter& dc, PolicyRun& run, std::mt19937_64& rng, int samples) {
+  std::vector<int> used;
+  for (int g = 0; g < dc.chips(); ++g)
+    if (!dc.chip_free(g)) used.push_back(g);
+  if (used.empty()) return;
+  std::uniform_int_distribution<size_t> pick(0, used.size() - 1);
+  for (int i = 0; i < samples; ++i) {
+    run.blast_sum += blast_radius(dc, used[pick(rng)], run.policy);
+    run.blast_n++;
+  }
+}
+
+void check(const Datacenter& dc, PolicyRun& run, const CommonOptions& o) {
+  if (!o.check || !run.invariant_error.empty()) return;
+  run.invariant_checks++;
+  run.invariant_error = check_invariants(dc);
+}
+
+// Fill until `patience` consecutive requests fail (or nothing is free).
+template <typename Gen>
+void fill(Datacenter& dc, Allocator& al, PolicyRun& run, Gen&& next_shape, int patience) {
+  int fails = 0;
+  while (fails < patience && dc.free_chips() > 0) {
+    Shape s = next_shape();
+    if (auto p = al.place(dc, s)) {
+      record_slice(run, *p);
+      dc.commit(std::move(*p));
+      fails = 0;
+    } else {
+      ++fails;
+    }
+  }
+}
+
+// Frees random slices until at least `chips` chips are free again (or stops at the target).
+void free_random(Datacenter& dc, std::mt19937_64& rng, int target_free) {
+  auto ids = dc.live_ids();
+  std::shuffle(ids.begin(), ids.end(), rng);
+  for (int id : ids) {
+    if (dc.free_chips() >= target_free) break;
+    dc.release(id);
+  }
+}
+
+json stats_json(const std::vector<double>& v) {
+  return {{"n", v.size()}, {"mean", mean(v)}, {"median", median(v)}, {"p90", quantile(v, 0.9)},
+          {"max", v.empty() ? 0.0 : *std::max_element(v.begin(), v.end())}};
+}
+
+Shape size_shape(int n) { return shape_for_chips(n); }
+
+}  // namespace
+
+json PolicyRun::to_json() const {
+  json j;
+  j["policy"] = policy_name(policy);
+  json sizes = json::array();
+  for (const auto& [n, st] : by_size) {
+    json s{{"size", n}, {"submitted", st.submitted}, {"accepted", st.accepted}, {"placed_slices", st.bw_n}};
+    if (st.submitted) s["acceptance"] = static_cast<double>(st.accepted) / st.submitted;
+    if (st.bw_n) {
+      s["bandwidth"] = st.bw_sum / st.bw_n;
+      s["allreduce_s"] = st.ar_sum / st.bw_n;
+      s["step_s"] = st.step_sum / st.bw_n;
+    }
+    sizes.push_back(s);
+  }
+  j["by_size"] = sizes;
+  j["fragmentation"] = stats_json(rack_frag);
+  j["fragmentation_samples"] = rack_frag;
+  j["blast_radius_mean"] = blast_n ? blast_sum / blast_n : 0.0;
+  j["decided_by"] = decided_by;
+  j["ilp"] = {{"calls", ilp.calls}, {"optimal", ilp.optimal}, {"infeasible", ilp.infeasible},
+              {"timeouts", ilp.timeouts}, {"skipped_large", ilp.skipped_large},
+              {"median_ms", median(ilp.solve_ms)}};
+  j["invariants"] = {{"checks", invariant_checks}, {"ok", invariant_error.empty()}, {"error", invariant_error}};
+  return j;
+}
+
+// ---------------------------------------------------------------------------------------------
+json experiment_frag_tpuv4(int racks, double free_frac, int trials, const CommonOptions& o) {
+  if (racks <= 0) throw std::invalid_argument(fmt::format("--racks must be positive (got {})", racks));
+  if (free_frac < 0 || free_frac > 1) throw std::invalid_argument("--free must be in [0,1]");
+  ShapeMix mix = load_shape_mix(workload_path("tpu_job_size.csv"));
+  json out{{"experiment", "frag-tpuv4"}, {"racks", racks}, {"chips", racks * kChipsPerRack},
+           {"free_fraction", free_frac}, {"trials", trials}, {"seed", o.seed}, {"fibres", o.fibres}};
+  json pol = json::array();
+  for (Policy p : {Policy::kBaseline, Policy::kMorphlux}) {
+    PolicyRun run;
+    run.policy = p;
+    std::vector<double> worst, mean_frag, util_full, util_after;
+    for (int t = 0; t < trials; ++t) {
+      std::mt19937_64 rng(o.seed + static_cast<uint64_t>(t));
+      Datacenter dc(racks, o.fibres);
+      Allocator al(alloc_options(p, o));
+      fill(dc, al, run, [&] { return mix.sample(rng); }, 64);
+      util_full.push_back(1.0 - static_cast<double>(dc.free_chips()) / dc.chips());
+      int target = dc.free_chips() + static_cast<int>(free_frac * (dc.chips() - dc.free_chips()));
+      free_random(dc, rng, target);
+      util_after.push_back(1.0 - static_cast<double>(dc.free_chips()) / dc.chips());
+      check(dc, run, o);
+      std::vector<double> f;
+      sample_frag(dc, run, &f);
+      worst.push_back(f.empty() ? 0.0 : *std::max_element(f.begin(), f.end()));
+      mean_frag.push_back(mean(f));
+      sample_blast(dc, run, rng, 512);
+      auto& s = al.ilp_stats();
+      run.ilp.calls += s.calls;
+      run.ilp.optimal += s.optimal;
+      run.ilp.infeasible += s.infeasible;
+      run.ilp.timeouts += s.timeouts;
+      run.ilp.skipped_large += s.skipped_large;
+      run.ilp.solve_ms.insert(run.ilp.solve_ms.end(), s.solve_ms.begin(), s.solve_ms.end());
+    }
+    json j = run.to_json();
+    j["worst_rack_fragmentation"] = stats_json(worst);
+    j["mean_rack_fragmentation"] = stats_json(mean_frag);
+    j["utilization_full"] = mean(util_full);
+    j["utilization_after_free"] = mean(util_after);
+    pol.push_back(j);
+  }
+  out["policies"] = pol;
+  double wb = pol[0]["worst_rack_fragmentation"]["mean"], wm = pol[1]["worst_rack_fragmentation"]["mean"];
+  double mb = pol[0]["mean_rack_fragmentation"]["mean"], mm = pol[1]["mean_rack_fragmentation"]["mean"];
+  out["worst_fragmentation_cut"] = wb > 0 ? 1.0 - wm / wb : 0.0;
+  out["mean_fragmentation_cut"] = mb > 0 ? 1.0 - mm / mb : 0.0;
+  return out;
+}
+
+json experiment_fragmented32(int racks, double util_after_free, int probes_per_size, int trials,
+                             const CommonOptions& o) {
+  if (racks <= 0) throw std::invalid_argument(fmt::format("--racks must be positive (got {})", racks));
+  const std::vector<int> sizes = {4, 8, 16, 32};
+  json out{{"experiment", "fragmented-32"}, {"racks", racks}, {"chips", racks * kChipsPerRack},
+           {"utilization_after_free", util_after_free}, {"probes_per_size", probes_per_size},
+           {"trials", trials}, {"seed", o.seed}, {"fibres", o.fibres}};
+  json pol = json::array();
+  for (Policy p : {Policy::kBaseline, Policy::kMorphlux}) {
+    PolicyRun run;
+    run.policy = p;
+    std::vector<double> util_full;
+    for (int t = 0; t < trials; ++t) {
+      std::mt19937_64 rng(o.seed + static_cast<uint64_t>(t));
+      Datacenter dc(racks, o.fibres);
+      Allocator al(alloc_options(p, o));
+      std::uniform_int_distribution<size_t> pick(0, sizes.size() - 1);
+      PolicyRun fill_run;
+      fill_run.policy = p;
+      fill(dc, al, fill_run, [&] { return size_shape(sizes[pick(rng)]); }, 64);
+      util_full.push_back(1.0 - static_cast<double>(dc.free_chips()) / dc.chips());
+      free_random(dc, rng, static_cast<int>((1.0 - util_after_free) * dc.chips()));
+      check(dc, run, o);
+      std::vector<int> probes;
+      for (int n : sizes)
+        for (int i = 0; i < probes_per_size; ++i) probes.push_back(n);
+      std::shuffle(probes.begin(), probes.end(), rng);
+      for (int n : probes) {
+        auto& st = run.by_size[n];
+        st.submitted++;
+        if (auto s = al.place(dc, size_shape(n))) {
+          st.accepted++;
+          record_slice(run, *s);
+          dc.commit(std::move(*s));
+        }
+      }
+      check(dc, run, o);
+      sample_frag(dc, run);
+    }
+    json j = run.to_json();
+    j["utilization_full"] = mean(util_full);
+    pol.push_back(j);
+  }
+  out["policies"] = pol;
+  return out;
+}
+
+json experiment_spares(int chips, double target, int trials, uint64_t seed) {
+  if (chips <= 0 || chips % kChipsPerServer)
+    throw std::invalid_argument(fmt::format("--chips must be a positive multiple of {} (got {})", kChipsPerServer, chips));
+  if (target <= 0 || target >= 1) throw std::invalid_argument("--target must be in (0,1)");
+  struct Range {
+    double lo, hi;
+  };
+  const std::vector<Range> ranges = {{0.0, 0.01}, {0.01, 0.03}, {0.03, 0.05}};
+  json out{{"experiment", "spares"}, {"chips", chips}, {"servers", chips / kChipsPerServer},
+           {"target", target}, {"trials", trials}, {"seed", seed}};
+  json rows = json::array();
+  std::mt19937_64 rng(seed);
+  for (const auto& rg : ranges) {
+    std::vector<double> chip_sp, server_sp;
+    std::map<int, int> chip_hist, server_hist;
+    for (int t = 0; t < trials; ++t) {
+      std::uniform_real_distribution<double> u(rg.lo, rg.hi);
+      std::vector<double> p(chips);
+      for (double& x : p) x = u(rng);
+      std::vector<double> ps(chips / kChipsPerServer, 1.0);
+      for (int i = 0; i < chips; ++i) ps[i / kChipsPerServer] *= 1 - p[i];
+      for (double& x : ps) x = 1 - x;
+      int kc = spares_needed(p, target), ks = spares_needed(ps, target);
+      chip_sp.push_back(kc);
+      server_sp.push_back(ks);
+      chip_hist[kc]++;
+      server_hist[ks]++;
+    }
+    double mid = 0.5 * (rg.lo + rg.hi);
+    std::vector<double> pm(chips, mid);
+    auto tail = failure_tail(pm);
+    json hc = json::object(), hs = json::object();
+    for (auto [k, c] : chip_hist) hc[std::to_string(k)] = c;
+    for (auto [k, c] : server_hist) hs[std::to_string(k)] = c;
+    long le4 = std::count_if(chip_sp.begin(), chip_sp.end(), [](double k) { return k <= 4; });
+    long le2 = std::count_if(server_sp.begin(), server_sp.end(), [](double k) { return k <= 2; });
+    json tj = json::array();
+    for (size_t k = 0; k < std::min<size_t>(tail.size(), 10); ++k) tj.push_back(tail[k]);
+    rows.push_back({{"range", {rg.lo, rg.hi}},
+                    {"spare_chips_at_mean_p", spares_needed(pm, target)},
+                    {"tail_at_mean_p", tj},
+                    {"spare_chips", stats_json(chip_sp)},
+                    {"spare_servers", stats_json(server_sp)},
+                    {"spare_chips_histogram", hc},
+                    {"spare_servers_histogram", hs},
+                    {"fraction_chips_le_4", static_cast<double>(le4) / trials},
+                    {"fraction_servers_le_2", static_cast<double>(le2) / trials}});
+  }
+  out["rows"] = rows;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+namespace {
+enum class FileKind { kMix, kTrace };
+FileKind detect_kind(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(fmt::format("cannot open workload file '{}'", path));
+  std::string line;
+  std::getline(in, line);
+  std::string low = line;
+  std::transform(low.begin(), low.end(), low.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (!low.empty() && low[0] == '#' && low.find("probability") != std::string::npos) return FileKind::kMix;
+  if (!low.empty() && low[0] == '#' && low.find("arrival") != std::string::npos) return FileKind::kTrace;
+  throw std::runtime_error(fmt::format(
+      "workload file '{}': cannot tell its format from the first line '{}': expected a header "
+      "'# slice id, topology, slice shape, slice size, duration (sec), probability (%)' (shape mix) or "
+      "'#job id,arrival time (sec),topology,shape,size,duration (sec)' (job trace)",
+      path, line));
+}
+
+std::vector<Job> synth_jobs(const ShapeMix& mix, const IatMix& iat, size_t n, double load, int chips,
+                            std::mt19937_64& rng) {
+  double mean_size = 0;
+  for (size_t i = 0; i < mix.shapes.size(); ++i) mean_size += mix.weight[i] * mix.shapes[i].volume();
+  double mean_dur = load * chips * iat.mean() / mean_size;
+  std::exponential_distribution<double> dur(1.0 / mean_dur);
+  std::vector<Job> jobs;
+  double t = 0;
+  for (size_t i = 0; i < n; ++i) {
+    t += iat.sample(rng);
+    Job j;
+    j.arrival = t;
+    j.duration = dur(rng);
+    j.shape = mix.sample(rng);
+    j.size = j.shape.volume();
+    jobs.push_back(j);
+  }
+  return jobs;
+}
+
+std::vector<Job> workload_jobs(const WorkloadSpec& w, int racks, std::mt19937_64& rng, std::string* source) {
+  if (w.requests == 0) throw std::invalid_argument("--requests must be positive");
+  if (w.name == "tpuv4") {
+    *source = "traces/workloads/tpu_job_size.csv + tpu_arrival_time.csv (synthetic arrivals)";
+    return synth_jobs(load_shape_mix(workload_path("tpu_job_size.csv")), load_iat(workload_path("tpu_arrival_time.csv")),
+                      w.requests, w.load, racks * kChipsPerRack, rng);
+  }
+  if (w.name == "philly") {
+    *source = "traces/workloads/philly_trace.csv";
+    return load_job_trace(workload_path("philly_trace.csv"), w.requests);
+  }
+  if (w.name.find('/') == std::string::npos && w.name.find('.') == std::string::npos)
+    throw std::invalid_argument(fmt::format("unknown workload '{}': expected tpuv4, philly or a CSV file path", w.name));
+  *source = w.name;
+  if (detect_kind(w.name) == FileKind::kMix)
+    return synth_jobs(load_shape_mix(w.name), load_iat(workload_path("tpu_arrival_time.csv")), w.requests, w.load,
+                      racks * kChipsPerRack, rng);
+  return load_job_trace(w.name, w.requests);
+}
+
+PolicyRun simulate(int racks, const std::vector<Job>& jobs, Policy p, const CommonOptions& o, int samples,
+                   double* seconds) {
+  auto t0 = std::chrono::steady_clock::now();
+  PolicyRun run;
+  run.policy = p;
+  Datacenter dc(racks, o.fibres);
+  Allocator al(alloc_options(p, o));
+  std::mt19937_64 rng(o.seed ^ 0x9e3779b97f4a7c15ULL);
+  using Dep = std::pair<double, int>;
+  std::priority_queue<Dep, std::vector<Dep>, std::greater<Dep>> deps;
+  const size_t every = samples > 0 ? std::max<size_t>(1, jobs.size() / samples) : 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Job& j = jobs[i];
+    while (!deps.empty() && deps.top().first <= j.arrival) {
+      dc.release(deps.top().second);
+      deps.pop();
+    }
+    auto& st = run.by_size[j.shape.volume()];
+    st.submitted++;
+    if (auto s = al.place(dc, j.shape)) {
+      st.accepted++;
+      record_slice(run, *s);
+      int id = dc.commit(std::move(*s));
+      deps.push({j.arrival + j.duration, id});
+    }
+    if (every && (i + 1) % every == 0) {
+      check(dc, run, o);
+      sample_frag(dc, run);
+      sample_blast(dc, run, rng, 64);
+    }
+  }
+  check(dc, run, o);
+  run.ilp = al.ilp_stats();
+  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return run;
+}
+}  // namespace
+
+json run_workload(int racks, const WorkloadSpec& w, const std::vector<Policy>& policies, const CommonOptions& o) {
+  if (racks <= 0) throw std::invalid_argument(fmt::format("--racks must be positive (got {})", racks));
+  std::mt19937_64 rng(o.seed);
+  std::string source;
+  auto jobs = workload_jobs(w, racks, rng, &source);
+  json out{{"experiment", "workload"}, {"workload", w.name}, {"source", source}, {"racks", racks},
+           {"chips", racks * kChipsPerRack}, {"requests", jobs.size()}, {"seed", o.seed}, {"fibres", o.fibres},
+           {"solver", o.solver == Solver::kAuto ? "auto" : o.solver == Solver::kIlp ? "ilp" : "heuristic"}};
+  if (w.name == "tpuv4" || source == w.name) out["offered_load"] = w.load;
+  json pol = json::array();
+  for (Policy p : policies) {
+    double secs = 0;
+    PolicyRun run = simulate(racks, jobs, p, o, 50, &secs);
+    json j = run.to_json();
+    j["wall_s"] = secs;
+    pol.push_back(j);
+  }
+  out["policies"] = pol;
+  return out;
+}
+
+json run_bench(size_t requests, int racks, int ilp_instances, const CommonOptions& o) {
+  json out{{"benchmark", "alloc"}, {"requests", requests}, {"racks", racks}, {"chips", racks * kChipsPerRack},
+           {"seed", o.seed}, {"fibres", o.fibres}};
+  std::mt19937_64 rng(o.seed);
+  CommonOptions h = o;
+  h.solver = Solver::kHeuristic;
+  h.check = false;
+  json traces = json::array();
+  for (std::string wl : {"tpuv4", "philly"}) {
+    WorkloadSpec w{wl, requests, 0.9};
+    std::string source;
+    auto jobs = workload_jobs(w, racks, rng, &source);
+    for (Policy p : {Policy::kBaseline, Policy::kMorphlux}) {
+      double secs = 0;
+      PolicyRun run = simulate(racks, jobs, p, h, 0, &secs);
+      long acc = 0, sub = 0;
+      for (auto& [n, st] : run.by_size) {
+        acc += st.accepted;
+        sub += st.submitted;
+      }
+      traces.push_back({{"workload", wl}, {"policy", policy_name(p)}, {"requests", jobs.size()},
+                        {"wall_s", secs}, {"accepted", acc}, {"submitted", sub}, {"target_s", 30.0},
+                        {"requests_per_s", jobs.size() / std::max(secs, 1e-9)}});
+      fmt::print("  {:<7} {:<9} {} requests in {:.2f} s\n", wl, policy_name(p), jobs.size(), secs);
+    }
+  }
+  out["trace_runs"] = traces;
+  // Integer program on random partly used racks.
+  json ilp = json::array();
+  for (int n : {2, 4, 8, 16}) {
+    std::vector<double> ms;
+    int optimal = 0, infeasible = 0, timeouts = 0, agree = 0, both = 0;
+    for (int t = 0; t < ilp_instances; ++t) {
+      Datacenter dc(1, o.fibres);
+      Allocator al({Policy::kMorphlux, Solver::kHeuristic});
+      int fill_to = std::uniform_int_distribution<int>(0, 48)(rng);
+      while (kChipsPerRack - dc.free_chips() < fill_to) {
+        auto s = al.place(dc, shape_for_chips(1 << std::uniform_int_distribution<int>(0, 4)(rng)));
+        if (!s) break;
+        dc.commit(std::move(*s));
+      }
+      for (int id : dc.live_ids())
+        if (rng() % 3 == 0) dc.release(id);
+      RackView v = rack_view(dc, 0);
+      Shape sh = shape_for_chips(n);
+      IlpResult r = fabric_ilp(v, sh, o.ilp_time_limit_ms * 5);
+      ms.push_back(r.ms);
+      optimal += r.status == IlpResult::kOptimal;
+      infeasible += r.status == IlpResult::kInfeasible;
+      timeouts += r.status == IlpResult::kTimeout || r.status == IlpResult::kFeasibleTimeout;
+      ServerAssign hs = fabric_heuristic(v, sh);
+      if (r.status == IlpResult::kOptimal && !hs.empty()) {
+        ++both;
+        agree += r.objective <= fabric_cost(sh, hs) + 1e-9;
+      }
+    }
+    long under = std::count_if(ms.begin(), ms.end(), [&](double x) { return x < 100.0; });
+    ilp.push_back({{"slice_chips", n}, {"instances", ilp_instances}, {"time_limit_ms", o.ilp_time_limit_ms * 5},
+                   {"median_ms", median(ms)}, {"p90_ms", quantile(ms, 0.9)},
+                   {"max_ms", ms.empty() ? 0.0 : *std::max_element(ms.begin(), ms.end())},
+                   {"fraction_under_100ms", ilp_instances ? static_cast<double>(under) / ilp_instances : 0.0},
+                   {"optimal", optimal}, {"infeasible", infeasible}, {"timeouts", timeouts},
+                   {"ilp_not_worse_than_heuristic", agree}, {"both_solved", both}});
+    fmt::print("  ILP {:>2}-chip slices: median {:.1f} ms over {} racks\n", n, median(ms), ilp_instances);
+  }
+  out["ilp"] = ilp;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+namespace {
+std::string pct(const json& v) { return v.is_number() ? fmt::format("{:5.1f}%", 100.0 * v.get<double>()) : "    -"; }
+}  // namespace
+
+void print_frag_tpuv4(const json& j) {
+  fmt::print("Case 1: fill {} racks ({} chips) from the TPU v4 mix, free {:.0f}% at random, {} trial(s), seed {}\n",
+             j["racks"].get<int>(), j["chips"].get<int>(), 100 * j["free_fraction"].get<double>(),
+             j["trials"].get<int>(), j["seed"].get<uint64_t>());
+  fmt::print("{:<10} {:>9} {:>9} {:>12} {:>12} {:>12} {:>8}\n", "policy", "util", "util-free", "worst-frag",
+             "mean-frag", "p90-frag", "blast");
+  for (const auto& p : j["policies"])
+    fmt::print("{:<10} {:>9} {:>9} {:>12.3f} {:>12.3f} {:>12.3f} {:>8.1f}\n", p["policy"].get<std::string>(),
+               pct(p["utilization_full"]), pct(p["utilization_after_free"]),
+               p["worst_rack_fragmentation"]["mean"].get<double>(), p["mean_rack_fragmentation"]["mean"].get<double>(),
+               p["fragmentation"]["p90"].get<double>(), p["blast_radius_mean"].get<double>());
+  fmt::print("Morphlux cuts the worst-rack fragmentation index by {:.0f}% and the mean by {:.0f}%\n",
+             100 * j["worst_fragmentation_cut"].get<double>(), 100 * j["mean_fragmentation_cut"].get<double>());
+  fmt::print("bandwidth by slice size (placed slices):\n{:>6}", "size");
+  for (const auto& p : j["policies"]) fmt::print(" {:>10}", p["policy"].get<std::string>());
+  fmt::print(" {:>10}\n", "step gain");
+  const auto& b = j["policies"][0]["by_size"];
+  const auto& m = j["policies"][1]["by_size"];
+  for (const auto& sb : b)
+    for (const auto& sm : m)
+      if (sb["size"] == sm["size"] && sb.contains("bandwidth") && sm.contains("bandwidth"))
+        fmt::print("{:>6} {:>10.3f} {:>10.3f} {:>9.2f}x\n", sb["size"].get<int>(), sb["bandwidth"].get<double>(),
+                   sm["bandwidth"].get<double>(), sb["step_s"].get<double>() / sm["step_s"].get<double>());
+}
+
+void print_fragmented32(const json& j) {
+  fmt::print("Case 2: {} chips, requests of 4/8/16/32 chips, fill then free to {:.0f}% utilization, "
+             "{} probes per size, {} trial(s), seed {}\n",
+             j["chips"].get<int>(), 100 * j["utilization_after_free"].get<double>(), j["probes_per_size"].get<int>(),
+             j["trials"].get<int>(), j["seed"].get<uint64_t>());
+  fmt::print("{:<10} {:>8} {:>8} {:>8} {:>8}   {:>8} {:>8} {:>8} {:>8}\n", "policy", "acc-4", "acc-8", "acc-16",
+             "acc-32", "bw-4", "bw-8", "bw-16", "bw-32");
+  for (const auto& p : j["policies"]) {
+    fmt::print("{:<10}", p["policy"].get<std::string>());
+    for (const auto& s : p["by_size"]) fmt::print(" {:>8}", pct(s.value("acceptance", json())));
+    fmt::print("  ");
+    for (const auto& s : p["by_size"])
+      fmt::print(" {:>8}", s.contains("bandwidth") ? fmt::format("{:.3f}", s["bandwidth"].get<double>()) : "-");
+    fmt::print("\n");
+  }
+  for (const auto& p : j["policies"])
+    for (const auto& s : p["by_size"])
+      if (s["size"] == 32)
+        fmt::print("{}: {:.0f}% of 32-chip requests rejected\n", p["policy"].get<std::string>(),
+                   100.0 * (1.0 - s.value("acceptance", 0.0)));
+}
+
+void print_spares(const json& j) {
+  fmt::print("Case 3: spares for {} chips ({} servers) at a {:.0f}% risk target, {} draws, seed {}\n",
+             j["chips"].get<int>(), j["servers"].get<int>(), 100 * j["target"].get<double>(), j["trials"].get<int>(),
+             j["seed"].get<uint64_t>());
+  fmt::print("{:<12} {:>11} {:>12} {:>12} {:>10} {:>13} {:>12}\n", "p per chip", "chips@mean", "chips-median",
+             "chips-p90", "<=4 chips", "servers-med", "<=2 servers");
+  for (const auto& r : j["rows"])
+    fmt::print("U({:.0f},{:.0f}%)    {:>11} {:>12.0f} {:>12.0f} {:>10} {:>13.0f} {:>12}\n",
+               100 * r["range"][0].get<double>(), 100 * r["range"][1].get<double>(),
+               r["spare_chips_at_mean_p"].get<int>(), r["spare_chips"]["median"].get<double>(),
+               r["spare_chips"]["p90"].get<double>(), pct(r["fraction_chips_le_4"]),
+               r["spare_servers"]["median"].get<double>(), pct(r["fraction_servers_le_2"]));
+}
+
+void print_workload(const json& j) {
+  fmt::print("Workload {} on {} racks ({} chips), {} requests, seed {}\n", j["workload"].get<std::string>(),
+             j["racks"].get<int>(), j["chips"].get<int>(), j["requests"].get<size_t>(), j["seed"].get<uint64_t>());
+  for (const auto& p : j["policies"]) {
+    fmt::print("{}: mean rack fragmentation {:.3f} (max {:.3f}), blast radius {:.1f} chips, {:.2f} s, invariants {}\n",
+               p["policy"].get<std::string>(), p["fragmentation"]["mean"].get<double>(),
+               p["fragmentation"]["max"].get<double>(), p["blast_radius_mean"].get<double>(), p["wall_s"].get<double>(),
+               p["invariants"]["ok"].get<bool>() ? "ok" : p["invariants"]["error"].get<std::string>());
+    fmt::print("  {:>6} {:>9} {:>9} {:>11} {:>10} {:>9}\n", "size", "submitted", "accepted", "acceptance", "bandwidth",
+               "step s");
+    for (const auto& s : p["by_size"])
+      fmt::print("  {:>6} {:>9} {:>9} {:>11} {:>10} {:>9}\n", s["size"].get<int>(), s["submitted"].get<long>(),
+                 s["accepted"].get<long>(), pct(s.value("acceptance", json())),
+                 s.contains("bandwidth") ? fmt::format("{:.3f}", s["bandwidth"].get<double>()) : "-",
+                 s.contains("step_s") ? fmt::format("{:.4f}", s["step_s"].get<double>()) : "-");
+  }
+}
+
+void print_bench(const json& j) {
+  fmt::print("Benchmark: {} requests on {} chips\n", j["requests"].get<size_t>(), j["chips"].get<int>());
+  for (const auto& t : j["trace_runs"])
+    fmt::print("  {:<7} {:<9} {:>7} requests {:>7.2f} s ({:.0f} req/s; target < 30 s)\n",
+               t["workload"].get<std::string>(), t["policy"].get<std::string>(), t["requests"].get<size_t>(),
+               t["wall_s"].get<double>(), t["requests_per_s"].get<double>());
+  for (const auto& r : j["ilp"])
+    fmt::print("  ILP {:>2}-chip slice in a rack: median {:6.1f} ms, p90 {:6.1f} ms, {:>3} optimal, {:>3} infeasible, "
+               "{:>3} timeouts ({} ms limit), {:.0f}% under 100 ms\n",
+               r["slice_chips"].get<int>(), r["median_ms"].get<double>(), r["p90_ms"].get<double>(),
+               r["optimal"].get<int>(), r["infeasible"].get<int>(), r["timeouts"].get<int>(),
+               r["time_limit_ms"].get<int>(), 100 * r["fraction_under_100ms"].get<double>());
+}
+
+}  // namespace mxtb::host::alloc
