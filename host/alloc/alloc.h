@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
@@ -89,7 +90,17 @@ class Datacenter {
   uint64_t rack_used_mask(int r) const { return used_mask_[r]; }
   bool chip_free(int g) const { return owner_[g] < 0; }
   int owner(int g) const { return owner_[g]; }
-  int link_residual(int r, int link) const { return link_res_[r * kLinksPerRack + link]; }
+  // Fibres of a link not held as a slice's first lane: what a new placement may claim. Lanes
+  // beyond the first on a circuit are opportunistic and are taken back when a newer slice needs
+  // the fibre for its first lane.
+  int link_residual(int r, int link) const { return fibres_ - link_hard_[r * kLinksPerRack + link]; }
+  // Fibres of a link carrying nothing at all (for granting extra lanes).
+  int link_idle(int r, int link) const {
+    return fibres_ - link_hard_[r * kLinksPerRack + link] - link_extra_[r * kLinksPerRack + link];
+  }
+  long lanes_revoked() const { return revoked_; }
+  // Changes whenever a slice is committed to or released from rack r.
+  uint64_t rack_version(int r) const { return rack_version_[r]; }
   // Commits a slice (assigns its id); throws std::logic_error if it overlaps or overbooks fibre.
   int commit(Slice s);
   void release(int id);
@@ -104,7 +115,10 @@ class Datacenter {
   std::vector<int> owner_;
   std::vector<int> rack_free_;
   std::vector<uint64_t> used_mask_;
-  std::vector<int> link_res_;
+  std::vector<int> link_hard_, link_extra_;
+  std::vector<std::vector<int>> rack_slices_;
+  std::vector<uint64_t> rack_version_;
+  long revoked_ = 0;
   std::vector<std::optional<Slice>> slices_;
 };
 
@@ -136,6 +150,7 @@ class Allocator {
  private:
   AllocOptions opt_;
   IlpStats ilp_;
+  std::map<long, std::vector<uint64_t>> failed_;  // shape -> per rack: version + 1 when refused
 };
 
 // Whole-cube placement through the optical circuit switches (both policies).
@@ -176,7 +191,7 @@ struct StepModel {
   double grad_bytes = 2.6e9;       // fp16 gradients of a 1.3B-parameter model
   double port_gbps = 50.0;         // GB/s per torus port (per direction)
   double hop_latency_s = 5e-6;     // per ring step
-  double compute_s = 0.25;         // per-chip compute per step (weak scaling)
+  double compute_s = 0.02;         // per-chip compute per step (weak scaling, finetuning)
 };
 double allreduce_seconds(const Shape& shape, double bw_fraction, const StepModel& m = {});
 double step_seconds(const Shape& shape, double bw_fraction, const StepModel& m = {});

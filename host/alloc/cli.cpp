@@ -23,7 +23,7 @@ const char* kAllocUsage =
     "usage: mxtb alloc --racks R --workload tpuv4|philly|FILE --policy baseline|morphlux|both --json FILE\n"
     "       mxtb alloc --experiment frag-tpuv4|fragmented-32|spares --json FILE\n"
     "options: --seed N (default 1)  --solver auto|ilp|heuristic  --ilp-ms N (default 100)  --fibres F (default 4)\n"
-    "         --requests N  --load X  --trials N  --free F  --util U  --probes N  --chips N  --target P\n"
+    "         --requests N  --load X  --trials N  --free F  --util U  --probes N  --churn N  --chips N  --target P\n"
     "         --plots PREFIX (default: the JSON path without .json)  --no-plots  --no-check\n";
 const char* kBenchUsage =
     "usage: mxtb bench alloc --json FILE [--requests N (100000)] [--racks R (64)] [--ilp-instances N (30)]\n"
@@ -118,7 +118,7 @@ int run_alloc_command(const std::vector<std::string>& args) {
         {"--racks", true},   {"--workload", true}, {"--policy", true}, {"--json", true},     {"--experiment", true},
         {"--seed", true},    {"--solver", true},   {"--ilp-ms", true}, {"--fibres", true},   {"--requests", true},
         {"--load", true},    {"--trials", true},   {"--free", true},   {"--util", true},     {"--probes", true},
-        {"--chips", true},   {"--target", true},   {"--plots", true},  {"--no-plots", false}, {"--no-check", false},
+        {"--chips", true},   {"--target", true},   {"--churn", true},   {"--plots", true},  {"--no-plots", false}, {"--no-check", false},
         {"--help", false}};
     auto f = parse_flags(args, allowed);
     if (f.count("--help") || args.empty()) {
@@ -156,7 +156,8 @@ int run_alloc_command(const std::vector<std::string>& args) {
         int racks = static_cast<int>(parse_int(f, "--racks", 16, 1, 100000));
         result = experiment_fragmented32(racks, parse_double(f, "--util", 0.3, 0, 1),
                                          static_cast<int>(parse_int(f, "--probes", 8, 1, 100000)),
-                                         trials > 0 ? trials : 20, o);
+                                         trials > 0 ? trials : 20,
+                                         static_cast<int>(parse_int(f, "--churn", -1, -1, 100000000)), o);
         print_fragmented32(result);
       } else if (ex == "spares") {
         result = experiment_spares(static_cast<int>(parse_int(f, "--chips", 64, 1, 1 << 20)),

@@ -16,10 +16,33 @@ using nlohmann::json;
 
 namespace {
 
-const std::vector<Shape>& rack_shapes() {
-  static const std::vector<Shape> s = {{{4, 4, 4}}, {{2, 4, 4}}, {{2, 2, 4}}, {{2, 2, 2}},
-                                       {{1, 2, 2}}, {{1, 1, 2}}, {{1, 1, 1}}};
-  return s;
+// Candidate slices for the fragmentation index, largest first. Baseline: every box with extents
+// in {1,2,4} (a contiguous torus needs each extent to be a ring). Morphlux: any chip count n, as
+// the most compact factorizations a x b x c = n (the fabric builds any logical torus).
+const std::vector<Shape>& rack_shapes(Policy p) {
+  static const std::vector<Shape> base = [] {
+    std::vector<Shape> v;
+    for (int a : {1, 2, 4})
+      for (int b : {1, 2, 4})
+        for (int c : {1, 2, 4})
+          if (a <= b && b <= c) v.push_back(Shape{{a, b, c}});
+    std::stable_sort(v.begin(), v.end(), [](const Shape& x, const Shape& y) { return x.volume() > y.volume(); });
+    return v;
+  }();
+  static const std::vector<Shape> fabric = [] {
+    std::vector<Shape> v;
+    for (int n = kChipsPerRack; n >= 1; --n) {
+      std::vector<Shape> f;
+      for (int a = 1; a * a * a <= n; ++a)
+        for (int b = a; a * b * b <= n; ++b)
+          if (n % (a * b) == 0) f.push_back(Shape{{a, b, n / (a * b)}});
+      std::sort(f.begin(), f.end(), [](const Shape& x, const Shape& y) { return x.d[2] < y.d[2]; });
+      if (f.size() > 2) f.resize(2);
+      v.insert(v.end(), f.begin(), f.end());
+    }
+    return v;
+  }();
+  return p == Policy::kBaseline ? base : fabric;
 }
 
 double median(std::vector<double> v) {
@@ -59,7 +82,7 @@ void record_slice(PolicyRun& run, const Slice& s) {
 void sample_frag(const Datacenter& dc, PolicyRun& run, std::vector<double>* out = nullptr) {
   for (int r = 0; r < dc.racks(); ++r) {
     if (dc.rack_free(r) == 0) continue;
-    double f = rack_fragmentation(dc, r, run.policy, rack_shapes());
+    double f = rack_fragmentation(dc, r, run.policy, rack_shapes(run.policy));
     run.rack_frag.push_back(f);
     if (out) out->push_back(f);
   }
@@ -149,6 +172,7 @@ json experiment_frag_tpuv4(int racks, double free_frac, int trials, const Common
   if (racks <= 0) throw std::invalid_argument(fmt::format("--racks must be positive (got {})", racks));
   if (free_frac < 0 || free_frac > 1) throw std::invalid_argument("--free must be in [0,1]");
   ShapeMix mix = load_shape_mix(workload_path("tpu_job_size.csv"));
+  const int patience = 1;  // "fill": place requests until the first one is rejected
   json out{{"experiment", "frag-tpuv4"}, {"racks", racks}, {"chips", racks * kChipsPerRack},
            {"free_fraction", free_frac}, {"trials", trials}, {"seed", o.seed}, {"fibres", o.fibres}};
   json pol = json::array();
@@ -160,10 +184,13 @@ json experiment_frag_tpuv4(int racks, double free_frac, int trials, const Common
       std::mt19937_64 rng(o.seed + static_cast<uint64_t>(t));
       Datacenter dc(racks, o.fibres);
       Allocator al(alloc_options(p, o));
-      fill(dc, al, run, [&] { return mix.sample(rng); }, 64);
+      fill(dc, al, run, [&] { return mix.sample(rng); }, patience);
       util_full.push_back(1.0 - static_cast<double>(dc.free_chips()) / dc.chips());
-      int target = dc.free_chips() + static_cast<int>(free_frac * (dc.chips() - dc.free_chips()));
-      free_random(dc, rng, target);
+      // Free that fraction of the live slices, picked at random.
+      auto ids = dc.live_ids();
+      std::shuffle(ids.begin(), ids.end(), rng);
+      ids.resize(static_cast<size_t>(free_frac * static_cast<double>(ids.size()) + 0.5));
+      for (int id : ids) dc.release(id);
       util_after.push_back(1.0 - static_cast<double>(dc.free_chips()) / dc.chips());
       check(dc, run, o);
       std::vector<double> f;
@@ -195,12 +222,13 @@ json experiment_frag_tpuv4(int racks, double free_frac, int trials, const Common
 }
 
 json experiment_fragmented32(int racks, double util_after_free, int probes_per_size, int trials,
-                             const CommonOptions& o) {
+                             int churn_rounds, const CommonOptions& o) {
   if (racks <= 0) throw std::invalid_argument(fmt::format("--racks must be positive (got {})", racks));
   const std::vector<int> sizes = {4, 8, 16, 32};
   json out{{"experiment", "fragmented-32"}, {"racks", racks}, {"chips", racks * kChipsPerRack},
            {"utilization_after_free", util_after_free}, {"probes_per_size", probes_per_size},
-           {"trials", trials}, {"seed", o.seed}, {"fibres", o.fibres}};
+           {"trials", trials}, {"seed", o.seed}, {"fibres", o.fibres},
+           {"churn_rounds", churn_rounds}};
   json pol = json::array();
   for (Policy p : {Policy::kBaseline, Policy::kMorphlux}) {
     PolicyRun run;
@@ -213,7 +241,15 @@ json experiment_fragmented32(int racks, double util_after_free, int probes_per_s
       std::uniform_int_distribution<size_t> pick(0, sizes.size() - 1);
       PolicyRun fill_run;
       fill_run.policy = p;
-      fill(dc, al, fill_run, [&] { return size_shape(sizes[pick(rng)]); }, 64);
+      auto next = [&] { return size_shape(sizes[pick(rng)]); };
+      fill(dc, al, fill_run, next, 64);
+      // Age the cluster: departures of random slices, each followed by a refill.
+      const int rounds = churn_rounds >= 0 ? churn_rounds : 4 * static_cast<int>(dc.live_ids().size());
+      for (int c = 0; c < rounds; ++c) {
+        auto ids = dc.live_ids();
+        if (!ids.empty()) dc.release(ids[rng() % ids.size()]);
+        fill(dc, al, fill_run, next, 4);
+      }
       util_full.push_back(1.0 - static_cast<double>(dc.free_chips()) / dc.chips());
       free_random(dc, rng, static_cast<int>((1.0 - util_after_free) * dc.chips()));
       check(dc, run, o);

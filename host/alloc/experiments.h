@@ -41,9 +41,10 @@ struct CommonOptions {
 
 // Case 1: fill racks from the TPU v4 mix, free a fraction of the chips at random.
 nlohmann::json experiment_frag_tpuv4(int racks, double free_frac, int trials, const CommonOptions& o);
-// Case 2: sizes {4,8,16,32}, fill then free down to a utilization, then probe.
+// Case 2: sizes {4,8,16,32}, fill, age the cluster with `churn_rounds` departure+refill rounds
+// (-1: four per live slice), free down to a utilization, then probe.
 nlohmann::json experiment_fragmented32(int racks, double util_after_free, int probes_per_size, int trials,
-                                       const CommonOptions& o);
+                                       int churn_rounds, const CommonOptions& o);
 // Case 3: spare sizing for `chips` chips at a risk target, per-chip probability ranges.
 nlohmann::json experiment_spares(int chips, double target, int trials, uint64_t seed);
 // Online run: arrivals and departures of a workload on `racks` racks.

@@ -128,7 +128,10 @@ Datacenter::Datacenter(int racks, int fibres_per_link)
   owner_.assign(chips(), -1);
   rack_free_.assign(racks, kChipsPerRack);
   used_mask_.assign(racks, 0);
-  link_res_.assign(static_cast<size_t>(racks) * kLinksPerRack, fibres_per_link);
+  link_hard_.assign(static_cast<size_t>(racks) * kLinksPerRack, 0);
+  link_extra_.assign(static_cast<size_t>(racks) * kLinksPerRack, 0);
+  rack_slices_.resize(racks);
+  rack_version_.assign(racks, 0);
 }
 
 int Datacenter::commit(Slice s) {
@@ -137,19 +140,44 @@ int Datacenter::commit(Slice s) {
       throw std::logic_error(fmt::format("commit: chip {} not free", g));
   std::set<int> uniq(s.chips.begin(), s.chips.end());
   if (uniq.size() != s.chips.size()) throw std::logic_error("commit: chip listed twice");
+  std::map<int, int> hard;
   for (const auto& c : s.circuits) {
     if (c.link < 0) continue;
-    int& res = link_res_[s.rack * kLinksPerRack + c.link];
-    if (res < c.lanes) throw std::logic_error("commit: fibre capacity exceeded");
+    if (c.lanes < 1) throw std::logic_error("commit: circuit without lanes");
+    hard[c.link]++;
   }
-  for (const auto& c : s.circuits)
-    if (c.link >= 0) link_res_[s.rack * kLinksPerRack + c.link] -= c.lanes;
+  for (auto [k, n] : hard)
+    if (link_hard_[s.rack * kLinksPerRack + k] + n > fibres_)
+      throw std::logic_error("commit: fibre capacity exceeded");
   int id = static_cast<int>(slices_.size());
+  for (const auto& c : s.circuits) {
+    if (c.link < 0) continue;
+    const size_t i = static_cast<size_t>(s.rack) * kLinksPerRack + c.link;
+    link_hard_[i]++;
+    link_extra_[i] += c.lanes - 1;
+  }
+  // Take back opportunistic lanes of older slices where the link is now overbooked.
+  if (s.kind == SliceKind::kRackFabric) {
+    for (auto [k, n] : hard) {
+      const size_t i = static_cast<size_t>(s.rack) * kLinksPerRack + k;
+      for (int other : rack_slices_[s.rack]) {
+        for (auto& c : slices_[other]->circuits)
+          while (c.link == k && c.lanes > 1 && link_hard_[i] + link_extra_[i] > fibres_) {
+            c.lanes--;
+            link_extra_[i]--;
+            revoked_++;
+          }
+      }
+      if (link_hard_[i] + link_extra_[i] > fibres_) throw std::logic_error("commit: fibre capacity exceeded");
+    }
+    rack_slices_[s.rack].push_back(id);
+  }
   s.id = id;
   for (int g : s.chips) {
     owner_[g] = id;
     int r = g / kChipsPerRack;
     rack_free_[r]--;
+    rack_version_[r]++;
     used_mask_[r] |= uint64_t{1} << (g % kChipsPerRack);
     free_total_--;
   }
@@ -160,12 +188,21 @@ int Datacenter::commit(Slice s) {
 void Datacenter::release(int id) {
   auto& opt = slices_.at(id);
   if (!opt) throw std::logic_error(fmt::format("release: slice {} not live", id));
-  for (const auto& c : opt->circuits)
-    if (c.link >= 0) link_res_[opt->rack * kLinksPerRack + c.link] += c.lanes;
+  for (const auto& c : opt->circuits) {
+    if (c.link < 0) continue;
+    const size_t i = static_cast<size_t>(opt->rack) * kLinksPerRack + c.link;
+    link_hard_[i]--;
+    link_extra_[i] -= c.lanes - 1;
+  }
+  if (opt->kind == SliceKind::kRackFabric) {
+    auto& v = rack_slices_[opt->rack];
+    v.erase(std::remove(v.begin(), v.end(), id), v.end());
+  }
   for (int g : opt->chips) {
     owner_[g] = -1;
     int r = g / kChipsPerRack;
     rack_free_[r]++;
+    rack_version_[r]++;
     used_mask_[r] &= ~(uint64_t{1} << (g % kChipsPerRack));
     free_total_++;
   }
@@ -260,6 +297,7 @@ std::string check_slice(const Datacenter& dc, const Slice& s) {
 std::string check_invariants(const Datacenter& dc) {
   std::vector<int> owner(dc.chips(), -1);
   std::vector<int> lanes(static_cast<size_t>(dc.racks()) * kLinksPerRack, 0);
+  std::vector<int> firsts(lanes.size(), 0);
   int used = 0;
   for (int id : dc.live_ids()) {
     const Slice& s = dc.slice(id);
@@ -270,7 +308,10 @@ std::string check_invariants(const Datacenter& dc) {
       ++used;
     }
     for (const auto& c : s.circuits)
-      if (c.link >= 0) lanes[s.rack * kLinksPerRack + c.link] += c.lanes;
+      if (c.link >= 0) {
+        lanes[s.rack * kLinksPerRack + c.link] += c.lanes;
+        firsts[s.rack * kLinksPerRack + c.link]++;
+      }
     auto err = check_slice(dc, s);
     if (!err.empty()) return err;
   }
@@ -281,7 +322,9 @@ std::string check_invariants(const Datacenter& dc) {
     for (int k = 0; k < kLinksPerRack; ++k) {
       int l = lanes[r * kLinksPerRack + k];
       if (l > dc.fibres()) return fmt::format("rack {} link {}: {} lanes over {} fibres", r, k, l, dc.fibres());
-      if (dc.link_residual(r, k) != dc.fibres() - l) return fmt::format("rack {} link {}: residual wrong", r, k);
+      int h = firsts[r * kLinksPerRack + k];
+      if (dc.link_residual(r, k) != dc.fibres() - h || dc.link_idle(r, k) != dc.fibres() - l)
+        return fmt::format("rack {} link {}: residual bookkeeping wrong", r, k);
     }
   return {};
 }

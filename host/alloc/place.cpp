@@ -122,8 +122,8 @@ namespace {
 // server assignments; values ordered to keep logical neighbours in one server.
 class FabricSearch {
  public:
-  FabricSearch(const RackView& v, const Shape& shape, long node_limit)
-      : n_(shape.volume()), fl_(v.free), res_(v.res), limit_(node_limit), a_(n_, -1), adj_(n_) {
+  FabricSearch(const RackView& v, const Shape& shape, long node_limit, int first_server)
+      : n_(shape.volume()), fl_(v.free), res_(v.res), limit_(node_limit), first_(first_server), a_(n_, -1), adj_(n_) {
     for (const auto& e : logical_edges(shape)) {
       adj_[e.u].push_back({e.v, e.wanted});
       adj_[e.v].push_back({e.u, e.wanted});
@@ -136,11 +136,18 @@ class FabricSearch {
 
  private:
   uint32_t nbr_mask(int s) const {
+    static const auto nbrs = [] {
+      std::array<std::array<std::pair<int, int>, 4>, kServersPerRack> t{};
+      for (int a = 0; a < kServersPerRack; ++a) {
+        int i = 0;
+        for (int b = 0; b < kServersPerRack; ++b)
+          if (server_link(a, b) >= 0) t[a][i++] = {b, server_link(a, b)};
+      }
+      return t;
+    }();
     uint32_t m = 1u << s;
-    for (int t = 0; t < kServersPerRack; ++t) {
-      int k = server_link(s, t);
-      if (k >= 0 && res_[k] > 0) m |= 1u << t;
-    }
+    for (auto [t, k] : nbrs[s])
+      if (res_[k] > 0) m |= 1u << t;
     return m;
   }
   uint32_t free_mask() const {
@@ -183,6 +190,7 @@ class FabricSearch {
     };
     std::array<Cand, kServersPerRack> cands;
     int nc = 0;
+    if (depth == 0) var_dom &= 1u << first_;
     for (int s = 0; s < kServersPerRack; ++s) {
       if (!((var_dom >> s) & 1u)) continue;
       long intra = 0;
@@ -226,18 +234,90 @@ class FabricSearch {
   std::array<int, kLinksPerRack> res_;
   std::array<int, kServersPerRack> mine_{};
   long limit_;
+  int first_;
   long nodes_ = 0;
   ServerAssign a_;
   std::vector<std::vector<std::pair<int, int>>> adj_;
 };
 }  // namespace
 
+namespace {
+// Fibre check of a complete assignment: one lane per crossing edge, neighbouring servers only.
+bool routable(const RackView& v, const std::vector<LogicalEdge>& edges, const ServerAssign& a) {
+  std::array<int, kLinksPerRack> need{};
+  for (const auto& e : edges) {
+    if (a[e.u] == a[e.v]) continue;
+    int k = server_link(a[e.u], a[e.v]);
+    if (k < 0 || ++need[k] > v.res[k]) return false;
+  }
+  return true;
+}
+
+// Template pass: the slice laid out as a box of the rack torus (any rotation, any origin, with
+// wrap-around); chips of a server are interchangeable, so only per-server counts must fit.
+ServerAssign template_place(const RackView& v, const Shape& shape, const std::vector<LogicalEdge>& edges) {
+  const auto& d = shape.d;
+  if (d[0] > kRackDim || d[1] > kRackDim || d[2] > kRackDim) return {};
+  const int n = shape.volume();
+  ServerAssign best;
+  double best_cost = 0;
+  std::array<int, 3> perm{0, 1, 2};
+  std::vector<std::array<int, 3>> done;
+  do {
+    std::array<int, 3> ext{d[perm[0]], d[perm[1]], d[perm[2]]};
+    if (std::find(done.begin(), done.end(), ext) != done.end()) continue;  // same box
+    done.push_back(ext);
+    for (int o = 0; o < kChipsPerRack; ++o) {
+      auto oc = chip_coords(o);
+      // Along an axis the box fills completely, every origin gives the same chips.
+      if ((ext[0] == kRackDim && oc[0]) || (ext[1] == kRackDim && oc[1]) || (ext[2] == kRackDim && oc[2])) continue;
+      ServerAssign a(n);
+      std::array<int, kServersPerRack> cnt{};
+      bool ok = true;
+      for (int l = 0; l < n && ok; ++l) {
+        int lc[3] = {l % d[0], (l / d[0]) % d[1], l / (d[0] * d[1])};
+        int p[3];
+        for (int x = 0; x < 3; ++x) p[x] = (oc[x] + lc[perm[x]]) % kRackDim;
+        int s = server_of_local(local_chip(p[0], p[1], p[2]));
+        a[l] = s;
+        ok = ++cnt[s] <= v.free[s];
+      }
+      if (!ok || !routable(v, edges, a)) continue;
+      double c = 0;
+      for (const auto& e : edges)
+        if (a[e.u] != a[e.v]) c += e.wanted;
+      if (best.empty() || c < best_cost) {
+        best = a;
+        best_cost = c;
+      }
+    }
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  return best;
+}
+}  // namespace
+
 ServerAssign fabric_heuristic(const RackView& v, const Shape& shape) {
   int total = 0;
   for (int f : v.free) total += f;
   if (total < shape.volume()) return {};
-  FabricSearch fs(v, shape, 40L * shape.volume() + 200);
-  return fs.run();
+  auto edges = logical_edges(shape);
+  ServerAssign t = template_place(v, shape, edges);
+  if (!t.empty()) return t;
+  // Search from a few first servers (fullest first: best fit), each with its own node budget.
+  std::vector<int> seeds;
+  for (int s = 0; s < kServersPerRack; ++s)
+    if (v.free[s] > 0) seeds.push_back(s);
+  std::stable_sort(seeds.begin(), seeds.end(), [&](int a, int b) { return v.free[a] < v.free[b]; });
+  if (seeds.size() > 4) seeds.resize(4);
+  ServerAssign best = t;
+  for (int seed : seeds) {
+    RackView w = v;
+    FabricSearch fs(w, shape, 20L * shape.volume() + 100, seed);
+    ServerAssign a = fs.run();
+    if (!a.empty() && (best.empty() || fabric_cost(shape, a) < fabric_cost(shape, best))) best = a;
+    if (!best.empty()) break;
+  }
+  return best;
 }
 
 Slice fabric_slice(const Datacenter& dc, int r, const Shape& shape, const ServerAssign& a) {
@@ -260,6 +340,8 @@ Slice fabric_slice(const Datacenter& dc, int r, const Shape& shape, const Server
   std::array<int, kLinksPerRack> res{};
   for (int k = 0; k < kLinksPerRack; ++k) res[k] = dc.link_residual(r, k);
   auto edges = logical_edges(shape);
+  std::array<int, kLinksPerRack> idle{};
+  for (int k = 0; k < kLinksPerRack; ++k) idle[k] = dc.link_idle(r, k);
   for (const auto& e : edges) {
     Circuit c{e.u, e.v, -1, e.wanted};
     if (a[e.u] != a[e.v]) {
@@ -267,18 +349,19 @@ Slice fabric_slice(const Datacenter& dc, int r, const Shape& shape, const Server
       if (c.link < 0 || res[c.link] < 1) throw std::logic_error("fabric_slice: edge not routable");
       c.lanes = 1;
       res[c.link]--;
+      idle[c.link]--;  // may go negative: the commit takes back older slices' extra lanes
     }
     s.circuits.push_back(c);
   }
-  // Grant the remaining wanted lanes on inter-server circuits while fibres remain.
+  // Grant the remaining wanted lanes on inter-server circuits from fibres nobody uses.
   bool grew = true;
   while (grew) {
     grew = false;
     for (size_t i = 0; i < edges.size(); ++i) {
       auto& c = s.circuits[i];
-      if (c.link >= 0 && c.lanes < edges[i].wanted && res[c.link] > 0) {
+      if (c.link >= 0 && c.lanes < edges[i].wanted && idle[c.link] > 0) {
         c.lanes++;
-        res[c.link]--;
+        idle[c.link]--;
         grew = true;
       }
     }
@@ -294,8 +377,13 @@ std::optional<Slice> Allocator::place(const Datacenter& dc, const Shape& shape) 
       if (auto s = baseline_place_in_rack(dc, r, shape)) return s;
     return std::nullopt;
   }
+  const long key = (static_cast<long>(shape.d[0]) * 4096 + shape.d[1]) * 4096 + shape.d[2];
+  auto& memo = failed_[key];
+  memo.resize(dc.racks(), 0);
   for (int r = 0; r < dc.racks(); ++r) {
     if (dc.rack_free(r) < n) continue;
+    // A rack that refused this shape and has not changed since refuses it again.
+    if (memo[r] == dc.rack_version(r) + 1) continue;
     RackView v = rack_view(dc, r);
     bool use_ilp = opt_.solver == Solver::kIlp ||
                    (opt_.solver == Solver::kAuto && n <= opt_.ilp_max_chips);
@@ -312,6 +400,7 @@ std::optional<Slice> Allocator::place(const Datacenter& dc, const Shape& shape) 
         who = "ilp";
       } else if (res.status == IlpResult::kInfeasible) {
         ilp_.infeasible++;
+        memo[r] = dc.rack_version(r) + 1;
         continue;
       } else {
         ilp_.timeouts++;
@@ -326,7 +415,10 @@ std::optional<Slice> Allocator::place(const Datacenter& dc, const Shape& shape) 
       a = fabric_heuristic(v, shape);
       who = "heuristic";
     }
-    if (a.empty()) continue;
+    if (a.empty()) {
+      memo[r] = dc.rack_version(r) + 1;
+      continue;
+    }
     Slice s = fabric_slice(dc, r, shape, a);
     s.decided_by = who;
     return s;

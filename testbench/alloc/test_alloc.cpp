@@ -286,8 +286,8 @@ TEST_CASE("CLI: bad arguments give exit code 2") {
 TEST_CASE("experiments are reproducible for a seed and record it") {
   CommonOptions o;
   o.seed = 9;
-  auto a = experiment_fragmented32(4, 0.3, 4, 2, o);
-  auto b = experiment_fragmented32(4, 0.3, 4, 2, o);
+  auto a = experiment_fragmented32(4, 0.3, 4, 2, -1, o);
+  auto b = experiment_fragmented32(4, 0.3, 4, 2, -1, o);
   CHECK(a == b);
   CHECK(a["seed"] == 9);
   for (const auto& p : a["policies"]) CHECK(p["invariants"]["ok"].get<bool>());
