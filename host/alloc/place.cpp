@@ -302,7 +302,8 @@ ServerAssign fabric_heuristic(const RackView& v, const Shape& shape) {
   if (total < shape.volume()) return {};
   auto edges = logical_edges(shape);
   ServerAssign t = template_place(v, shape, edges);
-  if (!t.empty()) return t;
+  // Big slices keep a box layout; small ones may do better folded into fewer servers.
+  if (!t.empty() && (shape.volume() > 8 || fabric_cost(shape, t) == 0)) return t;
   // Search from a few first servers (fullest first: best fit), each with its own node budget.
   std::vector<int> seeds;
   for (int s = 0; s < kServersPerRack; ++s)
@@ -310,6 +311,7 @@ ServerAssign fabric_heuristic(const RackView& v, const Shape& shape) {
   std::stable_sort(seeds.begin(), seeds.end(), [&](int a, int b) { return v.free[a] < v.free[b]; });
   if (seeds.size() > 4) seeds.resize(4);
   ServerAssign best = t;
+  if (!t.empty()) seeds.resize(1);
   for (int seed : seeds) {
     RackView w = v;
     FabricSearch fs(w, shape, 20L * shape.volume() + 100, seed);
@@ -319,6 +321,7 @@ ServerAssign fabric_heuristic(const RackView& v, const Shape& shape) {
   }
   return best;
 }
+
 
 Slice fabric_slice(const Datacenter& dc, int r, const Shape& shape, const ServerAssign& a) {
   Slice s;
