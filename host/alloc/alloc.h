@@ -155,8 +155,16 @@ class Allocator {
 
 // Whole-cube placement through the optical circuit switches (both policies).
 std::optional<Slice> place_multirack(const Datacenter& dc, const Shape& shape);
-// Baseline: first fit over every rotation and origin, with wrap-around, inside rack r.
-std::optional<Slice> baseline_place_in_rack(const Datacenter& dc, int r, const Shape& shape);
+// Baseline: first fit over every rotation and origin, with wrap-around, inside rack r. Origins
+// are scanned cyclically from local chip `origin_start` (0: plain first fit).
+std::optional<Slice> baseline_place_in_rack(const Datacenter& dc, int r, const Shape& shape,
+                                            int origin_start = 0);
+// The baseline's contiguous placement with randomized search order (used to build fragmented
+// states that are not artificially packed): racks in random order, then every rotation and
+// origin, origins scanned from a random start; slices beyond a rack take whole cubes.
+// With shuffle_racks false the racks are scanned first fit (only the origins are randomized).
+std::optional<Slice> baseline_place_random(const Datacenter& dc, const Shape& shape, std::mt19937_64& rng,
+                                           bool shuffle_racks = true);
 
 // Morphlux in-rack placement problem: free chips per server and residual fibres per link.
 struct RackView {

@@ -47,8 +47,9 @@ double rack_fragmentation(const Datacenter& dc, int r, Policy p, const std::vect
     RackView v = rack_view(dc, r);
     for (const auto& sh : shapes) {
       if (sh.volume() > T || sh.volume() > kChipsPerRack || sh.volume() <= S) continue;
-      bool fits = p == Policy::kBaseline ? baseline_place_in_rack(dc, r, sh).has_value()
-                                         : !fabric_heuristic(v, sh).empty();
+      // Morphlux can also take any contiguous box the baseline can (native torus links).
+      bool fits = baseline_place_in_rack(dc, r, sh).has_value() ||
+                  (p == Policy::kMorphlux && !fabric_heuristic(v, sh).empty());
       if (fits) S = sh.volume();
     }
   }

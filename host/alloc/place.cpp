@@ -38,7 +38,7 @@ const BoxMasks& box_masks() {
 }
 }  // namespace
 
-std::optional<Slice> baseline_place_in_rack(const Datacenter& dc, int r, const Shape& shape) {
+std::optional<Slice> baseline_place_in_rack(const Datacenter& dc, int r, const Shape& shape, int origin_start) {
   const auto& d = shape.d;
   if (d[0] > kRackDim || d[1] > kRackDim || d[2] > kRackDim) return std::nullopt;
   // A contiguous torus slice needs every extent to be a ring on its own (1, 2) or the full
@@ -51,7 +51,8 @@ std::optional<Slice> baseline_place_in_rack(const Datacenter& dc, int r, const S
   const auto& bm = box_masks();
   do {
     int ex = d[perm[0]], ey = d[perm[1]], ez = d[perm[2]];
-    for (int o = 0; o < kChipsPerRack; ++o) {
+    for (int oi = 0; oi < kChipsPerRack; ++oi) {
+      const int o = (oi + origin_start) % kChipsPerRack;
       uint64_t m = bm.m[BoxMasks::idx(ex, ey, ez, o)];
       if (m & used) continue;
       Slice s;
@@ -72,6 +73,18 @@ std::optional<Slice> baseline_place_in_rack(const Datacenter& dc, int r, const S
       return s;
     }
   } while (std::next_permutation(perm.begin(), perm.end()));
+  return std::nullopt;
+}
+
+std::optional<Slice> baseline_place_random(const Datacenter& dc, const Shape& shape, std::mt19937_64& rng,
+                                           bool shuffle_racks) {
+  if (shape.volume() > kChipsPerRack) return place_multirack(dc, shape);
+  std::vector<int> racks(dc.racks());
+  for (int r = 0; r < dc.racks(); ++r) racks[r] = r;
+  if (shuffle_racks) std::shuffle(racks.begin(), racks.end(), rng);
+  std::uniform_int_distribution<int> start(0, kChipsPerRack - 1);
+  for (int r : racks)
+    if (auto s = baseline_place_in_rack(dc, r, shape, start(rng))) return s;
   return std::nullopt;
 }
 
@@ -385,8 +398,20 @@ std::optional<Slice> Allocator::place(const Datacenter& dc, const Shape& shape) 
   memo.resize(dc.racks(), 0);
   for (int r = 0; r < dc.racks(); ++r) {
     if (dc.rack_free(r) < n) continue;
+    // Within a rack Morphlux can do whatever the baseline can: a free contiguous box uses the
+    // native torus links of its chips and needs no fibre of the fabric. The fabric placement is
+    // tried first (same chips for a box layout, more lanes); when it is refused (fibres held by
+    // other fabric slices, or the search gave up) the rack's contiguous box is taken.
+    auto torus_box = [&]() -> std::optional<Slice> {
+      auto s = baseline_place_in_rack(dc, r, shape);
+      if (s) s->decided_by = "torus-box";
+      return s;
+    };
     // A rack that refused this shape and has not changed since refuses it again.
-    if (memo[r] == dc.rack_version(r) + 1) continue;
+    if (memo[r] == dc.rack_version(r) + 1) {
+      if (auto s = torus_box()) return s;
+      continue;
+    }
     RackView v = rack_view(dc, r);
     bool use_ilp = opt_.solver == Solver::kIlp ||
                    (opt_.solver == Solver::kAuto && n <= opt_.ilp_max_chips);
@@ -404,6 +429,7 @@ std::optional<Slice> Allocator::place(const Datacenter& dc, const Shape& shape) 
       } else if (res.status == IlpResult::kInfeasible) {
         ilp_.infeasible++;
         memo[r] = dc.rack_version(r) + 1;
+        if (auto s = torus_box()) return s;
         continue;
       } else {
         ilp_.timeouts++;
@@ -420,6 +446,7 @@ std::optional<Slice> Allocator::place(const Datacenter& dc, const Shape& shape) 
     }
     if (a.empty()) {
       memo[r] = dc.rack_version(r) + 1;
+      if (auto s = torus_box()) return s;
       continue;
     }
     Slice s = fabric_slice(dc, r, shape, a);

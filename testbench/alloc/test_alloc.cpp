@@ -223,6 +223,73 @@ TEST_CASE("fragmentation: a checkerboard rack is fragmented for the torus, not f
   }
 }
 
+TEST_CASE("morphlux accepts every request the baseline accepts on the same state (superset)") {
+  // Random occupancy states mixing contiguous torus slices (randomized baseline placement) and
+  // fabric slices (Morphlux placement), then random releases; on each state every shape the
+  // baseline (first fit) places must also be placed by Morphlux, and Morphlux's fragmentation
+  // index of each rack must not exceed the baseline's.
+  std::vector<Shape> shapes = kShapes;
+  shapes.push_back(parse_shape("1x2x4"));
+  shapes.push_back(parse_shape("4x4x12"));
+  long accepted_base = 0, accepted_extra = 0, states = 0;
+  for (int fibres : {1, 2, 4}) {
+    for (uint64_t seed = 1; seed <= 60; ++seed) {
+      std::mt19937_64 rng(seed * 7919 + static_cast<uint64_t>(fibres));
+      Datacenter dc(4, fibres);
+      Allocator fab({Policy::kMorphlux, Solver::kHeuristic, 100, 8});
+      std::uniform_int_distribution<size_t> pick(0, 6);  // in-rack shapes
+      const int steps = 20 + static_cast<int>(rng() % 60);
+      for (int i = 0; i < steps; ++i) {
+        Shape sh = kShapes[pick(rng)];
+        std::optional<Slice> p = rng() % 2 ? baseline_place_random(dc, sh, rng) : fab.place(dc, sh);
+        if (p) dc.commit(std::move(*p));
+      }
+      auto ids = dc.live_ids();
+      std::shuffle(ids.begin(), ids.end(), rng);
+      ids.resize(ids.size() * (rng() % 70) / 100);
+      for (int id : ids) dc.release(id);
+      REQUIRE(check_invariants(dc) == "");
+      ++states;
+      for (const auto& sh : shapes) {
+        Allocator base({Policy::kBaseline, Solver::kHeuristic, 100, 8});
+        Allocator mx({Policy::kMorphlux, Solver::kHeuristic, 100, 8});
+        bool b = base.place(dc, sh).has_value();
+        auto m = mx.place(dc, sh);
+        if (b) {
+          ++accepted_base;
+          CHECK_MESSAGE(m.has_value(), "fibres ", fibres, " seed ", seed, " shape ", sh.str());
+        } else if (m) {
+          ++accepted_extra;
+        }
+        if (m) CHECK(check_slice(dc, *m) == "");
+      }
+      for (int r = 0; r < dc.racks(); ++r)
+        CHECK(rack_fragmentation(dc, r, Policy::kMorphlux, {parse_shape("2x4x4"), parse_shape("2x2x4"),
+                                                              parse_shape("2x2x2"), parse_shape("1x2x2"),
+                                                              parse_shape("1x1x2"), parse_shape("1x1x1")}) <=
+              rack_fragmentation(dc, r, Policy::kBaseline, {parse_shape("2x4x4"), parse_shape("2x2x4"),
+                                                              parse_shape("2x2x2"), parse_shape("1x2x2"),
+                                                              parse_shape("1x1x2"), parse_shape("1x1x1")}) + 1e-12);
+    }
+  }
+  MESSAGE("states ", states, ": baseline accepted ", accepted_base, ", Morphlux also accepted ", accepted_extra,
+          " that the baseline refused");
+  CHECK(accepted_base > 0);
+  CHECK(accepted_extra > 0);
+}
+
+TEST_CASE("morphlux falls back to the contiguous box when the fabric has no fibre for it") {
+  // fibres = 1: a fabric layout of a 4x4x4 slice needs 4 fibres on some links; the native torus
+  // links of an empty rack still carry it as a contiguous box.
+  Datacenter dc(1, 1);
+  Allocator mx({Policy::kMorphlux, Solver::kHeuristic, 100, 8});
+  auto s = mx.place(dc, parse_shape("4x4x4"));
+  REQUIRE(s.has_value());
+  CHECK(s->kind == SliceKind::kRackTorus);
+  CHECK(s->decided_by == "torus-box");
+  CHECK(check_slice(dc, *s) == "");
+}
+
 TEST_CASE("bandwidth, all-reduce model and blast radius") {
   Datacenter b(2, 4), m(2, 4);
   Allocator ab({Policy::kBaseline, Solver::kHeuristic}), am({Policy::kMorphlux, Solver::kHeuristic});
