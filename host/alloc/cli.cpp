@@ -156,8 +156,8 @@ int run_alloc_command(const std::vector<std::string>& args) {
         int racks = static_cast<int>(parse_int(f, "--racks", 16, 1, 100000));
         result = experiment_fragmented32(racks, parse_double(f, "--util", 0.3, 0, 1),
                                          static_cast<int>(parse_int(f, "--probes", 8, 1, 100000)),
-                                         trials > 0 ? trials : 20,
-                                         static_cast<int>(parse_int(f, "--churn", -1, -1, 100000000)), o);
+                                         trials > 0 ? trials : 100,
+                                         static_cast<int>(parse_int(f, "--churn", 0, -1, 100000000)), o);
         print_fragmented32(result);
       } else if (ex == "spares") {
         result = experiment_spares(static_cast<int>(parse_int(f, "--chips", 64, 1, 1 << 20)),

@@ -167,53 +167,93 @@ json PolicyRun::to_json() const {
   return j;
 }
 
+namespace {
+
+// Fills with the baseline's contiguous placement, randomized (random origin start in a rack, and a
+// random rack order when shuffle_racks), until `patience` requests in a row are refused.
+template <typename Gen>
+void fill_baseline_random(Datacenter& dc, std::mt19937_64& rng, Gen&& next_shape, int patience, bool shuffle_racks) {
+  int fails = 0;
+  while (fails < patience && dc.free_chips() > 0) {
+    Shape s = next_shape();
+    if (auto p = baseline_place_random(dc, s, rng, shuffle_racks)) {
+      dc.commit(std::move(*p));
+      fails = 0;
+    } else {
+      ++fails;
+    }
+  }
+}
+
+void merge_ilp(PolicyRun& run, const IlpStats& s) {
+  run.ilp.calls += s.calls;
+  run.ilp.optimal += s.optimal;
+  run.ilp.infeasible += s.infeasible;
+  run.ilp.timeouts += s.timeouts;
+  run.ilp.skipped_large += s.skipped_large;
+  run.ilp.solve_ms.insert(run.ilp.solve_ms.end(), s.solve_ms.begin(), s.solve_ms.end());
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------------------------------------
+// Case 1. One occupancy state per trial, built by the baseline's own placement (first fit over
+// racks, so that multi-rack slices find free cubes; every rotation; origins scanned from a random
+// start so that slices are not packed into the corner of a rack), filled until the first request
+// is refused; then a fraction of the live slices, picked at random, is released. Both policies'
+// fragmentation indices are measured on that same state.
 json experiment_frag_tpuv4(int racks, double free_frac, int trials, const CommonOptions& o) {
   if (racks <= 0) throw std::invalid_argument(fmt::format("--racks must be positive (got {})", racks));
   if (free_frac < 0 || free_frac > 1) throw std::invalid_argument("--free must be in [0,1]");
   ShapeMix mix = load_shape_mix(workload_path("tpu_job_size.csv"));
-  const int patience = 1;  // "fill": place requests until the first one is rejected
+  const int patience = 64;  // "fill": until 64 requests in a row are refused (all racks full)
   json out{{"experiment", "frag-tpuv4"}, {"racks", racks}, {"chips", racks * kChipsPerRack},
-           {"free_fraction", free_frac}, {"trials", trials}, {"seed", o.seed}, {"fibres", o.fibres}};
-  json pol = json::array();
-  for (Policy p : {Policy::kBaseline, Policy::kMorphlux}) {
-    PolicyRun run;
-    run.policy = p;
-    std::vector<double> worst, mean_frag, util_full, util_after;
-    for (int t = 0; t < trials; ++t) {
-      std::mt19937_64 rng(o.seed + static_cast<uint64_t>(t));
-      Datacenter dc(racks, o.fibres);
-      Allocator al(alloc_options(p, o));
-      fill(dc, al, run, [&] { return mix.sample(rng); }, patience);
-      util_full.push_back(1.0 - static_cast<double>(dc.free_chips()) / dc.chips());
-      // Free that fraction of the live slices, picked at random.
-      auto ids = dc.live_ids();
-      std::shuffle(ids.begin(), ids.end(), rng);
-      ids.resize(static_cast<size_t>(free_frac * static_cast<double>(ids.size()) + 0.5));
-      for (int id : ids) dc.release(id);
-      util_after.push_back(1.0 - static_cast<double>(dc.free_chips()) / dc.chips());
-      check(dc, run, o);
-      std::vector<double> f;
-      sample_frag(dc, run, &f);
-      worst.push_back(f.empty() ? 0.0 : *std::max_element(f.begin(), f.end()));
-      mean_frag.push_back(mean(f));
-      sample_blast(dc, run, rng, 512);
-      auto& s = al.ilp_stats();
-      run.ilp.calls += s.calls;
-      run.ilp.optimal += s.optimal;
-      run.ilp.infeasible += s.infeasible;
-      run.ilp.timeouts += s.timeouts;
-      run.ilp.skipped_large += s.skipped_large;
-      run.ilp.solve_ms.insert(run.ilp.solve_ms.end(), s.solve_ms.begin(), s.solve_ms.end());
+           {"free_fraction", free_frac}, {"trials", trials}, {"seed", o.seed}, {"fibres", o.fibres},
+           {"state", "shared: baseline first fit over racks, random origin start, fill until 64 refusals "
+                     "in a row, then release random slices; both indices measured on that state"}};
+  PolicyRun runs[2];
+  runs[0].policy = Policy::kBaseline;
+  runs[1].policy = Policy::kMorphlux;
+  std::vector<double> worst[2], mean_frag[2], util_full, util_after, frag_racks;
+  std::map<int, long> free_hist;
+  for (int t = 0; t < trials; ++t) {
+    std::mt19937_64 rng(o.seed + static_cast<uint64_t>(t));
+    Datacenter dc(racks, o.fibres);
+    fill_baseline_random(dc, rng, [&] { return mix.sample(rng); }, patience, false);
+    util_full.push_back(1.0 - static_cast<double>(dc.free_chips()) / dc.chips());
+    auto ids = dc.live_ids();
+    std::shuffle(ids.begin(), ids.end(), rng);
+    ids.resize(static_cast<size_t>(free_frac * static_cast<double>(ids.size()) + 0.5));
+    for (int id : ids) dc.release(id);
+    util_after.push_back(1.0 - static_cast<double>(dc.free_chips()) / dc.chips());
+    int partial = 0;
+    for (int r = 0; r < dc.racks(); ++r) {
+      free_hist[dc.rack_free(r)]++;
+      partial += dc.rack_free(r) > 0 && dc.rack_free(r) < kChipsPerRack;
     }
-    json j = run.to_json();
-    j["worst_rack_fragmentation"] = stats_json(worst);
-    j["mean_rack_fragmentation"] = stats_json(mean_frag);
+    frag_racks.push_back(partial);
+    for (int k = 0; k < 2; ++k) {
+      check(dc, runs[k], o);
+      std::vector<double> f;
+      sample_frag(dc, runs[k], &f);
+      worst[k].push_back(f.empty() ? 0.0 : *std::max_element(f.begin(), f.end()));
+      mean_frag[k].push_back(mean(f));
+    }
+  }
+  json pol = json::array();
+  for (int k = 0; k < 2; ++k) {
+    json j = runs[k].to_json();
+    j["worst_rack_fragmentation"] = stats_json(worst[k]);
+    j["mean_rack_fragmentation"] = stats_json(mean_frag[k]);
     j["utilization_full"] = mean(util_full);
     j["utilization_after_free"] = mean(util_after);
     pol.push_back(j);
   }
   out["policies"] = pol;
+  json h = json::object();
+  for (auto [f, c] : free_hist) h[std::to_string(f)] = c;
+  out["rack_free_histogram"] = h;  // free chips in a rack -> racks (summed over trials)
+  out["partly_free_racks_mean"] = mean(frag_racks);
   double wb = pol[0]["worst_rack_fragmentation"]["mean"], wm = pol[1]["worst_rack_fragmentation"]["mean"];
   double mb = pol[0]["mean_rack_fragmentation"]["mean"], mm = pol[1]["mean_rack_fragmentation"]["mean"];
   out["worst_fragmentation_cut"] = wb > 0 ? 1.0 - wm / wb : 0.0;
@@ -221,59 +261,93 @@ json experiment_frag_tpuv4(int racks, double free_frac, int trials, const Common
   return out;
 }
 
-json experiment_fragmented32(int racks, double util_after_free, int probes_per_size, int trials,
-                             int churn_rounds, const CommonOptions& o) {
+// Case 2. One fragmented state per trial, built by the baseline's own placement (random rack
+// order, every rotation, origins from a random start): random sizes from {4,8,16,32} until 64
+// requests in a row are refused, optional churn rounds (release a random slice, refill), then
+// random slices released until utilization <= util_after_free. Each policy then gets its own copy
+// of that state and the same sequence of `probes` 32-chip requests, committed as they are accepted
+// (sequential). The first probe of each trial is the independent test: one 32-chip request
+// against the fragmented state.
+json experiment_fragmented32(int racks, double util_after_free, int probes, int trials, int churn_rounds,
+                             const CommonOptions& o) {
   if (racks <= 0) throw std::invalid_argument(fmt::format("--racks must be positive (got {})", racks));
   const std::vector<int> sizes = {4, 8, 16, 32};
+  const Shape probe = size_shape(32);
   json out{{"experiment", "fragmented-32"}, {"racks", racks}, {"chips", racks * kChipsPerRack},
-           {"utilization_after_free", util_after_free}, {"probes_per_size", probes_per_size},
-           {"trials", trials}, {"seed", o.seed}, {"fibres", o.fibres},
-           {"churn_rounds", churn_rounds}};
-  json pol = json::array();
-  for (Policy p : {Policy::kBaseline, Policy::kMorphlux}) {
-    PolicyRun run;
-    run.policy = p;
-    std::vector<double> util_full;
-    for (int t = 0; t < trials; ++t) {
-      std::mt19937_64 rng(o.seed + static_cast<uint64_t>(t));
-      Datacenter dc(racks, o.fibres);
-      Allocator al(alloc_options(p, o));
-      std::uniform_int_distribution<size_t> pick(0, sizes.size() - 1);
-      PolicyRun fill_run;
-      fill_run.policy = p;
-      auto next = [&] { return size_shape(sizes[pick(rng)]); };
-      fill(dc, al, fill_run, next, 64);
-      // Age the cluster: departures of random slices, each followed by a refill.
-      const int rounds = churn_rounds >= 0 ? churn_rounds : 4 * static_cast<int>(dc.live_ids().size());
-      for (int c = 0; c < rounds; ++c) {
-        auto ids = dc.live_ids();
-        if (!ids.empty()) dc.release(ids[rng() % ids.size()]);
-        fill(dc, al, fill_run, next, 4);
-      }
-      util_full.push_back(1.0 - static_cast<double>(dc.free_chips()) / dc.chips());
-      free_random(dc, rng, static_cast<int>((1.0 - util_after_free) * dc.chips()));
-      check(dc, run, o);
-      std::vector<int> probes;
-      for (int n : sizes)
-        for (int i = 0; i < probes_per_size; ++i) probes.push_back(n);
-      std::shuffle(probes.begin(), probes.end(), rng);
-      for (int n : probes) {
-        auto& st = run.by_size[n];
+           {"utilization_after_free", util_after_free}, {"probes_per_trial", probes},
+           {"trials", trials}, {"seed", o.seed}, {"fibres", o.fibres}, {"churn_rounds", churn_rounds},
+           {"state", "shared: baseline placement, random rack order and origin start, fill until 64 "
+                     "refusals in a row, release random slices down to the target utilization"},
+           {"probe_mode", "sequential: each policy gets a copy of the state and the same 32-chip "
+                          "requests, committed when accepted; first probe = independent test"}};
+  PolicyRun runs[2];
+  runs[0].policy = Policy::kBaseline;
+  runs[1].policy = Policy::kMorphlux;
+  long first_ok[2] = {0, 0};
+  std::vector<double> util_full, util_after, box_racks, fabric_racks;
+  std::map<int, long> free_hist, live_by_size;
+  for (int t = 0; t < trials; ++t) {
+    std::mt19937_64 rng(o.seed + static_cast<uint64_t>(t));
+    Datacenter dc(racks, o.fibres);
+    std::uniform_int_distribution<size_t> pick(0, sizes.size() - 1);
+    auto next = [&] { return size_shape(sizes[pick(rng)]); };
+    fill_baseline_random(dc, rng, next, 64, true);
+    const int rounds = churn_rounds >= 0 ? churn_rounds : 4 * static_cast<int>(dc.live_ids().size());
+    for (int c = 0; c < rounds; ++c) {
+      auto ids = dc.live_ids();
+      if (!ids.empty()) dc.release(ids[rng() % ids.size()]);
+      fill_baseline_random(dc, rng, next, 4, true);
+    }
+    util_full.push_back(1.0 - static_cast<double>(dc.free_chips()) / dc.chips());
+    free_random(dc, rng, static_cast<int>((1.0 - util_after_free) * dc.chips() + 0.5));
+    util_after.push_back(1.0 - static_cast<double>(dc.free_chips()) / dc.chips());
+    for (int id : dc.live_ids()) live_by_size[dc.slice(id).shape.volume()]++;
+    int nb = 0, nf = 0;
+    for (int r = 0; r < dc.racks(); ++r) {
+      free_hist[dc.rack_free(r)]++;
+      bool box = baseline_place_in_rack(dc, r, probe).has_value();
+      nb += box;
+      nf += box || (dc.rack_free(r) >= probe.volume() && !fabric_heuristic(rack_view(dc, r), probe).empty());
+    }
+    box_racks.push_back(nb);
+    fabric_racks.push_back(nf);
+    for (int k = 0; k < 2; ++k) {
+      check(dc, runs[k], o);
+      sample_frag(dc, runs[k]);
+      Datacenter d = dc;
+      Allocator al(alloc_options(runs[k].policy, o));
+      for (int i = 0; i < probes; ++i) {
+        auto& st = runs[k].by_size[32];
         st.submitted++;
-        if (auto s = al.place(dc, size_shape(n))) {
+        if (auto s = al.place(d, probe)) {
           st.accepted++;
-          record_slice(run, *s);
-          dc.commit(std::move(*s));
+          first_ok[k] += i == 0;
+          record_slice(runs[k], *s);
+          d.commit(std::move(*s));
         }
       }
-      check(dc, run, o);
-      sample_frag(dc, run);
+      check(d, runs[k], o);
+      merge_ilp(runs[k], al.ilp_stats());
     }
-    json j = run.to_json();
+  }
+  json pol = json::array();
+  for (int k = 0; k < 2; ++k) {
+    json j = runs[k].to_json();
+    j["first_probe_acceptance"] = trials > 0 ? static_cast<double>(first_ok[k]) / trials : 0.0;
     j["utilization_full"] = mean(util_full);
+    j["utilization_probed"] = mean(util_after);
     pol.push_back(j);
   }
   out["policies"] = pol;
+  json h = json::object(), ls = json::object();
+  for (auto [f, c] : free_hist) h[std::to_string(f)] = c;
+  for (auto [n, c] : live_by_size) ls[std::to_string(n)] = c;
+  out["rack_free_histogram"] = h;             // free chips in a rack -> racks (summed over trials)
+  out["live_slices_by_size"] = ls;            // surviving slices after the release (summed)
+  out["racks_with_free_32_box_mean"] = mean(box_racks);
+  out["racks_where_morphlux_fits_32_mean"] = mean(fabric_racks);
+  out["utilization_full"] = mean(util_full);
+  out["utilization_probed"] = mean(util_after);
   return out;
 }
 
@@ -521,51 +595,51 @@ namespace {
 std::string pct(const json& v) { return v.is_number() ? fmt::format("{:5.1f}%", 100.0 * v.get<double>()) : "    -"; }
 }  // namespace
 
+namespace {
+void print_histogram(const char* what, const json& h) {
+  fmt::print("{}:", what);
+  for (const auto& [k, v] : h.items()) fmt::print(" {}:{}", k, v.get<long>());
+  fmt::print("\n");
+}
+}  // namespace
+
 void print_frag_tpuv4(const json& j) {
-  fmt::print("Case 1: fill {} racks ({} chips) from the TPU v4 mix, free {:.0f}% at random, {} trial(s), seed {}\n",
+  fmt::print("Case 1: fill {} racks ({} chips) from the TPU v4 mix, free {:.0f}% of the slices at random, "
+             "{} trial(s), seed {}; both policies measured on the same state\n",
              j["racks"].get<int>(), j["chips"].get<int>(), 100 * j["free_fraction"].get<double>(),
              j["trials"].get<int>(), j["seed"].get<uint64_t>());
-  fmt::print("{:<10} {:>9} {:>9} {:>12} {:>12} {:>12} {:>8}\n", "policy", "util", "util-free", "worst-frag",
-             "mean-frag", "p90-frag", "blast");
+  fmt::print("{:<10} {:>9} {:>9} {:>12} {:>12} {:>12} {:>12}\n", "policy", "util", "util-free", "worst-frag",
+             "worst-max", "mean-frag", "p90-frag");
   for (const auto& p : j["policies"])
-    fmt::print("{:<10} {:>9} {:>9} {:>12.3f} {:>12.3f} {:>12.3f} {:>8.1f}\n", p["policy"].get<std::string>(),
+    fmt::print("{:<10} {:>9} {:>9} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.3f}\n", p["policy"].get<std::string>(),
                pct(p["utilization_full"]), pct(p["utilization_after_free"]),
-               p["worst_rack_fragmentation"]["mean"].get<double>(), p["mean_rack_fragmentation"]["mean"].get<double>(),
-               p["fragmentation"]["p90"].get<double>(), p["blast_radius_mean"].get<double>());
+               p["worst_rack_fragmentation"]["mean"].get<double>(), p["worst_rack_fragmentation"]["max"].get<double>(),
+               p["mean_rack_fragmentation"]["mean"].get<double>(), p["fragmentation"]["p90"].get<double>());
   fmt::print("Morphlux cuts the worst-rack fragmentation index by {:.0f}% and the mean by {:.0f}%\n",
              100 * j["worst_fragmentation_cut"].get<double>(), 100 * j["mean_fragmentation_cut"].get<double>());
-  fmt::print("bandwidth by slice size (placed slices):\n{:>6}", "size");
-  for (const auto& p : j["policies"]) fmt::print(" {:>10}", p["policy"].get<std::string>());
-  fmt::print(" {:>10}\n", "step gain");
-  const auto& b = j["policies"][0]["by_size"];
-  const auto& m = j["policies"][1]["by_size"];
-  for (const auto& sb : b)
-    for (const auto& sm : m)
-      if (sb["size"] == sm["size"] && sb.contains("bandwidth") && sm.contains("bandwidth"))
-        fmt::print("{:>6} {:>10.3f} {:>10.3f} {:>9.2f}x\n", sb["size"].get<int>(), sb["bandwidth"].get<double>(),
-                   sm["bandwidth"].get<double>(), sb["step_s"].get<double>() / sm["step_s"].get<double>());
+  fmt::print("partly free racks per trial: {:.1f}\n", j["partly_free_racks_mean"].get<double>());
+  print_histogram("racks by free chips (free:racks, all trials)", j["rack_free_histogram"]);
 }
 
 void print_fragmented32(const json& j) {
-  fmt::print("Case 2: {} chips, requests of 4/8/16/32 chips, fill then free to {:.0f}% utilization, "
-             "{} probes per size, {} trial(s), seed {}\n",
-             j["chips"].get<int>(), 100 * j["utilization_after_free"].get<double>(), j["probes_per_size"].get<int>(),
+  fmt::print("Case 2: {} chips, fill with 4/8/16/32-chip requests, free random slices to {:.0f}% utilization, "
+             "then {} sequential 32-chip requests; {} trial(s), seed {}\n",
+             j["chips"].get<int>(), 100 * j["utilization_after_free"].get<double>(), j["probes_per_trial"].get<int>(),
              j["trials"].get<int>(), j["seed"].get<uint64_t>());
-  fmt::print("{:<10} {:>8} {:>8} {:>8} {:>8}   {:>8} {:>8} {:>8} {:>8}\n", "policy", "acc-4", "acc-8", "acc-16",
-             "acc-32", "bw-4", "bw-8", "bw-16", "bw-32");
-  for (const auto& p : j["policies"]) {
-    fmt::print("{:<10}", p["policy"].get<std::string>());
-    for (const auto& s : p["by_size"]) fmt::print(" {:>8}", pct(s.value("acceptance", json())));
-    fmt::print("  ");
-    for (const auto& s : p["by_size"])
-      fmt::print(" {:>8}", s.contains("bandwidth") ? fmt::format("{:.3f}", s["bandwidth"].get<double>()) : "-");
-    fmt::print("\n");
-  }
+  fmt::print("utilization: full {}, probed {}; racks with a free 32-chip torus box: {:.2f}, racks where "
+             "Morphlux fits 32 chips: {:.2f} (of {})\n",
+             pct(j["utilization_full"]), pct(j["utilization_probed"]), j["racks_with_free_32_box_mean"].get<double>(),
+             j["racks_where_morphlux_fits_32_mean"].get<double>(), j["racks"].get<int>());
+  fmt::print("{:<10} {:>12} {:>12} {:>12} {:>8}\n", "policy", "first-32", "all-32", "rejected", "bw-32");
   for (const auto& p : j["policies"])
     for (const auto& s : p["by_size"])
       if (s["size"] == 32)
-        fmt::print("{}: {:.0f}% of 32-chip requests rejected\n", p["policy"].get<std::string>(),
-                   100.0 * (1.0 - s.value("acceptance", 0.0)));
+        fmt::print("{:<10} {:>12} {:>12} {:>11.1f}% {:>8}\n", p["policy"].get<std::string>(),
+                   pct(p["first_probe_acceptance"]), pct(s.value("acceptance", json())),
+                   100.0 * (1.0 - s.value("acceptance", 0.0)),
+                   s.contains("bandwidth") ? fmt::format("{:.3f}", s["bandwidth"].get<double>()) : "-");
+  print_histogram("racks by free chips (free:racks, all trials)", j["rack_free_histogram"]);
+  print_histogram("surviving slices by size (size:count, all trials)", j["live_slices_by_size"]);
 }
 
 void print_spares(const json& j) {

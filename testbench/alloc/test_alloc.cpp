@@ -358,4 +358,14 @@ TEST_CASE("experiments are reproducible for a seed and record it") {
   CHECK(a == b);
   CHECK(a["seed"] == 9);
   for (const auto& p : a["policies"]) CHECK(p["invariants"]["ok"].get<bool>());
+  // The per-rack free-chip histogram covers every rack of every trial; the shared state makes the
+  // independent (first) probe a superset test too.
+  long racks = 0;
+  for (const auto& [k, v] : a["rack_free_histogram"].items()) racks += v.get<long>();
+  CHECK(racks == 4 * 2);
+  CHECK(a["policies"][1]["first_probe_acceptance"].get<double>() >=
+        a["policies"][0]["first_probe_acceptance"].get<double>());
+  auto c = experiment_frag_tpuv4(8, 0.2, 2, o);
+  CHECK(c["policies"][1]["worst_rack_fragmentation"]["mean"].get<double>() <=
+        c["policies"][0]["worst_rack_fragmentation"]["mean"].get<double>());
 }
