@@ -1,0 +1,71 @@
+// Experiments of issue 6: the three paper cases, workload runs and the benchmark.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "host/alloc/alloc.h"
+
+namespace mxtb::host::alloc {
+
+struct SizeStats {
+  long submitted = 0, accepted = 0;
+  double bw_sum = 0, step_sum = 0, ar_sum = 0;
+  long bw_n = 0;
+};
+
+// What one policy did in one run.
+struct PolicyRun {
+  Policy policy = Policy::kBaseline;
+  std::map<int, SizeStats> by_size;           // slice size -> stats
+  std::vector<double> rack_frag;              // fragmentation index samples (racks with free chips)
+  double blast_sum = 0;
+  long blast_n = 0;
+  std::map<std::string, long> decided_by;     // who placed each slice
+  IlpStats ilp;
+  std::string invariant_error;                // empty when every check passed
+  long invariant_checks = 0;
+  nlohmann::json to_json() const;
+};
+
+struct CommonOptions {
+  uint64_t seed = 1;
+  Solver solver = Solver::kHeuristic;
+  int ilp_time_limit_ms = 100;
+  int fibres = 4;
+  bool check = true;  // run the invariant checker after every change (slow for big runs)
+};
+
+// Case 1: fill racks from the TPU v4 mix, free a fraction of the chips at random.
+nlohmann::json experiment_frag_tpuv4(int racks, double free_frac, int trials, const CommonOptions& o);
+// Case 2: sizes {4,8,16,32}, fill, age the cluster with `churn_rounds` departure+refill rounds
+// (-1: four per live slice), free down to a utilization, then probe.
+nlohmann::json experiment_fragmented32(int racks, double util_after_free, int probes_per_size, int trials,
+                                       int churn_rounds, const CommonOptions& o);
+// Case 3: spare sizing for `chips` chips at a risk target, per-chip probability ranges.
+nlohmann::json experiment_spares(int chips, double target, int trials, uint64_t seed);
+// Online run: arrivals and departures of a workload on `racks` racks.
+struct WorkloadSpec {
+  std::string name;      // tpuv4, philly or a file path
+  size_t requests = 5000;
+  double load = 0.9;     // offered load for synthetic (mix) workloads
+};
+nlohmann::json run_workload(int racks, const WorkloadSpec& w, const std::vector<Policy>& policies,
+                            const CommonOptions& o);
+// Benchmark: heuristic throughput on a long trace and the integer program's solve times.
+nlohmann::json run_bench(size_t requests, int racks, int ilp_instances, const CommonOptions& o);
+
+// Prints the table of a result to stdout.
+void print_frag_tpuv4(const nlohmann::json& j);
+void print_fragmented32(const nlohmann::json& j);
+void print_spares(const nlohmann::json& j);
+void print_workload(const nlohmann::json& j);
+void print_bench(const nlohmann::json& j);
+
+// Plots with gnuplot (SVG). Returns the files written; prints a message when gnuplot is missing.
+std::vector<std::string> plot_results(const nlohmann::json& j, const std::string& prefix);
+
+}  // namespace mxtb::host::alloc
