@@ -3,6 +3,7 @@
 #include "args.h"
 #include "commands.h"
 
+#include "host/alloc/cli.h"
 #include "sim/scenario.h"
 
 #include <fmt/format.h>
@@ -27,6 +28,11 @@ commands:
       the emulated server (controller RTL, 20 link layers, photonic mesh, firmware) through a failover
   bench reconfig [--seed N] [--json FILE]
       failure-to-Active breakdown of a failover for every settle preset
+  alloc --racks R --workload tpuv4|philly|FILE --policy baseline|morphlux|both --json FILE
+  alloc --experiment frag-tpuv4|fragmented-32|spares --json FILE
+      datacenter allocation: the torus allocator against Morphlux (docs/alloc.md; alloc --help)
+  bench alloc [--json FILE]
+      100,000-request trace with the heuristic, integer-program solve times
 
 The root script adds: ./mxtb demo (the main job), ./mxtb test [ctest args] (the test suite).
 )";
@@ -45,15 +51,17 @@ int main(int argc, char** argv) {
   std::map<std::string, std::function<int(const ArgList&)>> commands{
       {"link-pair", cmd_link_pair},
       {"server", cmd_server},
+      {"alloc", mxtb::host::alloc::run_alloc_command},
   };
   std::map<std::string, std::function<int(const ArgList&)>> benches{
       {"link", cmd_bench_link},
       {"reconfig", cmd_bench_reconfig},
+      {"alloc", mxtb::host::alloc::run_alloc_bench},
   };
   try {
     if (cmd == "bench") {
       if (args.empty() || !benches.count(args[0]))
-        throw UsageError(fmt::format("bench wants one of: link, reconfig; got '{}'", args.empty() ? "" : args[0]));
+        throw UsageError(fmt::format("bench wants one of: link, reconfig, alloc; got '{}'", args.empty() ? "" : args[0]));
       std::string which = args[0];
       args.erase(args.begin());
       return benches[which](args);
