@@ -237,6 +237,19 @@ FailoverRunResult run_failover(const FailoverRunConfig& cfg) {
         for (const auto& p : res.phases)
           if (p.start_ns < 0 || p.end_ns < p.start_ns)
             res.failures.push_back(fmt::format("phase {} has no consistent timestamps ({} .. {})", p.name, p.start_ns, p.end_ns));
+        // Re-routing a rearrangeably non-blocking mesh can move circuits the failure never
+        // touched: count their links that dropped after the failure.
+        const int lanes = shape.lanes_per_xpu;
+        for (int i : final_links) {
+          int peer = backup->port_target[static_cast<size_t>(i)];
+          auto involved = [&](int port) { return port / lanes == *cfg.kill_xpu || port / lanes == cfg.spare; };
+          if (involved(i) || involved(peer)) continue;
+          for (const auto& x : tr)
+            if (x.link == i && x.from == link::LinkState::Active && x.cycle * period >= res.failure_ns) {
+              ++res.collateral_links;
+              break;
+            }
+        }
         for (int l = 0; l < shape.lanes_per_xpu; ++l)
           res.messages_after_failover_on_spare += sim.link_report(cfg.spare * shape.lanes_per_xpu + l).messages_delivered;
         if (res.messages_after_failover_on_spare == 0)
@@ -274,7 +287,8 @@ nlohmann::json to_json(const FailoverRunConfig& cfg, const FailoverRunResult& r)
       {"failures", r.failures},
       {"initial_up_ns", r.initial_up_ns},
       {"reprogram_ns", r.reprogram_ns},
-      {"failover", {{"failure_ns", r.failure_ns}, {"total_ns", r.total_ns}, {"phases", phases}}},
+      {"failover", {{"failure_ns", r.failure_ns}, {"total_ns", r.total_ns}, {"phases", phases},
+                    {"collateral_links", r.collateral_links}}},
       {"messages_delivered", r.messages_delivered},
       {"messages_on_spare_after_failover", r.messages_after_failover_on_spare},
       {"scoreboard_errors", r.scoreboard_errors},

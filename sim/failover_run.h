@@ -47,6 +47,7 @@ struct FailoverRunResult {
   double failure_ns = 0;
   std::vector<Phase> phases;         // failure to spare Active
   double total_ns = 0;
+  int collateral_links = 0;          // links neither on the failed XPU, the spare, nor their peers, that dropped during the failover
   uint64_t messages_delivered = 0, messages_after_failover_on_spare = 0;
   uint64_t scoreboard_errors = 0;
   uint64_t cycles = 0, dac_writes = 0, pd_reads = 0, bus_reads = 0, bus_writes = 0;

@@ -80,6 +80,8 @@ int cmd_server(const ArgList& argv) {
       fmt::print("  {:<10} {:>12} {:>14.3f}  failure to every circuit Active (goal with thermo-optic: < 1000 us; Morphlux prototype: 1.2 s)\n",
                  "total", "", r.total_ns / 1000);
   }
+  if (cfg.kill_xpu && r.failover_done)
+    fmt::print("  links the failure did not touch that dropped while the mesh re-routed: {}\n", r.collateral_links);
   fmt::print("  traffic: {} messages delivered, {} scoreboard errors on living XPUs, {} on the spare after failover\n",
              r.messages_delivered, r.scoreboard_errors, r.messages_after_failover_on_spare);
   fmt::print("  controller: {} DAC writes, {} photodiode reads; firmware: {} bus reads, {} bus writes\n", r.dac_writes,
