@@ -58,6 +58,18 @@ struct ServerSim::Impl {
   std::vector<link::LinkState> last_state;
   bool last_irq = false;
   double settle_until_ns = 0;
+
+  // One clock of every model: rising edge, then falling edge.
+  void clock_all() {
+    for (int level : {1, 0}) {
+      ctl->clk_i = static_cast<uint8_t>(level);
+      ctl->eval();
+      for (auto& e : ep) {
+        e->clk_i = static_cast<uint8_t>(level);
+        e->eval();
+      }
+    }
+  }
 };
 
 namespace {
@@ -98,29 +110,15 @@ ServerSim::ServerSim(const ServerConfig& cfg) : cfg_(cfg), impl_(std::make_uniqu
   }
   m.last_state.assign(static_cast<size_t>(n_links), link::LinkState::Reset);
   // Reset everything: the asynchronous resets need a falling edge, then clocks while low.
-  auto clock_all = [&] {
-    m.ctl->clk_i = 1;
-    m.ctl->eval();
-    for (auto& e : m.ep) {
-      e->clk_i = 1;
-      e->eval();
-    }
-    m.ctl->clk_i = 0;
-    m.ctl->eval();
-    for (auto& e : m.ep) {
-      e->clk_i = 0;
-      e->eval();
-    }
-  };
   m.ctl->rst_ni = 1;
   for (auto& e : m.ep) e->rst_ni = 1;
-  clock_all();
+  m.clock_all();
   m.ctl->rst_ni = 0;
   for (auto& e : m.ep) e->rst_ni = 0;
-  for (int i = 0; i < 4; ++i) clock_all();
+  for (int i = 0; i < 4; ++i) m.clock_all();
   m.ctl->rst_ni = 1;
   for (auto& e : m.ep) e->rst_ni = 1;
-  clock_all();
+  m.clock_all();
 }
 
 ServerSim::~ServerSim() {
@@ -243,18 +241,7 @@ void ServerSim::one_cycle() {
 
   m.bus.drive(*m.ctl);
 
-  m.ctl->clk_i = 1;
-  m.ctl->eval();
-  for (auto& e : m.ep) {
-    e->clk_i = 1;
-    e->eval();
-  }
-  m.ctl->clk_i = 0;
-  m.ctl->eval();
-  for (auto& e : m.ep) {
-    e->clk_i = 0;
-    e->eval();
-  }
+  m.clock_all();
   ++cycle_;
 
   if (auto r = m.bus.sample()) {

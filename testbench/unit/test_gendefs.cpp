@@ -7,31 +7,13 @@
 #include <sstream>
 #include <string>
 
+#include "gendefs_runner.h"
+
 namespace {
-struct Run {
-  int rc;
-  std::string err;
-};
+using mxtb::test::slurp;
 
-Run gendefs(const std::string& json_text, const std::string& out_sv) {
-  std::string in = "gendefs_case.tmp.json";
-  std::ofstream(in) << json_text;
-  std::string err = "gendefs_case.tmp.err";
-  std::string cmd = std::string(MXTB_GENDEFS) + " " + in + " --sv " + out_sv + " 2>" + err;
-  int rc = std::system(cmd.c_str());
-  std::ifstream e(err);
-  std::stringstream ss;
-  ss << e.rdbuf();
-  std::remove(in.c_str());
-  std::remove(err.c_str());
-  return {rc, ss.str()};
-}
-
-std::string slurp(const std::string& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+mxtb::test::GendefsRun gendefs(const std::string& json_text, const std::string& out_sv) {
+  return mxtb::test::run_gendefs(json_text, "--sv " + out_sv);
 }
 
 const char* kGood = R"({"name": "t", "doc": "d", "sv_package": "t_pkg", "cpp_namespace": "t",
@@ -41,7 +23,7 @@ const char* kGood = R"({"name": "t", "doc": "d", "sv_package": "t_pkg", "cpp_nam
 
 TEST_CASE("gendefs writes the SV package from good definitions") {
   std::string out = "gendefs_out.tmp.sv";
-  Run r = gendefs(kGood, out);
+  auto r = gendefs(kGood, out);
   CHECK(r.rc == 0);
   std::string sv = slurp(out);
   CHECK(sv.find("package t_pkg;") != std::string::npos);
@@ -69,7 +51,7 @@ TEST_CASE("gendefs rejects bad definitions, names the entry, and leaves outputs 
     size_t at = text.find(c.from);
     REQUIRE(at != std::string::npos);
     text.replace(at, c.from.size(), c.to);
-    Run r = gendefs(text, out);
+    auto r = gendefs(text, out);
     INFO(c.message << " / got: " << r.err);
     CHECK(r.rc != 0);
     CHECK(r.err.find(c.message) != std::string::npos);

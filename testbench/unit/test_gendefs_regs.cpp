@@ -11,32 +11,13 @@
 #include <sstream>
 #include <string>
 
+#include "gendefs_runner.h"
+
 namespace {
-struct Run {
-  int rc;
-  std::string err;
-};
+using mxtb::test::slurp;
+using Run = mxtb::test::GendefsRun;
 
-Run gendefs_regs(const std::string& json_text, const std::string& args) {
-  std::string in = "gendefs_regs_case.tmp.json";
-  std::ofstream(in) << json_text;
-  std::string err = "gendefs_regs_case.tmp.err";
-  std::string cmd = std::string(MXTB_GENDEFS) + " " + in + " " + args + " 2>" + err;
-  int rc = std::system(cmd.c_str());
-  std::ifstream e(err);
-  std::stringstream ss;
-  ss << e.rdbuf();
-  std::remove(in.c_str());
-  std::remove(err.c_str());
-  return {rc, ss.str()};
-}
-
-std::string slurp(const std::string& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+Run gendefs_regs(const std::string& json_text, const std::string& args) { return mxtb::test::run_gendefs(json_text, args); }
 
 const char* kGoodRegs = R"({"name": "r", "doc": "d", "sv_package": "r_pkg", "cpp_namespace": "r", "addr_width": 12,
   "registers": [
