@@ -1,6 +1,7 @@
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "failover_run.h"
 
+#include "firmware/mailbox.h"
 #include "firmware/ocs_firmware.h"
 #include "sim/sc_runner.h"
 #include "sim/server_sc.h"
@@ -76,7 +77,27 @@ FailoverRunResult run_failover(const FailoverRunConfig& cfg) {
     bool firmware_done = false;
     bool reprogram_started = false;
     double reprogram_start_ns = 0, reprogram_done_ns = 0;
-    sc_core::sc_event armed;
+    sc_core::sc_event armed, programmed;
+    // The host's side of the mailbox (firmware/mailbox.h), over the same AXI port.
+    ScHal host_hal(sim, clock);
+    uint32_t mailbox_seq = 0;
+    auto mailbox = [&](firmware::mailbox::Opcode op, const std::vector<uint32_t>& args) -> std::optional<uint32_t> {
+      namespace mb = firmware::mailbox;
+      for (size_t i = 0; i < args.size(); ++i)
+        host_hal.write32(reg::scratch::addr(mb::kArgs + static_cast<uint32_t>(i)), args[i]);
+      host_hal.write32(reg::scratch::addr(mb::kOpcode), static_cast<uint32_t>(op));
+      host_hal.write32(reg::scratch::addr(mb::kDoorbell), ++mailbox_seq);
+      for (uint64_t deadline = host_hal.now_ns() + 50'000'000; host_hal.now_ns() < deadline;) {
+        host_hal.compute(2000);  // the host polls every 2 us
+        if (host_hal.read32(reg::scratch::addr(mb::kReplySeq)) == mailbox_seq)
+          return host_hal.read32(reg::scratch::addr(mb::kReplyStatus));
+      }
+      return std::nullopt;
+    };
+    auto map_words = [](const firmware::FabricMap& m, std::vector<uint32_t> prefix) {
+      for (int t : m.port_target) prefix.push_back(t < 0 ? firmware::mailbox::kUnusedPort : static_cast<uint32_t>(t));
+      return prefix;
+    };
 
     sc_core::sc_spawn([&] {
       std::string why;
@@ -87,15 +108,8 @@ FailoverRunResult run_failover(const FailoverRunConfig& cfg) {
       if (fw.init(&why) != FwStatus::Ok) return fail("firmware init: " + why);
       if (FwStatus s = fw.set_port_map(initial.port_target, &why); s != FwStatus::Ok)
         return fail(fmt::format("programming the tenant: {}: {}", firmware::to_string(s), why));
-      if (cfg.reprogram) {
-        fw.run_until(hal.now_ns() + 50'000);
-        reprogram_started = true;
-        reprogram_start_ns = hal.now_ns();
-        if (FwStatus s = fw.set_port_map(reprogrammed.port_target, &why); s != FwStatus::Ok)
-          return fail(fmt::format("reprogramming under traffic: {}: {}", firmware::to_string(s), why));
-        reprogram_done_ns = static_cast<double>(hal.now_ns());
-      }
-      if (backup) {
+      programmed.notify(sc_core::SC_ZERO_TIME);
+      if (backup && !cfg.reprogram) {
         if (fw.arm_backup(*cfg.kill_xpu, cfg.spare, backup->port_target, &why) != FwStatus::Ok)
           return fail("arming the backup: " + why);
         res.armed_ns = static_cast<double>(hal.now_ns());
@@ -104,6 +118,49 @@ FailoverRunResult run_failover(const FailoverRunConfig& cfg) {
       fw.run_until(static_cast<uint64_t>(limit_ns));
       firmware_done = true;
     });
+    if (cfg.reprogram) {
+      // The host re-places the tenant and re-arms the spare through the firmware's mailbox.
+      sc_core::sc_spawn([&] {
+        namespace mb = firmware::mailbox;
+        sc_core::wait(programmed);
+        sc_core::wait(sc_core::sc_time(50'000, sc_core::SC_NS));
+        // Bad commands first: each must be refused with its status and change nothing.
+        uint32_t gen_before = fw.active_generation();
+        auto bad_map = map_words(reprogrammed, {});
+        bad_map[1] = bad_map[0];  // two inputs to one output: not a permutation
+        auto st_op = mailbox(static_cast<mb::Opcode>(99), {});
+        auto st_map = mailbox(mb::Opcode::SetPortMap, bad_map);
+        if (st_op != static_cast<uint32_t>(FwStatus::BadCommand) || st_map != static_cast<uint32_t>(FwStatus::BadMap) ||
+            fw.active_generation() != gen_before)
+          res.failures.push_back(fmt::format("mailbox bad input: unknown opcode got status {}, bad map got {}, generation {} -> {}",
+                                             st_op ? *st_op : 999u, st_map ? *st_map : 999u, gen_before, fw.active_generation()));
+        reprogram_started = true;
+        reprogram_start_ns = static_cast<double>(host_hal.now_ns());
+        auto st = mailbox(mb::Opcode::SetPortMap, map_words(reprogrammed, {}));
+        reprogram_done_ns = static_cast<double>(host_hal.now_ns());
+        if (st != 0u) {
+          res.failures.push_back(st ? fmt::format("mailbox set port map answered status {}", *st) : "mailbox set port map: no answer");
+          return;
+        }
+        if (backup) {
+          st = mailbox(mb::Opcode::ArmBackup,
+                       map_words(*backup, {static_cast<uint32_t>(*cfg.kill_xpu), static_cast<uint32_t>(cfg.spare)}));
+          if (st != 0u) {
+            res.failures.push_back(st ? fmt::format("mailbox arm backup answered status {}", *st) : "mailbox arm backup: no answer");
+            return;
+          }
+        }
+        st = mailbox(mb::Opcode::Report, {});
+        uint32_t gen = host_hal.read32(reg::scratch::addr(mb::kReplyData + mb::kReportActiveGen));
+        uint32_t armed_xpu = host_hal.read32(reg::scratch::addr(mb::kReplyData + mb::kReportArmedXpu));
+        uint32_t want_armed = backup ? static_cast<uint32_t>(*cfg.kill_xpu) : mb::kUnusedPort;
+        if (st != 0u || gen != fw.active_generation() || armed_xpu != want_armed)
+          res.failures.push_back(fmt::format("mailbox report: status {}, active generation {} (firmware: {}), armed XPU {} (want {})",
+                                             st ? *st : 999u, gen, fw.active_generation(), armed_xpu, want_armed));
+        res.armed_ns = static_cast<double>(host_hal.now_ns());
+        armed.notify(sc_core::SC_ZERO_TIME);
+      });
+    }
     if (cfg.progress_us > 0) {
       sc_core::sc_spawn([&] {
         for (;;) {

@@ -43,15 +43,19 @@ AxilResult ScHal::transact() {
 }
 
 uint32_t ScHal::read32(uint32_t addr) {
+  clock_.bus_mutex().lock();
   sim_.start_read(addr);
   AxilResult r = transact();
+  clock_.bus_mutex().unlock();
   if (r.resp != 0) throw std::runtime_error(fmt::format("firmware read of {:#06x}: bus error {}", addr, r.resp));
   return r.data;
 }
 
 void ScHal::write32(uint32_t addr, uint32_t value) {
+  clock_.bus_mutex().lock();
   sim_.start_write(addr, value);
   AxilResult r = transact();
+  clock_.bus_mutex().unlock();
   if (r.resp != 0) throw std::runtime_error(fmt::format("firmware write of {:#06x}: bus error {}", addr, r.resp));
 }
 

@@ -22,6 +22,8 @@ class ServerClock : public sc_core::sc_module {
   const sc_core::sc_event& irq_event() const { return irq_event_; }
   const sc_core::sc_event& bus_event() const { return bus_event_; }
   void stop_when(std::function<bool()> done) { done_ = std::move(done); }
+  // One bus master at a time: the firmware and a host both reach the controller's one AXI port.
+  sc_core::sc_mutex& bus_mutex() { return bus_mutex_; }
 
  private:
   void run();
@@ -29,6 +31,7 @@ class ServerClock : public sc_core::sc_module {
   uint64_t max_batch_;
   sc_core::sc_time period_;
   sc_core::sc_event irq_event_, bus_event_;
+  sc_core::sc_mutex bus_mutex_;
   std::function<bool()> done_;
 };
 
