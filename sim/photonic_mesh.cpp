@@ -1,5 +1,7 @@
 #include "sim/photonic_mesh.h"
 
+#include "sim/json_file.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -360,15 +362,7 @@ MeshCalibration parse_calibration(const json& j, const std::string& source) {
 }
 
 MeshCalibration load_calibration(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw MeshError(fmt::format("{}: cannot open calibration file", path));
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw MeshError(fmt::format("{}: not valid JSON: {}", path, e.what()));
-  }
-  return parse_calibration(j, path);
+  return parse_calibration(read_json_file<MeshError>(path, "calibration file"), path);
 }
 
 std::string calibration_to_text(const MeshCalibration& cal, const std::string& note) {

@@ -1,5 +1,7 @@
 #include "scenario.h"
 
+#include "json_file.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -229,15 +231,7 @@ LinkPairConfig parse_link_pair_scenario(const json& j, const std::string& source
 }
 
 LinkPairConfig load_link_pair_scenario(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ScenarioError(fmt::format("{}: cannot open scenario file", path));
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw ScenarioError(fmt::format("{}: not valid JSON: {}", path, e.what()));
-  }
-  return parse_link_pair_scenario(j, path);
+  return parse_link_pair_scenario(read_json_file<ScenarioError>(path, "scenario file"), path);
 }
 
 LinkPairConfig random_link_pair_scenario(uint64_t seed) {
