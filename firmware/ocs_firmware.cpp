@@ -134,6 +134,7 @@ FwStatus OcsFirmware::commit_and_wait(const Prepared& p, std::string* why) {
   uint32_t gen = next_gen_++ & 0xFFFFu;
   in_commit_ = true;
   wr(reg::commit::kOffset, gen);
+  last_commit_ns_ = hal_.now_ns();
   uint64_t deadline = hal_.now_ns() + cfg_.commit_timeout_ns;
   std::optional<FwStatus> outcome;
   size_t seen = events_.size();
@@ -261,9 +262,9 @@ void OcsFirmware::fail_over(uint64_t event_cycle) {
   r.trigger_event_cycle = event_cycle;
   r.seen_ns = hal_.now_ns();
   armed_xpu_.reset();
-  r.commit_ns = r.seen_ns;
   std::string why;
   r.status = commit_and_wait(backup_, &why);
+  r.commit_ns = last_commit_ns_;
   r.done_ns = hal_.now_ns();
   r.generation = active_gen_;
   failovers_.push_back(r);
@@ -309,14 +310,14 @@ void OcsFirmware::poll_mailbox() {
     }
     case mb::Opcode::Report: {
       const FailoverRecord* last = failovers_.empty() ? nullptr : &failovers_.back();
-      uint32_t words[] = {active_gen_,
-                          armed_xpu_ ? static_cast<uint32_t>(*armed_xpu_) : mb::kUnusedPort,
-                          static_cast<uint32_t>(failovers_.size()),
-                          last ? static_cast<uint32_t>(last->failed_xpu) : mb::kUnusedPort,
-                          last ? static_cast<uint32_t>(last->spare) : mb::kUnusedPort,
-                          last ? static_cast<uint32_t>(last->commit_ns - last->seen_ns) : 0u,
-                          last ? static_cast<uint32_t>(last->done_ns - last->commit_ns) : 0u};
-      for (uint32_t i = 0; i < sizeof(words) / sizeof(words[0]); ++i) wr(reg::scratch::addr(mb::kReplyData + i), words[i]);
+      auto reply = [&](uint32_t word, uint32_t value) { wr(reg::scratch::addr(mb::kReplyData + word), value); };
+      reply(mb::kReportActiveGen, active_gen_);
+      reply(mb::kReportArmedXpu, armed_xpu_ ? static_cast<uint32_t>(*armed_xpu_) : mb::kUnusedPort);
+      reply(mb::kReportFailovers, static_cast<uint32_t>(failovers_.size()));
+      reply(mb::kReportLastFailed, last ? static_cast<uint32_t>(last->failed_xpu) : mb::kUnusedPort);
+      reply(mb::kReportLastSpare, last ? static_cast<uint32_t>(last->spare) : mb::kUnusedPort);
+      reply(mb::kReportLastDetectToCommitNs, last ? static_cast<uint32_t>(last->commit_ns - last->seen_ns) : 0u);
+      reply(mb::kReportLastCommitToDoneNs, last ? static_cast<uint32_t>(last->done_ns - last->commit_ns) : 0u);
       status = FwStatus::Ok;
       break;
     }

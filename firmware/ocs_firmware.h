@@ -49,7 +49,7 @@ struct FailoverRecord {
   int spare = -1;
   uint64_t trigger_event_cycle = 0;  // controller timestamp of the link-down that met the threshold
   uint64_t seen_ns = 0;              // when the firmware had read that event
-  uint64_t commit_ns = 0;            // when COMMIT was written
+  uint64_t commit_ns = 0;            // when the COMMIT write completed (after staging any stale entries)
   uint64_t done_ns = 0;              // when the commit's outcome was read
   uint32_t generation = 0;
   FwStatus status = FwStatus::Ok;
@@ -121,6 +121,7 @@ class OcsFirmware {
   bool failover_pending_ = false;
   uint64_t failover_event_cycle_ = 0;
   bool in_commit_ = false;
+  uint64_t last_commit_ns_ = 0;  // when the last COMMIT write completed
   uint32_t last_doorbell_ = 0;
   std::vector<FailoverRecord> failovers_;
   std::vector<LogEvent> events_;

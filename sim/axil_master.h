@@ -27,7 +27,6 @@ class AxilMaster {
     data_ = data;
     aw_done_ = w_done_ = false;
     cycles_ = 0;
-    result_.reset();
   }
 
   void start_read(uint32_t addr) {
@@ -35,7 +34,6 @@ class AxilMaster {
     addr_ = addr;
     ar_done_ = false;
     cycles_ = 0;
-    result_.reset();
   }
 
   // Before the rising edge.
@@ -90,7 +88,6 @@ class AxilMaster {
   uint8_t b_resp_ = 0, r_resp_ = 0;
   uint32_t r_data_ = 0;
   uint64_t cycles_ = 0;
-  std::optional<AxilResult> result_;
 };
 
 }  // namespace mxtb::sim

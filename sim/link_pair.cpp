@@ -116,8 +116,8 @@ class PairSim final : public LinkPair::Impl {
 
   bool drained() const override {
     return sb_b_.messages() + sb_b_.errors() >= src_a_.messages_sent() &&
-           sb_a_.messages() + sb_a_.errors() >= src_b_.messages_sent() && !in_message_a_ &&
-           !in_message_b_;
+           sb_a_.messages() + sb_a_.errors() >= src_b_.messages_sent() && !src_a_.in_message() &&
+           !src_b_.in_message();
   }
 
   link::LinkState state(char e) const override {
@@ -198,16 +198,12 @@ class PairSim final : public LinkPair::Impl {
     }
   }
 
-  void xpu_tx(V& m, TrafficSource& src, bool& in_message) {
+  void xpu_tx(V& m, TrafficSource& src) {
     TrafficSource::Drive d = src.drive();
     m.tx_valid_i = d.valid;
     m.tx_data_i = d.data;
     m.tx_last_i = d.last;
-    in_message = d.valid;
-    if (d.valid && m.tx_ready_o) {
-      src.fire();
-      in_message = !d.last;
-    }
+    if (d.valid && m.tx_ready_o) src.fire();
   }
 
   void xpu_rx(V& m, Scoreboard& sb) {
@@ -224,8 +220,8 @@ class PairSim final : public LinkPair::Impl {
     if (swapped_) lane_in(*b_, kDark);
     else if (c_) lane_in(*c_, kDark);
 
-    xpu_tx(*a_, src_a_, in_message_a_);
-    xpu_tx(*b_, src_b_, in_message_b_);
+    xpu_tx(*a_, src_a_);
+    xpu_tx(*b_, src_b_);
     xpu_rx(*b_, sb_b_);
     xpu_rx(*a_, sb_a_);
     if (retrain_pulse_) endpoint(retrain_pulse_).retrain_req_i = 1;
@@ -257,7 +253,6 @@ class PairSim final : public LinkPair::Impl {
   LaneChannel ch_ab_, ch_ba_;
   TrafficSource src_a_, src_b_;
   Scoreboard sb_b_, sb_a_;
-  bool in_message_a_ = false, in_message_b_ = false;
   bool swapped_ = false;
   char retrain_pulse_ = 0;
   uint64_t cycle_ = 0;

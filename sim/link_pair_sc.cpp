@@ -1,5 +1,7 @@
 #include "link_pair_sc.h"
 
+#include "sc_runner.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -20,18 +22,14 @@ LinkPairSc::LinkPairSc(sc_core::sc_module_name name, LinkPair& pair, uint64_t ma
 void LinkPairSc::clock_thread() {
   const sc_time period = clock_period(pair_);
   for (;;) {
-    // Whatever else is due at this instant (a fault, a register access) happens before the cycle.
+    // Whatever else is due at this instant (a fault) happens before the harness acts.
     while (sc_core::sc_pending_activity_at_current_time()) wait(sc_core::SC_ZERO_TIME);
     pair_.act();
     if (pair_.finished()) {
       sc_core::sc_stop();
       return;
     }
-    uint64_t n = std::min(pair_.cycles_to_next_action(), max_batch_);
-    if (sc_core::sc_pending_activity()) {
-      uint64_t gap = sc_core::sc_time_to_pending_activity().value() / period.value();
-      n = std::max<uint64_t>(1, std::min(n, gap));
-    }
+    uint64_t n = next_batch(period, std::min(pair_.cycles_to_next_action(), max_batch_));
     pair_.step(n);
     ++batches_;
     wait(period * static_cast<double>(n));

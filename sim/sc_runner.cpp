@@ -2,6 +2,7 @@
 
 #include <systemc>
 
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -24,6 +25,16 @@ int run_under_systemc(std::function<int()> body) {
   char name[] = "mxtb";
   char* argv[] = {name, nullptr};
   return sc_core::sc_elab_and_sim(1, argv);
+}
+
+uint64_t next_batch(sc_core::sc_time period, uint64_t wanted) {
+  while (sc_core::sc_pending_activity_at_current_time()) sc_core::wait(sc_core::SC_ZERO_TIME);
+  uint64_t n = std::max<uint64_t>(1, wanted);
+  if (sc_core::sc_pending_activity()) {
+    uint64_t gap = sc_core::sc_time_to_pending_activity().value() / period.value();
+    n = std::max<uint64_t>(1, std::min(n, gap));
+  }
+  return n;
 }
 
 }  // namespace mxtb::sim

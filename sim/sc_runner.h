@@ -2,6 +2,9 @@
 // every command that needs SystemC hands its body to run_under_systemc().
 #pragma once
 
+#include <systemc>
+
+#include <cstdint>
 #include <functional>
 
 namespace mxtb::sim {
@@ -9,5 +12,11 @@ namespace mxtb::sim {
 // Runs body inside sc_main (through sc_elab_and_sim). Returns body's result, or 1 when SystemC
 // reported an error. May be called once per process.
 int run_under_systemc(std::function<int()> body);
+
+// The batching rule of every clock thread that advances RTL in batches (LinkPairSc, ServerClock).
+// Call from that thread at the start of a batch: it first lets every other process due at this
+// instant run (a fault or a register access lands before the cycle), then returns how many of
+// `wanted` cycles may pass before another process has something scheduled (at least 1).
+uint64_t next_batch(sc_core::sc_time period, uint64_t wanted);
 
 }  // namespace mxtb::sim

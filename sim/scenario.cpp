@@ -137,6 +137,15 @@ TrafficConfig parse_traffic(Fields f, TrafficConfig t) {
   return t;
 }
 
+// A block with optional "both", "ab" and "ba" entries: "both" first, then each direction's own.
+template <class T>
+void per_direction(Fields f, T (*parse)(Fields, T), T& ab, T& ba) {
+  if (f.has("both")) ab = ba = parse(f.sub("both"), ab);
+  if (f.has("ab")) ab = parse(f.sub("ab"), ab);
+  if (f.has("ba")) ba = parse(f.sub("ba"), ba);
+  f.finish();
+}
+
 int parse_lane_sel(Fields& f) {
   std::string s = f.choice("lane", "both", {"ab", "ba", "both"});
   return s == "ab" ? 0 : s == "ba" ? 1 : 2;
@@ -195,20 +204,8 @@ LinkPairConfig parse_link_pair_scenario(const json& j, const std::string& source
     if (e.has("impostor")) c.impostor = parse_identity(e.sub("impostor"), c.impostor);
     e.finish();
   }
-  if (f.has("lanes")) {
-    Fields l = f.sub("lanes");
-    if (l.has("both")) c.ab = c.ba = parse_lane(l.sub("both"), c.ab);
-    if (l.has("ab")) c.ab = parse_lane(l.sub("ab"), c.ab);
-    if (l.has("ba")) c.ba = parse_lane(l.sub("ba"), c.ba);
-    l.finish();
-  }
-  if (f.has("traffic")) {
-    Fields t = f.sub("traffic");
-    if (t.has("both")) c.traffic_ab = c.traffic_ba = parse_traffic(t.sub("both"), c.traffic_ab);
-    if (t.has("ab")) c.traffic_ab = parse_traffic(t.sub("ab"), c.traffic_ab);
-    if (t.has("ba")) c.traffic_ba = parse_traffic(t.sub("ba"), c.traffic_ba);
-    t.finish();
-  }
+  if (f.has("lanes")) per_direction(f.sub("lanes"), parse_lane, c.ab, c.ba);
+  if (f.has("traffic")) per_direction(f.sub("traffic"), parse_traffic, c.traffic_ab, c.traffic_ba);
   if (f.has("faults")) {
     const json& arr = f.raw("faults");
     if (!arr.is_array()) f.fail("faults", "must be an array");
@@ -224,10 +221,15 @@ LinkPairConfig parse_link_pair_scenario(const json& j, const std::string& source
     e.finish();
   }
   f.finish();
-  // Seeds: one per channel so the two directions see independent errors.
-  c.ab.seed = c.seed * 0x9E3779B97F4A7C15ull + 11;
-  c.ba.seed = c.seed * 0x9E3779B97F4A7C15ull + 23;
+  set_seed(c, c.seed);
   return c;
+}
+
+void set_seed(LinkPairConfig& cfg, uint64_t seed) {
+  cfg.seed = seed;
+  // One stream per channel, so the two directions see independent errors.
+  cfg.ab.seed = seed * 0x9E3779B97F4A7C15ull + 11;
+  cfg.ba.seed = seed * 0x9E3779B97F4A7C15ull + 23;
 }
 
 LinkPairConfig load_link_pair_scenario(const std::string& path) {

@@ -22,6 +22,9 @@ LinkPairConfig parse_link_pair_scenario(const nlohmann::json& j, const std::stri
 // from the seed, all of which the link must survive with exactly-once delivery.
 LinkPairConfig random_link_pair_scenario(uint64_t seed);
 
+// Sets the run's seed and everything derived from it (each channel's own error stream).
+void set_seed(LinkPairConfig& cfg, uint64_t seed);
+
 nlohmann::json to_json(const LinkPairConfig& cfg);
 nlohmann::json to_json(const LinkPairResult& r);
 

@@ -1,5 +1,7 @@
 #include "server_sc.h"
 
+#include "sc_runner.h"
+
 #include <fmt/format.h>
 
 #include <stdexcept>
@@ -22,12 +24,7 @@ void ServerClock::run() {
       sc_core::sc_stop();
       return;
     }
-    uint64_t n = max_batch_;
-    if (sc_core::sc_pending_activity()) {
-      uint64_t gap = sc_core::sc_time_to_pending_activity().value() / period_.value();
-      n = std::max<uint64_t>(1, std::min(n, gap));
-    }
-    uint64_t ran = sim_.step(n);
+    uint64_t ran = sim_.step(next_batch(period_, max_batch_));
     wait(period_ * static_cast<double>(ran));
     if (sim_.bus_result_ready()) bus_event_.notify(sc_core::SC_ZERO_TIME);
     if (sim_.irq_rose()) irq_event_.notify(sc_core::SC_ZERO_TIME);

@@ -35,6 +35,7 @@ class TrafficSource {
   Drive drive();                   // what to put on tx_* this cycle
   void fire();                     // the endpoint accepted the driven word
   void stop() { stopped_ = true; } // offer no new message (finish the current one)
+  bool in_message() const { return in_msg_; }  // words of a message accepted, its last not yet
   uint64_t messages_sent() const { return sent_; }
   uint64_t words_sent() const { return words_; }
 

@@ -76,12 +76,7 @@ int cmd_link_pair(const ArgList& argv) {
   } else {
     std::string path = args.str("--scenario");
     cfg = sim::load_link_pair_scenario(path);
-    if (args.has("--seed")) {
-      auto j = sim::to_json(cfg);
-      cfg.seed = args.u64("--seed", cfg.seed);
-      cfg.ab.seed = cfg.seed * 0x9E3779B97F4A7C15ull + 11;
-      cfg.ba.seed = cfg.seed * 0x9E3779B97F4A7C15ull + 23;
-    }
+    if (args.has("--seed")) sim::set_seed(cfg, args.u64("--seed", cfg.seed));
     rerun = fmt::format("./mxtb link-pair --scenario {} --seed {}", path, cfg.seed);
   }
   std::string harness = args.str("--harness", "systemc");

@@ -86,7 +86,7 @@ int cmd_server(const ArgList& argv) {
              r.messages_delivered, r.scoreboard_errors, r.messages_after_failover_on_spare);
   fmt::print("  controller: {} DAC writes, {} photodiode reads; firmware: {} bus reads, {} bus writes\n", r.dac_writes,
              r.pd_reads, r.bus_reads, r.bus_writes);
-  fmt::print("  simulated {:.1f} us ({} cycles) in {:.2f} s wall\n", r.cycles / 156.25, r.cycles, r.wall_s);
+  fmt::print("  simulated {:.1f} us ({} cycles) in {:.2f} s wall\n", r.cycles / cfg.server.clock_mhz, r.cycles, r.wall_s);
   if (args.has("--json")) write_json_file(args.str("--json"), sim::to_json(cfg, r));
   if (r.passed()) {
     fmt::print("PASS\n");

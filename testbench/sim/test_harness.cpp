@@ -58,7 +58,6 @@ TEST_CASE("the same seed gives the same run, and SystemC batching changes nothin
   CHECK(batches < loop1["cycles"].get<uint64_t>() / 100);  // it really batched
   CHECK(sc == loop1);
 
-  cfg.seed = 6;
-  cfg.ab.seed += 1;
+  set_seed(cfg, 6);
   CHECK(run_loop(cfg) != loop1);  // and a different seed is a different run
 }
