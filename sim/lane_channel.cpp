@@ -15,7 +15,7 @@ Raw66 from_bits(u128 b) {
 }
 }  // namespace
 
-LaneChannel::LaneChannel(const LaneChannelConfig& cfg) : cfg_(cfg), rng_(cfg.seed) {
+LaneChannel::LaneChannel(const LaneChannelConfig& cfg) : cfg_(cfg), rng_(cfg.seed), errors_(rng_) {
   if (cfg.latency_cycles < 1)
     throw std::invalid_argument("lane channel: latency_cycles must be >= 1");
   if (cfg.bit_offset > 65)
@@ -27,13 +27,30 @@ LaneChannel::LaneChannel(const LaneChannelConfig& cfg) : cfg_(cfg), rng_(cfg.see
   set_ber(cfg.ber);
 }
 
+void BitErrors::set_ber(double ber) {
+  if (!(ber >= 0.0 && ber < 1.0)) throw std::invalid_argument("bit error rate must be in [0, 1), got " + std::to_string(ber));
+  ber_ = ber;
+  bits_to_next_error_ = ber > 0.0 ? std::geometric_distribution<uint64_t>(ber)(rng_) : UINT64_MAX;
+}
+
+Raw66 BitErrors::apply(Raw66 w) {
+  if (ber_ <= 0.0) return w;
+  u128 bits = to_bits(w);
+  uint64_t pos = 0;
+  while (bits_to_next_error_ < 66 - pos) {
+    pos += bits_to_next_error_;
+    bits ^= u128{1} << pos;
+    ++flipped_;
+    ++pos;
+    bits_to_next_error_ = std::geometric_distribution<uint64_t>(ber_)(rng_);
+  }
+  bits_to_next_error_ -= 66 - pos;
+  return from_bits(bits);
+}
+
 void LaneChannel::set_ber(double ber) {
-  if (!(ber >= 0.0 && ber < 1.0))
-    throw std::invalid_argument("lane channel: ber must be in [0, 1), got " + std::to_string(ber));
+  errors_.set_ber(ber);
   cfg_.ber = ber;
-  // Errors are placed by drawing the gap to the next one, so a clean channel costs nothing.
-  bits_to_next_error_ =
-      ber > 0.0 ? std::geometric_distribution<uint64_t>(ber)(rng_) : UINT64_MAX;
 }
 
 Raw66 LaneChannel::corrupt(Raw66 w) {
@@ -41,18 +58,9 @@ Raw66 LaneChannel::corrupt(Raw66 w) {
     ++stats_.erasures;
     return from_bits((u128{rng_()} << 64 | rng_()) & kMask66);
   }
-  if (cfg_.ber <= 0.0) return w;
-  u128 bits = to_bits(w);
-  uint64_t pos = 0;
-  while (bits_to_next_error_ < 66 - pos) {
-    pos += bits_to_next_error_;
-    bits ^= u128{1} << pos;
-    ++stats_.bits_flipped;
-    ++pos;
-    bits_to_next_error_ = std::geometric_distribution<uint64_t>(cfg_.ber)(rng_);
-  }
-  bits_to_next_error_ -= 66 - pos;
-  return from_bits(bits);
+  Raw66 out = errors_.apply(w);
+  stats_.bits_flipped = errors_.flipped();
+  return out;
 }
 
 LaneChannel::Output LaneChannel::step(const Raw66& in, bool laser_on) {

@@ -11,6 +11,24 @@
 
 namespace mxtb::sim {
 
+// Independent bit errors at a rate, placed by drawing the gap to the next error so that a clean
+// lane costs nothing per word. Shared by the link pair's lanes and the server's lanes.
+class BitErrors {
+ public:
+  // Draws from `rng`, which must outlive this.
+  explicit BitErrors(std::mt19937_64& rng) : rng_(rng) {}
+  void set_ber(double ber);  // [0, 1); throws std::invalid_argument otherwise
+  double ber() const { return ber_; }
+  Raw66 apply(Raw66 w);
+  uint64_t flipped() const { return flipped_; }
+
+ private:
+  double ber_ = 0.0;
+  std::mt19937_64& rng_;
+  uint64_t bits_to_next_error_ = UINT64_MAX;
+  uint64_t flipped_ = 0;
+};
+
 struct LaneChannelConfig {
   uint32_t latency_cycles = 4;  // >= 1: what is sent in cycle t arrives in cycle t + latency
   uint32_t bit_offset = 0;      // 0..65: shift of the bit stream against the 66-bit words
@@ -29,6 +47,8 @@ struct LaneChannelStats {
 class LaneChannel {
  public:
   explicit LaneChannel(const LaneChannelConfig& cfg);
+  LaneChannel(const LaneChannel&) = delete;  // errors_ draws from rng_
+  LaneChannel& operator=(const LaneChannel&) = delete;
 
   struct Output {
     Raw66 raw;
@@ -57,7 +77,7 @@ class LaneChannel {
   unsigned __int128 prev_bits_ = 0;
   bool dark_ = false;
   std::mt19937_64 rng_;
-  uint64_t bits_to_next_error_ = 0;
+  BitErrors errors_;
   LaneChannelStats stats_;
 };
 

@@ -28,6 +28,7 @@ void ServerClock::run() {
     wait(period_ * static_cast<double>(ran));
     if (sim_.bus_result_ready()) bus_event_.notify(sc_core::SC_ZERO_TIME);
     if (sim_.irq_rose()) irq_event_.notify(sc_core::SC_ZERO_TIME);
+    if (sim_.link_changed()) link_event_.notify(sc_core::SC_ZERO_TIME);
   }
 }
 

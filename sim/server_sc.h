@@ -21,6 +21,7 @@ class ServerClock : public sc_core::sc_module {
   sc_core::sc_time period() const { return period_; }
   const sc_core::sc_event& irq_event() const { return irq_event_; }
   const sc_core::sc_event& bus_event() const { return bus_event_; }
+  const sc_core::sc_event& link_event() const { return link_event_; }  // a link changed state
   void stop_when(std::function<bool()> done) { done_ = std::move(done); }
   // One bus master at a time: the firmware and a host both reach the controller's one AXI port.
   sc_core::sc_mutex& bus_mutex() { return bus_mutex_; }
@@ -30,7 +31,7 @@ class ServerClock : public sc_core::sc_module {
   ServerSim& sim_;
   uint64_t max_batch_;
   sc_core::sc_time period_;
-  sc_core::sc_event irq_event_, bus_event_;
+  sc_core::sc_event irq_event_, bus_event_, link_event_;
   sc_core::sc_mutex bus_mutex_;
   std::function<bool()> done_;
 };

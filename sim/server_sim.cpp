@@ -1,5 +1,7 @@
 #include "server_sim.h"
 
+#include "sim/lane_channel.h"
+
 #include "Vlink_endpoint.h"
 #include "Vocs_controller.h"
 #include "verilated.h"
@@ -56,6 +58,14 @@ struct ServerSim::Impl {
   std::vector<std::deque<ReceivedBlock>> fibre;
   std::deque<std::pair<uint64_t, int>> pd_queue;  // (cycle due, port)
   std::vector<link::LinkState> last_state;
+  // Injected lane faults at each receiver.
+  struct LaneFault {
+    explicit LaneFault(uint64_t seed) : rng(seed) {}
+    std::mt19937_64 rng;
+    BitErrors errors{rng};
+    uint64_t dark_until_cycle = 0;
+  };
+  std::deque<LaneFault> lane_faults;  // a deque: BitErrors refers to its neighbour rng
   bool last_irq = false;
   double settle_until_ns = 0;
 
@@ -107,6 +117,7 @@ ServerSim::ServerSim(const ServerConfig& cfg) : cfg_(cfg), impl_(std::make_uniqu
     m.boards.emplace_back(0, cfg_.traffic, cfg_.seed * 11 + static_cast<uint64_t>(i));
     m.board_stream.push_back(-1);
     m.fibre.emplace_back(cfg_.fibre_latency_cycles, ReceivedBlock{});
+    m.lane_faults.emplace_back(cfg_.seed * 13 + static_cast<uint64_t>(i));
   }
   m.last_state.assign(static_cast<size_t>(n_links), link::LinkState::Reset);
   // Reset everything: the asynchronous resets need a falling edge, then clocks while low.
@@ -152,13 +163,24 @@ void ServerSim::kill_xpu(int xpu) {
   for (int l = 0; l < cfg_.shape.lanes_per_xpu; ++l) impl_->sources[static_cast<size_t>(xpu * cfg_.shape.lanes_per_xpu + l)].stop();
 }
 
+void ServerSim::set_lane_ber(int link, double ber) {
+  if (link < 0 || link >= n_links_) throw std::invalid_argument(fmt::format("no link {}", link));
+  impl_->lane_faults[static_cast<size_t>(link)].errors.set_ber(ber);
+}
+
+void ServerSim::dark_lane(int link, uint64_t cycles) {
+  if (link < 0 || link >= n_links_) throw std::invalid_argument(fmt::format("no link {}", link));
+  auto& f = impl_->lane_faults[static_cast<size_t>(link)];
+  f.dark_until_cycle = std::max(f.dark_until_cycle, cycle_ + cycles);
+}
+
 uint64_t ServerSim::step(uint64_t max_cycles) {
-  irq_rose_ = bus_done_ = false;
+  irq_rose_ = bus_done_ = link_changed_ = false;
   uint64_t n = 0;
   while (n < max_cycles) {
     one_cycle();
     ++n;
-    if (irq_rose_ || bus_done_) break;
+    if (irq_rose_ || bus_done_ || link_changed_) break;
   }
   return n;
 }
@@ -191,7 +213,11 @@ void ServerSim::one_cycle() {
     Raw66 word{};
     if (r.dominant_input >= 0 && r.dominant_input < n_links) word = lane_out(*m.ep[static_cast<size_t>(r.dominant_input)]);
     auto& line = m.fibre[static_cast<size_t>(o)];
-    line.push_back(receive_block(r.verdict, word, rng_));
+    ReceivedBlock rx = receive_block(r.verdict, word, rng_);
+    auto& fault = m.lane_faults[static_cast<size_t>(o)];
+    if (cycle_ < fault.dark_until_cycle) rx = ReceivedBlock{Raw66{}, false};
+    else if (rx.signal_detect) rx.raw = fault.errors.apply(rx.raw);
+    line.push_back(rx);
     lane_in(*m.ep[static_cast<size_t>(o)], line.front());
     line.pop_front();
   }
@@ -258,6 +284,7 @@ void ServerSim::one_cycle() {
     auto& last = m.last_state[static_cast<size_t>(i)];
     if (now_state == last) continue;
     transitions_.push_back(LinkTransition{cycle_, i, last, now_state, static_cast<link::Reason>(e.reason_o)});
+    link_changed_ = true;
     last = now_state;
     if (now_state == link::LinkState::Active) {
       // The scoreboard follows whichever XPU this lane is now connected to.

@@ -62,7 +62,8 @@ class ServerSim {
   ServerSim& operator=(const ServerSim&) = delete;
 
   // Runs up to `max_cycles` clocks; stops early after a clock in which the controller's interrupt
-  // rose or a bus transaction completed, so whoever waits for those wakes at the right cycle.
+  // rose, a bus transaction completed or a link changed state, so whoever waits for those wakes
+  // at the right cycle.
   // Returns the clocks run.
   uint64_t step(uint64_t max_cycles);
   uint64_t cycle() const { return cycle_; }
@@ -77,9 +78,14 @@ class ServerSim {
   std::optional<AxilResult> take_bus_result();
   bool irq() const;
   bool irq_rose() const { return irq_rose_; }  // during the last step()
+  bool link_changed() const { return link_changed_; }  // during the last step()
 
   // Faults: an XPU dies: its lasers go dark and its traffic stops, for good.
   void kill_xpu(int xpu);
+  // Link `link`'s receiver sees bit errors at `ber` from now on (0 ends them).
+  void set_lane_ber(int link, double ber);
+  // No light reaches link `link`'s receiver for the next `cycles` clocks.
+  void dark_lane(int link, uint64_t cycles);
   bool xpu_alive(int xpu) const { return alive_[static_cast<size_t>(xpu)]; }
 
   int links() const { return n_links_; }
@@ -106,7 +112,7 @@ class ServerSim {
   std::vector<bool> alive_;
   uint64_t cycle_ = 0;
   int n_links_ = 0;
-  bool irq_rose_ = false, bus_done_ = false;
+  bool irq_rose_ = false, bus_done_ = false, link_changed_ = false;
   std::optional<AxilResult> bus_result_;
   uint64_t dac_writes_ = 0, pd_reads_ = 0;
   bool light_dirty_ = true;

@@ -33,6 +33,14 @@ commands:
       datacenter allocation: the torus allocator against Morphlux (docs/alloc.md; alloc --help)
   bench alloc [--json FILE]
       100,000-request trace with the heuristic, integer-program solve times
+  sim [--listen ADDR:PORT] [--time-mode lockstep|paced|free] [--rtf X] [--preset P] [--seed N]
+      [--fst FILE] [--stop-after-s S]
+      the emulated server as a board on the network: IPbus 2.0 over UDP (docs/protocol.md);
+      prints "listening on udp://ADDR:PORT" when it answers
+  reg read|write|dump --target udp://ADDR:PORT [NAME|ADDRESS [VALUE]] [--count N]
+      registers by name: controller (STATUS, LINK_STATUS[3]), emulator (emu.TIME_NS_LO), ram[i]
+  bench bridge [--rounds N] [--blocks N] [--json FILE]
+      IPbus round trip and block-read throughput against a plain UDP echo on loopback
 
 The root script adds: ./mxtb demo (the main job), ./mxtb test [ctest args] (the test suite).
 )";
@@ -52,16 +60,19 @@ int main(int argc, char** argv) {
       {"link-pair", cmd_link_pair},
       {"server", cmd_server},
       {"alloc", mxtb::host::alloc::run_alloc_command},
+      {"sim", cmd_sim},
+      {"reg", cmd_reg},
   };
   std::map<std::string, std::function<int(const ArgList&)>> benches{
       {"link", cmd_bench_link},
       {"reconfig", cmd_bench_reconfig},
       {"alloc", mxtb::host::alloc::run_alloc_bench},
+      {"bridge", cmd_bench_bridge},
   };
   try {
     if (cmd == "bench") {
       if (args.empty() || !benches.count(args[0]))
-        throw UsageError(fmt::format("bench wants one of: link, reconfig, alloc; got '{}'", args.empty() ? "" : args[0]));
+        throw UsageError(fmt::format("bench wants one of: link, reconfig, alloc, bridge; got '{}'", args.empty() ? "" : args[0]));
       std::string which = args[0];
       args.erase(args.begin());
       return benches[which](args);

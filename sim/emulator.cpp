@@ -1,0 +1,555 @@
+#define SC_INCLUDE_DYNAMIC_PROCESSES
+#include "emulator.h"
+
+#include "firmware/ocs_firmware.h"
+#include "host/ipbus/board_map.h"
+#include "sim/ipbus_server.h"
+#include "sim/sc_runner.h"
+#include "sim/server_sc.h"
+
+#include <mxtb/ocs_regs.h>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <iterator>
+#include <mutex>
+#include <thread>
+#include <unistd.h>
+
+namespace mxtb::sim {
+
+namespace {
+
+using ipbus::InfoCode;
+using ipbus::TxType;
+using sc_core::sc_time;
+using sc_core::SC_NS;
+namespace er = mxtb::emu::reg;
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_signal(int) { g_stop = true; }
+
+const char* mode_name(emu::TimeMode m) {
+  switch (m) {
+    case emu::TimeMode::Lockstep: return "lockstep";
+    case emu::TimeMode::Paced: return "paced";
+    case emu::TimeMode::Free: return "free";
+  }
+  return "?";
+}
+
+bool is_write(TxType t) { return t == TxType::Write || t == TxType::NonIncWrite; }
+bool incrementing(TxType t) { return t == TxType::Read || t == TxType::Write; }
+InfoCode error_for(TxType t) { return is_write(t) ? InfoCode::WriteError : InfoCode::ReadError; }
+
+// One entry of the emulator's event queue (EVENT_HEAD).
+struct EmuEventEntry {
+  uint64_t time_ns;
+  uint32_t info;  // kind 7:0, a 15:8, b 23:16, c 31:24
+  uint32_t data;
+};
+constexpr size_t kEventQueueDepth = 65536;
+
+uint32_t event_info(emu::EmuEvent kind, uint32_t a, uint32_t b, uint32_t c) {
+  return static_cast<uint32_t>(kind) | (a & 0xFF) << 8 | (b & 0xFF) << 16 | (c & 0xFF) << 24;
+}
+
+// The SystemC side of the bridge: runs the jobs the serving thread hands it, one at a time, as
+// a thread process (so a job may take simulated time), then pauses the kernel.
+class HostPort : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(HostPort);
+  explicit HostPort(sc_core::sc_module_name name) : sc_module(name) { SC_THREAD(run); }
+  void submit(std::function<void()> work) {
+    work_ = std::move(work);
+    done_ = false;
+    pending_ = true;
+    start_.notify(sc_core::SC_ZERO_TIME);  // lost when made before the kernel started: pending_ says it
+  }
+  bool done() const { return done_; }
+
+ private:
+  void run() {
+    for (;;) {
+      while (!pending_) sc_core::wait(start_);
+      pending_ = false;
+      work_();
+      done_ = true;
+      sc_core::sc_pause();
+    }
+  }
+  sc_core::sc_event start_;
+  std::function<void()> work_;
+  bool done_ = true, pending_ = false;
+};
+
+class Emulator {
+ public:
+  explicit Emulator(const EmulatorConfig& cfg)
+      : cfg_(cfg),
+        sim_(cfg.server),
+        clock_("clock", sim_, 256),
+        fw_hal_(sim_, clock_),
+        fw_(fw_hal_, firmware_config()),
+        port_("host_port") {
+    sc_core::sc_spawn([this] { firmware_thread(); }, "firmware");
+  }
+
+  int serve() {
+    // The firmware initialises the controller before the board answers.
+    run_in_sim([this] {
+      while (!fw_ready_) sc_core::wait(fw_ready_event_);
+    });
+    if (!fw_init_error_.empty()) {
+      fmt::print(stderr, "mxtb sim [{}]: firmware init failed: {}\n", mode_name(cfg_.time_mode), fw_init_error_);
+      return 1;
+    }
+    IpbusServer server(cfg_.listen, [this](ipbus::Fault f, const std::string& what) { log_fault(f, what); });
+    server_ = &server;
+    fmt::print(stderr, "mxtb sim [{}]: scenario {}, seed {}, {} preset, {} XPUs x {} lanes, {}-port mesh, clock {} MHz{}\n",
+               mode_name(cfg_.time_mode), cfg_.scenario, cfg_.server.seed, to_string(cfg_.server.mesh.settle),
+               cfg_.server.shape.xpus, cfg_.server.shape.lanes_per_xpu, cfg_.server.shape.mesh_ports, cfg_.server.clock_mhz,
+               cfg_.time_mode == emu::TimeMode::Paced ? fmt::format(", real-time factor {}", cfg_.rtf) : "");
+    std::printf("listening on udp://%s\n", server.local_address().c_str());
+    std::fflush(stdout);
+
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    std::signal(SIGPIPE, SIG_IGN);
+    const pid_t parent = getppid();
+    wall0_ = std::chrono::steady_clock::now();
+    sim0_ns_ = now_ns();
+    auto last_parent_check = wall0_;
+    while (!g_stop) {
+      auto wall = std::chrono::steady_clock::now();
+      if (wall - last_parent_check > std::chrono::milliseconds(200)) {
+        last_parent_check = wall;
+        if (getppid() != parent) break;  // whoever started us is gone
+        if (cfg_.stop_after_wall_s > 0 && std::chrono::duration<double>(wall - wall0_).count() > cfg_.stop_after_wall_s) break;
+      }
+      if (cfg_.time_mode == emu::TimeMode::Lockstep) {
+        if (auto job = server.next_job(std::chrono::milliseconds(100))) handle(*job);
+        continue;
+      }
+      if (auto job = server.next_job(std::chrono::microseconds(0))) {
+        handle(*job);
+        continue;
+      }
+      free_run_slice();
+      if (cfg_.time_mode == emu::TimeMode::Paced) {
+        auto ahead = pace_target() - std::chrono::steady_clock::now();
+        if (ahead > std::chrono::microseconds(0))
+          if (auto job = server.next_job(std::chrono::duration_cast<std::chrono::microseconds>(ahead))) handle(*job);
+      }
+    }
+    server_ = nullptr;
+    fmt::print(stderr, "mxtb sim [{}]: stopped at {:.3f} us simulated, {} cycles, real-time factor {:.3g}\n",
+               mode_name(cfg_.time_mode), now_ns() / 1000.0, sim_.cycle(), achieved_rtf());
+    return 0;
+  }
+
+ private:
+  firmware::FirmwareConfig firmware_config() const {
+    MeshCalibration cal = load_calibration(cfg_.calibration_file);
+    firmware::FirmwareConfig fc;
+    fc.ports = cfg_.server.shape.mesh_ports;
+    fc.links = cfg_.server.shape.xpus * cfg_.server.shape.lanes_per_xpu;
+    fc.lanes_per_xpu = cfg_.server.shape.lanes_per_xpu;
+    fc.calibration = cal.elements;
+    double tau = cfg_.server.mesh.tau_ns ? *cfg_.server.mesh.tau_ns : preset_tau_ns(cfg_.server.mesh.settle);
+    double period = 1000.0 / cfg_.server.clock_mhz;
+    fc.settle_cycles = static_cast<uint32_t>(std::max(4.0, std::ceil(cfg_.settle_taus * tau / period)));
+    fc.route_cost_ns = cfg_.route_cost_ns;
+    return fc;
+  }
+
+  void firmware_thread() {
+    std::string why;
+    if (fw_.init(&why) != firmware::FwStatus::Ok) fw_init_error_ = why.empty() ? "unknown" : why;
+    fw_ready_ = true;
+    fw_ready_event_.notify(sc_core::SC_ZERO_TIME);
+    if (!fw_init_error_.empty()) return;
+    fw_.run_until(uint64_t{1} << 62);
+  }
+
+  double now_ns() const { return sc_core::sc_time_stamp().to_seconds() * 1e9; }
+  uint64_t now_ns_u64() const { return static_cast<uint64_t>(std::llround(now_ns())); }
+  double achieved_rtf() const {
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0_).count();
+    return wall > 0 ? (now_ns() - sim0_ns_) * 1e-9 / wall : 0;
+  }
+  std::chrono::steady_clock::time_point pace_target() const {
+    double wall_s = (now_ns() - sim0_ns_) * 1e-9 / cfg_.rtf;
+    return wall0_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(wall_s));
+  }
+
+  // Paced and free modes: the simulation runs on its own between jobs, a microsecond at a time.
+  void free_run_slice() {
+    sc_core::sc_start(sc_time(1000, SC_NS));
+    sync_events();
+  }
+
+  // Runs `work` inside the simulation (a SystemC thread) and returns when it finished.
+  void run_in_sim(std::function<void()> work) {
+    port_.submit(std::move(work));
+    while (!port_.done()) {
+      if (cfg_.time_mode == emu::TimeMode::Lockstep) sc_core::sc_start();
+      else {
+        sc_core::sc_start(sc_time(1000, SC_NS));
+        if (cfg_.time_mode == emu::TimeMode::Paced) std::this_thread::sleep_until(pace_target());
+      }
+    }
+    sync_events();
+  }
+
+  void handle(IpbusServer::Job& job) {
+    InfoCode code = InfoCode::Success;
+    std::vector<uint32_t> out;
+    const auto& a = job.access;
+    uint32_t span = incrementing(a.type) ? std::max<uint32_t>(a.words, 1) : 1;
+    if (a.addr < ipbus::kControllerBase + ipbus::kControllerWords && uint64_t{a.addr} + span <= ipbus::kControllerWords)
+      code = controller_access(a, out);
+    else if (a.addr >= ipbus::kEmulatorBase && uint64_t{a.addr} + span <= uint64_t{ipbus::kEmulatorBase} + ipbus::kEmulatorWords)
+      code = emulator_access(a, out);
+    else
+      code = error_for(a.type);
+    job.done(code, std::move(out));
+  }
+
+  // ---- the controller: AXI4-Lite transactions with their cycle cost ----
+
+  InfoCode controller_access(const ipbus::BusPort::Access& a, std::vector<uint32_t>& out) {
+    // Every word must be a register that allows the access, or nothing happens.
+    bool rmw = a.type == TxType::RmwBits || a.type == TxType::RmwSum;
+    for (uint32_t i = 0; i < (incrementing(a.type) ? a.words : std::min<uint32_t>(a.words, 1)); ++i) {
+      const auto* r = mxtb::ocs::register_at((a.addr + i) * 4);
+      if (!r) return error_for(a.type);
+      if ((is_write(a.type) || rmw) && r->access == mxtb::ocs::Access::RO) return error_for(a.type);
+      if ((!is_write(a.type) || rmw) && r->access == mxtb::ocs::Access::WO) return error_for(a.type);
+    }
+    InfoCode code = InfoCode::Success;
+    run_in_sim([&] {
+      clock_.bus_mutex().lock();
+      auto xfer = [&](bool write, uint32_t word, uint32_t data) -> std::optional<uint32_t> {
+        if (write) sim_.start_write(word * 4, data);
+        else sim_.start_read(word * 4);
+        while (!sim_.bus_result_ready()) sc_core::wait(clock_.bus_event());
+        AxilResult r = *sim_.take_bus_result();
+        if (r.resp != 0) return std::nullopt;
+        return r.data;
+      };
+      for (uint32_t i = 0; i < a.words || (rmw && i == 0); ++i) {
+        uint32_t word = incrementing(a.type) ? a.addr + i : a.addr;
+        std::optional<uint32_t> v;
+        switch (a.type) {
+          case TxType::Read:
+          case TxType::NonIncRead:
+            v = xfer(false, word, 0);
+            if (v) out.push_back(*v);
+            break;
+          case TxType::Write:
+          case TxType::NonIncWrite: v = xfer(true, word, a.body[i]); break;
+          case TxType::RmwBits:
+          case TxType::RmwSum:
+            v = xfer(false, word, 0);
+            if (v) {
+              out.push_back(*v);
+              uint32_t nv = a.type == TxType::RmwBits ? (*v & a.body[0]) | a.body[1] : *v + a.body[0];
+              v = xfer(true, word, nv);
+            }
+            break;
+        }
+        if (!v) {
+          code = error_for(a.type);
+          break;
+        }
+        if (rmw) break;
+      }
+      clock_.bus_mutex().unlock();
+    });
+    if (code != InfoCode::Success) out.clear();
+    return code;
+  }
+
+  // ---- the emulator control block ----
+
+  InfoCode emulator_access(const ipbus::BusPort::Access& a, std::vector<uint32_t>& out) {
+    bool rmw = a.type == TxType::RmwBits || a.type == TxType::RmwSum;
+    uint32_t n = incrementing(a.type) ? a.words : std::min<uint32_t>(a.words, 1);
+    for (uint32_t i = 0; i < n; ++i) {
+      const auto* r = mxtb::emu::register_at((a.addr - ipbus::kEmulatorBase + i) * 4);
+      if (!r) return error_for(a.type);
+      if ((is_write(a.type) || rmw) && r->access == mxtb::emu::Access::RO) return error_for(a.type);
+      if ((!is_write(a.type) || rmw) && r->access == mxtb::emu::Access::WO) return error_for(a.type);
+    }
+    for (uint32_t i = 0; i < a.words || (rmw && i == 0); ++i) {
+      uint32_t offset = (incrementing(a.type) ? a.addr + i : a.addr) - ipbus::kEmulatorBase;
+      offset *= 4;
+      if (a.type == TxType::Read || a.type == TxType::NonIncRead) {
+        out.push_back(emu_read(offset));
+      } else if (is_write(a.type)) {
+        if (!emu_write(offset, a.body[i])) return error_for(a.type);
+      } else {
+        uint32_t old = emu_read(offset);
+        uint32_t nv = a.type == TxType::RmwBits ? (old & a.body[0]) | a.body[1] : old + a.body[0];
+        if (!emu_write(offset, nv)) return error_for(a.type);
+        out.push_back(old);
+        break;
+      }
+    }
+    return InfoCode::Success;
+  }
+
+  uint32_t emu_read(uint32_t off) {
+    uint64_t t = now_ns_u64();
+    if (off == er::id::kOffset) return er::id::kReset;
+    if (off == er::version::kOffset) return er::version::kReset;
+    if (off == er::time_mode::kOffset) return static_cast<uint32_t>(cfg_.time_mode);
+    if (off == er::rtf_milli::kOffset) {
+      if (cfg_.time_mode == emu::TimeMode::Paced) return static_cast<uint32_t>(std::llround(cfg_.rtf * 1000));
+      if (cfg_.time_mode == emu::TimeMode::Free) return static_cast<uint32_t>(std::llround(achieved_rtf() * 1000));
+      return 0;
+    }
+    if (off == er::clock_ps::kOffset) return static_cast<uint32_t>(std::llround(1e6 / cfg_.server.clock_mhz));
+    if (off == er::time_ns_lo::kOffset) return static_cast<uint32_t>(t);
+    if (off == er::time_ns_hi::kOffset) return static_cast<uint32_t>(t >> 32);
+    if (off == er::cycle_lo::kOffset) return static_cast<uint32_t>(sim_.cycle());
+    if (off == er::cycle_hi::kOffset) return static_cast<uint32_t>(sim_.cycle() >> 32);
+    if (off == er::run_timeout_ns::kOffset) return run_timeout_ns_;
+    if (off == er::run_result::kOffset) return run_result_;
+    if (off == er::fault_at_lo::kOffset) return static_cast<uint32_t>(fault_at_ns_);
+    if (off == er::fault_at_hi::kOffset) return static_cast<uint32_t>(fault_at_ns_ >> 32);
+    if (off == er::fault_target::kOffset) return fault_target_;
+    if (off == er::fault_value::kOffset) return fault_value_;
+    if (off == er::faults_pending::kOffset) return faults_pending_;
+    if (off == er::xpu_alive::kOffset) {
+      uint32_t m = 0;
+      for (int x = 0; x < cfg_.server.shape.xpus; ++x) m |= uint32_t{sim_.xpu_alive(x)} << x;
+      return m;
+    }
+    if (off == er::event_count::kOffset) return static_cast<uint32_t>(events_.size());
+    if (off >= er::event_head::kOffset && off < er::event_head::kOffset + 4 * er::event_head::kCount) {
+      if (events_.empty()) return 0;
+      const auto& e = events_.front();
+      switch ((off - er::event_head::kOffset) / 4) {
+        case 0: return static_cast<uint32_t>(e.time_ns);
+        case 1: return static_cast<uint32_t>(e.time_ns >> 32);
+        case 2: return e.info;
+        default: return e.data;
+      }
+    }
+    if (off == er::event_dropped::kOffset) return events_dropped_;
+    if (off == er::wave_ctrl::kOffset) return 0;
+    if (off == er::messages_lo::kOffset) return static_cast<uint32_t>(sim_.messages_delivered());
+    if (off == er::messages_hi::kOffset) return static_cast<uint32_t>(sim_.messages_delivered() >> 32);
+    if (off == er::scoreboard_errors::kOffset) return static_cast<uint32_t>(sim_.scoreboard_errors());
+    if (off >= er::ipbus_stats::kOffset && off < er::ipbus_stats::kOffset + 4 * er::ipbus_stats::kCount) {
+      const auto& s = server_->stats_while_in_job();
+      uint32_t i = (off - er::ipbus_stats::kOffset) / 4;
+      const uint64_t head[] = {s.datagrams, s.control, s.status, s.resends_served, s.transactions};
+      if (i < 5) return static_cast<uint32_t>(head[i]);
+      return static_cast<uint32_t>(s.faults[i - 5]);
+    }
+    if (off == er::ipbus_bus_errors::kOffset)
+      return static_cast<uint32_t>(server_->stats_while_in_job().faults[static_cast<size_t>(ipbus::Fault::BusError)]);
+    return 0;
+  }
+
+  // False: the write is refused (bus error) and changed nothing.
+  bool emu_write(uint32_t off, uint32_t v) {
+    if (off == er::advance_ns::kOffset) {
+      if (v) run_in_sim([&] { sc_core::wait(sc_time(static_cast<double>(v), SC_NS)); });
+      return true;
+    }
+    if (off == er::run_timeout_ns::kOffset) {
+      run_timeout_ns_ = v;
+      return true;
+    }
+    if (off == er::run_until::kOffset) {
+      run_until(v & 0x1F);
+      return true;
+    }
+    if (off == er::fault_at_lo::kOffset) {
+      fault_at_ns_ = (fault_at_ns_ & ~uint64_t{0xFFFFFFFF}) | v;
+      return true;
+    }
+    if (off == er::fault_at_hi::kOffset) {
+      fault_at_ns_ = (fault_at_ns_ & 0xFFFFFFFF) | uint64_t{v} << 32;
+      return true;
+    }
+    if (off == er::fault_target::kOffset) {
+      fault_target_ = v & 0xFFFF;
+      return true;
+    }
+    if (off == er::fault_value::kOffset) {
+      fault_value_ = v;
+      return true;
+    }
+    if (off == er::fault_arm::kOffset) return arm_fault(v & 0xF);
+    if (off == er::event_pop::kOffset) {
+      for (uint32_t i = 0; i < v && !events_.empty(); ++i) events_.pop_front();
+      return true;
+    }
+    if (off == er::wave_ctrl::kOffset) return false;  // waveforms: see docs/protocol.md
+    return false;
+  }
+
+  bool arm_fault(uint32_t kind_raw) {
+    auto kind = mxtb::emu::to_fault_kind(kind_raw);
+    if (!kind || *kind == emu::FaultKind::None) return false;
+    const int links = sim_.links();
+    uint32_t target = fault_target_, value = fault_value_;
+    float ber = 0;
+    std::memcpy(&ber, &value, sizeof ber);
+    switch (*kind) {
+      case emu::FaultKind::KillXpu:
+        if (target >= static_cast<uint32_t>(cfg_.server.shape.xpus)) return false;
+        break;
+      case emu::FaultKind::LaneBer:
+        if (target >= static_cast<uint32_t>(links) || !std::isfinite(ber) || ber < 0 || ber > 0.01f) return false;
+        break;
+      case emu::FaultKind::LaneDark:
+        if (target >= static_cast<uint32_t>(links) || value == 0) return false;
+        break;
+      case emu::FaultKind::None: return false;
+    }
+    ++faults_pending_;
+    uint64_t at = fault_at_ns_;
+    run_in_sim([&] {
+      sc_core::sc_spawn([this, kind = *kind, target, value, ber, at] {
+        double now = now_ns();
+        if (static_cast<double>(at) > now) sc_core::wait(sc_time(static_cast<double>(at) - now, SC_NS));
+        switch (kind) {
+          case emu::FaultKind::KillXpu: sim_.kill_xpu(static_cast<int>(target)); break;
+          case emu::FaultKind::LaneBer: sim_.set_lane_ber(static_cast<int>(target), ber); break;
+          case emu::FaultKind::LaneDark:
+            sim_.dark_lane(static_cast<int>(target), static_cast<uint64_t>(std::ceil(value / sim_.period_ns())));
+            break;
+          case emu::FaultKind::None: break;
+        }
+        --faults_pending_;
+        ++faults_fired_;
+        push_event(now_ns(), event_info(emu::EmuEvent::FaultFired, static_cast<uint32_t>(kind), target, 0), value);
+        fault_event_.notify(sc_core::SC_ZERO_TIME);
+      });
+    });
+    return true;
+  }
+
+  // Runs until a masked condition holds (RUN_UNTIL) or the timeout; RUN_RESULT says which.
+  void run_until(uint32_t mask) {
+    run_in_sim([&] {
+      const size_t transitions0 = sim_.transitions().size(), failovers0 = fw_.failovers().size();
+      const uint64_t faults0 = faults_fired_;
+      const double deadline = now_ns() + run_timeout_ns_;
+      const double poll_ns = 100;  // the firmware's failover has no event of its own: look this often
+      auto fired = [&] {
+        uint32_t f = 0;
+        if (sim_.irq()) f |= er::run_until::kIrqMask;
+        if (sim_.transitions().size() > transitions0) f |= er::run_until::kLinkMask;
+        if (fw_.failovers().size() > failovers0) f |= er::run_until::kFailoverMask;
+        if (faults_fired_ > faults0) f |= er::run_until::kFaultMask;
+        sync_events();
+        if (!events_.empty()) f |= er::run_until::kEventMask;
+        return f & mask;
+      };
+      uint32_t f = fired();
+      while (!f && now_ns() < deadline) {
+        double step = std::min(poll_ns, deadline - now_ns());
+        sc_core::wait(sc_time(step, SC_NS), clock_.link_event() | clock_.irq_event() | fault_event_);
+        f = fired();
+      }
+      run_result_ = f;
+    });
+  }
+
+  // ---- event queue ----
+
+  void push_event(double t_ns, uint32_t info, uint32_t data) {
+    if (events_.size() >= kEventQueueDepth) {
+      ++events_dropped_;
+      return;
+    }
+    EmuEventEntry e{static_cast<uint64_t>(std::llround(t_ns)), info, data};
+    // Sources report late (links are collected after each run): keep the queue in time order.
+    auto it = events_.end();
+    while (it != events_.begin() && std::prev(it)->time_ns > e.time_ns) --it;
+    events_.insert(it, e);
+  }
+
+  void sync_events() {
+    const auto& tr = sim_.transitions();
+    for (; transitions_seen_ < tr.size(); ++transitions_seen_) {
+      const auto& t = tr[transitions_seen_];
+      push_event(static_cast<double>(t.cycle) * sim_.period_ns(),
+                 event_info(emu::EmuEvent::LinkChange, static_cast<uint32_t>(t.link), static_cast<uint32_t>(t.from),
+                            static_cast<uint32_t>(t.to)),
+                 static_cast<uint32_t>(t.reason));
+    }
+    const auto& fo = fw_.failovers();
+    for (; failovers_seen_ < fo.size(); ++failovers_seen_) {
+      const auto& f = fo[failovers_seen_];
+      push_event(static_cast<double>(f.commit_ns),
+                 event_info(emu::EmuEvent::Failover, static_cast<uint32_t>(f.failed_xpu), static_cast<uint32_t>(f.spare),
+                            static_cast<uint32_t>(f.status)),
+                 f.generation);
+    }
+  }
+
+  void log_fault(ipbus::Fault f, const std::string& what) {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    uint64_t n = ++fault_logs_;
+    if (n <= 20 || n % 1000 == 0)
+      fmt::print(stderr, "mxtb sim [{}]: ipbus {}: {}{}\n", mode_name(cfg_.time_mode), ipbus::to_string(f), what,
+                 n == 20 ? " (further faults: every 1000th is logged)" : "");
+  }
+
+  EmulatorConfig cfg_;
+  ServerSim sim_;
+  ServerClock clock_;
+  ScHal fw_hal_;
+  firmware::OcsFirmware fw_;
+  HostPort port_;
+  bool fw_ready_ = false;
+  sc_core::sc_event fw_ready_event_, fault_event_;
+  std::string fw_init_error_;
+  IpbusServer* server_ = nullptr;
+
+  std::chrono::steady_clock::time_point wall0_ = std::chrono::steady_clock::now();
+  double sim0_ns_ = 0;
+
+  uint32_t run_timeout_ns_ = er::run_timeout_ns::kReset, run_result_ = 0;
+  uint64_t fault_at_ns_ = 0;
+  uint32_t fault_target_ = 0, fault_value_ = 0, faults_pending_ = 0;
+  uint64_t faults_fired_ = 0;
+  std::deque<EmuEventEntry> events_;
+  uint32_t events_dropped_ = 0;
+  size_t transitions_seen_ = 0, failovers_seen_ = 0;
+  std::mutex log_mu_;
+  uint64_t fault_logs_ = 0;
+};
+
+}  // namespace
+
+std::optional<emu::TimeMode> time_mode_from_string(const std::string& s) {
+  if (s == "lockstep") return emu::TimeMode::Lockstep;
+  if (s == "paced") return emu::TimeMode::Paced;
+  if (s == "free") return emu::TimeMode::Free;
+  return std::nullopt;
+}
+
+int run_emulator(const EmulatorConfig& cfg) {
+  return run_under_systemc([&] {
+    Emulator emu(cfg);
+    return emu.serve();
+  });
+}
+
+}  // namespace mxtb::sim

@@ -1,0 +1,38 @@
+// `mxtb sim`: the emulated server (controller RTL, 20 link layers, photonic mesh, firmware) as a
+// board on the network. Host software reaches it over IPbus 2.0 / UDP exactly as it would reach
+// the FPGA board: the controller's registers, the board's scratch RAM, and an emulator-only
+// control block (sim/emu_regs.json) for time control, fault injection and the event queue.
+// Time modes: lockstep (time moves only when the host asks), paced (held to wall time x a
+// real-time factor), free (as fast as it goes). docs/protocol.md, docs/cli.md.
+#pragma once
+
+#include "sim/server_sim.h"
+
+#include <mxtb/emu_regs.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace mxtb::sim {
+
+struct EmulatorConfig {
+  std::string scenario = "default";        // named in the start-up lines
+  ServerConfig server;
+  std::string calibration_file;            // traces/calibration/mesh32.json
+  double settle_taus = 5;                  // SETTLE_CYCLES = settle_taus x the mesh's time constant
+  uint64_t route_cost_ns = 20000;          // the firmware's modelled routing time
+  emu::TimeMode time_mode = emu::TimeMode::Lockstep;
+  double rtf = 1.0;                        // paced: simulated seconds per wall second
+  std::string listen = "127.0.0.1:0";
+  std::string fst_path;                    // where WAVE_CTRL dumps; empty: no waveforms
+  double stop_after_wall_s = 0;            // 0: serve until SIGINT/SIGTERM or the parent exits
+};
+
+std::optional<emu::TimeMode> time_mode_from_string(const std::string& s);
+
+// Serves until SIGINT, SIGTERM or the death of the parent process. Prints
+// "listening on udp://ADDR:PORT" on stdout when it answers. SystemC: once per process.
+int run_emulator(const EmulatorConfig& cfg);
+
+}  // namespace mxtb::sim

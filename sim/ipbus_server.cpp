@@ -1,0 +1,160 @@
+#include "ipbus_server.h"
+
+#include "host/ipbus/board_map.h"
+
+#include <boost/asio.hpp>
+#include <fmt/format.h>
+
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+namespace mxtb::sim {
+
+namespace asio = boost::asio;
+using asio::ip::udp;
+using ipbus::InfoCode;
+using ipbus::TxType;
+
+namespace {
+
+bool is_write(TxType t) { return t == TxType::Write || t == TxType::NonIncWrite; }
+bool incrementing(TxType t) { return t == TxType::Read || t == TxType::Write; }
+
+}  // namespace
+
+struct IpbusServer::Impl : ipbus::BusPort {
+  asio::io_context io;
+  udp::socket sock{io};
+  std::thread thread;
+  std::vector<uint8_t> rx = std::vector<uint8_t>(65536);
+  udp::endpoint from;
+  ipbus::Target target{*this};
+  std::vector<uint32_t> ram = std::vector<uint32_t>(ipbus::kRamWords, 0);
+
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Job> jobs;
+  bool stopping = false;
+
+  // The board's scratch RAM is the endpoint's own; everything else belongs to the simulation.
+  InfoCode execute(const Access& a, std::vector<uint32_t>& out) override {
+    uint32_t span = incrementing(a.type) ? a.words : 1;
+    bool in_ram = a.addr >= ipbus::kRamBase && uint64_t{a.addr} + span <= uint64_t{ipbus::kRamBase} + ipbus::kRamWords;
+    if (in_ram) return ram_access(a, out);
+    if (a.addr >= ipbus::kRamBase && a.addr < ipbus::kRamBase + ipbus::kRamWords)
+      return is_write(a.type) ? InfoCode::WriteError : InfoCode::ReadError;  // runs off the RAM's end
+    std::promise<std::pair<InfoCode, std::vector<uint32_t>>> result;
+    auto future = result.get_future();
+    Job job{a, std::vector<uint32_t>(a.body, a.body + ipbus::request_body_words(a.type, a.words) - 1), {}};
+    job.access.body = nullptr;  // set by the receiver: the vector moves with the job
+    job.done = [&result](InfoCode c, std::vector<uint32_t> data) { result.set_value({c, std::move(data)}); };
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (stopping) return is_write(a.type) ? InfoCode::WriteTimeout : InfoCode::ReadTimeout;
+      jobs.push_back(std::move(job));
+    }
+    cv.notify_one();
+    auto [code, data] = future.get();
+    out.insert(out.end(), data.begin(), data.end());
+    return code;
+  }
+
+  InfoCode ram_access(const Access& a, std::vector<uint32_t>& out) {
+    uint32_t base = a.addr - ipbus::kRamBase;
+    switch (a.type) {
+      case TxType::Read:
+        out.insert(out.end(), ram.begin() + base, ram.begin() + base + a.words);
+        break;
+      case TxType::NonIncRead:
+        out.insert(out.end(), a.words, ram[base]);
+        break;
+      case TxType::Write:
+        std::copy(a.body, a.body + a.words, ram.begin() + base);
+        break;
+      case TxType::NonIncWrite:
+        if (a.words) ram[base] = a.body[a.words - 1];
+        break;
+      case TxType::RmwBits:
+        out.push_back(ram[base]);
+        ram[base] = (ram[base] & a.body[0]) | a.body[1];
+        break;
+      case TxType::RmwSum:
+        out.push_back(ram[base]);
+        ram[base] += a.body[0];
+        break;
+    }
+    return InfoCode::Success;
+  }
+
+  void receive() {
+    sock.async_receive_from(asio::buffer(rx), from, [this](const boost::system::error_code& ec, size_t n) {
+      if (ec == asio::error::operation_aborted) return;
+      if (!ec) {
+        if (auto reply = target.handle(rx.data(), n)) {
+          boost::system::error_code send_ec;
+          sock.send_to(asio::buffer(*reply), from, 0, send_ec);  // a vanished client is not our problem
+        }
+      }
+      receive();
+    });
+  }
+};
+
+IpbusServer::IpbusServer(const std::string& listen, std::function<void(ipbus::Fault, const std::string&)> on_fault)
+    : impl_(std::make_unique<Impl>()) {
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos) throw std::runtime_error(fmt::format("--listen '{}': want ADDR:PORT", listen));
+  std::string host = listen.substr(0, colon), port = listen.substr(colon + 1);
+  if (port.empty() || port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 || std::stoul(port) > 65535)
+    throw std::runtime_error(fmt::format("--listen '{}': port '{}' is not 0..65535", listen, port));
+  boost::system::error_code ec;
+  auto addr = asio::ip::make_address_v4(host == "localhost" ? "127.0.0.1" : host, ec);
+  if (ec) throw std::runtime_error(fmt::format("--listen '{}': '{}' is not an IPv4 address", listen, host));
+  impl_->sock.open(udp::v4());
+  impl_->sock.bind(udp::endpoint(addr, static_cast<uint16_t>(std::stoul(port))), ec);
+  if (ec) throw std::runtime_error(fmt::format("--listen '{}': cannot bind: {}", listen, ec.message()));
+  impl_->target.on_fault(std::move(on_fault));
+  impl_->receive();
+  impl_->thread = std::thread([this] { impl_->io.run(); });
+}
+
+IpbusServer::~IpbusServer() {
+  {
+    // Jobs still queued are answered with a timeout so that the socket thread can finish.
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stopping = true;
+    for (auto& j : impl_->jobs)
+      j.done(is_write(j.access.type) ? InfoCode::WriteTimeout : InfoCode::ReadTimeout, {});
+    impl_->jobs.clear();
+  }
+  asio::post(impl_->io, [this] { impl_->sock.close(); });
+  impl_->io.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+std::string IpbusServer::local_address() const {
+  auto ep = impl_->sock.local_endpoint();
+  return fmt::format("{}:{}", ep.address().to_string(), ep.port());
+}
+
+std::optional<IpbusServer::Job> IpbusServer::next_job(std::chrono::microseconds timeout) {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  if (!impl_->cv.wait_for(lock, timeout, [&] { return !impl_->jobs.empty(); })) return std::nullopt;
+  Job j = std::move(impl_->jobs.front());
+  impl_->jobs.pop_front();
+  j.access.body = j.body.data();
+  return j;
+}
+
+bool IpbusServer::job_waiting() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return !impl_->jobs.empty();
+}
+
+const ipbus::TargetStats& IpbusServer::stats_while_in_job() const { return impl_->target.stats(); }
+
+}  // namespace mxtb::sim

@@ -1,0 +1,49 @@
+// The emulator's IPbus endpoint: a Boost.Asio UDP socket served on its own thread by the IPbus
+// target (host/ipbus/target.h). The board's scratch RAM, status and resend packets are answered
+// on that thread; every access that reaches the simulation (the controller, the emulator control
+// block) becomes a job for the thread that owns the SystemC kernel, which runs it between
+// sc_start() calls: the socket thread never touches signals, eval() or the kernel. docs/protocol.md.
+#pragma once
+
+#include "host/ipbus/target.h"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mxtb::sim {
+
+class IpbusServer {
+ public:
+  // An access for the simulation thread; `done` must be called exactly once, from any thread.
+  struct Job {
+    ipbus::BusPort::Access access;
+    std::vector<uint32_t> body;  // copy of the request body (access.body points into it)
+    std::function<void(ipbus::InfoCode, std::vector<uint32_t>)> done;
+  };
+
+  // listen: "ADDR:PORT"; port 0 picks a free one. Throws std::runtime_error naming the address.
+  // on_fault: every dropped packet and error reply, with its reason (called on the socket thread).
+  IpbusServer(const std::string& listen, std::function<void(ipbus::Fault, const std::string&)> on_fault);
+  ~IpbusServer();
+  IpbusServer(const IpbusServer&) = delete;
+  IpbusServer& operator=(const IpbusServer&) = delete;
+
+  std::string local_address() const;  // "127.0.0.1:40123"
+  // Simulation thread: the next job, waiting up to `timeout`.
+  std::optional<Job> next_job(std::chrono::microseconds timeout);
+  bool job_waiting() const;
+  // The target's counters; call from the simulation thread while it runs a job (the socket
+  // thread is then waiting for that job) or after the server stopped.
+  const ipbus::TargetStats& stats_while_in_job() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mxtb::sim
