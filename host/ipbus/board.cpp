@@ -1,0 +1,146 @@
+#include "board.h"
+
+#include "host/ipbus/board_map.h"
+
+#include <mxtb/ocs_regs.h>
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace mxtb::ipbus {
+
+namespace reg = mxtb::ocs::reg;
+namespace er = mxtb::emu::reg;
+namespace mb = firmware::mailbox;
+
+Board::Board(Client& c) : c_(c), clock_(make_clock(c)) {
+  emulator_ = clock_->mode() != "wall";
+  uint32_t params = c_.read(controller(reg::params::kOffset));
+  links_ = static_cast<int>((params & reg::params::kNLinksMask) >> reg::params::kNLinksShift);
+  // Carry on the mailbox's sequence: the firmware answers only a doorbell it has not seen.
+  auto w = c_.read_block(controller(reg::scratch::kOffset, mb::kDoorbell), 1);
+  seq_ = std::max(w[0], c_.read(controller(reg::scratch::kOffset, mb::kReplySeq)));
+}
+
+std::vector<LinkStatus> Board::link_status() {
+  auto w = c_.read_block(controller(reg::link_status::kOffset), static_cast<uint32_t>(links_));
+  std::vector<LinkStatus> out;
+  for (uint32_t v : w)
+    out.push_back(LinkStatus{static_cast<link::LinkState>((v & reg::link_status::kStateMask) >> reg::link_status::kStateShift),
+                             static_cast<link::Reason>((v & reg::link_status::kReasonMask) >> reg::link_status::kReasonShift)});
+  return out;
+}
+
+uint32_t Board::active_generation() {
+  return (c_.read(controller(reg::status::kOffset)) & reg::status::kActiveGenMask) >> reg::status::kActiveGenShift;
+}
+
+mxtb::ocs::State Board::controller_state() {
+  return static_cast<mxtb::ocs::State>((c_.read(controller(reg::status::kOffset)) & reg::status::kStateMask) >>
+                                       reg::status::kStateShift);
+}
+
+firmware::FwStatus Board::mailbox(mb::Opcode op, const std::vector<uint32_t>& args, uint64_t timeout_ns, uint64_t poll_ns) {
+  // Arguments and opcode first, the doorbell last: the firmware reads them once it sees the bell.
+  std::vector<uint32_t> words{static_cast<uint32_t>(op)};
+  words.insert(words.end(), args.begin(), args.end());
+  c_.queue_write(controller(reg::scratch::kOffset, mb::kOpcode), words);
+  c_.queue_write(controller(reg::scratch::kOffset, mb::kDoorbell), {++seq_});
+  c_.dispatch();
+  uint64_t start = clock_->now_ns();
+  for (;;) {
+    auto reply = c_.read_block(controller(reg::scratch::kOffset, mb::kReplySeq), 2);
+    if (reply[0] == seq_) return static_cast<firmware::FwStatus>(reply[1]);
+    if (clock_->now_ns() - start > timeout_ns)
+      throw MailboxError(fmt::format("firmware mailbox: no answer to opcode {} (sequence {}) within {} us of {} time",
+                                     static_cast<uint32_t>(op), seq_, timeout_ns / 1000, clock_->mode()));
+    clock_->wait_ns(poll_ns);
+  }
+}
+
+namespace {
+std::vector<uint32_t> map_words(const std::vector<int>& perm, std::vector<uint32_t> prefix) {
+  for (int t : perm) prefix.push_back(t < 0 ? mb::kUnusedPort : static_cast<uint32_t>(t));
+  return prefix;
+}
+}  // namespace
+
+firmware::FwStatus Board::set_port_map(const std::vector<int>& perm) { return mailbox(mb::Opcode::SetPortMap, map_words(perm, {})); }
+
+firmware::FwStatus Board::arm_backup(int xpu, int spare, const std::vector<int>& backup) {
+  return mailbox(mb::Opcode::ArmBackup, map_words(backup, {static_cast<uint32_t>(xpu), static_cast<uint32_t>(spare)}));
+}
+
+FirmwareReport Board::report() {
+  auto st = mailbox(mb::Opcode::Report, {});
+  if (st != firmware::FwStatus::Ok) throw MailboxError(fmt::format("firmware report answered {}", firmware::to_string(st)));
+  auto w = c_.read_block(controller(reg::scratch::kOffset, mb::kReplyData), 7);
+  FirmwareReport r;
+  r.active_generation = w[mb::kReportActiveGen];
+  if (w[mb::kReportArmedXpu] != mb::kUnusedPort) r.armed_xpu = static_cast<int>(w[mb::kReportArmedXpu]);
+  r.failovers = w[mb::kReportFailovers];
+  r.last_failed = static_cast<int>(w[mb::kReportLastFailed]);
+  r.last_spare = static_cast<int>(w[mb::kReportLastSpare]);
+  r.last_detect_to_commit_ns = w[mb::kReportLastDetectToCommitNs];
+  r.last_commit_to_done_ns = w[mb::kReportLastCommitToDoneNs];
+  return r;
+}
+
+void Board::need_emulator(const char* what) const {
+  if (!emulator_) throw std::logic_error(fmt::format("{}: {} is a board, not the emulator", what, c_.target()));
+}
+
+void Board::arm_fault(emu::FaultKind kind, uint32_t target, uint32_t value, uint64_t at_ns) {
+  need_emulator("arm_fault");
+  c_.queue_write(emulator(er::fault_at_lo::kOffset),
+                 {static_cast<uint32_t>(at_ns), static_cast<uint32_t>(at_ns >> 32), target, value, static_cast<uint32_t>(kind)});
+  c_.dispatch();
+}
+
+uint32_t Board::run_until(uint32_t mask, uint64_t timeout_ns) {
+  need_emulator("run_until");
+  c_.queue_write(emulator(er::run_timeout_ns::kOffset), {static_cast<uint32_t>(timeout_ns), mask});
+  auto result = c_.queue_read(emulator(er::run_result::kOffset));
+  c_.dispatch(time_control_timeout(c_, timeout_ns));
+  return result.value();
+}
+
+std::vector<EmuEventRecord> Board::pop_events() {
+  need_emulator("pop_events");
+  std::vector<EmuEventRecord> out;
+  for (;;) {
+    uint32_t n = c_.read(emulator(er::event_count::kOffset));
+    if (n == 0) return out;
+    // Head then pop, one entry per pair, as many pairs as fit a few packets.
+    std::vector<Pending> heads;
+    for (uint32_t i = 0; i < std::min<uint32_t>(n, 64); ++i) {
+      heads.push_back(c_.queue_read(emulator(er::event_head::kOffset), 4));
+      c_.queue_write(emulator(er::event_pop::kOffset), {1});
+    }
+    c_.dispatch();
+    for (const auto& h : heads) {
+      const auto& w = h.values();
+      out.push_back(EmuEventRecord{uint64_t{w[0]} | uint64_t{w[1]} << 32, static_cast<emu::EmuEvent>(w[2] & 0xFF),
+                                   (w[2] >> 8) & 0xFF, (w[2] >> 16) & 0xFF, w[2] >> 24, w[3]});
+    }
+  }
+}
+
+uint64_t Board::messages_delivered() {
+  need_emulator("messages_delivered");
+  auto w = c_.read_block(emulator(er::messages_lo::kOffset), 2);
+  return uint64_t{w[0]} | uint64_t{w[1]} << 32;
+}
+
+uint32_t Board::scoreboard_errors() {
+  need_emulator("scoreboard_errors");
+  return c_.read(emulator(er::scoreboard_errors::kOffset));
+}
+
+uint32_t Board::xpu_alive() {
+  need_emulator("xpu_alive");
+  return c_.read(emulator(er::xpu_alive::kOffset));
+}
+
+}  // namespace mxtb::ipbus
