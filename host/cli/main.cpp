@@ -33,6 +33,9 @@ commands:
       datacenter allocation: the torus allocator against Morphlux (docs/alloc.md; alloc --help)
   bench alloc [--json FILE]
       100,000-request trace with the heuristic, integer-program solve times
+  bench paging [--quick] [--sizes B,B..] [--counts N,N..] [--max-mib M] [--gpu-max-mib M] [--reps N]
+               [--json FILE]
+      KV-cache paging bandwidth of each copy backend and tier against memcpy ceilings (docs/paging.md)
 
 The root script adds: ./mxtb demo (the main job), ./mxtb test [ctest args] (the test suite).
 )";
@@ -57,11 +60,12 @@ int main(int argc, char** argv) {
       {"link", cmd_bench_link},
       {"reconfig", cmd_bench_reconfig},
       {"alloc", mxtb::host::alloc::run_alloc_bench},
+      {"paging", cmd_bench_paging},
   };
   try {
     if (cmd == "bench") {
       if (args.empty() || !benches.count(args[0]))
-        throw UsageError(fmt::format("bench wants one of: link, reconfig, alloc; got '{}'", args.empty() ? "" : args[0]));
+        throw UsageError(fmt::format("bench wants one of: link, reconfig, alloc, paging; got '{}'", args.empty() ? "" : args[0]));
       std::string which = args[0];
       args.erase(args.begin());
       return benches[which](args);
