@@ -369,21 +369,30 @@ PageResult PagingEngine::page_in(SeqId seq, const std::function<void(int)>& on_l
   r.bytes_moved = plan.bytes();
   r.blocks_copied = s.copy.size();
   r.descriptors = plan.descs.size();
-  if (on_layer) {
-    size_t i = 0;
-    for (int l = 0; l < shape_.layers; ++l) {
-      CopyPlan part{plan.src_base, plan.dst_base, {}};
-      while (i < plan.descs.size() && plan.descs[i].layer == l) part.descs.push_back(plan.descs[i++]);
-      backend_->copy(part);
-      on_layer(l);
-    }
-  } else {
-    backend_->copy(plan);
-  }
-  backend_->wait();
-  s.device = std::move(got);
+  // The new table is in place before the copies start, so on_layer can already read it.
+  s.device = got;
   s.out = false;
   s.dirty.assign(s.device.size(), false);
+  try {
+    if (on_layer) {
+      size_t i = 0;
+      for (int l = 0; l < shape_.layers; ++l) {
+        CopyPlan part{plan.src_base, plan.dst_base, {}};
+        while (i < plan.descs.size() && plan.descs[i].layer == l) part.descs.push_back(plan.descs[i++]);
+        backend_->copy(part);
+        on_layer(l);
+      }
+    } else {
+      backend_->copy(plan);
+    }
+    backend_->wait();
+  } catch (...) {
+    backend_->wait();
+    s.device.clear();
+    s.out = true;
+    pool(Tier::Device).free(got);
+    throw;
+  }
   return r;
 }
 

@@ -207,7 +207,8 @@ class PagingEngine {
   PageResult page_out(SeqId seq, Tier to);
   // Brings a paged-out sequence back into new device blocks. `on_layer` (optional) is called once
   // per layer after that layer's copies are enqueued, in layer order, so a GPU caller can record an
-  // event and start using layer i while later layers are still in flight.
+  // event and start using layer i while later layers are still in flight; block_table(seq) already
+  // gives the new table inside it. Returns when every copy has completed.
   PageResult page_in(SeqId seq, const std::function<void(int layer)>& on_layer = {});
   // Releases the sequence's blocks in every tier.
   void free(SeqId seq);

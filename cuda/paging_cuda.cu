@@ -206,6 +206,7 @@ class GatherBackend : public StreamBackend {
       wide = wide && d.src % 16 == 0 && d.dst % 16 == 0 && d.bytes % 16 == 0;
       pieces += (d.bytes + kTile - 1) / kTile;
     }
+    if (pieces == 0) return;
     // Tables are appended until wait(), so a table still being uploaded is never overwritten.
     if (used_ + pieces > cap_) {
       wait();

@@ -133,26 +133,26 @@ void attention_check() {
   cudaDeviceSynchronize();
   gpu.page_in(2);
   gpu.page_in(1);
-  // Sequence 3 comes back layer by layer; attention on layer i runs on its own stream as soon as
-  // layer i's copies are done, while later layers are still in flight.
+  // Sequence 3 comes back layer by layer: attention on layer l is enqueued on its own stream from the
+  // hook, behind an event recorded after layer l's copies, so it runs while later layers still page in.
   batch.tables.clear();
   std::vector<std::unique_ptr<CUevent_st, EventDeleter>> events;
   cudaStream_t compute = nullptr;
-  cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking);
+  if (cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking) != cudaSuccess) throw std::runtime_error("cudaStreamCreate");
   std::unique_ptr<GpuAttention> after;
-  // Sequence 3's new table is known only after page_in returns, so attention over all three sequences
-  // runs after; the per-layer overlap is exercised with the events the hook records.
   gpu.page_in(3, [&](int l) {
+    if (l == 0) {  // the new block table is readable from the first hook on
+      for (SeqId q = 1; q <= 3; ++q) batch.tables.push_back(gpu.block_table(q));
+      after = std::make_unique<GpuAttention>(kShape, batch);
+    }
     cudaEvent_t e = nullptr;
-    cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+    if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) throw std::runtime_error("cudaEventCreate");
+    events.emplace_back(e);
     gb->record(e);
     cudaStreamWaitEvent(compute, e, 0);
-    events.emplace_back(e);
+    after->enqueue(dev.data(), dev.capacity(), l, compute);
     expect(l == static_cast<int>(events.size()) - 1, "page-in layers out of order");
   });
-  for (SeqId q = 1; q <= 3; ++q) batch.tables.push_back(gpu.block_table(q));
-  after = std::make_unique<GpuAttention>(kShape, batch);
-  for (int l = 0; l < kShape.layers; ++l) after->enqueue(dev.data(), dev.capacity(), l, compute);
   auto out = after->results();
   cudaStreamDestroy(compute);
   for (int l = 0; l < kShape.layers; ++l)

@@ -294,8 +294,20 @@ TEST_CASE("page-in layer by layer calls back once per layer, in order") {
   e.allocate(1, 3);
   fill_seq(e, 1);
   e.page_out(1, Tier::Host);
+  std::memset(e.pool(Tier::Device).data(), 0, e.pool(Tier::Device).memory().size());
   std::vector<int> layers;
-  PageResult r = e.page_in(1, [&](int l) { layers.push_back(l); });
+  PageResult r = e.page_in(1, [&](int l) {
+    layers.push_back(l);
+    // The new table is readable here; layer l has arrived (the CPU backend is synchronous), later
+    // layers not yet.
+    for (size_t i = 0; i < 3; ++i)
+      for (int m = 0; m < 3; ++m)
+        for (Kv kv : {Kv::K, Kv::V}) {
+          auto want = chunk_image(kShape, chunk_seed(1, i, m, kv));
+          bool same = std::memcmp(e.chunk(1, i, m, kv), want.data(), want.size()) == 0;
+          CHECK(same == (m <= l));
+        }
+  });
   CHECK(r.descriptors == 3 * 3 * 2);
   CHECK(layers == std::vector<int>{0, 1, 2});
   CHECK(check_seq(e, 1) == 0);
