@@ -15,5 +15,6 @@ int cmd_bench_reconfig(const ArgList& args);
 int cmd_sim(const ArgList& args);
 int cmd_reg(const ArgList& args);
 int cmd_bench_bridge(const ArgList& args);
+int cmd_bench_paging(const ArgList& args);
 
 }  // namespace mxtb::host

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <string>
 
 namespace {
 
@@ -41,9 +42,18 @@ commands:
       registers by name: controller (STATUS, LINK_STATUS[3]), emulator (emu.TIME_NS_LO), ram[i]
   bench bridge [--rounds N] [--blocks N] [--json FILE]
       IPbus round trip and block-read throughput against a plain UDP echo on loopback
+  bench paging [--quick] [--sizes B,B..] [--counts N,N..] [--max-mib M] [--gpu-max-mib M] [--reps N]
+               [--json FILE]
+      KV-cache paging bandwidth of each copy backend and tier against memcpy ceilings (docs/paging.md)
 
 The root script adds: ./mxtb demo (the main job), ./mxtb test [ctest args] (the test suite).
 )";
+
+std::string bench_names(const std::map<std::string, std::function<int(const mxtb::host::ArgList&)>>& benches) {
+  std::string out;
+  for (const auto& [name, run] : benches) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
 
 }  // namespace
 
@@ -68,11 +78,12 @@ int main(int argc, char** argv) {
       {"reconfig", cmd_bench_reconfig},
       {"alloc", mxtb::host::alloc::run_alloc_bench},
       {"bridge", cmd_bench_bridge},
+      {"paging", cmd_bench_paging},
   };
   try {
     if (cmd == "bench") {
       if (args.empty() || !benches.count(args[0]))
-        throw UsageError(fmt::format("bench wants one of: link, reconfig, alloc, bridge; got '{}'", args.empty() ? "" : args[0]));
+        throw UsageError(fmt::format("bench wants one of: {}; got '{}'", bench_names(benches), args.empty() ? "" : args[0]));
       std::string which = args[0];
       args.erase(args.begin());
       return benches[which](args);
