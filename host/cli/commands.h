@@ -12,5 +12,6 @@ int cmd_link_pair(const ArgList& args);
 int cmd_bench_link(const ArgList& args);
 int cmd_server(const ArgList& args);
 int cmd_bench_reconfig(const ArgList& args);
+int cmd_regress(const ArgList& args);
 
 }  // namespace mxtb::host
