@@ -63,10 +63,12 @@ int run_server_scenario(const Args& args) {
   // The manager's choice for each failure in turn: the first is emulated, later ones are reported.
   std::vector<int> free_spares = s.spares, failed;
   std::optional<failover::SpareChoice> first;
+  bool degraded = false;  // some failure found no spare: from then on the tenant runs without it
   for (const auto& f : s.failures) {
     failover::SpareChoice c = failover::choose_spare(f.xpu, free_spares, groups, failed);
     notes.push_back(fmt::format("XPU {} fails at {} us: {}", f.xpu, f.at_us, c.reason));
     if (!first) first = c;
+    degraded = degraded || c.degraded();
     failed.push_back(f.xpu);
     if (c.spare) free_spares.erase(std::find(free_spares.begin(), free_spares.end(), *c.spare));
   }
@@ -100,6 +102,7 @@ int run_server_scenario(const Args& args) {
                                      report::human_duration(s.expect_total_ns_max)));
   }
   t.notes = notes;
+  t.degraded = t.degraded || degraded;
   for (const auto& p : report::check_timeline(t)) failures.push_back("timeline: " + p);
   fmt::print("{}", report::format_table(t));
   if (!t.degraded)
