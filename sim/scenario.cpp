@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 #include <set>
@@ -43,6 +44,10 @@ class Fields {
     uint64_t x = v.get<uint64_t>();
     if (x < min || x > max) fail(key, fmt::format("must be in [{}, {}], got {}", min, max, x));
     return static_cast<T>(x);
+  }
+
+  int small_int(const char* key, int def, int min, int max) {
+    return static_cast<int>(uint<uint32_t>(key, static_cast<uint32_t>(def), static_cast<uint32_t>(min), static_cast<uint32_t>(max)));
   }
 
   double real(const char* key, double def, double min, double max) {
@@ -269,6 +274,327 @@ LinkPairConfig random_link_pair_scenario(uint64_t seed) {
   if (chance(0.2)) faults.push_back({{"at", uni(20000, tc - 1)}, {"kind", "retrain"}, {"endpoint", chance(0.5) ? "a" : "b"}});
   j["faults"] = faults;
   return parse_link_pair_scenario(j, fmt::format("random scenario (seed {})", seed));
+}
+
+// ---- Failover scenarios ----
+
+const char* to_string(HostDisconnect d) {
+  switch (d) {
+    case HostDisconnect::None: return "none";
+    case HostDisconnect::BeforeCommit: return "before_commit";
+    case HostDisconnect::MidCommit: return "mid_commit";
+    case HostDisconnect::AfterCommit: return "after_commit";
+  }
+  return "none";
+}
+
+std::optional<ModeledPhase> FailoverScenario::state_restore_phase() const {
+  if (state_bytes_per_xpu == 0) return std::nullopt;
+  double ms = static_cast<double>(state_bytes_per_xpu) / (state_copy_gbytes_per_s * 1e9) * 1e3;
+  return ModeledPhase{"state_restore", ms,
+                      fmt::format("{} bytes of inference state copied from host memory at {} GB/s (scenario's "
+                                  "state_restore; a stand-in for the paging engine)",
+                                  state_bytes_per_xpu, state_copy_gbytes_per_s)};
+}
+
+namespace {
+
+// The names of the emulated phases (failover_run.cpp) and the state restore: a modeled phase may
+// not take one, or the report could not tell them apart.
+const char* const kReservedPhases[] = {"detect", "firmware", "program", "settle", "verify", "train", "state_restore"};
+
+std::vector<int> parse_xpu_list(const json& v, const Fields& f, const std::string& key, int xpus) {
+  if (!v.is_array()) f.fail(key, fmt::format("must be an array of XPU numbers, got {}", v.dump()));
+  std::vector<int> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const json& x = v[i];
+    std::string where = fmt::format("{}[{}]", key, i);
+    if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= xpus)
+      f.fail(where, fmt::format("must be an XPU number in [0, {}], got {}", xpus - 1, x.dump()));
+    int n = x.get<int>();
+    for (int seen : out)
+      if (seen == n) f.fail(where, fmt::format("XPU {} is listed twice", n));
+    out.push_back(n);
+  }
+  return out;
+}
+
+const json& array_field(Fields& f, const char* key) {
+  const json& arr = f.raw(key);
+  if (!arr.is_array()) f.fail(key, fmt::format("must be an array, got {}", arr.dump()));
+  return arr;
+}
+
+}  // namespace
+
+FailoverScenario parse_failover_scenario(const json& j, const std::string& source) {
+  Fields f(j, source, "$");
+  FailoverScenario s;
+  s.name = f.str("name", s.name);
+  s.seed = f.uint<uint64_t>("seed", s.seed);
+  s.time_mode = f.choice("time_mode", s.time_mode, {"lockstep", "paced", "free"});
+  if (f.has("server")) {
+    Fields v = f.sub("server");
+    s.shape.xpus = v.small_int("xpus", s.shape.xpus, 2, 64);
+    s.shape.lanes_per_xpu = v.small_int("lanes_per_xpu", s.shape.lanes_per_xpu, 4, 16);
+    s.shape.mesh_ports = v.small_int("mesh_ports", s.shape.mesh_ports, 4, 1024);
+    s.clock_mhz = v.real("clock_mhz", s.clock_mhz, 1.0, 2000.0);
+    if (s.shape.xpus * s.shape.lanes_per_xpu > s.shape.mesh_ports)
+      v.fail("mesh_ports", fmt::format("{} XPUs x {} lanes need at least {} ports, got {}", s.shape.xpus,
+                                       s.shape.lanes_per_xpu, s.shape.xpus * s.shape.lanes_per_xpu, s.shape.mesh_ports));
+    v.finish();
+  }
+  const int xpus = s.shape.xpus;
+  const int links = xpus * s.shape.lanes_per_xpu;
+  s.settle = *settle_preset_from_string(f.choice("settle", to_string(s.settle), {"thermo_optic", "electro_optic", "mems"}));
+  s.settle_taus = f.real("settle_taus", s.settle_taus, 1.0, 20.0);
+  if (f.has("tenant")) {
+    Fields t = f.sub("tenant");
+    s.tenant.dim_x = t.small_int("dim_x", s.tenant.dim_x, 1, 16);
+    s.tenant.dim_y = t.small_int("dim_y", s.tenant.dim_y, 1, 16);
+    if (t.has("xpus")) s.tenant.xpu_of_position = parse_xpu_list(t.raw("xpus"), t, "xpus", xpus);
+    if (static_cast<int>(s.tenant.xpu_of_position.size()) != s.tenant.dim_x * s.tenant.dim_y)
+      t.fail("xpus", fmt::format("a {}x{} torus needs {} XPUs, got {}", s.tenant.dim_x, s.tenant.dim_y,
+                                 s.tenant.dim_x * s.tenant.dim_y, s.tenant.xpu_of_position.size()));
+    t.finish();
+  }
+  auto in_tenant = [&](int x) {
+    for (int t : s.tenant.xpu_of_position)
+      if (t == x) return true;
+    return false;
+  };
+  if (f.has("spares")) s.spares = parse_xpu_list(f.raw("spares"), f, "spares", xpus);
+  for (size_t i = 0; i < s.spares.size(); ++i)
+    if (in_tenant(s.spares[i]))
+      f.fail(fmt::format("spares[{}]", i), fmt::format("XPU {} is one of the tenant's XPUs", s.spares[i]));
+  auto is_spare = [&](int x) {
+    for (int sp : s.spares)
+      if (sp == x) return true;
+    return false;
+  };
+  if (f.has("failure_groups")) {
+    Fields g = f.sub("failure_groups");
+    const json& obj = f.raw("failure_groups");
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      const std::string kind = it.key();
+      g.has(kind.c_str());
+      if (!it->is_array()) g.fail(kind, fmt::format("must be an array of XPU groups, got {}", it->dump()));
+      std::vector<int> owner(static_cast<size_t>(xpus), -1);
+      for (size_t i = 0; i < it->size(); ++i) {
+        std::string key = fmt::format("{}[{}]", kind, i);
+        std::vector<int> group = parse_xpu_list((*it)[i], g, key, xpus);
+        if (group.empty()) g.fail(key, "must not be empty");
+        for (int x : group) {
+          if (owner[static_cast<size_t>(x)] >= 0)
+            g.fail(key, fmt::format("XPU {} is already in {}[{}]: a {} holds each XPU at most once", x, kind,
+                                    owner[static_cast<size_t>(x)], kind));
+          owner[static_cast<size_t>(x)] = static_cast<int>(i);
+        }
+        s.failure_groups[kind].push_back(group);
+      }
+    }
+    g.finish();
+  }
+  if (f.has("failures")) {
+    const json& arr = array_field(f, "failures");
+    s.failures.clear();
+    for (size_t i = 0; i < arr.size(); ++i) {
+      Fields e(arr[i], source, fmt::format("$.failures[{}]", i));
+      if (!e.has("xpu")) e.fail("xpu", "missing (the XPU that dies)");
+      XpuFailure x;
+      x.xpu = e.small_int("xpu", 0, 0, xpus - 1);
+      if (!in_tenant(x.xpu) && !is_spare(x.xpu)) e.fail("xpu", fmt::format("XPU {} is neither the tenant's nor a spare", x.xpu));
+      for (const auto& earlier : s.failures)
+        if (earlier.xpu == x.xpu) e.fail("xpu", fmt::format("XPU {} already fails in an earlier entry", x.xpu));
+      x.at_us = e.real("at_us", x.at_us, 0.0, 1e7);
+      e.finish();
+      s.failures.push_back(x);
+    }
+  }
+  if (f.has("lane_faults")) {
+    const json& arr = array_field(f, "lane_faults");
+    for (size_t i = 0; i < arr.size(); ++i) {
+      Fields e(arr[i], source, fmt::format("$.lane_faults[{}]", i));
+      if (!e.has("link")) e.fail("link", "missing (link = xpu * lanes_per_xpu + lane)");
+      LaneFault l;
+      l.link = e.small_int("link", 0, 0, links - 1);
+      l.ber = e.real("ber", 0, 0.0, 0.01);
+      l.dark_from_us = e.real("dark_from_us", 0, 0.0, 1e7);
+      l.dark_us = e.real("dark_us", 0, 0.0, 1e7);
+      if (e.has("dark_from_us") && !e.has("dark_us")) e.fail("dark_us", "missing (how long the lane stays dark)");
+      if (l.ber == 0 && l.dark_us == 0) e.fail("", "does nothing: give ber and/or dark_us");
+      e.finish();
+      s.lane_faults.push_back(l);
+    }
+  }
+  if (f.has("host_disconnect")) {
+    Fields h = f.sub("host_disconnect");
+    std::string at = h.choice("at", "", {"before_commit", "mid_commit", "after_commit"});
+    s.host_disconnect = at == "before_commit" ? HostDisconnect::BeforeCommit
+                        : at == "mid_commit"  ? HostDisconnect::MidCommit
+                                              : HostDisconnect::AfterCommit;
+    h.finish();
+  }
+  if (f.has("traffic")) s.traffic = parse_traffic(f.sub("traffic"), s.traffic);
+  if (f.has("modeled")) {
+    const json& arr = array_field(f, "modeled");
+    for (size_t i = 0; i < arr.size(); ++i) {
+      Fields e(arr[i], source, fmt::format("$.modeled[{}]", i));
+      ModeledPhase m;
+      m.name = e.str("name", "");
+      if (m.name.empty()) e.fail("name", "missing or empty");
+      for (const char* r : kReservedPhases)
+        if (m.name == r) e.fail("name", fmt::format("\"{}\" is an emulated phase's name", m.name));
+      for (const auto& earlier : s.modeled)
+        if (earlier.name == m.name) e.fail("name", fmt::format("\"{}\" is already modeled", m.name));
+      if (!e.has("duration_ms")) e.fail("duration_ms", "missing (the phase's modeled duration)");
+      m.duration_ms = e.real("duration_ms", 0, 0.0, 60000.0);
+      m.doc = e.str("doc", "");
+      if (m.doc.empty()) e.fail("doc", "missing: a modeled constant must say where its value comes from");
+      e.finish();
+      s.modeled.push_back(m);
+    }
+  }
+  if (f.has("state_restore")) {
+    Fields r = f.sub("state_restore");
+    s.state_bytes_per_xpu = r.uint<uint64_t>("bytes_per_xpu", s.state_bytes_per_xpu, 0, uint64_t{1} << 40);
+    s.state_copy_gbytes_per_s = r.real("copy_gbytes_per_s", s.state_copy_gbytes_per_s, 0.1, 10000.0);
+    r.finish();
+  }
+  s.limit_us = f.real("limit_us", s.limit_us, 0.0, 1e7);
+  if (f.has("expect")) {
+    Fields e = f.sub("expect");
+    s.expect_hardware_ns_max = e.real("hardware_ns_max", s.expect_hardware_ns_max, 0.0, 1e12);
+    s.expect_total_ns_max = e.real("total_ns_max", s.expect_total_ns_max, 0.0, 1e12);
+    e.finish();
+  }
+  f.finish();
+  return s;
+}
+
+FailoverScenario load_failover_scenario(const std::string& path) {
+  return parse_failover_scenario(read_json_file<ScenarioError>(path, "scenario file"), path);
+}
+
+json to_json(const FailoverScenario& s) {
+  json groups = json::object();
+  for (const auto& [kind, list] : s.failure_groups) groups[kind] = list;
+  json failures = json::array();
+  for (const auto& x : s.failures) failures.push_back({{"xpu", x.xpu}, {"at_us", x.at_us}});
+  json lanes = json::array();
+  for (const auto& l : s.lane_faults) {
+    json e{{"link", l.link}};
+    if (l.ber > 0) e["ber"] = l.ber;
+    if (l.dark_us > 0) {
+      e["dark_from_us"] = l.dark_from_us;
+      e["dark_us"] = l.dark_us;
+    }
+    lanes.push_back(e);
+  }
+  json modeled = json::array();
+  for (const auto& m : s.modeled) modeled.push_back({{"name", m.name}, {"duration_ms", m.duration_ms}, {"doc", m.doc}});
+  json j{{"name", s.name},
+         {"seed", s.seed},
+         {"time_mode", s.time_mode},
+         {"server", {{"xpus", s.shape.xpus}, {"lanes_per_xpu", s.shape.lanes_per_xpu},
+                     {"mesh_ports", s.shape.mesh_ports}, {"clock_mhz", s.clock_mhz}}},
+         {"settle", to_string(s.settle)},
+         {"settle_taus", s.settle_taus},
+         {"tenant", {{"dim_x", s.tenant.dim_x}, {"dim_y", s.tenant.dim_y}, {"xpus", s.tenant.xpu_of_position}}},
+         {"spares", s.spares},
+         {"failure_groups", groups},
+         {"failures", failures},
+         {"lane_faults", lanes},
+         {"traffic", {{"load", s.traffic.load}, {"min_words", s.traffic.min_words}, {"max_words", s.traffic.max_words},
+                      {"rx_ready", s.traffic.rx_ready}, {"max_messages", s.traffic.max_messages}}},
+         {"modeled", modeled},
+         {"state_restore", {{"bytes_per_xpu", s.state_bytes_per_xpu}, {"copy_gbytes_per_s", s.state_copy_gbytes_per_s}}},
+         {"limit_us", s.limit_us},
+         {"expect", {{"hardware_ns_max", s.expect_hardware_ns_max}, {"total_ns_max", s.expect_total_ns_max}}}};
+  if (s.host_disconnect != HostDisconnect::None) j["host_disconnect"] = {{"at", to_string(s.host_disconnect)}};
+  return j;
+}
+
+// The communicator re-initialization constant: docs/report.md says where it comes from.
+constexpr double kCommunicatorReinitMs = 500;
+constexpr const char* kCommunicatorReinitDoc =
+    "NCCL communicator re-init of the 4-rank tenant with the spare: bootstrap, allgathers and "
+    "connection setup, about 0.5 s from NCCL's own per-phase init timings (docs/report.md)";
+
+FailoverScenario random_failover_scenario(uint64_t seed) {
+  std::mt19937_64 rng(seed * 104729 + 31);
+  auto uni = [&](uint64_t lo, uint64_t hi) { return std::uniform_int_distribution<uint64_t>(lo, hi)(rng); };
+  auto chance = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
+  json j;
+  j["name"] = fmt::format("random-failover-{}", seed);
+  j["seed"] = seed;
+  // Mostly electro-optic (a run takes seconds), sometimes thermo-optic (tens of seconds); MEMS
+  // (1 ms time constant) is left to directed runs, as it makes every run several minutes long.
+  j["settle"] = chance(0.25) ? "thermo_optic" : "electro_optic";
+  // The default server: 2x2 tenant on XPUs 0-3 in a shuffled placement, spare XPU 4.
+  std::vector<int> tenant{0, 1, 2, 3};
+  std::shuffle(tenant.begin(), tenant.end(), rng);
+  j["tenant"] = {{"dim_x", 2}, {"dim_y", 2}, {"xpus", tenant}};
+  j["spares"] = json::array({4});
+  const bool split = chance(0.5);
+  j["failure_groups"] = {{"power_domain", split ? json{{0, 1}, {2, 3, 4}} : json{{0, 1, 2}, {3, 4}}}};
+  json failures = json::array();
+  int first = static_cast<int>(uni(0, 3));
+  failures.push_back({{"xpu", first}, {"at_us", static_cast<double>(uni(10, 200))}});
+  if (chance(0.15)) {
+    int second = static_cast<int>((static_cast<uint64_t>(first) + uni(1, 3)) % 4);
+    failures.push_back({{"xpu", second}, {"at_us", static_cast<double>(uni(10, 400))}});
+  }
+  j["failures"] = failures;
+  json lanes = json::array();
+  const double bers[] = {1e-7, 1e-6, 1e-5};
+  for (uint64_t n = uni(0, 2); n > 0; --n) lanes.push_back({{"link", uni(0, 19)}, {"ber", bers[uni(0, 2)]}});
+  if (chance(0.3)) lanes.push_back({{"link", uni(0, 19)}, {"dark_from_us", static_cast<double>(uni(0, 300))},
+                                   {"dark_us", static_cast<double>(uni(1, 20))}});
+  j["lane_faults"] = lanes;
+  if (chance(0.1)) j["host_disconnect"] = {{"at", "mid_commit"}};
+  j["traffic"] = {{"load", chance(0.5) ? 1.0 : 0.3}, {"max_words", uni(4, 40)}};
+  j["modeled"] = json::array(
+      {json{{"name", "communicator_reinit"}, {"duration_ms", kCommunicatorReinitMs}, {"doc", kCommunicatorReinitDoc}}});
+  j["state_restore"] = {{"bytes_per_xpu", uni(1, 8) << 30}, {"copy_gbytes_per_s", 25}};
+  return parse_failover_scenario(j, fmt::format("random failover scenario (seed {})", seed));
+}
+
+FailoverRunConfig to_failover_run_config(const FailoverScenario& s, const std::string& calibration_file, int spare,
+                                         std::vector<std::string>* not_covered) {
+  std::vector<std::string> missing;
+  FailoverRunConfig c;
+  c.server.name = s.name;
+  c.server.seed = s.seed;
+  c.server.clock_mhz = s.clock_mhz;
+  c.server.shape = s.shape;
+  c.server.mesh.ports = s.shape.mesh_ports;
+  c.server.mesh.settle = s.settle;
+  c.server.traffic = s.traffic;
+  c.calibration_file = calibration_file;
+  c.tenant = s.tenant;
+  c.settle_taus = s.settle_taus;
+  c.limit_us = s.limit_us;
+  c.spare = spare;
+  if (s.failures.empty()) {
+    c.kill_xpu.reset();
+  } else {
+    c.kill_xpu = s.failures.front().xpu;
+    c.kill_after_armed_us = s.failures.front().at_us;
+  }
+  if (s.time_mode != "free")
+    missing.push_back(fmt::format("time_mode {}: the in-process run has no host to step it; it runs free (every figure is still simulated time)",
+                                  s.time_mode));
+  for (size_t i = 1; i < s.failures.size(); ++i)
+    missing.push_back(fmt::format("failures[{}] (XPU {} at {} us): the in-process run fails over once", i,
+                                  s.failures[i].xpu, s.failures[i].at_us));
+  for (size_t i = 0; i < s.lane_faults.size(); ++i)
+    missing.push_back(fmt::format("lane_faults[{}] (link {}): the server model has no per-lane error injection yet", i,
+                                  s.lane_faults[i].link));
+  if (s.host_disconnect != HostDisconnect::None)
+    missing.push_back(fmt::format("host_disconnect at {}: the in-process run has no host connection", to_string(s.host_disconnect)));
+  if (not_covered) *not_covered = missing;
+  return c;
 }
 
 json to_json(const LinkPairConfig& c) {

@@ -16,5 +16,6 @@ int cmd_sim(const ArgList& args);
 int cmd_reg(const ArgList& args);
 int cmd_bench_bridge(const ArgList& args);
 int cmd_bench_paging(const ArgList& args);
+int cmd_regress(const ArgList& args);
 
 }  // namespace mxtb::host

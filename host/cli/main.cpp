@@ -26,7 +26,11 @@ commands:
       simulated cycles per second: plain C++ loop against the SystemC harness
   server [--preset thermo_optic|electro_optic|mems] [--kill-xpu N | --no-kill] [--kill-after-us T]
          [--reprogram] [--seed N] [--limit-us T] [--progress-us T] [--json FILE]
-      the emulated server (controller RTL, 20 link layers, photonic mesh, firmware) through a failover
+  server --scenario FILE | --scenario-seed N [--seed N] [--json FILE] [--out DIR]
+      the emulated server (controller RTL, 20 link layers, photonic mesh, firmware) through a failover;
+      with a failover scenario: its timeline table, and report.json, timeline.json, timeline.svg in DIR
+  regress --seeds N [--jobs J] [--first-seed S] [--out DIR] [--json FILE] [--junit FILE] [--quiet]
+      N random failover scenarios, J at a time: p50/p99/max of every phase, JSON, JUnit XML
   bench reconfig [--seed N] [--json FILE]
       failure-to-Active breakdown of a failover for every settle preset
   alloc --racks R --workload tpuv4|philly|FILE --policy baseline|morphlux|both --json FILE
@@ -69,6 +73,7 @@ int main(int argc, char** argv) {
   std::map<std::string, std::function<int(const ArgList&)>> commands{
       {"link-pair", cmd_link_pair},
       {"server", cmd_server},
+      {"regress", cmd_regress},
       {"alloc", mxtb::host::alloc::run_alloc_command},
       {"sim", cmd_sim},
       {"reg", cmd_reg},

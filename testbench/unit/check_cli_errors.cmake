@@ -21,3 +21,11 @@ file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/bad-scenario.json "{\"lanes\": {\"ab\": {
 expect_error("$.lanes.ab.latency_cycles: must be in [1," link-pair --scenario ${CMAKE_CURRENT_BINARY_DIR}/bad-scenario.json)
 expect_error("--sizes: 100 is not a positive multiple of 16 bytes" bench paging --sizes 100)
 expect_error("--counts wants comma-separated non-negative integers, got 'x'" bench paging --counts 16,x)
+expect_error("--seeds N is required" regress)
+expect_error("--seeds must be in [1, 100000], got 0" regress --seeds 0)
+expect_error("--jobs must be in [1, 256], got 0" regress --seeds 2 --jobs 0)
+expect_error("--preset cannot be combined with a scenario" server --scenario-seed 3 --preset mems)
+expect_error("give either --scenario FILE or --scenario-seed N, not both" server --scenario x.json --scenario-seed 3)
+expect_error("--out needs a failover scenario" server --out somewhere)
+expect_error("failover-bad/spare-in-tenant.json: $.spares[1]: XPU 3 is one of the tenant's XPUs"
+             server --scenario ${SRC}/traces/scenarios/failover-bad/spare-in-tenant.json)

@@ -1,0 +1,66 @@
+// `mxtb regress`: seeded random failover scenarios, one child process each (host/report/regress.h).
+// The child is `mxtb server --scenario-seed {seed} --json {json}` today; the failover over the
+// socket bridge replaces it by changing the template below, nothing else.
+#include "args.h"
+#include "commands.h"
+
+#include "host/report/regress.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+namespace mxtb::host {
+
+namespace {
+
+std::string self_exe() {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) throw std::runtime_error("cannot find the mxtb executable (/proc/self/exe)");
+  self[n] = '\0';
+  return self;
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  auto dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty()) std::filesystem::create_directories(dir);
+  std::ofstream out(path);
+  if (!out || !(out << text)) throw std::runtime_error(fmt::format("cannot write {}", path));
+}
+
+}  // namespace
+
+int cmd_regress(const ArgList& argv) {
+  Args args(argv, {"--seeds", "--jobs", "--first-seed", "--json", "--junit", "--out"}, {"--quiet"});
+  if (!args.positional().empty()) throw UsageError(fmt::format("unexpected argument '{}'", args.positional()[0]));
+  if (!args.has("--seeds")) throw UsageError("--seeds N is required (how many random failover scenarios)");
+  report::RegressConfig cfg;
+  cfg.seeds = args.u64("--seeds", 0);
+  if (cfg.seeds < 1 || cfg.seeds > 100000) throw UsageError(fmt::format("--seeds must be in [1, 100000], got {}", cfg.seeds));
+  uint64_t jobs = args.u64("--jobs", 0);
+  if (args.has("--jobs") && (jobs < 1 || jobs > 256)) throw UsageError(fmt::format("--jobs must be in [1, 256], got {}", jobs));
+  cfg.jobs = static_cast<unsigned>(jobs);
+  cfg.first_seed = args.u64("--first-seed", 1);
+  cfg.work_dir = args.str("--out", "out/regress");
+  cfg.progress = !args.has("--quiet");
+  cfg.child_template = {self_exe(), "server", "--scenario-seed", "{seed}", "--json", "{json}"};
+  std::string json_path = args.str("--json", cfg.work_dir + "/regress.json");
+  std::string junit_path = args.str("--junit", cfg.work_dir + "/junit.xml");
+
+  fmt::print("mxtb regress: seeds {}..{} ({} runs), child: {}\n", cfg.first_seed, cfg.first_seed + cfg.seeds - 1, cfg.seeds,
+             report::shell_quote(cfg.child_template));
+  std::fflush(stdout);
+  report::RegressResult r = report::run_regress(cfg);
+  fmt::print("{}", report::format_summary(r));
+  write_text(json_path, report::to_json(r).dump(2) + "\n");
+  write_text(junit_path, report::junit_xml(r));
+  fmt::print("  wrote {} and {}\n", json_path, junit_path);
+  fmt::print("{}\n", r.failed() == 0 ? "PASS" : fmt::format("FAIL: {} of {} seeds", r.failed(), r.runs.size()));
+  return r.failed() == 0 ? 0 : 1;
+}
+
+}  // namespace mxtb::host

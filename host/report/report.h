@@ -1,0 +1,69 @@
+// The failover report: one Timeline (every phase from the failure to the job running again, in
+// simulated time, each with its source) rendered as a printed table, report.json, a Chrome trace
+// (timeline.json, opens in Perfetto) and a Gantt chart (timeline.svg). docs/report.md.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mxtb::sim {
+struct FailoverScenario;
+struct FailoverRunResult;
+}  // namespace mxtb::sim
+
+namespace mxtb::host::report {
+
+// rtl: timestamps from the verilated RTL (controller event log, link layers); firmware: the
+// controller firmware's time in the emulator; host: host software, charged to simulated time;
+// modeled: a named constant from the scenario file, nothing emulated.
+inline const char* const kSources[] = {"rtl", "firmware", "host", "modeled"};
+
+struct TimelinePhase {
+  std::string name;
+  double start_ns = 0, end_ns = 0;  // simulated time since the emulator's reset
+  std::string source;               // one of kSources
+  std::string detail;               // what bounds it, or a modeled constant's source
+  double duration_ns() const { return end_ns - start_ns; }
+};
+
+struct Timeline {
+  std::string scenario;
+  uint64_t seed = 0;
+  std::string time_mode;
+  double failure_ns = 0;             // when the XPU died
+  std::vector<TimelinePhase> phases; // in order, each starting where the previous ended
+  double hardware_ns = 0;            // failure to the last spare link Active
+  double total_ns = 0;               // failure to the end of the last phase
+  double target_ns = 1.2e9;          // the Morphlux prototype's measured failover
+  bool degraded = false;             // no spare was left: the tenant runs without one
+  std::vector<std::string> notes;    // what was not emulated, the spare choice, ...
+};
+
+// The phases must start at the failure, follow one another without gaps or overlaps (within
+// `tolerance_ns`), have non-negative durations and known sources, and add up to total_ns; the
+// hardware part must end inside the total. One line per problem; empty when consistent.
+std::vector<std::string> check_timeline(const Timeline& t, double tolerance_ns = 0.5);
+
+// Appends a phase that starts where the last one ended (at the failure when there is none).
+void append_phase(Timeline& t, std::string name, double duration_ns, std::string source, std::string detail);
+
+// The in-process run's phases, then the scenario's modeled phases and state restore.
+Timeline timeline_of_run(const sim::FailoverScenario& s, const sim::FailoverRunResult& r, const std::string& time_mode);
+
+// "812 ns", "3.20 us", "45.1 ms", "1.23 s" (plain "us": terminals and logs without UTF-8).
+std::string human_duration(double ns);
+
+std::string format_table(const Timeline& t);     // the printed table
+nlohmann::json to_json(const Timeline& t);       // report.json
+Timeline timeline_from_json(const nlohmann::json& j, const std::string& source);  // its inverse; throws std::runtime_error naming source
+nlohmann::json chrome_trace(const Timeline& t);  // timeline.json
+std::string gantt_svg(const Timeline& t);        // timeline.svg
+
+// Writes report.json, timeline.json and timeline.svg into dir (created if missing); returns the
+// paths written.
+std::vector<std::string> write_report_files(const Timeline& t, const std::string& dir);
+
+}  // namespace mxtb::host::report

@@ -1,0 +1,139 @@
+#include "sim/scenario.h"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+using namespace mxtb::sim;
+using nlohmann::json;
+
+namespace {
+std::string error_of(const json& j) {
+  try {
+    parse_failover_scenario(j, "f.json");
+  } catch (const ScenarioError& e) {
+    return e.what();
+  }
+  return "";
+}
+std::string file_error(const std::string& name) {
+  std::string path = std::string(MXTB_SOURCE_DIR) + "/traces/scenarios/failover-bad/" + name;
+  try {
+    load_failover_scenario(path);
+  } catch (const ScenarioError& e) {
+    std::string msg = e.what();
+    REQUIRE(msg.rfind(path + ": ", 0) == 0);  // names the file
+    return msg.substr(path.size() + 2);
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("failover scenario: the shipped default loads with what the issue describes") {
+  FailoverScenario s = load_failover_scenario(std::string(MXTB_SOURCE_DIR) + "/traces/scenarios/failover-default.json");
+  CHECK(s.name == "failover-default");
+  CHECK(s.time_mode == "lockstep");
+  CHECK(s.shape.xpus == 5);
+  CHECK(s.shape.lanes_per_xpu == 4);
+  CHECK(s.shape.mesh_ports == 32);
+  CHECK(s.settle == SettlePreset::ThermoOptic);
+  CHECK(s.tenant.xpu_of_position == std::vector<int>{0, 1, 2, 3});
+  CHECK(s.spares == std::vector<int>{4});
+  REQUIRE(s.failures.size() == 1);
+  CHECK(s.failures[0].xpu == 2);
+  REQUIRE(s.modeled.size() == 1);
+  CHECK(s.modeled[0].name == "communicator_reinit");
+  CHECK_FALSE(s.modeled[0].doc.empty());
+  CHECK(s.failure_groups.at("power_domain").size() == 2);
+  auto sr = s.state_restore_phase();
+  REQUIRE(sr);
+  CHECK(sr->duration_ms == doctest::Approx(4294967296.0 / 25e9 * 1e3));
+}
+
+TEST_CASE("failover scenario: defaults, and a round trip through to_json") {
+  FailoverScenario d = parse_failover_scenario(json::object(), "f.json");
+  CHECK(d.time_mode == "lockstep");
+  CHECK(d.failures.size() == 1);
+  CHECK(d.expect_total_ns_max == 1.2e9);
+  CHECK_FALSE(d.state_restore_phase());
+  FailoverScenario r = random_failover_scenario(11);
+  FailoverScenario back = parse_failover_scenario(to_json(r), "round trip");
+  CHECK(to_json(back) == to_json(r));
+}
+
+TEST_CASE("failover scenario: bad input names the file, the JSON path and the problem") {
+  CHECK(error_of(json{{"setle", "mems"}}) == "f.json: $.setle: unknown field");
+  CHECK(error_of(json{{"time_mode", "fast"}}) == "f.json: $.time_mode: \"fast\" is not one of lockstep, paced, free");
+  CHECK(error_of(json{{"tenant", {{"xpus", {0, 1, 2}}}}}) == "f.json: $.tenant.xpus: a 2x2 torus needs 4 XPUs, got 3");
+  CHECK(error_of(json{{"tenant", {{"xpus", {0, 1, 1, 3}}}}}) == "f.json: $.tenant.xpus[2]: XPU 1 is listed twice");
+  CHECK(error_of(json{{"spares", {7}}}) == "f.json: $.spares[0]: must be an XPU number in [0, 4], got 7");
+  CHECK(error_of(json{{"failures", {{{"at_us", 5}}}}}) == "f.json: $.failures[0].xpu: missing (the XPU that dies)");
+  CHECK(error_of(json{{"failures", {{{"xpu", 2}}, {{"xpu", 2}}}}}) ==
+        "f.json: $.failures[1].xpu: XPU 2 already fails in an earlier entry");
+  CHECK(error_of(json{{"failure_groups", {{"power_domain", {{0, 1}, {1, 2}}}}}}) ==
+        "f.json: $.failure_groups.power_domain[1]: XPU 1 is already in power_domain[0]: a power_domain holds each XPU at most once");
+  CHECK(error_of(json{{"lane_faults", {{{"link", 20}, {"ber", 1e-6}}}}}) ==
+        "f.json: $.lane_faults[0].link: must be in [0, 19], got 20");
+  CHECK(error_of(json{{"lane_faults", {{{"link", 3}}}}}) == "f.json: $.lane_faults[0]: does nothing: give ber and/or dark_us");
+  CHECK(error_of(json{{"host_disconnect", {{"at", "later"}}}}) ==
+        "f.json: $.host_disconnect.at: \"later\" is not one of before_commit, mid_commit, after_commit");
+  CHECK(error_of(json{{"modeled", {{{"name", "settle"}, {"duration_ms", 1}, {"doc", "x"}}}}}) ==
+        "f.json: $.modeled[0].name: \"settle\" is an emulated phase's name");
+  CHECK(error_of(json{{"modeled", {{{"name", "x"}, {"doc", "y"}}}}}) ==
+        "f.json: $.modeled[0].duration_ms: missing (the phase's modeled duration)");
+  CHECK(error_of(json{{"server", {{"xpus", 9}}}}) == "f.json: $.server.mesh_ports: 9 XPUs x 4 lanes need at least 36 ports, got 32");
+  CHECK(error_of(json{{"state_restore", {{"copy_gbytes_per_s", 0}}}}) ==
+        "f.json: $.state_restore.copy_gbytes_per_s: must be in [0.1, 10000], got 0");
+  // The files in traces/scenarios/failover-bad/.
+  CHECK(file_error("spare-in-tenant.json") == "$.spares[1]: XPU 3 is one of the tenant's XPUs");
+  CHECK(file_error("modeled-without-doc.json") ==
+        "$.modeled[0].doc: missing: a modeled constant must say where its value comes from");
+  CHECK(file_error("unknown-preset.json") == "$.settle: \"thermo-optic\" is not one of thermo_optic, electro_optic, mems");
+  CHECK(file_error("failure-not-in-tenant.json") == "$.failures[0].xpu: XPU 5 is neither the tenant's nor a spare");
+}
+
+TEST_CASE("failover scenario: random scenarios are valid, deterministic per seed, and vary") {
+  std::set<int> xpus;
+  std::set<std::string> presets;
+  int doubles = 0, disconnects = 0;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    FailoverScenario s = random_failover_scenario(seed);
+    CHECK(to_json(s) == to_json(random_failover_scenario(seed)));
+    CHECK(s.seed == seed);
+    xpus.insert(s.failures[0].xpu);
+    presets.insert(to_string(s.settle));
+    doubles += s.failures.size() > 1;
+    disconnects += s.host_disconnect != HostDisconnect::None;
+  }
+  CHECK(xpus.size() == 4);
+  CHECK(presets == std::set<std::string>{"electro_optic", "thermo_optic"});
+  CHECK(doubles > 5);
+  CHECK(disconnects > 5);
+}
+
+TEST_CASE("failover scenario: conversion to the in-process run's configuration") {
+  FailoverScenario s = load_failover_scenario(std::string(MXTB_SOURCE_DIR) + "/traces/scenarios/failover-default.json");
+  s.failures.push_back({3, 70});
+  s.lane_faults.push_back({5, 1e-6, 0, 0});
+  s.host_disconnect = HostDisconnect::MidCommit;
+  std::vector<std::string> missing;
+  FailoverRunConfig c = to_failover_run_config(s, "cal.json", 4, &missing);
+  CHECK(c.calibration_file == "cal.json");
+  CHECK(c.spare == 4);
+  REQUIRE(c.kill_xpu);
+  CHECK(*c.kill_xpu == 2);
+  CHECK(c.kill_after_armed_us == 50);
+  CHECK(c.server.mesh.settle == SettlePreset::ThermoOptic);
+  CHECK(c.server.seed == 1);
+  CHECK(c.server.shape.mesh_ports == 32);
+  CHECK(c.tenant.xpu_of_position == s.tenant.xpu_of_position);
+  // Everything the in-process run cannot do is said, one line each.
+  REQUIRE(missing.size() == 4);
+  CHECK(missing[0].find("time_mode lockstep") == 0);
+  CHECK(missing[1].find("failures[1] (XPU 3 at 70 us)") == 0);
+  CHECK(missing[2].find("lane_faults[0] (link 5)") == 0);
+  CHECK(missing[3].find("host_disconnect at mid_commit") == 0);
+  s.failures.clear();
+  CHECK_FALSE(to_failover_run_config(s, "cal.json", 4).kill_xpu);
+}

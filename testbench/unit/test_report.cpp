@@ -1,0 +1,310 @@
+#include "host/report/regress.h"
+#include "host/report/report.h"
+#include "sim/failover_run.h"
+#include "sim/scenario.h"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+using namespace mxtb::host::report;
+using nlohmann::json;
+
+namespace {
+
+// A failover as the in-process run reports it, then two modeled phases: 7 phases from 1 us to 500 ms.
+Timeline sample() {
+  Timeline t;
+  t.scenario = "unit";
+  t.seed = 3;
+  t.time_mode = "lockstep";
+  t.failure_ns = 100'000;
+  append_phase(t, "detect", 1'200, "rtl", "");
+  append_phase(t, "firmware", 3'400, "firmware", "");
+  append_phase(t, "program", 800, "rtl", "");
+  append_phase(t, "settle", 50'000, "rtl", "");
+  append_phase(t, "train", 6'000, "rtl", "");
+  t.hardware_ns = t.total_ns;
+  append_phase(t, "communicator_reinit", 500e6, "modeled", "NCCL");
+  append_phase(t, "state_restore", 171.8e6, "modeled", "4 GiB at 25 GB/s");
+  return t;
+}
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("report: a consistent timeline has no problems, and report.json has the fields the issue asks for") {
+  Timeline t = sample();
+  CHECK(check_timeline(t).empty());
+  CHECK(t.hardware_ns == doctest::Approx(61'400));
+  CHECK(t.total_ns == doctest::Approx(61'400 + 671.8e6));
+  json j = to_json(t);
+  for (const char* k : {"time_mode", "scenario", "seed", "failover", "degraded", "notes"}) CHECK(j.contains(k));
+  CHECK(j["time_mode"] == "lockstep");
+  CHECK(j["failover"]["total_ns"].get<double>() == doctest::Approx(t.total_ns));
+  CHECK(j["failover"]["hardware_ns"].get<double>() == doctest::Approx(61'400));
+  REQUIRE(j["failover"]["phases"].size() == 7);
+  for (const auto& p : j["failover"]["phases"])
+    for (const char* k : {"name", "start_ns", "end_ns", "source"}) CHECK(p.contains(k));
+  CHECK(j["failover"]["phases"][1]["source"] == "firmware");
+  // It reads back.
+  Timeline back = timeline_from_json(j, "mem");
+  CHECK(back.phases.size() == 7);
+  CHECK(back.phases[3].end_ns == doctest::Approx(t.phases[3].end_ns));
+  CHECK(check_timeline(back).empty());
+  CHECK_THROWS_WITH(timeline_from_json(json{{"scenario", "x"}}, "r.json"), "r.json: $.time_mode: missing");
+}
+
+TEST_CASE("report: check_timeline names gaps, overlaps, negative durations, disorder and wrong totals") {
+  Timeline t = sample();
+  t.phases[2].start_ns += 500;  // program starts 500 ns after firmware ended, and ends as before
+  auto p = check_timeline(t);
+  REQUIRE(p.size() == 1);
+  CHECK(p[0] == "phase program: gap of 500 ns after phase firmware");
+
+  t = sample();
+  t.phases[3].start_ns -= 100;
+  CHECK(check_timeline(t).at(0) == "phase settle: overlaps phase program by 100 ns");
+
+  t = sample();
+  t.phases[1].end_ns = t.phases[1].start_ns - 10;
+  CHECK(check_timeline(t).at(0) == "phase firmware: negative duration (-10 ns)");
+
+  t = sample();
+  std::swap(t.phases[3], t.phases[4]);
+  p = check_timeline(t);
+  CHECK(std::find_if(p.begin(), p.end(), [](const std::string& x) { return x.find("phase settle: out of order") == 0; }) !=
+        p.end());
+
+  t = sample();
+  t.total_ns += 1000;
+  CHECK(check_timeline(t).at(0).find("total_ns") == 0);
+
+  t = sample();
+  t.phases[0].start_ns = t.failure_ns + 50;
+  CHECK(check_timeline(t).at(0) == "phase detect: gap of 50 ns after the failure");
+
+  t = sample();
+  t.phases[0].source = "magic";
+  CHECK(check_timeline(t).at(0) == "phase detect: unknown source 'magic'");
+
+  Timeline empty;
+  CHECK(check_timeline(empty).at(0) == "no phases: the failover left no timeline");
+  empty.degraded = true;
+  CHECK(check_timeline(empty).empty());
+}
+
+TEST_CASE("report: the table shows human units, sources and the total against 1.2 s") {
+  CHECK(human_duration(812) == "812 ns");
+  CHECK(human_duration(3'200) == "3.20 us");
+  CHECK(human_duration(45.12e6) == "45.1 ms");
+  CHECK(human_duration(1.2e9) == "1.20 s");
+  std::string s = format_table(sample());
+  CHECK(s.find("detect") != std::string::npos);
+  CHECK(s.find("1.20 us") != std::string::npos);     // detect's duration
+  CHECK(s.find("500 ms") != std::string::npos);      // communicator_reinit
+  CHECK(s.find("modeled") != std::string::npos);
+  CHECK(s.find("within the 1.20 s target") != std::string::npos);
+  Timeline slow = sample();
+  append_phase(slow, "slow_host", 1e9, "host", "");
+  CHECK(format_table(slow).find("OVER the 1.20 s target") != std::string::npos);
+}
+
+TEST_CASE("report: timeline.json is a Chrome trace with one complete event per phase and a track per source") {
+  Timeline t = sample();
+  json j = json::parse(chrome_trace(t).dump());  // through text, as Perfetto reads it
+  REQUIRE(j["traceEvents"].is_array());
+  std::map<std::string, int> tid_of_source;
+  int complete = 0, thread_names = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X") {
+      ++complete;
+      tid_of_source[e["cat"].get<std::string>()] = e["tid"].get<int>();
+      if (e["name"] == "settle") {
+        CHECK(e["ts"].get<double>() == doctest::Approx(5.4));   // us after the failure
+        CHECK(e["dur"].get<double>() == doctest::Approx(50.0));
+      }
+    }
+    if (e["ph"] == "M" && e["name"] == "thread_name") ++thread_names;
+  }
+  CHECK(complete == 7);
+  CHECK(thread_names == 4);
+  CHECK(tid_of_source.size() == 3);  // rtl, firmware, modeled used here
+  CHECK(tid_of_source["rtl"] != tid_of_source["firmware"]);
+  CHECK(tid_of_source["rtl"] != tid_of_source["modeled"]);
+}
+
+TEST_CASE("report: timeline.svg is one SVG with a bar per phase, legible labels and decade ticks") {
+  Timeline t = sample();
+  std::string s = gantt_svg(t);
+  CHECK(s.rfind("<svg", 0) == 0);
+  CHECK(s.find("</svg>") != std::string::npos);
+  CHECK(count(s, "<rect") == 1 + 4 + 7);  // background, legend, one per phase
+  CHECK(count(s, "<svg") == 1);
+  CHECK(s.find("detect 1.20 us (rtl)") != std::string::npos);
+  CHECK(s.find(">1 s<") != std::string::npos);   // the axis reaches past the target
+  t.scenario = "a<b&c";
+  CHECK(gantt_svg(t).find("a&lt;b&amp;c") != std::string::npos);
+}
+
+TEST_CASE("report: write_report_files writes the three files into the directory") {
+  auto dir = std::filesystem::temp_directory_path() / "mxtb-report-unit";
+  std::filesystem::remove_all(dir);
+  auto paths = write_report_files(sample(), dir.string());
+  CHECK(paths.size() == 3);
+  for (const char* f : {"report.json", "timeline.json", "timeline.svg"}) CHECK(std::filesystem::exists(dir / f));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("report: the in-process run's result and a scenario make one timeline") {
+  mxtb::sim::FailoverScenario s;
+  s.name = "x";
+  s.modeled = {{"communicator_reinit", 500, "doc"}};
+  s.state_bytes_per_xpu = 25'000'000'000ull;
+  s.state_copy_gbytes_per_s = 25;  // 1 s
+  mxtb::sim::FailoverRunResult r;
+  r.failure_ns = 1000;
+  r.phases = {{"detect", 1000, 2000, "rtl"}, {"firmware", 2000, 5000, "firmware"}, {"train", 5000, 9000, "rtl"}};
+  r.total_ns = 8000;
+  Timeline t = timeline_of_run(s, r, "free");
+  CHECK(check_timeline(t).empty());
+  REQUIRE(t.phases.size() == 5);
+  CHECK(t.phases[3].name == "communicator_reinit");
+  CHECK(t.phases[3].source == "modeled");
+  CHECK(t.phases[4].name == "state_restore");
+  CHECK(t.phases[4].duration_ns() == doctest::Approx(1e9));
+  CHECK(t.hardware_ns == 8000);
+  CHECK(t.total_ns == doctest::Approx(8000 + 1.5e9));
+}
+
+TEST_CASE("regress: nearest-rank percentiles") {
+  std::vector<double> v{15, 20, 35, 40, 50};
+  CHECK(percentile_nearest_rank(v, 0) == 15);
+  CHECK(percentile_nearest_rank(v, 30) == 20);   // ceil(1.5) = 2
+  CHECK(percentile_nearest_rank(v, 40) == 20);   // ceil(2.0) = 2
+  CHECK(percentile_nearest_rank(v, 50) == 35);
+  CHECK(percentile_nearest_rank(v, 99) == 50);
+  CHECK(percentile_nearest_rank(v, 100) == 50);
+  std::vector<double> hundred;
+  for (int i = 100; i >= 1; --i) hundred.push_back(i);
+  CHECK(percentile_nearest_rank(hundred, 99) == 99);
+  CHECK(percentile_nearest_rank(hundred, 50) == 50);
+  CHECK(percentile_nearest_rank({7}, 99) == 7);
+  CHECK_THROWS_AS(percentile_nearest_rank({}, 50), std::invalid_argument);
+  CHECK_THROWS_AS(percentile_nearest_rank({1}, 101), std::invalid_argument);
+}
+
+TEST_CASE("regress: summary per phase, then hardware and total") {
+  Timeline a = sample(), b = sample();
+  b.phases[3].end_ns += 10'000;  // settle 60 us instead of 50
+  for (size_t i = 4; i < b.phases.size(); ++i) {
+    b.phases[i].start_ns += 10'000;
+    b.phases[i].end_ns += 10'000;
+  }
+  auto st = summarize({a, b});
+  REQUIRE(st.size() == 9);
+  CHECK(st[3].name == "settle");
+  CHECK(st[3].runs == 2);
+  CHECK(st[3].p50_ns == doctest::Approx(50'000));
+  CHECK(st[3].max_ns == doctest::Approx(60'000));
+  CHECK(st[7].name == "hardware");
+  CHECK(st[8].name == "total");
+}
+
+TEST_CASE("regress: the child command template, quoting, and what a child's JSON says") {
+  auto argv = child_argv({"mxtb", "server", "--scenario-seed", "{seed}", "--json", "{json}", "x{seed}y"}, 17, "out/s 17.json");
+  CHECK(argv == std::vector<std::string>{"mxtb", "server", "--scenario-seed", "17", "--json", "out/s 17.json", "x17y"});
+  CHECK(shell_quote(argv) == "mxtb server --scenario-seed 17 --json 'out/s 17.json' x17y");
+  CHECK(shell_quote({"a'b"}) == "'a'\\''b'");
+
+  auto dir = std::filesystem::temp_directory_path() / "mxtb-regress-unit";
+  std::filesystem::create_directories(dir);
+  std::string path = (dir / "child.json").string();
+  std::remove(path.c_str());
+  SeedResult none = evaluate_child(5, {"x"}, 1, path);
+  REQUIRE(none.failures.size() == 1);
+  CHECK(none.failures[0].find("wrote no JSON") == 0);
+
+  json good{{"failures", json::array()}, {"report", to_json(sample())}};
+  std::ofstream(path) << good.dump();
+  SeedResult ok = evaluate_child(5, {"x"}, 0, path);
+  CHECK(ok.passed());
+  REQUIRE(ok.timeline);
+  CHECK(ok.timeline->phases.size() == 7);
+
+  SeedResult crashed = evaluate_child(5, {"x"}, -11, path);
+  CHECK(crashed.failures == std::vector<std::string>{"killed by signal 11"});
+
+  Timeline broken = sample();
+  broken.phases[2].start_ns += 500;
+  json bad{{"failures", {"3 scoreboard errors on living XPUs"}}, {"report", to_json(broken)}};
+  std::ofstream(path) << bad.dump();
+  SeedResult b = evaluate_child(5, {"x"}, 1, path);
+  CHECK(b.failures == std::vector<std::string>{"3 scoreboard errors on living XPUs",
+                                               "timeline: phase program: gap of 500 ns after phase firmware"});
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("regress: JUnit XML has one testcase per seed, failures with their message and the rerun command") {
+  RegressResult r;
+  r.jobs = 2;
+  SeedResult a;
+  a.seed = 1;
+  a.argv = {"mxtb", "server", "--scenario-seed", "1"};
+  SeedResult b = a;
+  b.seed = 2;
+  b.argv[3] = "2";
+  b.exit_code = 1;
+  b.failures = {"no traffic reached the spare <after> the failover"};
+  r.runs = {a, b};
+  std::string x = junit_xml(r);
+  CHECK(x.find("<testsuite name=\"mxtb.regress\" tests=\"2\" failures=\"1\"") != std::string::npos);
+  CHECK(count(x, "<testcase ") == 2);
+  CHECK(count(x, "<failure ") == 1);
+  CHECK(x.find("message=\"no traffic reached the spare &lt;after&gt; the failover\"") != std::string::npos);
+  CHECK(x.find("rerun: mxtb server --scenario-seed 2") != std::string::npos);
+  std::string s = format_summary(r);
+  CHECK(s.find("FAIL seed 2: no traffic reached the spare <after> the failover") != std::string::npos);
+  CHECK(s.find("rerun: mxtb server --scenario-seed 2") != std::string::npos);
+  json j = to_json(r);
+  CHECK(j["failed"] == 1);
+  CHECK(j["runs"][1]["rerun"] == "mxtb server --scenario-seed 2");
+}
+
+TEST_CASE("regress: run_regress spawns the children, J at a time, and collects their JSON") {
+  // A child that is not the emulator: a shell that writes a report for even seeds and fails odd ones.
+  Timeline t = sample();
+  auto dir = std::filesystem::temp_directory_path() / "mxtb-regress-spawn";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::string good = (dir / "good.json").string();
+  std::ofstream(good) << json{{"failures", json::array()}, {"report", to_json(t)}}.dump();
+  RegressConfig cfg;
+  cfg.child_template = {"sh", "-c", "if [ $(({seed} % 2)) = 0 ]; then cp " + good + " {json}; else echo broken; exit 3; fi"};
+  cfg.seeds = 4;
+  cfg.jobs = 2;
+  cfg.work_dir = (dir / "work").string();
+  cfg.progress = false;
+  RegressResult r = run_regress(cfg);
+  REQUIRE(r.runs.size() == 4);
+  CHECK(r.failed() == 2);
+  CHECK_FALSE(r.runs[0].passed());  // seed 1
+  CHECK(r.runs[0].failures.at(0).find("wrote no JSON") == 0);
+  CHECK(r.runs[1].passed());
+  CHECK(r.stats.back().name == "total");
+  CHECK(r.stats.back().runs == 2);
+  std::ifstream log(r.runs[0].log_path);
+  std::string line;
+  std::getline(log, line);
+  CHECK(line == "broken");
+  std::filesystem::remove_all(dir);
+}
