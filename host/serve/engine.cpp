@@ -39,6 +39,10 @@ struct Seq {
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
+// Thrown after recording a violation that leaves the engine's state unusable (an overcommitted
+// pool): the run ends there and reports it.
+struct Abort {};
+
 class Engine {
  public:
   Engine(const std::vector<Request>& reqs, Policy policy, const ServeConfig& cfg, const PagerFactory& make_pager,
@@ -83,6 +87,17 @@ class Engine {
     size_t next = 0, finished = 0;
     double now = seqs_.empty() ? 0 : seqs_[0].r.arrival_s;
     res_.first_arrival_s = now;
+    try {
+      loop(now, next, finished);
+    } catch (const Abort&) {
+      // The violation is recorded; what follows reports the run as far as it got.
+    }
+    finish_run(now, wall0);
+    return std::move(res_);
+  }
+
+ private:
+  void loop(double& now, size_t& next, size_t& finished) {
     while (finished < seqs_.size()) {
       for (; next < seqs_.size() && seqs_[next].r.arrival_s <= now; ++next) arrive(seqs_[next]);
       if (live_.empty()) {
@@ -104,6 +119,9 @@ class Engine {
       finished = done_;
       if (res_.violations.size() > 20) break;  // broken already; keep the report short
     }
+  }
+
+  void finish_run(double now, std::chrono::steady_clock::time_point wall0) {
     release_extra(now);
     res_.makespan_s = now;
     for (auto& s : seqs_) {
@@ -117,10 +135,7 @@ class Engine {
     if (auto* st = dynamic_cast<StaticFabricLinks*>(fabric_)) res_.reconfigurations = st->reconfigurations();
     res_.starvation_bound_slice_s = slice_bound_s();
     res_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-    return std::move(res_);
   }
-
- private:
   bool preemptive() const { return policy_ != Policy::kFcfs; }
   bool pages() const { return policy_ == Policy::kAquaHost || policy_ == Policy::kAquaFabric; }
 
@@ -154,7 +169,7 @@ class Engine {
     std::vector<BlockId> out;
     if (n > free_.size()) {
       violation(fmt::format("t={:.6f}: KV overcommitted: {} blocks wanted, {} free", now, n, free_.size()));
-      n = free_.size();
+      throw Abort{};
     }
     for (uint64_t i = 0; i < n; ++i) {
       out.push_back(free_.back());
@@ -189,6 +204,7 @@ class Engine {
     double wait = now - s.wait_since;
     s.rec.longest_wait_s = std::max(s.rec.longest_wait_s, wait);
     if (preemptive() && s.promoted) {
+      s.rec.max_promoted_ahead = std::max(s.rec.max_promoted_ahead, s.promoted_ahead);
       double bound = static_cast<double>(s.promoted_ahead + 1) * slice_bound_s();
       if (now - s.promoted_at > bound + 1e-9)
         violation(fmt::format("request {} waited {:.3f} s after promotion, bound {:.3f} s ({} promoted ahead)", s.r.id,

@@ -237,7 +237,8 @@ struct SeqRecord {
   double arrival_s = 0, first_token_s = -1, finish_s = -1;
   uint64_t generated = 0, expected = 0;
   uint64_t preemptions = 0;
-  double longest_wait_s = 0;
+  double longest_wait_s = 0;      // longest time runnable but off the device
+  uint64_t max_promoted_ahead = 0;  // most aged sequences queued ahead of it when it was aged
   bool rejected = false;
   std::string reject_reason;
 };
