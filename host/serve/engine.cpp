@@ -468,7 +468,12 @@ class Engine {
   // one layer's worth to fill the pipeline), or are recomputed first. Returns the added time.
   double spill_cost(Seq& s, double compute_s, double now) {
     if (!s.spill_mode || s.spilled == 0) return 0;
-    if (!pages()) return cost_.prefill_s({{0, s.spilled * bt_}});
+    if (!pages()) {
+      // Recomputing is compute, not paging: it lengthens the step but is not paging time.
+      double t = cost_.prefill_s({{0, s.spilled * bt_}});
+      recompute_in_step_ += t;
+      return t;
+    }
     PageResult r = pager_->fetch(s.r.id, tier_);
     if (!r.ok) violation(fmt::format("fetch: {}", r.error));
     ++res_.fetches;
@@ -542,7 +547,8 @@ class Engine {
     }
     ++res_.steps;
     res_.busy_s += t + exposed;
-    res_.paging_s += exposed;
+    res_.paging_s += exposed - recompute_in_step_;
+    recompute_in_step_ = 0;
     live_.erase(std::remove_if(live_.begin(), live_.end(), [](Seq* s) { return s->st == St::kDone; }), live_.end());
     return now;
   }
@@ -593,6 +599,7 @@ class Engine {
   size_t done_ = 0;
   uint64_t promo_counter_ = 0;
   double max_decode_s_ = 0, max_prefill_s_ = 0, max_iter_paging_s_ = 0;
+  double recompute_in_step_ = 0;
   bool extra_held_ = false;
   double extra_since_ = 0;
   RunResult res_;
