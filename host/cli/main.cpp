@@ -4,6 +4,7 @@
 #include "commands.h"
 
 #include "host/alloc/cli.h"
+#include "host/serve/cli.h"
 #include "sim/scenario.h"
 
 #include <fmt/format.h>
@@ -36,6 +37,10 @@ commands:
   alloc --racks R --workload tpuv4|philly|FILE --policy baseline|morphlux|both --json FILE
   alloc --experiment frag-tpuv4|fragmented-32|spares --json FILE
       datacenter allocation: the torus allocator against Morphlux (docs/alloc.md; alloc --help)
+  serve --trace FILE|azure-code|synthetic-burst|long-prompt [--policy NAME...] [--scale X|auto]
+        [--json FILE] [--plot FILE.svg]
+      LLM serving under bursts: admission control against Aqua-style preemption paging to host
+      memory or over the fabric (docs/serve.md; serve --help)
   bench alloc [--json FILE]
       100,000-request trace with the heuristic, integer-program solve times
   sim [--listen ADDR:PORT] [--time-mode lockstep|paced|free] [--rtf X] [--preset P] [--seed N]
@@ -77,6 +82,7 @@ int main(int argc, char** argv) {
       {"alloc", mxtb::host::alloc::run_alloc_command},
       {"sim", cmd_sim},
       {"reg", cmd_reg},
+      {"serve", mxtb::host::serve::run_serve_command},
   };
   std::map<std::string, std::function<int(const ArgList&)>> benches{
       {"link", cmd_bench_link},

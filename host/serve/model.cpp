@@ -1,0 +1,203 @@
+// The cost model's named constants, the step-time roofline, and the request sources.
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "host/serve/serve.h"
+
+namespace mxtb::host::serve {
+
+ModelSpec model_by_name(const std::string& name) {
+  if (name == "llama3-8b") {
+    // Meta-Llama-3-8B config.json: 32 layers, hidden 4096, 32 query heads, 8 KV heads of 128,
+    // vocabulary 128256; 8.03 B parameters. A token multiplies through every weight but the
+    // input embedding (128256 × 4096 = 0.525 B), which is a table lookup.
+    ModelSpec m;
+    m.name = name;
+    m.layers = 32;
+    m.hidden = 4096;
+    m.kv_heads = 8;
+    m.head_dim = 128;
+    m.bytes_per_elem = 2;
+    m.params = 8.03e9;
+    m.compute_params = 8.03e9 - 128256.0 * 4096.0;
+    return m;
+  }
+  throw InputError(fmt::format("unknown model '{}': known models: llama3-8b", name));
+}
+
+DeviceSpec device_by_name(const std::string& name) {
+  // NVIDIA H100 SXM5 and H200 SXM datasheets: 989.4 TFLOP/s dense FP16/BF16 tensor (the
+  // datasheets' 1,979 assumes 2:4 sparsity), HBM3 3.35 TB/s / 80 GB, HBM3e 4.8 TB/s / 141 GB.
+  // Achieved fractions are assumptions, not measurements: about half of peak in large prefill
+  // GEMMs and 80 % of HBM bandwidth when decode streams weights and KV.
+  DeviceSpec d;
+  d.name = name;
+  d.peak_flops = 989.4e12;
+  d.compute_eff = 0.5;
+  d.memory_eff = 0.8;
+  if (name == "h100") {
+    d.hbm_bytes_s = 3.35e12;
+    d.hbm_bytes = 80e9;
+  } else if (name == "h200") {
+    d.hbm_bytes_s = 4.8e12;
+    d.hbm_bytes = 141e9;
+  } else {
+    throw InputError(fmt::format("unknown device '{}': known devices: h100, h200", name));
+  }
+  return d;
+}
+
+double CostModel::attention_flops(uint64_t new_tokens, uint64_t past_plus_half) const {
+  // QK^T and AV, each 2 FLOPs per multiply-add, over all query heads (hidden = heads × head dim).
+  return 4.0 * m_.layers * m_.hidden * static_cast<double>(new_tokens) * static_cast<double>(past_plus_half);
+}
+
+double CostModel::prefill_s(const std::vector<PrefillChunk>& chunks) const {
+  double flops = 0, bytes = m_.weight_bytes();
+  for (const auto& c : chunks) {
+    flops += 2.0 * m_.compute_params * static_cast<double>(c.n);
+    // Causal: the i-th new token attends to past + i tokens, n/2 on average.
+    flops += attention_flops(c.n, c.past + c.n / 2);
+    bytes += static_cast<double>(c.past + c.n) * static_cast<double>(m_.kv_bytes_per_token());
+  }
+  return std::max(compute_s(flops), memory_s(bytes));
+}
+
+double CostModel::decode_s(uint64_t batch, uint64_t context_tokens) const {
+  double flops = 2.0 * m_.compute_params * static_cast<double>(batch) + attention_flops(1, context_tokens);
+  double bytes = m_.weight_bytes() + static_cast<double>(context_tokens) * static_cast<double>(m_.kv_bytes_per_token());
+  return std::max(compute_s(flops), memory_s(bytes));
+}
+
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char ch : line) {
+    if (ch == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else if (ch != '\r') {
+      cur += ch;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+// Days from 1970-01-01 (Howard Hinnant's days_from_civil), so timestamps need no time zone.
+int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const unsigned yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<int64_t>(doe) - 719468;
+}
+
+bool parse_timestamp(const std::string& s, double* out) {
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0;
+  double sec = 0;
+  int consumed = 0;
+  if (std::sscanf(s.c_str(), "%4d-%2d-%2d %2d:%2d:%lf%n", &y, &mo, &d, &h, &mi, &sec, &consumed) != 6) return false;
+  if (static_cast<size_t>(consumed) != s.size()) return false;
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec < 0 || sec >= 61) return false;
+  *out = static_cast<double>(days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d))) * 86400.0 +
+         h * 3600.0 + mi * 60.0 + sec;
+  return true;
+}
+
+bool parse_count(const std::string& s, uint64_t* out) {
+  if (s.empty() || s.size() > 12) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  *out = v;
+  return true;
+}
+
+// splitmix64: a portable generator, so a seed gives the same requests with every standard library.
+struct Rng {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  uint64_t between(uint64_t lo, uint64_t hi) { return lo + next() % (hi - lo + 1); }
+};
+
+}  // namespace
+
+std::vector<Request> load_azure_trace(const std::string& path, double scale) {
+  if (!(scale > 0)) throw InputError(fmt::format("trace scale {} must be positive", scale));
+  std::ifstream in(path);
+  if (!in) throw InputError(fmt::format("cannot open trace file '{}'", path));
+  std::string line;
+  if (!std::getline(in, line)) throw InputError(fmt::format("trace file '{}' is empty", path));
+  auto header = split_csv(line);
+  if (!header.empty() && header[0].rfind("\xEF\xBB\xBF", 0) == 0) header[0] = header[0].substr(3);
+  if (header != std::vector<std::string>{"TIMESTAMP", "ContextTokens", "GeneratedTokens"})
+    throw InputError(fmt::format("{}:1: expected header TIMESTAMP,ContextTokens,GeneratedTokens, got '{}'", path, line));
+  std::vector<Request> out;
+  std::vector<double> stamps;
+  size_t lineno = 1;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty() || line == "\r") continue;
+    auto f = split_csv(line);
+    if (f.size() != 3) throw InputError(fmt::format("{}:{}: expected 3 fields, got {}", path, lineno, f.size()));
+    double t = 0;
+    if (!parse_timestamp(f[0], &t))
+      throw InputError(fmt::format("{}:{}: bad TIMESTAMP '{}' (want YYYY-MM-DD HH:MM:SS.fff)", path, lineno, f[0]));
+    Request r;
+    if (!parse_count(f[1], &r.prompt_tokens) || r.prompt_tokens == 0)
+      throw InputError(fmt::format("{}:{}: ContextTokens '{}' is not a positive integer", path, lineno, f[1]));
+    if (!parse_count(f[2], &r.output_tokens) || r.output_tokens == 0)
+      throw InputError(fmt::format("{}:{}: GeneratedTokens '{}' is not a positive integer", path, lineno, f[2]));
+    stamps.push_back(t);
+    out.push_back(r);
+  }
+  if (out.empty()) throw InputError(fmt::format("trace file '{}' has no requests", path));
+  double t0 = *std::min_element(stamps.begin(), stamps.end());
+  for (size_t i = 0; i < out.size(); ++i) out[i].arrival_s = (stamps[i] - t0) / scale;
+  std::stable_sort(out.begin(), out.end(), [](const Request& a, const Request& b) { return a.arrival_s < b.arrival_s; });
+  for (size_t i = 0; i < out.size(); ++i) out[i].id = i;
+  return out;
+}
+
+std::vector<Request> synthetic_burst(uint64_t seed, double scale) {
+  if (!(scale > 0)) throw InputError(fmt::format("burst scale {} must be positive", scale));
+  // 60 s of Poisson background at 1 request/s; 200 requests arrive uniformly within 1 s at
+  // t = 20 s. Prompts 256..4096 tokens, outputs 16..256 (uniform): code-completion-like sizes.
+  Rng rng{seed * 0x2545F4914F6CDD1Dull + 1};
+  std::vector<Request> out;
+  for (double t = 0;;) {
+    t += -std::log(1.0 - rng.uniform());
+    if (t >= 60) break;
+    out.push_back({0, t, rng.between(256, 4096), rng.between(16, 256)});
+  }
+  for (int i = 0; i < 200; ++i) out.push_back({0, 20.0 + rng.uniform(), rng.between(256, 4096), rng.between(16, 256)});
+  for (auto& r : out) r.arrival_s /= scale;
+  std::stable_sort(out.begin(), out.end(), [](const Request& a, const Request& b) { return a.arrival_s < b.arrival_s; });
+  for (size_t i = 0; i < out.size(); ++i) out[i].id = i;
+  return out;
+}
+
+std::vector<Request> long_prompt() {
+  // A 64 Ki-token document and a 1,024-token answer (Llama 3.1 shapes take 128 Ki of context).
+  return {{0, 0.0, 65536, 1024}};
+}
+
+}  // namespace mxtb::host::serve

@@ -1,0 +1,275 @@
+// Preemptive LLM serving over the fabric (issue 8, docs/serve.md): a roofline cost model of one
+// accelerator serving one model, a discrete-event serving engine with four scheduling policies,
+// and the two seams the engine pages through (KvPager: the bytes; FabricLinks: the bandwidth).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mxtb::host::serve {
+
+// Bad input (trace file, CSV row, policy, model, device name): the message names the input.
+struct InputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Cost model
+// ---------------------------------------------------------------------------------------------
+
+struct ModelSpec {
+  std::string name;
+  int layers = 0;
+  int hidden = 0;          // model width
+  int kv_heads = 0;
+  int head_dim = 0;
+  int bytes_per_elem = 2;  // fp16
+  double params = 0;          // all weights (bytes = params × bytes_per_elem)
+  double compute_params = 0;  // weights a token multiplies through (all but the input embedding)
+  uint64_t kv_bytes_per_token() const {
+    return 2ull * static_cast<uint64_t>(layers) * kv_heads * head_dim * bytes_per_elem;
+  }
+  double weight_bytes() const { return params * bytes_per_elem; }
+};
+
+struct DeviceSpec {
+  std::string name;
+  double peak_flops = 0;     // dense fp16/bf16 tensor FLOP/s
+  double hbm_bytes_s = 0;    // HBM bandwidth, bytes/s
+  double hbm_bytes = 0;      // capacity
+  double compute_eff = 0;    // achieved fraction of peak_flops in large matrix multiplies
+  double memory_eff = 0;     // achieved fraction of hbm_bytes_s when streaming weights and KV
+};
+
+ModelSpec model_by_name(const std::string& name);    // "llama3-8b"; InputError otherwise
+DeviceSpec device_by_name(const std::string& name);  // "h100", "h200"; InputError otherwise
+
+// Step times in seconds: max(compute, memory) per step (roofline), weights read once per step.
+class CostModel {
+ public:
+  CostModel(ModelSpec m, DeviceSpec d) : m_(std::move(m)), d_(std::move(d)) {}
+  const ModelSpec& model() const { return m_; }
+  const DeviceSpec& device() const { return d_; }
+  struct PrefillChunk {
+    uint64_t past = 0;  // tokens already in the KV cache that the chunk attends to
+    uint64_t n = 0;     // new tokens
+  };
+  double prefill_s(const std::vector<PrefillChunk>& chunks) const;
+  // One decode step of a batch whose sequences hold `context_tokens` tokens in all.
+  double decode_s(uint64_t batch, uint64_t context_tokens) const;
+  double compute_s(double flops) const { return flops / (d_.peak_flops * d_.compute_eff); }
+  double memory_s(double bytes) const { return bytes / (d_.hbm_bytes_s * d_.memory_eff); }
+  double attention_flops(uint64_t new_tokens, uint64_t past_plus_half) const;
+
+ private:
+  ModelSpec m_;
+  DeviceSpec d_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Requests and traces
+// ---------------------------------------------------------------------------------------------
+
+struct Request {
+  uint64_t id = 0;
+  double arrival_s = 0;
+  uint64_t prompt_tokens = 0;
+  uint64_t output_tokens = 0;  // tokens to generate (>= 1)
+};
+
+// The Azure LLM inference trace (TIMESTAMP,ContextTokens,GeneratedTokens). Arrivals are relative
+// to the first row and divided by `scale` (scale 4: four times the request rate).
+std::vector<Request> load_azure_trace(const std::string& path, double scale);
+// A steady background with one burst on top (docs/serve.md: its parameters), seeded.
+std::vector<Request> synthetic_burst(uint64_t seed, double scale);
+// One long prompt (its length in docs/serve.md).
+std::vector<Request> long_prompt();
+
+// ---------------------------------------------------------------------------------------------
+// Seams
+// ---------------------------------------------------------------------------------------------
+
+enum class Tier { kHost, kPeer };
+const char* tier_name(Tier t);
+
+using SeqId = uint64_t;
+using BlockId = uint32_t;
+
+// The device's KV pool as real bytes: `blocks` blocks of `block_tokens` tokens of
+// `real_bytes_per_token` bytes (scaled down from the model's KV bytes per token; docs/serve.md).
+class DeviceKvPool {
+ public:
+  DeviceKvPool(uint32_t blocks, uint32_t block_tokens, uint32_t real_bytes_per_token);
+  uint32_t blocks() const { return blocks_; }
+  uint32_t block_tokens() const { return block_tokens_; }
+  uint32_t real_bytes_per_token() const { return bytes_per_token_; }
+  size_t block_bytes() const { return static_cast<size_t>(block_tokens_) * bytes_per_token_; }
+  uint8_t* block(BlockId b);
+  const uint8_t* block(BlockId b) const;
+  // The bytes a sequence's token holds: a function of (sequence, token index) only, so a resumed
+  // sequence can be checked against what it must hold.
+  void write_token(BlockId b, uint32_t slot, SeqId seq, uint64_t token);
+  bool token_matches(BlockId b, uint32_t slot, SeqId seq, uint64_t token) const;
+
+ private:
+  uint32_t blocks_, block_tokens_, bytes_per_token_;
+  std::vector<uint8_t> bytes_;
+};
+
+struct PageResult {
+  uint64_t blocks = 0;
+  uint64_t real_bytes = 0;  // bytes this pager actually copied
+  bool ok = true;
+  std::string error;  // when !ok: what did not match
+};
+
+// Moves a sequence's KV blocks between the device pool and a tier. Stand-in pending the paging
+// engine in cuda/ (docs/serve.md): the engine charges the transfer time; the pager moves bytes.
+class KvPager {
+ public:
+  virtual ~KvPager() = default;
+  // Copies `blocks` (device pool, in the sequence's token order) to the tier, appended to what
+  // the tier already holds for `seq`. The device blocks may be reused afterwards.
+  virtual PageResult page_out(SeqId seq, const std::vector<BlockId>& blocks, Tier tier) = 0;
+  // Copies the sequence's first blocks.size() paged blocks from the tier into `blocks`, checks
+  // them against what page_out took, and frees them in the tier.
+  virtual PageResult page_in(SeqId seq, const std::vector<BlockId>& blocks, Tier tier) = 0;
+  // Reads all of the sequence's paged blocks into a staging area and checks them, keeping them in
+  // the tier: a sequence too long for the device streams its paged part through every step.
+  virtual PageResult fetch(SeqId seq, Tier tier) = 0;
+  // Drops whatever the tier holds for `seq` (the sequence finished).
+  virtual void discard(SeqId seq, Tier tier) = 0;
+  virtual uint64_t paged_blocks(SeqId seq, Tier tier) const = 0;
+};
+
+// The stand-in: the tiers are host-memory buffers, page-in checks an FNV-1a digest per block.
+class HostMemoryKvPager : public KvPager {
+ public:
+  explicit HostMemoryKvPager(DeviceKvPool& pool);
+  ~HostMemoryKvPager() override;
+  PageResult page_out(SeqId seq, const std::vector<BlockId>& blocks, Tier tier) override;
+  PageResult page_in(SeqId seq, const std::vector<BlockId>& blocks, Tier tier) override;
+  PageResult fetch(SeqId seq, Tier tier) override;
+  void discard(SeqId seq, Tier tier) override;
+  uint64_t paged_blocks(SeqId seq, Tier tier) const override;
+
+ private:
+  struct Impl;
+  DeviceKvPool& pool_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Circuits between two XPUs and what they carry. Stand-in pending the IPbus bridge to the
+// emulator (docs/serve.md): this one answers from scenario constants.
+class FabricLinks {
+ public:
+  virtual ~FabricLinks() = default;
+  // Circuits carrying traffic between XPUs a and b at simulated time now_s.
+  virtual int live_circuits(int xpu_a, int xpu_b, double now_s) const = 0;
+  virtual double lane_gbps() const = 0;
+  // Asks for n more circuits between a and b; returns the simulated time they carry traffic
+  // (now + the mesh's reconfiguration delay), or now_s when none could be given.
+  virtual double request_extra_circuits(int xpu_a, int xpu_b, int n, double now_s) = 0;
+  // Gives the extra circuits between a and b back to the fabric.
+  virtual void release(int xpu_a, int xpu_b, double now_s) = 0;
+};
+
+struct FabricConfig {
+  int base_circuits = 4;      // circuits the pager pair holds in the tenant's torus
+  int max_extra_circuits = 12;  // the rest of the XPU's 16 lanes, taken from idle torus links
+  double lane_gbps = 200;
+  double link_efficiency = 0.95;  // 64b/66b coding and link-layer framing
+  double reconfig_s = 60e-6;      // thermo-optic mesh, failure-to-Active less detection
+};
+
+class StaticFabricLinks : public FabricLinks {
+ public:
+  explicit StaticFabricLinks(FabricConfig c) : c_(c) {}
+  int live_circuits(int xpu_a, int xpu_b, double now_s) const override;
+  double lane_gbps() const override { return c_.lane_gbps; }
+  double request_extra_circuits(int xpu_a, int xpu_b, int n, double now_s) override;
+  void release(int xpu_a, int xpu_b, double now_s) override;
+  int reconfigurations() const { return reconfigs_; }
+
+ private:
+  FabricConfig c_;
+  int extra_ = 0;
+  double extra_from_s_ = 0;
+  int reconfigs_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Engine
+// ---------------------------------------------------------------------------------------------
+
+enum class Policy { kFcfs, kRecompute, kAquaHost, kAquaFabric };
+Policy policy_by_name(const std::string& name);  // InputError names the policy and the choices
+const char* policy_name(Policy p);
+
+struct ServeConfig {
+  std::string model = "llama3-8b";
+  std::string device = "h100";
+  double kv_pool_gib = 8;  // KV budget on the serving accelerator (logical bytes)
+  uint32_t block_tokens = 16;
+  uint32_t real_bytes_per_token = 64;  // bytes actually moved per token (scaled down)
+  uint64_t max_batched_tokens = 8192;  // prefill tokens per step
+  uint64_t max_seqs = 256;
+  uint64_t slice_steps = 16;  // decode steps a preempted-in sequence runs before it may be preempted
+  double max_wait_s = 5;      // a runnable sequence waiting this long is promoted (aging)
+  double pcie_bytes_s = 64e9;  // PCIe 5.0 x16, one direction
+  double pcie_efficiency = 0.8;
+  double host_tier_gib = 256;
+  double peer_tier_gib = 40;
+  int burst_queue_threshold = 8;  // aqua-fabric asks for circuits at this many waiting
+  FabricConfig fabric;
+  int pager_xpu = 0, peer_xpu = 1;
+  bool check_every_step = true;
+};
+
+struct SeqRecord {
+  uint64_t id = 0;
+  double arrival_s = 0, first_token_s = -1, finish_s = -1;
+  uint64_t generated = 0, expected = 0;
+  uint64_t preemptions = 0;
+  double longest_wait_s = 0;      // longest time runnable but off the device
+  uint64_t max_promoted_ahead = 0;  // most aged sequences queued ahead of it when it was aged
+  bool rejected = false;
+  std::string reject_reason;
+};
+
+struct RunResult {
+  std::string policy;
+  std::vector<SeqRecord> seqs;
+  std::vector<double> ttft_s, tbt_s;
+  double makespan_s = 0, first_arrival_s = 0;
+  double busy_s = 0, paging_s = 0;  // simulated seconds stepping / paging (paging is inside busy)
+  uint64_t output_tokens = 0, steps = 0, preemptions = 0, page_outs = 0, page_ins = 0, fetches = 0;
+  uint64_t logical_bytes_paged = 0, real_bytes_paged = 0;
+  uint64_t max_blocks_used = 0, pool_blocks = 0;
+  uint64_t reconfigurations = 0, fallback_drops = 0;
+  double extra_circuit_s = 0;  // seconds extra circuits were held
+  std::vector<std::string> violations;  // broken invariants (empty in a correct run)
+  double starvation_bound_slice_s = 0;  // the per-promoted-ahead slice bound the check used
+  double wall_s = 0;
+  double throughput() const;       // output tokens per simulated second, first arrival to last finish
+  double paging_share() const;     // paging_s / makespan
+  nlohmann::json to_json() const;  // figures and percentiles
+};
+
+double percentile(std::vector<double> v, double p);  // nearest-rank; 0 for empty
+
+// Builds the pager over the engine's device pool (the paging engine will own device memory).
+using PagerFactory = std::function<std::unique_ptr<KvPager>(DeviceKvPool&)>;
+
+// Runs `reqs` through the engine under `policy`. Null make_pager / fabric: the stand-ins
+// (HostMemoryKvPager, StaticFabricLinks from cfg.fabric).
+RunResult simulate(const std::vector<Request>& reqs, Policy policy, const ServeConfig& cfg,
+                   const PagerFactory& make_pager = nullptr, FabricLinks* fabric = nullptr);
+
+}  // namespace mxtb::host::serve

@@ -1,0 +1,294 @@
+// Unit tests of host/serve: the cost model, the trace loader's errors, the seams' stand-ins and
+// the scheduler's invariants (which the engine checks every step and reports as violations).
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "host/serve/serve.h"
+
+using namespace mxtb::host::serve;
+
+namespace {
+
+std::string data(const std::string& f) { return std::string(MXTB_SERVE_TEST_DATA) + "/" + f; }
+
+std::string write_tmp(const std::string& name, const std::string& text) {
+  std::string p = (std::filesystem::temp_directory_path() / ("mxtb_serve_test_" + name)).string();
+  std::ofstream(p) << text;
+  return p;
+}
+
+// A small pool (0.25 GiB = 128 blocks = 2,048 tokens) under a burst, so that every preemptive
+// policy must preempt and page.
+ServeConfig small_config() {
+  ServeConfig c;
+  c.kv_pool_gib = 0.25;
+  c.max_wait_s = 0.5;
+  c.slice_steps = 4;
+  return c;
+}
+
+std::vector<Request> small_burst() {
+  std::vector<Request> r;
+  for (uint64_t i = 0; i < 60; ++i)
+    r.push_back({i, 0.001 * static_cast<double>(i), 100 + (i * 37) % 400, 5 + (i * 13) % 60});
+  r.push_back({60, 2.0, 300, 20});  // a late one, after the burst
+  return r;
+}
+
+void require_clean(const RunResult& r, const std::vector<Request>& reqs) {
+  INFO(r.policy);
+  for (const auto& v : r.violations) MESSAGE(v);
+  CHECK(r.violations.empty());
+  REQUIRE(r.seqs.size() == reqs.size());
+  uint64_t tokens = 0;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    CHECK(r.seqs[i].finish_s >= reqs[i].arrival_s);
+    CHECK(r.seqs[i].generated == reqs[i].output_tokens);
+    tokens += reqs[i].output_tokens;
+  }
+  CHECK(r.output_tokens == tokens);
+  CHECK(r.max_blocks_used <= r.pool_blocks);
+}
+
+// The stated bound (docs/serve.md): aged after max_wait_s (at the next iteration, at most one
+// slice later), then back on the device within (aged ahead of it + 1) slices.
+void check_wait_bound(const RunResult& r, const ServeConfig& cfg) {
+  for (const auto& s : r.seqs) {
+    double bound = cfg.max_wait_s + static_cast<double>(s.max_promoted_ahead + 2) * r.starvation_bound_slice_s;
+    INFO("request ", s.id, " waited ", s.longest_wait_s, " s");
+    CHECK(s.longest_wait_s <= bound);
+  }
+}
+
+// Corrupts one byte of the first block after every page-in: the engine's own check of the
+// resumed sequence's bytes must notice, although the pager's digest matched.
+class CorruptingPager : public KvPager {
+ public:
+  explicit CorruptingPager(DeviceKvPool& pool) : pool_(pool), inner_(pool) {}
+  PageResult page_out(SeqId s, const std::vector<BlockId>& b, Tier t) override { return inner_.page_out(s, b, t); }
+  PageResult page_in(SeqId s, const std::vector<BlockId>& b, Tier t) override {
+    auto r = inner_.page_in(s, b, t);
+    if (!b.empty()) pool_.block(b[0])[3] ^= 0x40;
+    return r;
+  }
+  PageResult fetch(SeqId s, Tier t) override { return inner_.fetch(s, t); }
+  void discard(SeqId s, Tier t) override { inner_.discard(s, t); }
+  uint64_t paged_blocks(SeqId s, Tier t) const override { return inner_.paged_blocks(s, t); }
+
+ private:
+  DeviceKvPool& pool_;
+  HostMemoryKvPager inner_;
+};
+
+}  // namespace
+
+TEST_CASE("cost model: Llama-3-8B shapes, prefill grows with tokens, decode is memory-bound") {
+  CostModel c(model_by_name("llama3-8b"), device_by_name("h100"));
+  CHECK(c.model().kv_bytes_per_token() == 2u * 32 * 8 * 128 * 2);  // 128 KiB
+  double prev = 0;
+  for (uint64_t n : {16, 128, 512, 2048, 8192, 32768}) {
+    double t = c.prefill_s({{0, n}});
+    CHECK(t > prev);
+    prev = t;
+  }
+  // Long prefills are compute-bound: about 2 × params FLOPs per token at half of peak.
+  double flops = 2 * c.model().compute_params * 8192 + c.attention_flops(8192, 4096);
+  CHECK(c.prefill_s({{0, 8192}}) == doctest::Approx(c.compute_s(flops)));
+  // Decode reads every weight once per step: for batches up to 64, memory decides.
+  for (uint64_t b : {1, 8, 64}) {
+    uint64_t ctx = b * 2048;
+    double mem = c.memory_s(c.model().weight_bytes() + static_cast<double>(ctx) * 131072.0);
+    CHECK(c.decode_s(b, ctx) == doctest::Approx(mem));
+    CHECK(c.compute_s(2 * c.model().compute_params * static_cast<double>(b)) < mem);
+  }
+  // One token alone: the weights over achieved HBM bandwidth, about 6 ms on an H100.
+  CHECK(c.decode_s(1, 1) == doctest::Approx(16.06e9 / (3.35e12 * 0.8)).epsilon(0.01));
+  // H200's faster HBM speeds decode, not long prefill.
+  CostModel h200(model_by_name("llama3-8b"), device_by_name("h200"));
+  CHECK(h200.decode_s(8, 8 * 2048) < c.decode_s(8, 8 * 2048));
+  CHECK(h200.prefill_s({{0, 8192}}) == doctest::Approx(c.prefill_s({{0, 8192}})));
+}
+
+TEST_CASE("unknown model, device and policy are named in the error") {
+  CHECK_THROWS_WITH_AS(model_by_name("gpt5"), doctest::Contains("unknown model 'gpt5'"), InputError);
+  CHECK_THROWS_WITH_AS(device_by_name("tpu9"), doctest::Contains("unknown device 'tpu9'"), InputError);
+  CHECK_THROWS_WITH_AS(policy_by_name("lifo"), doctest::Contains("unknown policy 'lifo'"), InputError);
+  for (auto p : {Policy::kFcfs, Policy::kRecompute, Policy::kAquaHost, Policy::kAquaFabric})
+    CHECK(policy_by_name(policy_name(p)) == p);
+}
+
+TEST_CASE("trace loader: the Azure code trace, scaling, and bad input") {
+  auto reqs = load_azure_trace(std::string(MXTB_SOURCE_DIR) + "/traces/azure/AzureLLMInferenceTrace_code.csv", 1);
+  REQUIRE(reqs.size() == 8819);
+  CHECK(reqs[0].arrival_s == 0);
+  CHECK(reqs[0].prompt_tokens == 4808);
+  CHECK(reqs[0].output_tokens == 10);
+  CHECK(reqs.back().arrival_s == doctest::Approx(57 * 60).epsilon(0.02));
+  auto fast = load_azure_trace(std::string(MXTB_SOURCE_DIR) + "/traces/azure/AzureLLMInferenceTrace_code.csv", 4);
+  CHECK(fast.back().arrival_s == doctest::Approx(reqs.back().arrival_s / 4));
+
+  CHECK_THROWS_WITH_AS(load_azure_trace("no/such/trace.csv", 1), doctest::Contains("cannot open trace file 'no/such/trace.csv'"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(load_azure_trace(data("bad_row.csv"), 1), doctest::Contains("bad_row.csv:3: expected 3 fields, got 2"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(load_azure_trace(data("bad_number.csv"), 1),
+                       doctest::Contains("bad_number.csv:3: ContextTokens '31x0' is not a positive integer"), InputError);
+  auto p = write_tmp("header.csv", "time,in,out\n2023-11-16 18:17:03.9,1,1\n");
+  CHECK_THROWS_WITH_AS(load_azure_trace(p, 1), doctest::Contains(":1: expected header TIMESTAMP,ContextTokens,GeneratedTokens"),
+                       InputError);
+  p = write_tmp("stamp.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16T18:17,1,1\n");
+  CHECK_THROWS_WITH_AS(load_azure_trace(p, 1), doctest::Contains(":2: bad TIMESTAMP '2023-11-16T18:17'"), InputError);
+  p = write_tmp("zero.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9,12,0\n");
+  CHECK_THROWS_WITH_AS(load_azure_trace(p, 1), doctest::Contains(":2: GeneratedTokens '0' is not a positive integer"),
+                       InputError);
+  p = write_tmp("empty.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n");
+  CHECK_THROWS_WITH_AS(load_azure_trace(p, 1), doctest::Contains("has no requests"), InputError);
+  CHECK_THROWS_WITH_AS(load_azure_trace(p, 0), doctest::Contains("scale 0 must be positive"), InputError);
+}
+
+TEST_CASE("synthetic burst is deterministic per seed") {
+  auto a = synthetic_burst(7, 1), b = synthetic_burst(7, 1), c = synthetic_burst(8, 1);
+  REQUIRE(a.size() == b.size());
+  CHECK(a.size() > 200);
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].arrival_s == b[i].arrival_s);
+    CHECK(a[i].prompt_tokens == b[i].prompt_tokens);
+  }
+  CHECK((a.size() != c.size() || a[5].prompt_tokens != c[5].prompt_tokens));
+}
+
+TEST_CASE("KvPager stand-in: bytes come back exactly, into other blocks") {
+  DeviceKvPool pool(8, 16, 64);
+  HostMemoryKvPager pager(pool);
+  for (uint64_t t = 0; t < 40; ++t) pool.write_token(static_cast<BlockId>(t / 16), t % 16, 9, t);
+  auto r = pager.page_out(9, {0, 1, 2}, Tier::kPeer);
+  CHECK(r.ok);
+  CHECK(r.real_bytes == 3 * 16 * 64);
+  CHECK(pager.paged_blocks(9, Tier::kPeer) == 3);
+  CHECK(pager.paged_blocks(9, Tier::kHost) == 0);
+  for (BlockId b = 0; b < 3; ++b) std::memset(pool.block(b), 0, pool.block_bytes());
+  CHECK(pager.fetch(9, Tier::kPeer).ok);
+  r = pager.page_in(9, {5, 6, 7}, Tier::kPeer);
+  CHECK(r.ok);
+  for (uint64_t t = 0; t < 40; ++t) CHECK(pool.token_matches(static_cast<BlockId>(5 + t / 16), t % 16, 9, t));
+  CHECK_FALSE(pool.token_matches(5, 0, 10, 0));  // another sequence's token differs
+  CHECK(pager.paged_blocks(9, Tier::kPeer) == 0);
+  auto bad = pager.page_in(9, {0}, Tier::kPeer);
+  CHECK_FALSE(bad.ok);
+  CHECK(bad.error.find("holding 0") != std::string::npos);
+}
+
+TEST_CASE("FabricLinks stand-in: extra circuits carry after the reconfiguration delay") {
+  FabricConfig c;
+  StaticFabricLinks f(c);
+  CHECK(f.live_circuits(0, 1, 0) == 4);
+  double at = f.request_extra_circuits(0, 1, 100, 1.0);
+  CHECK(at == doctest::Approx(1.0 + 60e-6));
+  CHECK(f.live_circuits(0, 1, 1.0 + 30e-6) == 4);
+  CHECK(f.live_circuits(0, 1, at) == 16);  // capped at the XPU's other 12 lanes
+  CHECK(f.request_extra_circuits(0, 1, 1, 2.0) == 2.0);  // none left
+  f.release(0, 1, 3.0);
+  CHECK(f.live_circuits(0, 1, 3.0) == 4);
+  CHECK(f.reconfigurations() == 2);
+}
+
+TEST_CASE("scheduler invariants hold under a burst for every policy") {
+  // Checked every step by the engine: KV never overcommitted, books balance, a promoted sequence
+  // waits at most (promoted ahead + 1) slices; at the end every request has all its tokens;
+  // on every page-in every token's bytes are compared with what the sequence must hold.
+  auto reqs = small_burst();
+  ServeConfig cfg = small_config();
+  for (auto p : {Policy::kFcfs, Policy::kRecompute, Policy::kAquaHost, Policy::kAquaFabric}) {
+    RunResult r = simulate(reqs, p, cfg);
+    require_clean(r, reqs);
+    if (p == Policy::kFcfs) {
+      CHECK(r.preemptions == 0);
+    } else {
+      CHECK(r.preemptions > 0);
+    }
+    if (p == Policy::kAquaHost || p == Policy::kAquaFabric) {
+      CHECK(r.page_ins > 0);
+      CHECK(r.page_ins == r.page_outs);
+      CHECK(r.real_bytes_paged > 0);
+      CHECK(r.paging_s > 0);
+    }
+    if (p != Policy::kFcfs) check_wait_bound(r, cfg);
+  }
+}
+
+TEST_CASE("aqua-fabric pages faster than aqua-host and takes circuits during the burst") {
+  auto reqs = small_burst();
+  ServeConfig cfg = small_config();
+  RunResult host = simulate(reqs, Policy::kAquaHost, cfg);
+  RunResult fab = simulate(reqs, Policy::kAquaFabric, cfg);
+  CHECK(fab.reconfigurations >= 2);  // asked for circuits, gave them back
+  CHECK(fab.extra_circuit_s > 0);
+  CHECK(host.reconfigurations == 0);
+  CHECK(fab.paging_s < host.paging_s);
+}
+
+TEST_CASE("a resumed sequence with a wrong byte is caught") {
+  auto reqs = small_burst();
+  RunResult r = simulate(reqs, Policy::kAquaFabric, small_config(),
+                         [](DeviceKvPool& p) { return std::make_unique<CorruptingPager>(p); });
+  REQUIRE_FALSE(r.violations.empty());
+  CHECK(r.violations[0].find("resumed with wrong KV bytes") != std::string::npos);
+}
+
+TEST_CASE("no starvation under sustained overload beyond the stated bound") {
+  // Arrivals keep coming faster than the pool drains for 3 s; aging must still bring every old
+  // sequence back within the bound (the engine records a violation otherwise).
+  std::vector<Request> reqs;
+  for (uint64_t i = 0; i < 400; ++i)
+    reqs.push_back({i, 0.0075 * static_cast<double>(i), 200 + (i * 53) % 600, 30 + (i * 7) % 90});
+  ServeConfig cfg = small_config();
+  for (auto p : {Policy::kRecompute, Policy::kAquaFabric}) {
+    RunResult r = simulate(reqs, p, cfg);
+    require_clean(r, reqs);
+    check_wait_bound(r, cfg);
+    double longest = 0;
+    for (const auto& s : r.seqs) longest = std::max(longest, s.longest_wait_s);
+    MESSAGE(std::string(policy_name(p)), ": longest wait ", longest, " s, slice bound ", r.starvation_bound_slice_s, " s");
+  }
+}
+
+TEST_CASE("a prompt longer than the pool: fcfs rejects it, the others stream or recompute it") {
+  ServeConfig cfg;
+  cfg.kv_pool_gib = 0.5;  // 4,096 tokens
+  std::vector<Request> reqs{{0, 0, 10000, 40}};
+  RunResult f = simulate(reqs, Policy::kFcfs, cfg);
+  REQUIRE(f.seqs[0].rejected);
+  CHECK(f.seqs[0].reject_reason.find("needs 628 KV blocks, the pool has 256") != std::string::npos);
+  double tput[3];
+  int i = 0;
+  for (auto p : {Policy::kRecompute, Policy::kAquaHost, Policy::kAquaFabric}) {
+    RunResult r = simulate(reqs, p, cfg);
+    require_clean(r, reqs);
+    if (p != Policy::kRecompute) CHECK(r.fetches > 0);
+    tput[i++] = r.throughput();
+  }
+  CHECK(tput[2] > tput[1]);  // the fabric streams faster than PCIe
+  CHECK(tput[1] > tput[0]);  // streaming beats recomputing the spilled prefix every step
+}
+
+TEST_CASE("runs are deterministic") {
+  auto reqs = small_burst();
+  RunResult a = simulate(reqs, Policy::kAquaFabric, small_config());
+  RunResult b = simulate(reqs, Policy::kAquaFabric, small_config());
+  CHECK(a.makespan_s == b.makespan_s);
+  CHECK(a.ttft_s == b.ttft_s);
+  CHECK(a.preemptions == b.preemptions);
+}
+
+TEST_CASE("percentile is nearest-rank") {
+  CHECK(percentile({}, 99) == 0);
+  CHECK(percentile({3, 1, 2}, 50) == 2);
+  std::vector<double> v;
+  for (int i = 1; i <= 100; ++i) v.push_back(i);
+  CHECK(percentile(v, 99) == 99);
+  CHECK(percentile(v, 100) == 100);
+}
