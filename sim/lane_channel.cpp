@@ -28,7 +28,7 @@ LaneChannel::LaneChannel(const LaneChannelConfig& cfg) : cfg_(cfg), rng_(cfg.see
 }
 
 void BitErrors::set_ber(double ber) {
-  if (!(ber >= 0.0 && ber < 1.0)) throw std::invalid_argument("bit error rate must be in [0, 1), got " + std::to_string(ber));
+  if (!(ber >= 0.0 && ber < 1.0)) throw std::invalid_argument("ber (bit error rate) must be in [0, 1), got " + std::to_string(ber));
   ber_ = ber;
   bits_to_next_error_ = ber > 0.0 ? std::geometric_distribution<uint64_t>(ber)(rng_) : UINT64_MAX;
 }
