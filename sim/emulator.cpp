@@ -312,9 +312,9 @@ class Emulator {
     if (off == er::id::kOffset) return er::id::kReset;
     if (off == er::version::kOffset) return er::version::kReset;
     if (off == er::time_mode::kOffset) return static_cast<uint32_t>(cfg_.time_mode);
-    if (off == er::rtf_milli::kOffset) {
-      if (cfg_.time_mode == emu::TimeMode::Paced) return static_cast<uint32_t>(std::llround(cfg_.rtf * 1000));
-      if (cfg_.time_mode == emu::TimeMode::Free) return static_cast<uint32_t>(std::llround(achieved_rtf() * 1000));
+    if (off == er::rtf_ppm::kOffset) {
+      if (cfg_.time_mode == emu::TimeMode::Paced) return static_cast<uint32_t>(std::llround(cfg_.rtf * 1e6));
+      if (cfg_.time_mode == emu::TimeMode::Free) return static_cast<uint32_t>(std::llround(achieved_rtf() * 1e6));
       return 0;
     }
     if (off == er::clock_ps::kOffset) return static_cast<uint32_t>(std::llround(1e6 / cfg_.server.clock_mhz));

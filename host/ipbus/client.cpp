@@ -200,8 +200,8 @@ void Client::dispatch(std::chrono::milliseconds timeout) {
     }
   }
   for (auto& p : packets) {
-    p.id = impl_->next_id;
-    impl_->next_id = next_packet_id(impl_->next_id);
+    p.id = opts_.sequenced ? impl_->next_id : 0;
+    if (opts_.sequenced) impl_->next_id = next_packet_id(impl_->next_id);
     std::vector<uint32_t> w{encode(PacketHeader{PacketType::Control, p.id})};
     for (size_t i : p.txs) {
       w.push_back(encode(txs[i].header));
@@ -215,6 +215,7 @@ void Client::dispatch(std::chrono::milliseconds timeout) {
   size_t first_error_tx = SIZE_MAX;
   auto describe = [&](uint32_t addr) { return opts_.describe ? opts_.describe(addr) : fmt::format("{:#010x}", addr); };
 
+  std::vector<std::vector<uint32_t>> tx_data(txs.size());
   // Parses a reply; false when it is not a valid answer to packet p.
   auto take_reply = [&](Packet& p, const std::vector<uint32_t>& w) {
     size_t pos = 1;
@@ -234,7 +235,8 @@ void Client::dispatch(std::chrono::milliseconds timeout) {
       }
       uint32_t n = reply_body_words(t.header.type, t.header.words);
       if (pos + 1 + n > w.size()) return false;
-      if (t.out) t.out->insert(t.out->end(), w.begin() + static_cast<long>(pos) + 1, w.begin() + static_cast<long>(pos + 1 + n));
+      // Replies may arrive in any order: keep each transaction's words apart until all are in.
+      tx_data[i].assign(w.begin() + static_cast<long>(pos) + 1, w.begin() + static_cast<long>(pos + 1 + n));
       pos += 1 + n;
     }
     return pos == w.size();
@@ -244,7 +246,8 @@ void Client::dispatch(std::chrono::milliseconds timeout) {
   std::deque<size_t> in_flight;
   int rounds = 0;
   while (answered < packets.size()) {
-    while (next_to_send < packets.size() && in_flight.size() < impl_->window) {
+    // Unsequenced replies all carry id 0: one packet in flight, so that a reply names its packet.
+    while (next_to_send < packets.size() && in_flight.size() < (opts_.sequenced ? impl_->window : 1u)) {
       impl_->send(packets[next_to_send].bytes);
       ++stats_.packets_sent;
       stats_.bytes_sent += packets[next_to_send].bytes.size();
@@ -275,6 +278,9 @@ void Client::dispatch(std::chrono::milliseconds timeout) {
     // Timeout: ask which requests arrived. Those before the next expected id were executed and
     // their replies lost: ask for the stored reply. The rest are sent again, in order.
     ++stats_.timeouts;
+    if (!opts_.sequenced)
+      throw TimeoutError(fmt::format("IPbus target {}: no reply to an unsequenced packet within {} ms (it may or may not have "
+                                     "executed)", target_, timeout.count()));
     if (++rounds > opts_.retries)
       throw TimeoutError(fmt::format("IPbus target {}: no reply to packet {} after {} attempts of {} ms", target_,
                                      packets[in_flight.front()].id, opts_.retries + 1, timeout.count()));
@@ -292,8 +298,10 @@ void Client::dispatch(std::chrono::milliseconds timeout) {
       }
     }
   }
-  for (auto& t : txs)
-    if (t.sink) std::static_pointer_cast<Pending::State>(t.sink)->done = true;
+  for (size_t i = 0; i < txs.size(); ++i) {
+    if (txs[i].out) txs[i].out->insert(txs[i].out->end(), tx_data[i].begin(), tx_data[i].end());
+    if (txs[i].sink) std::static_pointer_cast<Pending::State>(txs[i].sink)->done = true;
+  }
   if (first_error) throw *first_error;
 }
 

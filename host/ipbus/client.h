@@ -39,6 +39,11 @@ struct ClientOptions {
   int retries = 5;                          // recovery rounds before TimeoutError
   uint32_t max_in_flight = 8;               // packets; capped by the target's reply buffers
   ByteOrder order = ByteOrder::Little;      // what x86 uHAL clients send
+  // Sequenced packets (ids 1..65535) are what make lost packets recoverable, but a target keeps
+  // one sequence: only one sequenced client may talk to it at a time. A second, concurrent client
+  // sends id 0 (never sequence-checked, never stored); a lost packet then ends in TimeoutError,
+  // since whether it executed cannot be known.
+  bool sequenced = true;
   // Names an address in error messages (e.g. "LINK_STATUS[3]"); default prints the address.
   std::function<std::string(uint32_t)> describe;
 };

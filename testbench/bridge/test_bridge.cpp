@@ -1,0 +1,342 @@
+// The socket bridge end to end: the fabric client against `mxtb sim` on loopback (a real child
+// process), through a lossy UDP shim, under random garbage, and in every time mode; lockstep runs
+// with one seed give identical event logs.
+#include "firmware/fabric_map.h"
+#include "host/ipbus/board.h"
+#include "host/ipbus/board_map.h"
+#include "host/ipbus/client.h"
+#include "host/ipbus/emulator_process.h"
+
+#include <boost/asio.hpp>
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <random>
+#include <thread>
+
+using namespace mxtb::ipbus;
+namespace asio = boost::asio;
+using asio::ip::udp;
+namespace er = mxtb::emu::reg;
+namespace reg = mxtb::ocs::reg;
+
+namespace {
+
+EmulatorProcess& shared_emulator() {
+  static EmulatorProcess emu(MXTB_EXE, {"--preset", "electro_optic", "--seed", "3"});
+  return emu;
+}
+
+ClientOptions quick() {
+  ClientOptions o;
+  o.timeout = std::chrono::milliseconds(2000);
+  o.describe = describe;
+  return o;
+}
+
+std::vector<uint32_t> random_words(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint32_t> w(n);
+  for (auto& x : w) x = static_cast<uint32_t>(rng());
+  return w;
+}
+
+// A UDP proxy that drops, duplicates and reorders datagrams both ways, from a seed.
+class LossyShim {
+ public:
+  LossyShim(const std::string& target, double drop, double dup, double reorder, uint64_t seed)
+      : front_(io_, udp::endpoint(asio::ip::make_address_v4("127.0.0.1"), 0)),
+        back_(io_, udp::endpoint(asio::ip::make_address_v4("127.0.0.1"), 0)),
+        drop_(drop), dup_(dup), reorder_(reorder), rng_(seed) {
+    auto [host, port] = parse_target(target);
+    board_ = udp::endpoint(asio::ip::make_address_v4(host), port);
+    receive_front();
+    receive_back();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~LossyShim() {
+    io_.stop();
+    thread_.join();
+  }
+  std::string target() const { return "udp://127.0.0.1:" + std::to_string(front_.local_endpoint().port()); }
+  uint64_t dropped = 0, duplicated = 0, reordered = 0;
+
+ private:
+  struct Held {
+    std::optional<std::vector<uint8_t>> bytes;
+  };
+  void pass(udp::socket& out, const udp::endpoint& to, std::vector<uint8_t> b, Held& held) {
+    double r = std::uniform_real_distribution<double>(0, 1)(rng_);
+    if (r < drop_) {
+      ++dropped;
+      return;
+    }
+    if (r < drop_ + reorder_ && !held.bytes) {
+      held.bytes = std::move(b);  // goes out after the next datagram this way
+      ++reordered;
+      return;
+    }
+    out.send_to(asio::buffer(b), to);
+    if (r < drop_ + reorder_ + dup_) {
+      out.send_to(asio::buffer(b), to);
+      ++duplicated;
+    }
+    if (held.bytes) {
+      out.send_to(asio::buffer(*held.bytes), to);
+      held.bytes.reset();
+    }
+  }
+  void receive_front() {
+    front_.async_receive_from(asio::buffer(buf_f_), client_, [this](const boost::system::error_code& ec, size_t n) {
+      if (ec) return;
+      pass(back_, board_, std::vector<uint8_t>(buf_f_.begin(), buf_f_.begin() + static_cast<long>(n)), held_up_);
+      receive_front();
+    });
+  }
+  void receive_back() {
+    back_.async_receive_from(asio::buffer(buf_b_), from_board_, [this](const boost::system::error_code& ec, size_t n) {
+      if (ec) return;
+      pass(front_, client_, std::vector<uint8_t>(buf_b_.begin(), buf_b_.begin() + static_cast<long>(n)), held_down_);
+      receive_back();
+    });
+  }
+  asio::io_context io_;
+  udp::socket front_, back_;
+  udp::endpoint board_, client_, from_board_;
+  std::array<uint8_t, 65536> buf_f_{}, buf_b_{};
+  double drop_, dup_, reorder_;
+  std::mt19937_64 rng_;
+  Held held_up_, held_down_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+TEST_CASE("every transaction type on the board's RAM; blocks of 1 to 4096 words") {
+  Client c(shared_emulator().target(), quick());
+  for (uint32_t n : {1u, 2u, 3u, 254u, 255u, 256u, 365u, 366u, 367u, 368u, 1000u, 1024u, 4095u, 4096u}) {
+    CAPTURE(n);
+    uint32_t at = kRamBase + (kRamWords - n) / 2;
+    auto data = random_words(n, n);
+    c.write_block(at, data);
+    CHECK(c.read_block(at, n) == data);
+  }
+  c.write_block(kRamBase + 10, {1, 2, 3}, false);  // non-incrementing: the last word stays
+  CHECK(c.read(kRamBase + 10) == 3);
+  CHECK(c.read_block(kRamBase + 10, 4, false) == std::vector<uint32_t>{3, 3, 3, 3});
+  c.write(kRamBase + 11, 0xF0F0F0F0u);
+  CHECK(c.rmw_bits(kRamBase + 11, 0xFFFF0000u, 0x0000000Fu) == 0xF0F0F0F0u);
+  CHECK(c.read(kRamBase + 11) == 0xF0F0000Fu);
+  CHECK(c.rmw_sum(kRamBase + 11, 1) == 0xF0F0000Fu);
+  CHECK(c.read(kRamBase + 11) == 0xF0F00010u);
+  // Many transactions queued at once go out in as few packets as fit.
+  auto before = c.stats().packets_sent;
+  std::vector<Pending> p;
+  for (uint32_t i = 0; i < 100; ++i) p.push_back(c.queue_read(kRamBase + i));
+  c.dispatch();
+  CHECK(c.stats().packets_sent - before == 1);
+  CHECK(p[11].value() == 0xF0F00010u);
+}
+
+TEST_CASE("controller registers are AXI transactions into the RTL; bad accesses name the register and change nothing") {
+  Client c(shared_emulator().target(), quick());
+  CHECK(c.read(controller(reg::id::kOffset)) == reg::id::kReset);
+  uint32_t t0 = c.read(emulator(er::cycle_lo::kOffset));
+  c.write(controller(reg::scratch::kOffset, 200), 0xCAFEF00Du);
+  CHECK(c.read(controller(reg::scratch::kOffset, 200)) == 0xCAFEF00Du);
+  CHECK(c.rmw_sum(controller(reg::scratch::kOffset, 200), 3) == 0xCAFEF00Du);
+  CHECK(c.read(controller(reg::scratch::kOffset, 200)) == 0xCAFEF010u);
+  // Bus accesses cost clock cycles, even in lockstep.
+  CHECK(c.read(emulator(er::cycle_lo::kOffset)) > t0);
+
+  uint32_t status = c.read(controller(reg::status::kOffset));
+  try {
+    c.write(controller(reg::status::kOffset), 0xFFFFFFFFu);
+    FAIL("a write to the read-only STATUS register succeeded");
+  } catch (const TransactionError& e) {
+    CHECK(e.code == InfoCode::WriteError);
+    CHECK(std::string(e.what()).find("STATUS") != std::string::npos);
+  }
+  CHECK(c.read(controller(reg::status::kOffset)) == status);
+  // A block write that runs off the end of SCRATCH into nothing: refused whole.
+  c.write(controller(reg::scratch::kOffset, 250), 0x11111111u);
+  CHECK_THROWS_AS(c.write_block(controller(reg::scratch::kOffset, 250), std::vector<uint32_t>(300, 7)), TransactionError);
+  CHECK(c.read(controller(reg::scratch::kOffset, 250)) == 0x11111111u);
+  CHECK_THROWS_AS(c.read(0x0000'3F00), TransactionError);       // no register there
+  CHECK_THROWS_AS(c.read(0x0003'0000), TransactionError);       // nothing mapped
+  CHECK_THROWS_AS(c.read(kRamBase + kRamWords - 1 + 1), TransactionError);
+  // Still serving.
+  CHECK(c.read(controller(reg::id::kOffset)) == reg::id::kReset);
+}
+
+TEST_CASE("emulator block: time moves exactly as asked; bad faults are refused and arm nothing") {
+  Client c(shared_emulator().target(), quick());
+  auto clock = make_clock(c);
+  CHECK(clock->mode() == "lockstep");
+  auto t0 = c.queue_read(emulator(er::time_ns_lo::kOffset), 2);
+  c.queue_write(emulator(er::advance_ns::kOffset), {5000});
+  auto t1 = c.queue_read(emulator(er::time_ns_lo::kOffset), 2);
+  c.dispatch(std::chrono::seconds(60));
+  CHECK(t1.values()[0] - t0.values()[0] == 5000);
+  // Nothing moves while the host does not ask.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(c.read_block(emulator(er::time_ns_lo::kOffset), 2) == t1.values());
+
+  Board b(c);
+  CHECK_THROWS_AS(b.arm_fault(mxtb::emu::FaultKind::KillXpu, 9, 0), TransactionError);
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  uint32_t nan_bits;
+  std::memcpy(&nan_bits, &nan, 4);
+  CHECK_THROWS_AS(b.arm_fault(mxtb::emu::FaultKind::LaneBer, 3, nan_bits), TransactionError);
+  CHECK_THROWS_AS(b.arm_fault(mxtb::emu::FaultKind::LaneDark, 99, 100), TransactionError);
+  CHECK(c.read(emulator(er::faults_pending::kOffset)) == 0);
+  CHECK(b.xpu_alive() == 0x1F);
+  CHECK_THROWS_AS(c.write(emulator(er::time_ns_lo::kOffset), 1), TransactionError);  // read-only
+}
+
+TEST_CASE("through a lossy network every write lands exactly once and every read is right") {
+  ClientOptions side = quick();
+  side.sequenced = false;  // a second client beside the sequenced one
+  Client clean(shared_emulator().target(), side);
+  LossyShim shim(shared_emulator().target(), 0.15, 0.1, 0.1, 42);
+  ClientOptions o = quick();
+  o.timeout = std::chrono::milliseconds(40);
+  o.retries = 30;
+  Client lossy(shim.target(), o);
+  clean.write(kRamBase + 100, 0);
+  for (int i = 0; i < 300; ++i) lossy.rmw_sum(kRamBase + 100, 1);
+  CHECK(clean.read(kRamBase + 100) == 300);
+  for (int i = 0; i < 20; ++i) {
+    auto data = random_words(1000, 100 + static_cast<uint64_t>(i));
+    lossy.write_block(kRamBase + 500, data);
+    CHECK(lossy.read_block(kRamBase + 500, 1000) == data);
+  }
+  // Time control is a write too: advanced once per request, however often it was resent.
+  auto t0 = clean.read_block(emulator(er::time_ns_lo::kOffset), 2);
+  for (int i = 0; i < 20; ++i) {
+    lossy.queue_write(emulator(er::advance_ns::kOffset), {1000});
+    lossy.dispatch(std::chrono::milliseconds(2000));
+  }
+  auto t1 = clean.read_block(emulator(er::time_ns_lo::kOffset), 2);
+  CHECK(t1[0] - t0[0] == 20000);
+  MESSAGE("shim dropped " << shim.dropped << ", duplicated " << shim.duplicated << ", reordered " << shim.reordered
+                          << "; client resend requests " << lossy.stats().resend_requests << ", packets resent "
+                          << lossy.stats().packets_resent);
+  CHECK(shim.dropped > 0);
+  CHECK(lossy.stats().resend_requests + lossy.stats().packets_resent > 0);
+}
+
+TEST_CASE("seeded random garbage at the endpoint: counted, and it still answers") {
+  Client c(shared_emulator().target(), quick());
+  auto before = c.read_block(emulator(er::ipbus_stats::kOffset), er::ipbus_stats::kCount);
+  asio::io_context io;
+  udp::socket s(io, udp::v4());
+  auto [host, port] = parse_target(shared_emulator().target());
+  udp::endpoint to(asio::ip::make_address_v4(host), port);
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 3000; ++i) {
+    std::vector<uint8_t> b(rng() % 80);
+    for (auto& x : b) x = static_cast<uint8_t>(rng());
+    if (b.size() >= 4 && i % 3 == 0) {  // a valid id-0 header in front: the transaction parser sees it
+      uint8_t h[4] = {0x20, 0x00, 0x00, 0xF0};
+      std::memcpy(b.data(), h, 4);
+    }
+    s.send_to(asio::buffer(b), to);
+    if (i % 100 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // stay within the socket buffer
+  }
+  std::vector<uint8_t> huge(9000, 0x20);
+  s.send_to(asio::buffer(huge), to);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(c.read(controller(reg::id::kOffset)) == reg::id::kReset);
+  auto after = c.read_block(emulator(er::ipbus_stats::kOffset), er::ipbus_stats::kCount);
+  CHECK(after[0] - before[0] >= 2000);  // datagrams (loopback may drop some when its buffer fills)
+  CHECK(after[5] > before[5]);          // oversized
+  CHECK(after[6] > before[6]);          // truncated
+  CHECK(after[7] > before[7]);          // bad packet header
+}
+
+namespace {
+
+// One scripted lockstep run: place the tenant, arm the spare, kill XPU 2, fail over.
+struct ScriptedRun {
+  std::vector<EmuEventRecord> events;
+  uint64_t end_ns = 0, messages = 0;
+  uint32_t errors = 0, generation = 0;
+};
+
+ScriptedRun scripted_run(uint64_t seed) {
+  EmulatorProcess emu(MXTB_EXE, {"--preset", "electro_optic", "--seed", std::to_string(seed)});
+  Client c(emu.target(), quick());
+  Board b(c);
+  mxtb::firmware::ServerShape shape;
+  mxtb::firmware::TorusPlacement tenant{2, 2, {0, 1, 2, 3}};
+  auto map = mxtb::firmware::torus_map(shape, tenant);
+  auto backup = mxtb::firmware::torus_map(shape, mxtb::firmware::substitute(tenant, 2, 4));
+  REQUIRE(b.set_port_map(map.port_target) == mxtb::firmware::FwStatus::Ok);
+  REQUIRE(b.arm_backup(2, 4, backup.port_target) == mxtb::firmware::FwStatus::Ok);
+  b.clock().wait_ns(30'000);
+  b.arm_fault(mxtb::emu::FaultKind::KillXpu, 2, 0, b.clock().now_ns() + 10'000);
+  uint32_t fired = b.run_until(er::run_until::kFailoverMask, 2'000'000);
+  CHECK((fired & er::run_until::kFailoverMask) != 0);
+  b.clock().wait_ns(40'000);
+  ScriptedRun r;
+  r.events = b.pop_events();
+  r.end_ns = b.clock().now_ns();
+  r.messages = b.messages_delivered();
+  r.errors = b.scoreboard_errors();
+  r.generation = b.active_generation();
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("lockstep: the same seed and the same host script give identical event logs") {
+  ScriptedRun a = scripted_run(11), b = scripted_run(11);
+  CHECK(a.events.size() > 20);
+  CHECK(a.events == b.events);
+  CHECK(a.end_ns == b.end_ns);
+  CHECK(a.messages == b.messages);
+  CHECK(a.messages > 0);
+  CHECK(a.errors == 0);
+  CHECK(a.generation >= 2);  // the tenant's map, then the failover's
+  bool failover = false, fault = false;
+  for (const auto& e : a.events) {
+    failover |= e.kind == mxtb::emu::EmuEvent::Failover && e.a == 2 && e.b == 4;
+    fault |= e.kind == mxtb::emu::EmuEvent::FaultFired;
+  }
+  CHECK(failover);
+  CHECK(fault);
+}
+
+TEST_CASE("paced and free modes run on their own; paced holds the real-time factor") {
+  {
+    EmulatorProcess emu(MXTB_EXE, {"--time-mode", "free", "--preset", "electro_optic"});
+    Client c(emu.target(), quick());
+    CHECK(c.read(emulator(er::time_mode::kOffset)) == static_cast<uint32_t>(mxtb::emu::TimeMode::Free));
+    auto t0 = c.read(emulator(er::time_ns_lo::kOffset));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    CHECK(c.read(emulator(er::time_ns_lo::kOffset)) > t0 + 1000);
+    uint32_t ppm = c.read(emulator(er::rtf_ppm::kOffset));
+    CHECK(ppm > 0);        // it reports the factor it reached...
+    CHECK(ppm < 1000000);  // ...far below real time on these machines
+  }
+  {
+    const double rtf = 2e-5;  // 20 us of simulated time per wall second
+    EmulatorProcess emu(MXTB_EXE, {"--time-mode", "paced", "--rtf", "2e-5", "--preset", "electro_optic"});
+    Client c(emu.target(), quick());
+    CHECK(c.read(emulator(er::time_mode::kOffset)) == static_cast<uint32_t>(mxtb::emu::TimeMode::Paced));
+    CHECK(c.read(emulator(er::rtf_ppm::kOffset)) == 20);
+    auto w0 = std::chrono::steady_clock::now();
+    auto t0 = c.read(emulator(er::time_ns_lo::kOffset));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    auto t1 = c.read(emulator(er::time_ns_lo::kOffset));
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+    double expect_ns = wall * rtf * 1e9;
+    CAPTURE(expect_ns);
+    CHECK(static_cast<double>(t1 - t0) <= expect_ns * 1.2 + 2000);  // never ahead of the pace (one slice of slack)
+    CHECK(static_cast<double>(t1 - t0) >= expect_ns * 0.3);         // and not stalled
+  }
+}
