@@ -19,7 +19,7 @@ struct MemPort : BusPort {
   InfoCode execute(const Access& a, std::vector<uint32_t>& out) override {
     bool inc = a.type == TxType::Read || a.type == TxType::Write;
     uint32_t span = inc ? a.words : 1;
-    if (a.addr < 0x100 || a.addr + span > 0x200)
+    if (a.addr < 0x100 || uint64_t{a.addr} + span > 0x200)
       return a.type == TxType::Write || a.type == TxType::NonIncWrite ? InfoCode::WriteError : InfoCode::ReadError;
     uint32_t* w = &mem[a.addr - 0x100];
     switch (a.type) {
