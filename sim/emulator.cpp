@@ -90,11 +90,17 @@ class HostPort : public sc_core::sc_module {
   bool done_ = true, pending_ = false;
 };
 
+ServerConfig with_tracing(const EmulatorConfig& cfg) {
+  ServerConfig s = cfg.server;
+  s.trace_capable = !cfg.fst_path.empty();  // traced models run slower: only when asked for
+  return s;
+}
+
 class Emulator {
  public:
   explicit Emulator(const EmulatorConfig& cfg)
       : cfg_(cfg),
-        sim_(cfg.server),
+        sim_(with_tracing(cfg)),
         clock_("clock", sim_, 256),
         fw_hal_(sim_, clock_),
         fw_(fw_hal_, firmware_config()),
@@ -346,7 +352,7 @@ class Emulator {
       }
     }
     if (off == er::event_dropped::kOffset) return events_dropped_;
-    if (off == er::wave_ctrl::kOffset) return 0;
+    if (off == er::wave_ctrl::kOffset) return sim_.waveform_on() ? er::wave_ctrl::kOnMask : 0;
     if (off == er::messages_lo::kOffset) return static_cast<uint32_t>(sim_.messages_delivered());
     if (off == er::messages_hi::kOffset) return static_cast<uint32_t>(sim_.messages_delivered() >> 32);
     if (off == er::scoreboard_errors::kOffset) return static_cast<uint32_t>(sim_.scoreboard_errors());
@@ -397,7 +403,12 @@ class Emulator {
       for (uint32_t i = 0; i < v && !events_.empty(); ++i) events_.pop_front();
       return true;
     }
-    if (off == er::wave_ctrl::kOffset) return false;  // waveforms: see docs/protocol.md
+    if (off == er::wave_ctrl::kOffset) {
+      if (cfg_.fst_path.empty()) return false;  // started without --fst: nothing to dump into
+      if (v & er::wave_ctrl::kOnMask) sim_.start_waveform(cfg_.fst_path);
+      else sim_.stop_waveform();
+      return true;
+    }
     return false;
   }
 

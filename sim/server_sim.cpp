@@ -3,8 +3,11 @@
 #include "sim/lane_channel.h"
 
 #include "Vlink_endpoint.h"
+#include "Vlink_endpoint_trace.h"
 #include "Vocs_controller.h"
+#include "Vocs_controller_trace.h"
 #include "verilated.h"
+#include "verilated_fst_c.h"
 
 #include <fmt/format.h>
 
@@ -32,11 +35,13 @@ void set_bits(W& w, int lsb, int width, uint32_t value) {
   }
 }
 
-Raw66 lane_out(const Vlink_endpoint& m) {
+template <class Ep>
+Raw66 lane_out(const Ep& m) {
   return Raw66{uint64_t{m.lane_tx_o[0]} | (uint64_t{m.lane_tx_o[1]} << 32), static_cast<uint8_t>(m.lane_tx_o[2] & 3u)};
 }
 
-void lane_in(Vlink_endpoint& m, const ReceivedBlock& r) {
+template <class Ep>
+void lane_in(Ep& m, const ReceivedBlock& r) {
   m.lane_rx_i[0] = static_cast<uint32_t>(r.raw.lo);
   m.lane_rx_i[1] = static_cast<uint32_t>(r.raw.lo >> 32);
   m.lane_rx_i[2] = r.raw.hi;
@@ -47,11 +52,8 @@ constexpr double kSettleToleranceRad = 1e-3;
 
 }  // namespace
 
+// Everything of the server but its RTL models: the XPUs, the fibres, the photodiode queue.
 struct ServerSim::Impl {
-  VerilatedContext ctx;
-  std::unique_ptr<Vocs_controller> ctl;
-  std::vector<std::unique_ptr<Vlink_endpoint>> ep;
-  AxilMaster<Vocs_controller> bus;
   std::vector<TrafficSource> sources;
   std::vector<Scoreboard> boards;
   std::vector<int> board_stream;  // link whose stream each scoreboard follows; -1: none yet
@@ -69,8 +71,39 @@ struct ServerSim::Impl {
   bool last_irq = false;
   double settle_until_ns = 0;
 
+  struct LinkView {
+    link::LinkState state;
+    link::Reason reason;
+    EndpointIdentity peer;
+    uint64_t frames_tx, frames_rx, crc_errors, replays, retrains;
+  };
+  virtual ~Impl() = default;
+  virtual void build(ServerSim& s) = 0;
+  virtual void one_cycle(ServerSim& s) = 0;
+  virtual void start_read(uint32_t addr) = 0;
+  virtual void start_write(uint32_t addr, uint32_t data) = 0;
+  virtual bool bus_busy() const = 0;
+  virtual bool irq() const = 0;
+  virtual LinkView link_view(int i) const = 0;
+  virtual void finish() = 0;
+  virtual void start_waveform(const std::string& path) = 0;
+  virtual void stop_waveform() = 0;
+  virtual bool waveform_on() const = 0;
+};
+
+// The RTL models, plain or built with FST tracing (ServerConfig::trace_capable).
+template <class Ctl, class Ep, bool kTrace>
+struct ServerModels : ServerSim::Impl {
+  VerilatedContext ctx;
+  std::unique_ptr<Ctl> ctl;
+  std::vector<std::unique_ptr<Ep>> ep;
+  AxilMaster<Ctl> bus;
+  std::unique_ptr<VerilatedFstC> fst;
+  bool dumping = false;
+  uint64_t period_ps = 6400;
+
   // One clock of every model: rising edge, then falling edge.
-  void clock_all() {
+  void clock_all(uint64_t cycle) {
     for (int level : {1, 0}) {
       ctl->clk_i = static_cast<uint8_t>(level);
       ctl->eval();
@@ -78,15 +111,63 @@ struct ServerSim::Impl {
         e->clk_i = static_cast<uint8_t>(level);
         e->eval();
       }
+      if constexpr (kTrace) {
+        if (dumping) fst->dump(cycle * period_ps + (level ? 0 : period_ps / 2));
+      }
     }
   }
+
+  void build(ServerSim& s) override;
+  void one_cycle(ServerSim& s) override;
+  void start_read(uint32_t addr) override { bus.start_read(addr); }
+  void start_write(uint32_t addr, uint32_t data) override { bus.start_write(addr, data); }
+  bool bus_busy() const override { return bus.busy(); }
+  bool irq() const override { return ctl->irq_o; }
+  LinkView link_view(int i) const override {
+    const Ep& e = *ep.at(static_cast<size_t>(i));
+    return LinkView{static_cast<link::LinkState>(e.state_o), static_cast<link::Reason>(e.reason_o),
+                    EndpointIdentity{e.peer_xpu_o, e.peer_lane_o}, e.cnt_frames_tx_o, e.cnt_frames_rx_o,
+                    e.cnt_crc_err_o, e.cnt_replays_o, e.cnt_retrains_o};
+  }
+  void finish() override {
+    if constexpr (kTrace) {
+      if (fst) fst->close();
+    }
+    ctl->final();
+    for (auto& e : ep) e->final();
+  }
+  void start_waveform(const std::string& path) override {
+    if constexpr (kTrace) {
+      if (!fst) {
+        fst = std::make_unique<VerilatedFstC>();
+        ctl->trace(fst.get(), 99);
+        for (auto& e : ep) e->trace(fst.get(), 99);
+        fst->open(path.c_str());
+        if (!fst->isOpen()) {
+          fst.reset();
+          throw std::runtime_error("cannot open waveform file " + path);
+        }
+      }
+      dumping = true;
+    } else {
+      (void)path;
+      throw std::logic_error("server: waveforms need ServerConfig::trace_capable");
+    }
+  }
+  void stop_waveform() override {
+    dumping = false;
+    if constexpr (kTrace) {
+      if (fst) fst->flush();
+    }
+  }
+  bool waveform_on() const override { return dumping; }
 };
 
 namespace {
 uint64_t stream_seed(uint64_t seed, int link) { return seed * 1000003ull + static_cast<uint64_t>(link); }
 }  // namespace
 
-ServerSim::ServerSim(const ServerConfig& cfg) : cfg_(cfg), impl_(std::make_unique<Impl>()), rng_(cfg.seed ^ 0x5E5E) {
+ServerSim::ServerSim(const ServerConfig& cfg) : cfg_(cfg), rng_(cfg.seed ^ 0x5E5E) {
   const auto& s = cfg_.shape;
   int n_links = s.xpus * s.lanes_per_xpu;
   n_links_ = n_links;
@@ -99,55 +180,71 @@ ServerSim::ServerSim(const ServerConfig& cfg) : cfg_(cfg), impl_(std::make_uniqu
   for (int p = 0; p < s.mesh_ports; ++p) mesh_->set_input_lit(p, false);
   alive_.assign(static_cast<size_t>(s.xpus), true);
 
-  Impl& m = *impl_;
-  m.ctx.randReset(0);
-  m.ctl = std::make_unique<Vocs_controller>(&m.ctx, "ocs");
   if (n_links != 20 || s.mesh_ports != 32)
     throw std::invalid_argument("server: the verilated controller is built for 20 links and 32 ports");
+  if (cfg_.trace_capable) impl_ = std::make_unique<ServerModels<Vocs_controller_trace, Vlink_endpoint_trace, true>>();
+  else impl_ = std::make_unique<ServerModels<Vocs_controller, Vlink_endpoint, false>>();
+  impl_->build(*this);
+}
+
+template <class Ctl, class Ep, bool kTrace>
+void ServerModels<Ctl, Ep, kTrace>::build(ServerSim& sim) {
+  const ServerConfig& cfg = sim.cfg_;
+  const auto& s = cfg.shape;
+  const int n_links = sim.n_links_;
+  period_ps = static_cast<uint64_t>(std::llround(1e6 / cfg.clock_mhz));
+  ctx.randReset(0);
+  if constexpr (kTrace) {
+    ctx.traceEverOn(true);
+    ctx.timeunit(-12);
+    ctx.timeprecision(-12);
+  }
+  ctl = std::make_unique<Ctl>(&ctx, "ocs");
   for (int i = 0; i < n_links; ++i) {
-    m.ep.push_back(std::make_unique<Vlink_endpoint>(&m.ctx, fmt::format("link{}", i).c_str()));
-    Vlink_endpoint& e = *m.ep.back();
+    ep.push_back(std::make_unique<Ep>(&ctx, fmt::format("link{}", i).c_str()));
+    Ep& e = *ep.back();
     e.xpu_id_i = static_cast<uint16_t>(i / s.lanes_per_xpu);
     e.lane_id_i = static_cast<uint8_t>(i % s.lanes_per_xpu);
     e.check_peer_i = 0;
     e.enable_i = 1;
     e.irq_clear_i = 1;
     e.rx_ready_i = 1;
-    m.sources.emplace_back(stream_seed(cfg_.seed, i), cfg_.traffic, cfg_.seed * 7 + static_cast<uint64_t>(i));
-    m.boards.emplace_back(0, cfg_.traffic, cfg_.seed * 11 + static_cast<uint64_t>(i));
-    m.board_stream.push_back(-1);
-    m.fibre.emplace_back(cfg_.fibre_latency_cycles, ReceivedBlock{});
-    m.lane_faults.emplace_back(cfg_.seed * 13 + static_cast<uint64_t>(i));
+    sources.emplace_back(stream_seed(cfg.seed, i), cfg.traffic, cfg.seed * 7 + static_cast<uint64_t>(i));
+    boards.emplace_back(0, cfg.traffic, cfg.seed * 11 + static_cast<uint64_t>(i));
+    board_stream.push_back(-1);
+    fibre.emplace_back(cfg.fibre_latency_cycles, ReceivedBlock{});
+    lane_faults.emplace_back(cfg.seed * 13 + static_cast<uint64_t>(i));
   }
-  m.last_state.assign(static_cast<size_t>(n_links), link::LinkState::Reset);
+  last_state.assign(static_cast<size_t>(n_links), link::LinkState::Reset);
   // Reset everything: the asynchronous resets need a falling edge, then clocks while low.
-  m.ctl->rst_ni = 1;
-  for (auto& e : m.ep) e->rst_ni = 1;
-  m.clock_all();
-  m.ctl->rst_ni = 0;
-  for (auto& e : m.ep) e->rst_ni = 0;
-  for (int i = 0; i < 4; ++i) m.clock_all();
-  m.ctl->rst_ni = 1;
-  for (auto& e : m.ep) e->rst_ni = 1;
-  m.clock_all();
+  ctl->rst_ni = 1;
+  for (auto& e : ep) e->rst_ni = 1;
+  clock_all(0);
+  ctl->rst_ni = 0;
+  for (auto& e : ep) e->rst_ni = 0;
+  for (int i = 0; i < 4; ++i) clock_all(0);
+  ctl->rst_ni = 1;
+  for (auto& e : ep) e->rst_ni = 1;
+  clock_all(0);
 }
 
-ServerSim::~ServerSim() {
-  impl_->ctl->final();
-  for (auto& e : impl_->ep) e->final();
-}
+ServerSim::~ServerSim() { impl_->finish(); }
+
+void ServerSim::start_waveform(const std::string& path) { impl_->start_waveform(path); }
+void ServerSim::stop_waveform() { impl_->stop_waveform(); }
+bool ServerSim::waveform_on() const { return impl_->waveform_on(); }
 
 void ServerSim::start_read(uint32_t addr) {
-  if (impl_->bus.busy()) throw std::logic_error("server: bus transaction already in flight");
-  impl_->bus.start_read(addr);
+  if (impl_->bus_busy()) throw std::logic_error("server: bus transaction already in flight");
+  impl_->start_read(addr);
 }
 
 void ServerSim::start_write(uint32_t addr, uint32_t data) {
-  if (impl_->bus.busy()) throw std::logic_error("server: bus transaction already in flight");
-  impl_->bus.start_write(addr, data);
+  if (impl_->bus_busy()) throw std::logic_error("server: bus transaction already in flight");
+  impl_->start_write(addr, data);
 }
 
-bool ServerSim::bus_busy() const { return impl_->bus.busy() || bus_result_.has_value(); }
+bool ServerSim::bus_busy() const { return impl_->bus_busy() || bus_result_.has_value(); }
 
 std::optional<AxilResult> ServerSim::take_bus_result() {
   auto r = bus_result_;
@@ -155,7 +252,7 @@ std::optional<AxilResult> ServerSim::take_bus_result() {
   return r;
 }
 
-bool ServerSim::irq() const { return impl_->ctl->irq_o; }
+bool ServerSim::irq() const { return impl_->irq(); }
 
 void ServerSim::kill_xpu(int xpu) {
   if (xpu < 0 || xpu >= cfg_.shape.xpus) throw std::invalid_argument(fmt::format("no XPU {}", xpu));
@@ -191,11 +288,28 @@ void ServerSim::refresh_light() {
   last_light_cycle_ = cycle_;
 }
 
-void ServerSim::one_cycle() {
-  Impl& m = *impl_;
+void ServerSim::one_cycle() { impl_->one_cycle(*this); }
+
+template <class Ctl, class Ep, bool kTrace>
+void ServerModels<Ctl, Ep, kTrace>::one_cycle(ServerSim& sim) {
+  auto& m = *this;
+  const ServerConfig& cfg_ = sim.cfg_;
+  auto& mesh_ = sim.mesh_;
+  auto& alive_ = sim.alive_;
+  auto& cycle_ = sim.cycle_;
+  auto& light_ = sim.light_;
+  auto& light_dirty_ = sim.light_dirty_;
+  auto& rng_ = sim.rng_;
+  auto& dac_writes_ = sim.dac_writes_;
+  auto& pd_reads_ = sim.pd_reads_;
+  auto& bus_result_ = sim.bus_result_;
+  auto& bus_done_ = sim.bus_done_;
+  auto& irq_rose_ = sim.irq_rose_;
+  auto& transitions_ = sim.transitions_;
+  auto& link_changed_ = sim.link_changed_;
   const int lanes = cfg_.shape.lanes_per_xpu;
-  const int n_links = links();
-  const double now = now_ns();
+  const int n_links = sim.links();
+  const double now = sim.now_ns();
 
   for (int i = 0; i < n_links; ++i) {
     bool lit = alive_[static_cast<size_t>(i / lanes)] && m.ep[static_cast<size_t>(i)]->laser_o;
@@ -204,8 +318,8 @@ void ServerSim::one_cycle() {
       light_dirty_ = true;
     }
   }
-  bool moving = now < m.settle_until_ns + period_ns() * cfg_.mesh_update_cycles;
-  if (light_dirty_ || (moving && cycle_ - last_light_cycle_ >= cfg_.mesh_update_cycles)) refresh_light();
+  bool moving = now < m.settle_until_ns + sim.period_ns() * cfg_.mesh_update_cycles;
+  if (light_dirty_ || (moving && cycle_ - sim.last_light_cycle_ >= cfg_.mesh_update_cycles)) sim.refresh_light();
 
   // Light through the mesh, then down the fibre to each receiver.
   for (int o = 0; o < n_links; ++o) {
@@ -224,7 +338,7 @@ void ServerSim::one_cycle() {
 
   // The FPGA's wiring between the controller and the link layers.
   for (int i = 0; i < n_links; ++i) {
-    Vlink_endpoint& e = *m.ep[static_cast<size_t>(i)];
+    Ep& e = *m.ep[static_cast<size_t>(i)];
     set_bits(m.ctl->link_state_i, 4 * i, 4, e.state_o);
     set_bits(m.ctl->link_reason_i, 4 * i, 4, e.reason_o);
     e.enable_i = 1;
@@ -236,7 +350,7 @@ void ServerSim::one_cycle() {
 
   // XPUs behind the lanes.
   for (int i = 0; i < n_links; ++i) {
-    Vlink_endpoint& e = *m.ep[static_cast<size_t>(i)];
+    Ep& e = *m.ep[static_cast<size_t>(i)];
     auto& src = m.sources[static_cast<size_t>(i)];
     TrafficSource::Drive d = src.drive();
     e.tx_valid_i = d.valid;
@@ -267,7 +381,7 @@ void ServerSim::one_cycle() {
 
   m.bus.drive(*m.ctl);
 
-  m.clock_all();
+  m.clock_all(cycle_);
   ++cycle_;
 
   if (auto r = m.bus.sample()) {
@@ -279,7 +393,7 @@ void ServerSim::one_cycle() {
   m.last_irq = irq_now;
 
   for (int i = 0; i < n_links; ++i) {
-    Vlink_endpoint& e = *m.ep[static_cast<size_t>(i)];
+    Ep& e = *m.ep[static_cast<size_t>(i)];
     auto now_state = static_cast<link::LinkState>(e.state_o);
     auto& last = m.last_state[static_cast<size_t>(i)];
     if (now_state == last) continue;
@@ -298,17 +412,15 @@ void ServerSim::one_cycle() {
 }
 
 LinkReport ServerSim::link_report(int i) const {
-  const Vlink_endpoint& e = *impl_->ep.at(static_cast<size_t>(i));
+  auto e = impl_->link_view(i);
   const auto& src = impl_->sources[static_cast<size_t>(i)];
   const auto& sb = impl_->boards[static_cast<size_t>(i)];
-  return LinkReport{static_cast<link::LinkState>(e.state_o), static_cast<link::Reason>(e.reason_o),
-                    EndpointIdentity{e.peer_xpu_o, e.peer_lane_o}, e.cnt_frames_tx_o, e.cnt_frames_rx_o,
-                    e.cnt_crc_err_o, e.cnt_replays_o, e.cnt_retrains_o, src.messages_sent(), sb.messages(),
-                    sb.errors(), sb.skipped_words(), sb.resyncs()};
+  return LinkReport{e.state, e.reason, e.peer, e.frames_tx, e.frames_rx, e.crc_errors, e.replays, e.retrains,
+                    src.messages_sent(), sb.messages(), sb.errors(), sb.skipped_words(), sb.resyncs()};
 }
 
 link::LinkState ServerSim::link_state(int i) const {
-  return static_cast<link::LinkState>(impl_->ep.at(static_cast<size_t>(i))->state_o);
+  return impl_->link_view(i).state;
 }
 
 uint64_t ServerSim::scoreboard_errors() const {

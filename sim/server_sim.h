@@ -27,6 +27,9 @@
 
 namespace mxtb::sim {
 
+template <class Ctl, class Ep, bool kTrace>
+struct ServerModels;
+
 struct ServerConfig {
   std::string name = "server";
   uint64_t seed = 1;
@@ -37,6 +40,7 @@ struct ServerConfig {
   uint32_t pd_latency_cycles = 8;              // photodiode request to answer
   uint32_t mesh_update_cycles = 16;            // recompute light paths this often while elements move
   TrafficConfig traffic;                       // behind every lane
+  bool trace_capable = false;                  // build the FST-traced models (slower) so that waveforms can be dumped
 };
 
 struct LinkReport {
@@ -88,6 +92,11 @@ class ServerSim {
   void dark_lane(int link, uint64_t cycles);
   bool xpu_alive(int xpu) const { return alive_[static_cast<size_t>(xpu)]; }
 
+  // Waveform window (trace_capable servers): every model's signals into one FST file, in ps.
+  void start_waveform(const std::string& path);  // opens the file on the first call
+  void stop_waveform();
+  bool waveform_on() const;
+
   int links() const { return n_links_; }
   LinkReport link_report(int link) const;
   link::LinkState link_state(int link) const;
@@ -103,6 +112,8 @@ class ServerSim {
   struct Impl;  // the verilated models (server_sim.cpp)
 
  private:
+  template <class Ctl, class Ep, bool kTrace>
+  friend struct ServerModels;
   void one_cycle();
   void refresh_light();
 
