@@ -247,8 +247,31 @@ void OcsFirmware::on_event(const LogEvent& e) {
   // A retrain the controller asked for (a commit moved the circuit) is not a failure.
   if (prev_state != link::LinkState::Active || reason == link::Reason::RetrainRequest) return;
   circuit_down_[static_cast<size_t>(circuit)] = true;
-  int down = static_cast<int>(std::count(circuit_down_.begin(), circuit_down_.end(), true));
-  if (down >= cfg_.failover_threshold && !failover_pending_) {
+  // A dead XPU darkens its circuits to every neighbour; a dead neighbour darkens only its own
+  // share of them (two of four in a 2x2 torus). So the armed XPU counts as failed once its down
+  // circuits reach the threshold and span two of its neighbours (or all of them, if it has one).
+  const int lanes = cfg_.lanes_per_xpu;
+  auto other_end = [&](int c) {
+    int p = active_map_[static_cast<size_t>(c)];
+    int a = c / lanes, b = p >= 0 ? p / lanes : a;
+    return a == *armed_xpu_ ? b : a;
+  };
+  std::vector<int> neighbours, down_peers;
+  int down = 0;
+  for (int c = 0; c < cfg_.links; ++c) {
+    int p = active_map_[static_cast<size_t>(c)];
+    if (p < 0 || p >= cfg_.links || c > p) continue;  // each circuit once, by its lower port
+    bool mine = c / lanes == *armed_xpu_ || p / lanes == *armed_xpu_;
+    if (!mine || c / lanes == p / lanes) continue;
+    int n = other_end(c);
+    if (std::find(neighbours.begin(), neighbours.end(), n) == neighbours.end()) neighbours.push_back(n);
+    if (circuit_down_[static_cast<size_t>(c)]) {
+      ++down;
+      if (std::find(down_peers.begin(), down_peers.end(), n) == down_peers.end()) down_peers.push_back(n);
+    }
+  }
+  size_t peers_needed = std::min<size_t>(2, neighbours.size());
+  if (down >= cfg_.failover_threshold && down_peers.size() >= peers_needed && !failover_pending_) {
     failover_pending_ = true;
     failover_event_cycle_ = e.cycle;
   }

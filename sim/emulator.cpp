@@ -459,8 +459,10 @@ class Emulator {
     run_in_sim([&] {
       const size_t transitions0 = sim_.transitions().size(), failovers0 = fw_.failovers().size();
       const uint64_t faults0 = faults_fired_;
-      const double deadline = now_ns() + run_timeout_ns_;
-      const double poll_ns = 100;  // the firmware's failover has no event of its own: look this often
+      // sc_time arithmetic (integer picoseconds): a double deadline can leave a remainder that
+      // rounds to a zero-time wait, forever.
+      const sc_time deadline = sc_core::sc_time_stamp() + sc_time(static_cast<double>(run_timeout_ns_), SC_NS);
+      const sc_time poll(100, SC_NS);  // the firmware's failover has no event of its own: look this often
       auto fired = [&] {
         uint32_t f = 0;
         if (sim_.irq()) f |= er::run_until::kIrqMask;
@@ -472,9 +474,9 @@ class Emulator {
         return f & mask;
       };
       uint32_t f = fired();
-      while (!f && now_ns() < deadline) {
-        double step = std::min(poll_ns, deadline - now_ns());
-        sc_core::wait(sc_time(step, SC_NS), clock_.link_event() | clock_.irq_event() | fault_event_);
+      while (!f && sc_core::sc_time_stamp() < deadline) {
+        sc_time left = deadline - sc_core::sc_time_stamp();
+        sc_core::wait(left < poll ? left : poll, clock_.link_event() | clock_.irq_event() | fault_event_);
         f = fired();
       }
       run_result_ = f;
@@ -503,6 +505,12 @@ class Emulator {
                  event_info(emu::EmuEvent::LinkChange, static_cast<uint32_t>(t.link), static_cast<uint32_t>(t.from),
                             static_cast<uint32_t>(t.to)),
                  static_cast<uint32_t>(t.reason));
+    }
+    const auto& ce = fw_.events();
+    for (; controller_events_seen_ < ce.size(); ++controller_events_seen_) {
+      const auto& e = ce[controller_events_seen_];
+      push_event(static_cast<double>(e.cycle) * sim_.period_ns(),
+                 event_info(emu::EmuEvent::Controller, e.info & 0xF, (e.info >> 4) & 0xF, (e.info >> 8) & 0xFF), e.info >> 16);
     }
     const auto& fo = fw_.failovers();
     for (; failovers_seen_ < fo.size(); ++failovers_seen_) {
@@ -542,7 +550,7 @@ class Emulator {
   uint64_t faults_fired_ = 0;
   std::deque<EmuEventEntry> events_;
   uint32_t events_dropped_ = 0;
-  size_t transitions_seen_ = 0, failovers_seen_ = 0;
+  size_t transitions_seen_ = 0, failovers_seen_ = 0, controller_events_seen_ = 0;
   std::mutex log_mu_;
   uint64_t fault_logs_ = 0;
 };

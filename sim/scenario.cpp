@@ -367,6 +367,11 @@ FailoverScenario parse_failover_scenario(const json& j, const std::string& sourc
   for (size_t i = 0; i < s.spares.size(); ++i)
     if (in_tenant(s.spares[i]))
       f.fail(fmt::format("spares[{}]", i), fmt::format("XPU {} is one of the tenant's XPUs", s.spares[i]));
+  if (f.has("armed_xpu") && !f.raw("armed_xpu").is_null()) {  // null: nothing pre-armed
+    int a = f.small_int("armed_xpu", 0, 0, xpus - 1);
+    if (!in_tenant(a)) f.fail("armed_xpu", fmt::format("XPU {} is not one of the tenant's XPUs", a));
+    s.armed_xpu = a;
+  }
   auto is_spare = [&](int x) {
     for (int sp : s.spares)
       if (sp == x) return true;
@@ -459,6 +464,8 @@ FailoverScenario parse_failover_scenario(const json& j, const std::string& sourc
     Fields r = f.sub("state_restore");
     s.state_bytes_per_xpu = r.uint<uint64_t>("bytes_per_xpu", s.state_bytes_per_xpu, 0, uint64_t{1} << 40);
     s.state_copy_gbytes_per_s = r.real("copy_gbytes_per_s", s.state_copy_gbytes_per_s, 0.1, 10000.0);
+    s.state_lane_gbps = r.real("lane_gbps", s.state_lane_gbps, 0.1, 100000.0);
+    s.state_real_bytes_max = r.uint<uint64_t>("real_bytes_max", s.state_real_bytes_max, 0, uint64_t{1} << 34);
     r.finish();
   }
   s.limit_us = f.real("limit_us", s.limit_us, 0.0, 1e7);
@@ -493,7 +500,9 @@ json to_json(const FailoverScenario& s) {
   }
   json modeled = json::array();
   for (const auto& m : s.modeled) modeled.push_back({{"name", m.name}, {"duration_ms", m.duration_ms}, {"doc", m.doc}});
+  json armed = s.armed_xpu ? json(*s.armed_xpu) : json(nullptr);
   json j{{"name", s.name},
+         {"armed_xpu", armed},
          {"seed", s.seed},
          {"time_mode", s.time_mode},
          {"server", {{"xpus", s.shape.xpus}, {"lanes_per_xpu", s.shape.lanes_per_xpu},
@@ -508,7 +517,8 @@ json to_json(const FailoverScenario& s) {
          {"traffic", {{"load", s.traffic.load}, {"min_words", s.traffic.min_words}, {"max_words", s.traffic.max_words},
                       {"rx_ready", s.traffic.rx_ready}, {"max_messages", s.traffic.max_messages}}},
          {"modeled", modeled},
-         {"state_restore", {{"bytes_per_xpu", s.state_bytes_per_xpu}, {"copy_gbytes_per_s", s.state_copy_gbytes_per_s}}},
+         {"state_restore", {{"bytes_per_xpu", s.state_bytes_per_xpu}, {"copy_gbytes_per_s", s.state_copy_gbytes_per_s},
+                            {"lane_gbps", s.state_lane_gbps}, {"real_bytes_max", s.state_real_bytes_max}}},
          {"limit_us", s.limit_us},
          {"expect", {{"hardware_ns_max", s.expect_hardware_ns_max}, {"total_ns_max", s.expect_total_ns_max}}}};
   if (s.host_disconnect != HostDisconnect::None) j["host_disconnect"] = {{"at", to_string(s.host_disconnect)}};
@@ -536,6 +546,7 @@ FailoverScenario random_failover_scenario(uint64_t seed) {
   std::shuffle(tenant.begin(), tenant.end(), rng);
   j["tenant"] = {{"dim_x", 2}, {"dim_y", 2}, {"xpus", tenant}};
   j["spares"] = json::array({4});
+  j["armed_xpu"] = tenant[uni(0, 3)];  // the failure hits it (fast path) about one time in four
   const bool split = chance(0.5);
   j["failure_groups"] = {{"power_domain", split ? json{{0, 1}, {2, 3, 4}} : json{{0, 1, 2}, {3, 4}}}};
   json failures = json::array();

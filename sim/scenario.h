@@ -69,6 +69,9 @@ struct FailoverScenario {
   double settle_taus = 5;
   firmware::TorusPlacement tenant{2, 2, {0, 1, 2, 3}};
   std::vector<int> spares{4};
+  // The tenant XPU whose backup the failover manager pre-arms in the firmware (which holds one
+  // staged backup): its failure takes the firmware's fast path, any other the host's path.
+  std::optional<int> armed_xpu;
   // Kind (e.g. "power_domain") -> its groups, each a set of XPUs that fail together.
   std::map<std::string, std::vector<std::vector<int>>> failure_groups;
   std::vector<XpuFailure> failures{XpuFailure{}};  // a second entry is a double failure
@@ -77,7 +80,9 @@ struct FailoverScenario {
   TrafficConfig traffic;
   std::vector<ModeledPhase> modeled;     // after the hardware phases, in this order
   uint64_t state_bytes_per_xpu = 0;      // inference state to restore on the spare (KV cache)
-  double state_copy_gbytes_per_s = 25;   // host-memory copy stand-in bandwidth (GB/s, 1e9 B/s)
+  double state_copy_gbytes_per_s = 25;   // host-memory copy stand-in bandwidth (GB/s, 1e9 B/s): mxtb server only
+  double state_lane_gbps = 100;          // per fabric circuit, peer to spare (mxtb demo: restore over the fabric)
+  uint64_t state_real_bytes_max = 64ull << 20;  // what the paging engine really copies (the rest is charged)
   double limit_us = 0;                   // 0: derived from the preset
   double expect_hardware_ns_max = 0;     // 0: unchecked
   double expect_total_ns_max = 1.2e9;    // 0: unchecked

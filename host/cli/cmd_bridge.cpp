@@ -9,6 +9,7 @@
 #include "host/ipbus/clock.h"
 #include "host/ipbus/emulator_process.h"
 #include "sim/emulator.h"
+#include "sim/scenario.h"
 
 #include <boost/asio.hpp>
 #include <fmt/format.h>
@@ -35,16 +36,36 @@ std::string source_root() {
 }  // namespace
 
 int cmd_sim(const ArgList& argv) {
-  Args args(argv, {"--preset", "--seed", "--listen", "--time-mode", "--rtf", "--fst", "--stop-after-s", "--calibration"}, {});
+  Args args(argv,
+            {"--scenario", "--preset", "--seed", "--listen", "--time-mode", "--rtf", "--fst", "--stop-after-s", "--calibration"},
+            {});
   if (!args.positional().empty()) throw UsageError(fmt::format("unexpected argument '{}'", args.positional()[0]));
   sim::EmulatorConfig cfg;
-  std::string preset = args.str("--preset", "thermo_optic");
-  auto p = sim::settle_preset_from_string(preset);
-  if (!p) throw UsageError(fmt::format("--preset must be thermo_optic, electro_optic or mems, got '{}'", preset));
-  cfg.server.mesh.settle = *p;
-  cfg.server.seed = args.u64("--seed", 1);
+  std::string scenario_mode = "lockstep";
+  if (args.has("--scenario")) {
+    // The server part of a failover scenario: its shape, settle, clock, traffic, seed and time mode.
+    if (args.has("--preset")) throw UsageError("--preset cannot be combined with --scenario (the scenario says it)");
+    sim::FailoverScenario s = sim::load_failover_scenario(args.str("--scenario"));
+    if (s.shape.xpus * s.shape.lanes_per_xpu != 20 || s.shape.mesh_ports != 32)
+      throw UsageError(fmt::format("{}: the emulated server is built for 5 XPUs x 4 lanes on a 32-port mesh", args.str("--scenario")));
+    cfg.scenario = s.name;
+    cfg.server.seed = s.seed;
+    cfg.server.clock_mhz = s.clock_mhz;
+    cfg.server.shape = s.shape;
+    cfg.server.mesh.ports = s.shape.mesh_ports;
+    cfg.server.mesh.settle = s.settle;
+    cfg.server.traffic = s.traffic;
+    cfg.settle_taus = s.settle_taus;
+    scenario_mode = s.time_mode;
+  } else {
+    std::string preset = args.str("--preset", "thermo_optic");
+    auto p = sim::settle_preset_from_string(preset);
+    if (!p) throw UsageError(fmt::format("--preset must be thermo_optic, electro_optic or mems, got '{}'", preset));
+    cfg.server.mesh.settle = *p;
+  }
+  cfg.server.seed = args.u64("--seed", cfg.server.seed);
   cfg.listen = args.str("--listen", "127.0.0.1:0");
-  std::string mode = args.str("--time-mode", "lockstep");
+  std::string mode = args.str("--time-mode", scenario_mode);
   auto m = sim::time_mode_from_string(mode);
   if (!m) throw UsageError(fmt::format("--time-mode must be lockstep, paced or free, got '{}'", mode));
   cfg.time_mode = *m;

@@ -17,5 +17,6 @@ int cmd_reg(const ArgList& args);
 int cmd_bench_bridge(const ArgList& args);
 int cmd_bench_paging(const ArgList& args);
 int cmd_regress(const ArgList& args);
+int cmd_demo(const ArgList& args);
 
 }  // namespace mxtb::host

@@ -43,7 +43,10 @@ commands:
       memory or over the fabric (docs/serve.md; serve --help)
   bench alloc [--json FILE]
       100,000-request trace with the heuristic, integer-program solve times
-  sim [--listen ADDR:PORT] [--time-mode lockstep|paced|free] [--rtf X] [--preset P] [--seed N]
+  demo [--scenario FILE | --scenario-seed N] [--seed N] [--out DIR] [--json FILE] [--no-waves]
+      the main job: the emulator on loopback, the failover manager over IPbus, an XPU killed and
+      replaced by a spare; phase table against 1.2 s, report.json, timeline.json/.svg, waves.fst
+  sim [--scenario FILE] [--listen ADDR:PORT] [--time-mode lockstep|paced|free] [--rtf X] [--preset P] [--seed N]
       [--fst FILE] [--stop-after-s S]
       the emulated server as a board on the network: IPbus 2.0 over UDP (docs/protocol.md);
       prints "listening on udp://ADDR:PORT" when it answers
@@ -81,6 +84,7 @@ int main(int argc, char** argv) {
       {"regress", cmd_regress},
       {"alloc", mxtb::host::alloc::run_alloc_command},
       {"sim", cmd_sim},
+      {"demo", cmd_demo},
       {"reg", cmd_reg},
       {"serve", mxtb::host::serve::run_serve_command},
   };

@@ -100,10 +100,15 @@ void Board::arm_fault(emu::FaultKind kind, uint32_t target, uint32_t value, uint
 
 uint32_t Board::run_until(uint32_t mask, uint64_t timeout_ns) {
   need_emulator("run_until");
-  c_.queue_write(emulator(er::run_timeout_ns::kOffset), {static_cast<uint32_t>(timeout_ns), mask});
-  auto result = c_.queue_read(emulator(er::run_result::kOffset));
-  c_.dispatch(time_control_timeout(c_, timeout_ns));
-  return result.value();
+  // In pieces of at most kTimeControlStepNs, like EmulatorClock::wait_ns.
+  for (;;) {
+    uint64_t step = std::min<uint64_t>(timeout_ns, kTimeControlStepNs);
+    c_.queue_write(emulator(er::run_timeout_ns::kOffset), {static_cast<uint32_t>(step), mask});
+    auto result = c_.queue_read(emulator(er::run_result::kOffset));
+    c_.dispatch(time_control_timeout(c_, step));
+    timeout_ns -= step;
+    if (result.value() || timeout_ns == 0) return result.value();
+  }
 }
 
 std::vector<EmuEventRecord> Board::pop_events() {

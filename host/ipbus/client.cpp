@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <deque>
 #include <optional>
 
@@ -278,6 +279,10 @@ void Client::dispatch(std::chrono::milliseconds timeout) {
     // Timeout: ask which requests arrived. Those before the next expected id were executed and
     // their replies lost: ask for the stored reply. The rest are sent again, in order.
     ++stats_.timeouts;
+    if (std::getenv("MXTB_IPBUS_DEBUG"))
+      fmt::print(stderr, "ipbus debug: timeout on packet {} (first tx {} at {:#x}, timeout {} ms)\n", packets[in_flight.front()].id,
+                 to_string(txs[packets[in_flight.front()].txs[0]].header.type), txs[packets[in_flight.front()].txs[0]].addr,
+                 timeout.count());
     if (!opts_.sequenced)
       throw TimeoutError(fmt::format("IPbus target {}: no reply to an unsequenced packet within {} ms (it may or may not have "
                                      "executed)", target_, timeout.count()));

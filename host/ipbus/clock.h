@@ -55,6 +55,9 @@ bool is_emulator(Client& c);
 // EmulatorClock on the emulator, WallClock on a board.
 std::unique_ptr<Clock> make_clock(Client& c);
 
+// The longest single time-control request the host library sends (ADVANCE_NS, RUN_UNTIL).
+inline constexpr uint64_t kTimeControlStepNs = 20'000;
+
 // Per-attempt timeout for waiting `ns` of simulated time: the emulator runs slower than real
 // time, so give it generously long (and never less than the client's usual timeout).
 std::chrono::milliseconds time_control_timeout(const Client& c, uint64_t ns);

@@ -1,0 +1,433 @@
+#include "manager.h"
+
+#include "host/ipbus/board_map.h"
+
+#include <mxtb/ocs_regs.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+
+namespace mxtb::host::failover {
+
+namespace er = mxtb::emu::reg;
+namespace reg = mxtb::ocs::reg;
+using emu::EmuEvent;
+using firmware::FwStatus;
+using link::LinkState;
+
+ManagerConfig manager_config(const sim::FailoverScenario& s) {
+  ManagerConfig c;
+  c.shape = s.shape;
+  c.tenant = s.tenant;
+  c.spares = s.spares;
+  for (const auto& [kind, groups] : s.failure_groups)
+    for (size_t i = 0; i < groups.size(); ++i) c.groups.push_back(FailureGroup{fmt::format("{}[{}]", kind, i), groups[i]});
+  c.armed_xpu = s.armed_xpu;
+  c.state_bytes_per_xpu = s.state_bytes_per_xpu;
+  c.lane_gbps = s.state_lane_gbps;
+  c.real_bytes_max = s.state_real_bytes_max;
+  c.modeled = s.modeled;
+  c.scenario = s.name;
+  c.seed = s.seed;
+  return c;
+}
+
+namespace {
+
+// The host's own compute, charged to the board's clock (lockstep: it appears in the timeline).
+template <class F>
+void charged(ipbus::Clock& clock, F f) {
+  auto t0 = std::chrono::steady_clock::now();
+  f();
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  clock.charge_ns(static_cast<uint64_t>(std::max<int64_t>(ns, 1)));
+}
+
+uint8_t pattern_byte(int xpu, size_t i) { return static_cast<uint8_t>((i * 2654435761u >> 7) ^ (static_cast<size_t>(xpu) * 97)); }
+
+}  // namespace
+
+FailoverManager::FailoverManager(ipbus::Board& board, ManagerConfig cfg)
+    : board_(board), cfg_(std::move(cfg)), placement_(cfg_.tenant), free_spares_(cfg_.spares) {
+  link_state_.assign(static_cast<size_t>(board_.links()), LinkState::Reset);
+  link_down_since_.assign(static_cast<size_t>(board_.links()), -1);
+}
+
+FailoverManager::~FailoverManager() = default;
+
+std::vector<int> FailoverManager::circuit_links(const firmware::FabricMap& m) const {
+  std::vector<int> out;
+  for (int i = 0; i < board_.links(); ++i)
+    if (m.port_target[static_cast<size_t>(i)] >= 0) out.push_back(i);
+  return out;
+}
+
+// Links of other XPUs whose circuit ends on `xpu`, and xpu's own circuit links.
+std::vector<int> FailoverManager::circuits_of(int xpu) const {
+  std::vector<int> out;
+  const int lanes = cfg_.shape.lanes_per_xpu;
+  for (int i = 0; i < board_.links(); ++i) {
+    int t = map_.port_target[static_cast<size_t>(i)];
+    if (t < 0 || t / lanes == i / lanes) continue;  // unused, or a loopback
+    if (i / lanes == xpu || t / lanes == xpu) out.push_back(i);
+  }
+  return out;
+}
+
+int FailoverManager::circuits_between(int a, int b) const {
+  const int lanes = cfg_.shape.lanes_per_xpu;
+  int n = 0;
+  for (int i = 0; i < board_.links(); ++i) {
+    int t = map_.port_target[static_cast<size_t>(i)];
+    if (t >= 0 && i / lanes == a && t / lanes == b) ++n;
+  }
+  return n;
+}
+
+// Events since the last look, waiting up to `window_ns` of board time for one. On the emulator
+// they come from its event queue; on a board, from reading LINK_STATUS (stamped when read).
+void FailoverManager::take_events(uint64_t window_ns) {
+  std::vector<ipbus::EmuEventRecord> fresh;
+  if (board_.is_emulator()) {
+    board_.run_until(er::run_until::kEventMask, window_ns);
+    fresh = board_.pop_events();
+  } else {
+    board_.clock().wait_ns(window_ns);
+    auto st = board_.link_status();
+    uint64_t now = board_.clock().now_ns();
+    for (size_t i = 0; i < st.size(); ++i)
+      if (st[i].state != link_state_[i])
+        fresh.push_back({now, EmuEvent::LinkChange, static_cast<uint32_t>(i), static_cast<uint32_t>(link_state_[i]),
+                         static_cast<uint32_t>(st[i].state), static_cast<uint32_t>(st[i].reason)});
+  }
+  for (const auto& e : fresh) {
+    if (e.kind == EmuEvent::LinkChange && e.a < link_state_.size()) {
+      auto to = static_cast<LinkState>(e.c);
+      bool was_up = link_state_[e.a] == LinkState::Active;
+      link_state_[e.a] = to;
+      if (to == LinkState::Active) link_down_since_[e.a] = -1;
+      else if (was_up || link_down_since_[e.a] < 0) link_down_since_[e.a] = static_cast<double>(e.time_ns);
+    }
+    log_.push_back(e);
+  }
+}
+
+double FailoverManager::event_time(EmuEvent kind, std::optional<uint32_t> a, double from_ns) const {
+  for (const auto& e : log_)
+    if (e.kind == kind && static_cast<double>(e.time_ns) >= from_ns && (!a || e.a == *a)) return static_cast<double>(e.time_ns);
+  return -1;
+}
+
+bool FailoverManager::wait_links_up(const std::vector<int>& links, uint64_t timeout_ns) {
+  uint64_t start = board_.clock().now_ns();
+  for (;;) {
+    bool all = true;
+    for (int l : links) all &= link_state_[static_cast<size_t>(l)] == LinkState::Active;
+    if (all) return true;
+    if (board_.clock().now_ns() - start > timeout_ns) return false;
+    take_events(cfg_.poll_ns);
+  }
+}
+
+void FailoverManager::keep_state_copies() {
+  // Each tenant XPU's inference state lives in its device memory; a copy is kept on a peer (the
+  // paging engine's remote tier) so that a spare can take it over. Real bytes, scaled down to
+  // real_bytes_max; the restore's time is charged for the full size at the fabric's rate.
+  if (cfg_.state_bytes_per_xpu == 0) return;
+  cuda::ModelShape shape;
+  shape.layers = 8;
+  shape.kv_heads = 8;
+  shape.head_size = 128;
+  shape.tokens_per_block = 16;
+  shape.dtype = cuda::DType::F16;
+  uint64_t real = std::min(cfg_.state_bytes_per_xpu, cfg_.real_bytes_max);
+  state_blocks_ = std::max<size_t>(1, static_cast<size_t>(real / shape.block_bytes()));
+  size_t xpus = placement_.xpu_of_position.size() + cfg_.spares.size();
+  engine_ = std::make_unique<cuda::PagingEngine>(
+      shape, cuda::PoolSizes{state_blocks_ * xpus, state_blocks_ * xpus, 0}, cuda::make_cpu_backend());
+  for (int x : placement_.xpu_of_position) {
+    auto seq = static_cast<cuda::SeqId>(x);
+    engine_->allocate(seq, state_blocks_);
+    size_t n = 0;
+    for (size_t b = 0; b < state_blocks_; ++b)
+      for (int l = 0; l < shape.layers; ++l)
+        for (cuda::Kv kv : {cuda::Kv::K, cuda::Kv::V}) {
+          std::byte* p = engine_->chunk(seq, b, l, kv);
+          for (size_t i = 0; i < shape.chunk_bytes(); ++i) p[i] = static_cast<std::byte>(pattern_byte(x, n++));
+        }
+    engine_->page_out(seq, cuda::Tier::Remote);
+  }
+}
+
+void FailoverManager::bring_up() {
+  map_ = firmware::torus_map(cfg_.shape, placement_);
+  FwStatus st = board_.set_port_map(map_.port_target);
+  if (st != FwStatus::Ok)
+    throw std::runtime_error(fmt::format("placing the tenant's torus: the firmware answered {}", firmware::to_string(st)));
+  generation_ = board_.active_generation();
+  if (!wait_links_up(circuit_links(map_), cfg_.link_up_timeout_ns))
+    throw std::runtime_error("the tenant's circuits did not all become Active after placing the torus");
+  // Not charged to board time: the copies are made before any failure, off the failover's path.
+  keep_state_copies();
+  arm_next_backup();
+  if (board_.is_emulator()) messages_at_bring_up_ = board_.messages_delivered();
+}
+
+void FailoverManager::arm_next_backup() {
+  armed_xpu_.reset();
+  armed_spare_ = -1;
+  if (!cfg_.armed_xpu || free_spares_.empty()) return;
+  int x = *cfg_.armed_xpu;
+  if (std::find(placement_.xpu_of_position.begin(), placement_.xpu_of_position.end(), x) == placement_.xpu_of_position.end())
+    return;  // the XPU to arm has already been replaced
+  SpareChoice c = choose_spare(x, free_spares_, cfg_.groups, failed_);
+  if (!c.spare) return;
+  auto backup = firmware::torus_map(cfg_.shape, firmware::substitute(placement_, x, *c.spare));
+  FwStatus st = board_.arm_backup(x, *c.spare, backup.port_target);
+  if (st != FwStatus::Ok)
+    throw std::runtime_error(fmt::format("arming XPU {}'s backup: the firmware answered {}", x, firmware::to_string(st)));
+  armed_xpu_ = x;
+  armed_spare_ = *c.spare;
+  armed_at_ns_ = board_.clock().now_ns();
+}
+
+// An XPU has failed when at least two of its circuits are down and no XPU sharing them has as
+// many down: a dead XPU takes all of its circuits with it, each neighbour loses only its share.
+std::optional<FailoverManager::Detection> FailoverManager::failed_xpu_now() {
+  std::optional<Detection> best;
+  int best_down = 0;
+  bool tie = false;
+  for (int x : placement_.xpu_of_position) {
+    if (std::find(failed_.begin(), failed_.end(), x) != failed_.end()) continue;
+    auto links = circuits_of(x);
+    std::vector<double> downs;
+    for (int l : links)
+      if (link_state_[static_cast<size_t>(l)] != LinkState::Active && link_down_since_[static_cast<size_t>(l)] >= 0)
+        downs.push_back(link_down_since_[static_cast<size_t>(l)]);
+    int down = static_cast<int>(downs.size());
+    if (down < 2) continue;
+    if (down > best_down) {
+      std::sort(downs.begin(), downs.end());
+      best = Detection{x, downs.front(), downs[1], static_cast<double>(board_.clock().now_ns())};
+      best_down = down;
+      tie = false;
+    } else if (down == best_down) {
+      tie = true;
+    }
+  }
+  if (tie) return std::nullopt;  // not yet clear who died: look again
+  return best;
+}
+
+std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t timeout_ns) {
+  const uint64_t start = board_.clock().now_ns();
+  std::optional<Detection> det;
+  while (!det) {
+    if (board_.clock().now_ns() - start > timeout_ns) return std::nullopt;
+    take_events(cfg_.poll_ns);
+    det = failed_xpu_now();
+  }
+  FailoverRecord rec;
+  rec.failed = det->xpu;
+  report::Timeline& t = rec.timeline;
+  t.scenario = cfg_.scenario;
+  t.seed = cfg_.seed;
+  t.time_mode = board_.clock().mode();
+  // When it died: the emulator says (the fault); a board only shows the first circuit going down.
+  double fault_ns = board_.is_emulator() ? event_time(EmuEvent::FaultFired, std::nullopt, 0) : -1;
+  for (const auto& e : log_)
+    if (e.kind == EmuEvent::FaultFired && e.a == static_cast<uint32_t>(emu::FaultKind::KillXpu) &&
+        e.b == static_cast<uint32_t>(det->xpu))
+      fault_ns = static_cast<double>(e.time_ns);
+  t.failure_ns = fault_ns >= 0 ? fault_ns : det->failure_ns;
+
+  // Choose the spare and the new circuits: the host's own compute, charged to board time.
+  SpareChoice choice;
+  firmware::TorusPlacement next = placement_;
+  firmware::FabricMap next_map;
+  charged(board_.clock(), [&] {
+    choice = choose_spare(det->xpu, free_spares_, cfg_.groups, failed_);
+    if (choice.spare) {
+      next = firmware::substitute(placement_, det->xpu, *choice.spare);
+      next_map = firmware::torus_map(cfg_.shape, next);
+    }
+  });
+  failed_.push_back(det->xpu);
+  const double decided_ns = static_cast<double>(board_.clock().now_ns());
+  rec.spare = choice.spare;
+  rec.spare_reason = choice.reason;
+  t.notes.push_back(fmt::format("XPU {} failed; {}", det->xpu, choice.reason));
+  if (!choice.spare) {
+    t.degraded = true;
+    t.notes.push_back(fmt::format("DEGRADED: no spare left; the tenant's torus runs without XPU {} until one is added",
+                                  det->xpu));
+    report::append_phase(t, "detect", det->detect_ns - t.failure_ns, "rtl", "the failed XPU's circuits lose light");
+    report::append_phase(t, "host_detect", det->noticed_ns - det->detect_ns, "host", "the manager sees the circuits down");
+    return rec;
+  }
+  free_spares_.erase(std::find(free_spares_.begin(), free_spares_.end(), *choice.spare));
+
+  // The firmware's pre-armed commit, or the host's: hand it the new circuits.
+  rec.fast_path = armed_xpu_ == det->xpu && armed_spare_ == *choice.spare;
+  double command_sent_ns = decided_ns;
+  if (!rec.fast_path) {
+    FwStatus st = board_.set_port_map(next_map.port_target);
+    if (st != FwStatus::Ok) rec.problems.push_back(fmt::format("the firmware refused the new circuits: {}", firmware::to_string(st)));
+  }
+  placement_ = next;
+  map_ = next_map;
+
+  // Wait for every circuit of the new map, the spare's included, to be Active.
+  std::vector<int> links = circuit_links(map_);
+  if (!wait_links_up(links, cfg_.link_up_timeout_ns)) {
+    std::vector<int> down;
+    for (int l : links)
+      if (link_state_[static_cast<size_t>(l)] != LinkState::Active) down.push_back(l);
+    rec.problems.push_back(fmt::format("after the failover, links {} are not Active", fmt::join(down, ", ")));
+  }
+  const double all_up_seen_ns = static_cast<double>(board_.clock().now_ns());
+  ipbus::FirmwareReport fw = board_.report();
+  const double confirmed_ns = static_cast<double>(board_.clock().now_ns());
+  if (fw.active_generation != board_.active_generation())
+    rec.problems.push_back(fmt::format("the firmware reports generation {}, the controller {}", fw.active_generation,
+                                       board_.active_generation()));
+  if (rec.fast_path && (fw.last_failed != det->xpu || fw.last_spare != *choice.spare))
+    rec.problems.push_back(fmt::format("the firmware's last failover was XPU {} to {}, not {} to {}", fw.last_failed,
+                                       fw.last_spare, det->xpu, *choice.spare));
+  generation_ = fw.active_generation;
+
+  // The hardware phases, from the controller's events (the emulator's copy) and the link layers.
+  double commit_ns = -1, program_ns = -1, settle_ns = -1, verify_ns = -1;
+  for (const auto& e : log_) {
+    if (e.kind != EmuEvent::Controller || static_cast<double>(e.time_ns) < det->detect_ns) continue;
+    auto type = static_cast<mxtb::ocs::Event>(e.a);
+    double at = static_cast<double>(e.time_ns);
+    if (type == mxtb::ocs::Event::CommitStart && commit_ns < 0) commit_ns = at;
+    if (commit_ns >= 0 && e.data == generation_) {
+      if (type == mxtb::ocs::Event::ProgramDone) program_ns = at;
+      if (type == mxtb::ocs::Event::SettleDone) settle_ns = at;
+      if (type == mxtb::ocs::Event::VerifyPass) verify_ns = at;
+    }
+  }
+  double trained_ns = -1;
+  for (const auto& e : log_)
+    if (e.kind == EmuEvent::LinkChange && static_cast<double>(e.time_ns) >= std::max(verify_ns, t.failure_ns) &&
+        static_cast<LinkState>(e.c) == LinkState::Active &&
+        std::find(links.begin(), links.end(), static_cast<int>(e.a)) != links.end())
+      trained_ns = std::max(trained_ns, static_cast<double>(e.time_ns));
+  if (trained_ns < 0) trained_ns = all_up_seen_ns;  // nothing retrained after verify (a board: polled)
+
+  auto phase_to = [&](const char* name, double end, const char* source, std::string detail) {
+    double start = t.phases.empty() ? t.failure_ns : t.phases.back().end_ns;
+    report::append_phase(t, name, std::max(0.0, end - start), source, std::move(detail));
+  };
+  phase_to("detect", det->detect_ns, "rtl", "the failed XPU's lasers go dark; the second of its circuits loses its link");
+  if (commit_ns >= 0 && verify_ns >= 0) {
+    if (rec.fast_path) {
+      phase_to("firmware", commit_ns, "firmware", "the firmware sees the link-down events and commits the pre-armed backup");
+    } else {
+      phase_to("host_detect", det->noticed_ns, "host", fmt::format("the manager sees the circuits down (it looks every {} us)",
+                                                                   cfg_.poll_ns / 1000.0));
+      phase_to("host_decide", std::max(decided_ns, det->noticed_ns), "host", "spare choice and the new torus, host compute charged");
+      (void)command_sent_ns;
+      phase_to("firmware", commit_ns, "firmware",
+               "mailbox command (set port map), the firmware's routing and staging, then COMMIT");
+    }
+    phase_to("program", program_ns, "rtl", "the controller writes the changed switch elements");
+    phase_to("settle", settle_ns, "rtl", "the elements settle (SETTLE_CYCLES)");
+    phase_to("verify", verify_ns, "rtl", "photodiode check of every circuit");
+  } else {
+    phase_to("reconfigure", trained_ns, "firmware",
+             fmt::format("firmware report: detect to commit {} us, commit to done {} us", fw.last_detect_to_commit_ns / 1000.0,
+                         fw.last_commit_to_done_ns / 1000.0));
+  }
+  phase_to("train", trained_ns, "rtl", "the moved circuits' link layers retrain (identity checked) to Active");
+  t.hardware_ns = t.phases.back().end_ns - t.failure_ns;
+  phase_to("confirm", t.phases.back().end_ns + (confirmed_ns - std::min(trained_ns, all_up_seen_ns)), "host",
+           "the manager sees every circuit Active and reads the firmware's report");
+
+  // State restore: the failed XPU's state, kept on a peer, paged onto the spare over the fabric.
+  if (engine_) {
+    int peer = -1;
+    for (int x : placement_.xpu_of_position)
+      if (x != *choice.spare && circuits_between(x, *choice.spare) > 0 && engine_->has(static_cast<cuda::SeqId>(x))) {
+        peer = x;
+        break;
+      }
+    auto seq = static_cast<cuda::SeqId>(det->xpu);
+    cuda::PageResult moved{};
+    bool exact = true;
+    {  // its time is charged below at the fabric's rate, not the host's memcpy
+      moved = engine_->page_in(seq);
+      size_t n = 0;
+      const auto& shape = engine_->shape();
+      for (size_t b = 0; b < state_blocks_ && exact; ++b)
+        for (int l = 0; l < shape.layers && exact; ++l)
+          for (cuda::Kv kv : {cuda::Kv::K, cuda::Kv::V}) {
+            const std::byte* p = engine_->chunk(seq, b, l, kv);
+            for (size_t i = 0; i < shape.chunk_bytes(); ++i)
+              if (p[i] != static_cast<std::byte>(pattern_byte(det->xpu, n++))) exact = false;
+          }
+    }
+    if (!exact) rec.problems.push_back(fmt::format("XPU {}'s state came back different on the spare", det->xpu));
+    int circuits = peer >= 0 ? circuits_between(peer, *choice.spare) : 0;
+    double gbytes_s = circuits * cfg_.lane_gbps / 8;
+    double ns = circuits ? static_cast<double>(cfg_.state_bytes_per_xpu) / gbytes_s : 0;
+    if (!circuits) rec.problems.push_back("no circuit between the spare and a peer holding the state copy");
+    report::append_phase(t, "state_restore", ns, "modeled",
+                         fmt::format("{:.2f} GiB from XPU {} over {} circuit(s) x {} Gb/s; the paging engine (CPU backend) "
+                                     "moved {:.1f} MiB of it for real, bit-exact: {}",
+                                     static_cast<double>(cfg_.state_bytes_per_xpu) / (1 << 30), peer, circuits, cfg_.lane_gbps,
+                                     static_cast<double>(moved.bytes_moved) / (1 << 20), exact ? "yes" : "NO"));
+    // The spare now holds the state; its copy on a peer is refreshed when the tenant resumes.
+  }
+  for (const auto& m : cfg_.modeled) report::append_phase(t, m.name, m.duration_ms * 1e6, "modeled", m.doc);
+
+  // Resume: traffic flows over the new circuits; re-arm the next backup.
+  const double rearm0 = static_cast<double>(board_.clock().now_ns());
+  arm_next_backup();
+  const double rearm1 = static_cast<double>(board_.clock().now_ns());
+  report::append_phase(t, "rearm", rearm1 - rearm0, "host",
+                       armed_xpu_ ? fmt::format("XPU {}'s backup (spare {}) routed and staged through the mailbox", *armed_xpu_,
+                                                armed_spare_)
+                                  : std::string("nothing to arm: no spare left, the next failure runs degraded"));
+  if (!armed_xpu_) t.notes.push_back("no backup armed after this failover: no spare left");
+  return rec;
+}
+
+std::vector<std::string> FailoverManager::check_fabric() {
+  std::vector<std::string> p;
+  uint32_t gen = board_.active_generation();
+  if (gen != generation_) p.push_back(fmt::format("controller generation {}, the manager expects {}", gen, generation_));
+  auto active = board_.client().read_block(ipbus::controller(reg::active_map::kOffset),
+                                           static_cast<uint32_t>(cfg_.shape.mesh_ports));
+  for (int i = 0; i < cfg_.shape.mesh_ports; ++i) {
+    uint32_t v = active[static_cast<size_t>(i)];
+    bool valid = (v & reg::active_map::kValidMask) != 0;
+    int target = valid ? static_cast<int>((v & reg::active_map::kTargetMask) >> reg::active_map::kTargetShift) : -1;
+    if (target != map_.port_target[static_cast<size_t>(i)])
+      p.push_back(fmt::format("ACTIVE_MAP[{}] is {}, the manager expects {}", i, target, map_.port_target[static_cast<size_t>(i)]));
+  }
+  auto st = board_.link_status();
+  const int lanes = cfg_.shape.lanes_per_xpu;
+  for (int l : circuit_links(map_)) {
+    int peer = map_.port_target[static_cast<size_t>(l)] / lanes;
+    bool dead = std::find(failed_.begin(), failed_.end(), l / lanes) != failed_.end() ||
+                std::find(failed_.begin(), failed_.end(), peer) != failed_.end();
+    if (!dead && st[static_cast<size_t>(l)].state != LinkState::Active)
+      p.push_back(fmt::format("link {} is {} ({})", l, link::to_string(st[static_cast<size_t>(l)].state),
+                              link::to_string(st[static_cast<size_t>(l)].reason)));
+  }
+  if (board_.is_emulator()) {
+    uint32_t errors = board_.scoreboard_errors();
+    if (errors) p.push_back(fmt::format("{} words lost, duplicated or corrupted on living XPUs' links", errors));
+    if (board_.messages_delivered() <= messages_at_bring_up_) p.push_back("no traffic delivered since the bring-up");
+  }
+  return p;
+}
+
+}  // namespace mxtb::host::failover

@@ -1,0 +1,107 @@
+// The failover manager: host software that keeps a tenant's torus whole. It talks to the board
+// (the emulator or the FPGA board) only through the fabric client (host/ipbus/board.h): places the
+// tenant's circuits through the firmware's mailbox, keeps a copy of every XPU's inference state
+// on a peer (the paging engine), pre-arms the firmware's fast path for one XPU, and on a failure
+// chooses a spare, hands the firmware the new circuits (or confirms its pre-armed commit), waits
+// for the spare's links, restores the state, re-arms, and reports every phase. docs/failover.md.
+#pragma once
+
+#include "cuda/paging.h"
+#include "firmware/fabric_map.h"
+#include "host/failover/spare.h"
+#include "host/ipbus/board.h"
+#include "host/report/report.h"
+#include "sim/scenario.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mxtb::host::failover {
+
+struct ManagerConfig {
+  firmware::ServerShape shape;
+  firmware::TorusPlacement tenant;
+  std::vector<int> spares;
+  std::vector<FailureGroup> groups;
+  std::optional<int> armed_xpu;           // the XPU whose backup the firmware holds staged
+  uint64_t poll_ns = 2'000;               // how much time passes between the host's looks
+  uint64_t link_up_timeout_ns = 3'000'000;
+  uint64_t state_bytes_per_xpu = 0;       // inference state per XPU (charged at the fabric's rate)
+  double lane_gbps = 100;                 // per circuit, peer to spare
+  uint64_t real_bytes_max = 16ull << 20;  // what the paging engine really copies per XPU
+  std::vector<sim::ModeledPhase> modeled; // appended after the state restore
+  std::string scenario;
+  uint64_t seed = 0;
+};
+
+ManagerConfig manager_config(const sim::FailoverScenario& s);
+
+struct FailoverRecord {
+  int failed = -1;
+  std::optional<int> spare;
+  std::string spare_reason;
+  bool fast_path = false;               // the firmware's pre-armed commit did it
+  report::Timeline timeline;
+  std::vector<std::string> problems;    // invariants that did not hold
+};
+
+class FailoverManager {
+ public:
+  FailoverManager(ipbus::Board& board, ManagerConfig cfg);
+  ~FailoverManager();
+
+  // Places the tenant's torus, waits until its circuits are Active, keeps a copy of each tenant
+  // XPU's state on its torus neighbour, and pre-arms the backup. Throws std::runtime_error when
+  // the fabric does not come up.
+  void bring_up();
+  // Waits up to `timeout_ns` of board time for an XPU to fail and handles the failure.
+  std::optional<FailoverRecord> handle_next_failure(uint64_t timeout_ns);
+  // The fabric as the manager believes it, checked against the controller: the active map and
+  // generation, every circuit of a living XPU Active, no traffic lost. One line per problem.
+  std::vector<std::string> check_fabric();
+
+  const firmware::TorusPlacement& placement() const { return placement_; }
+  const std::vector<int>& free_spares() const { return free_spares_; }
+  const std::vector<int>& failed_xpus() const { return failed_; }
+  uint64_t armed_at_ns() const { return armed_at_ns_; }
+  std::optional<int> armed_xpu() const { return armed_xpu_; }
+  // Every event the manager has taken from the board, oldest first.
+  const std::vector<ipbus::EmuEventRecord>& log() const { return log_; }
+  // Board time of the first event of `kind` about `a` at or after `from_ns`, or -1.
+  double event_time(emu::EmuEvent kind, std::optional<uint32_t> a, double from_ns) const;
+
+ private:
+  struct Detection {
+    int xpu;
+    double failure_ns, detect_ns, noticed_ns;
+  };
+  void take_events(uint64_t window_ns);
+  std::optional<Detection> failed_xpu_now();
+  bool wait_links_up(const std::vector<int>& links, uint64_t timeout_ns);
+  std::vector<int> circuit_links(const firmware::FabricMap& m) const;
+  void arm_next_backup();
+  std::vector<int> circuits_of(int xpu) const;
+  int circuits_between(int a, int b) const;
+  void keep_state_copies();
+
+  ipbus::Board& board_;
+  ManagerConfig cfg_;
+  firmware::TorusPlacement placement_;
+  firmware::FabricMap map_;
+  std::vector<int> free_spares_, failed_;
+  std::optional<int> armed_xpu_;
+  int armed_spare_ = -1;
+  uint64_t armed_at_ns_ = 0;
+  uint32_t generation_ = 0;
+  std::vector<link::LinkState> link_state_;
+  std::vector<double> link_down_since_;
+  std::vector<ipbus::EmuEventRecord> log_;
+  uint64_t messages_at_bring_up_ = 0;
+  std::unique_ptr<cuda::PagingEngine> engine_;
+  size_t state_blocks_ = 0;
+};
+
+}  // namespace mxtb::host::failover
