@@ -176,7 +176,11 @@ FwStatus OcsFirmware::set_port_map(const std::vector<int>& perm, std::string* wh
   Prepared p;
   if (FwStatus s = prepare(perm, p, why); s != FwStatus::Ok) return s;
   FwStatus s = commit_and_wait(p, why);
-  if (armed_xpu_) stage(backup_);  // the next failure needs only COMMIT
+  // A backup replaces one XPU of the map it was computed for: a new map makes it stale (and
+  // committing it would undo the new map), so the host re-arms for the new one. When the commit
+  // failed, the old map and its backup stand: stage it again, the next failure needs only COMMIT.
+  if (s == FwStatus::Ok) armed_xpu_.reset();
+  else if (armed_xpu_) stage(backup_);
   return s;
 }
 

@@ -69,7 +69,8 @@ class OcsFirmware {
   FwStatus init(std::string* why = nullptr);
 
   // Routes and commits a port map (perm[p]: output port for input port p, -1 unused) and waits
-  // for the outcome. Re-stages the armed backup afterwards.
+  // for the outcome. A successful commit disarms the backup (it was computed for the old map);
+  // a failed one re-stages it.
   FwStatus set_port_map(const std::vector<int>& perm, std::string* why = nullptr);
 
   // Keeps `backup` ready for XPU `xpu` failing: routed and staged now, committed by one register

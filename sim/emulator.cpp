@@ -117,7 +117,14 @@ class Emulator {
       fmt::print(stderr, "mxtb sim [{}]: firmware init failed: {}\n", mode_name(cfg_.time_mode), fw_init_error_);
       return 1;
     }
-    IpbusServer server(cfg_.listen, [this](ipbus::Fault f, const std::string& what) { log_fault(f, what); });
+    std::unique_ptr<IpbusServer> server_owner;
+    try {
+      server_owner = std::make_unique<IpbusServer>(cfg_.listen, [this](ipbus::Fault f, const std::string& what) { log_fault(f, what); });
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "mxtb sim [{}]: {}\n", mode_name(cfg_.time_mode), e.what());
+      return 1;
+    }
+    IpbusServer& server = *server_owner;
     server_ = &server;
     fmt::print(stderr, "mxtb sim [{}]: scenario {}, seed {}, {} preset, {} XPUs x {} lanes, {}-port mesh, clock {} MHz{}\n",
                mode_name(cfg_.time_mode), cfg_.scenario, cfg_.server.seed, to_string(cfg_.server.mesh.settle),

@@ -104,18 +104,25 @@ struct IpbusServer::Impl : ipbus::BusPort {
   }
 };
 
-IpbusServer::IpbusServer(const std::string& listen, std::function<void(ipbus::Fault, const std::string&)> on_fault)
-    : impl_(std::make_unique<Impl>()) {
+std::pair<std::string, uint16_t> parse_listen_address(const std::string& listen) {
   auto colon = listen.rfind(':');
-  if (colon == std::string::npos) throw std::runtime_error(fmt::format("--listen '{}': want ADDR:PORT", listen));
+  if (colon == std::string::npos) throw std::invalid_argument(fmt::format("--listen '{}': want ADDR:PORT", listen));
   std::string host = listen.substr(0, colon), port = listen.substr(colon + 1);
   if (port.empty() || port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 || std::stoul(port) > 65535)
-    throw std::runtime_error(fmt::format("--listen '{}': port '{}' is not 0..65535", listen, port));
+    throw std::invalid_argument(fmt::format("--listen '{}': port '{}' is not 0..65535", listen, port));
+  if (host == "localhost") host = "127.0.0.1";
   boost::system::error_code ec;
-  auto addr = asio::ip::make_address_v4(host == "localhost" ? "127.0.0.1" : host, ec);
-  if (ec) throw std::runtime_error(fmt::format("--listen '{}': '{}' is not an IPv4 address", listen, host));
+  asio::ip::make_address_v4(host, ec);
+  if (ec) throw std::invalid_argument(fmt::format("--listen '{}': '{}' is not an IPv4 address", listen, host));
+  return {host, static_cast<uint16_t>(std::stoul(port))};
+}
+
+IpbusServer::IpbusServer(const std::string& listen, std::function<void(ipbus::Fault, const std::string&)> on_fault)
+    : impl_(std::make_unique<Impl>()) {
+  auto [host, port] = parse_listen_address(listen);
+  boost::system::error_code ec;
   impl_->sock.open(udp::v4());
-  impl_->sock.bind(udp::endpoint(addr, static_cast<uint16_t>(std::stoul(port))), ec);
+  impl_->sock.bind(udp::endpoint(asio::ip::make_address_v4(host), port), ec);
   if (ec) throw std::runtime_error(fmt::format("--listen '{}': cannot bind: {}", listen, ec.message()));
   impl_->target.on_fault(std::move(on_fault));
   impl_->receive();

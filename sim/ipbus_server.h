@@ -17,6 +17,10 @@
 
 namespace mxtb::sim {
 
+// "ADDR:PORT" (IPv4 or localhost; port 0 picks a free one) -> (address, port). Throws
+// std::invalid_argument naming the text and what is wrong with it.
+std::pair<std::string, uint16_t> parse_listen_address(const std::string& listen);
+
 class IpbusServer {
  public:
   // An access for the simulation thread; `done` must be called exactly once, from any thread.

@@ -571,43 +571,6 @@ FailoverScenario random_failover_scenario(uint64_t seed) {
   return parse_failover_scenario(j, fmt::format("random failover scenario (seed {})", seed));
 }
 
-FailoverRunConfig to_failover_run_config(const FailoverScenario& s, const std::string& calibration_file, int spare,
-                                         std::vector<std::string>* not_covered) {
-  std::vector<std::string> missing;
-  FailoverRunConfig c;
-  c.server.name = s.name;
-  c.server.seed = s.seed;
-  c.server.clock_mhz = s.clock_mhz;
-  c.server.shape = s.shape;
-  c.server.mesh.ports = s.shape.mesh_ports;
-  c.server.mesh.settle = s.settle;
-  c.server.traffic = s.traffic;
-  c.calibration_file = calibration_file;
-  c.tenant = s.tenant;
-  c.settle_taus = s.settle_taus;
-  c.limit_us = s.limit_us;
-  c.spare = spare;
-  if (s.failures.empty()) {
-    c.kill_xpu.reset();
-  } else {
-    c.kill_xpu = s.failures.front().xpu;
-    c.kill_after_armed_us = s.failures.front().at_us;
-  }
-  if (s.time_mode != "free")
-    missing.push_back(fmt::format("time_mode {}: the in-process run has no host to step it; it runs free (every figure is still simulated time)",
-                                  s.time_mode));
-  for (size_t i = 1; i < s.failures.size(); ++i)
-    missing.push_back(fmt::format("failures[{}] (XPU {} at {} us): the in-process run fails over once", i,
-                                  s.failures[i].xpu, s.failures[i].at_us));
-  for (size_t i = 0; i < s.lane_faults.size(); ++i)
-    missing.push_back(fmt::format("lane_faults[{}] (link {}): the server model has no per-lane error injection yet", i,
-                                  s.lane_faults[i].link));
-  if (s.host_disconnect != HostDisconnect::None)
-    missing.push_back(fmt::format("host_disconnect at {}: the in-process run has no host connection", to_string(s.host_disconnect)));
-  if (not_covered) *not_covered = missing;
-  return c;
-}
-
 json to_json(const LinkPairConfig& c) {
   json lanes;
   for (auto [name, l] : {std::pair{"ab", &c.ab}, std::pair{"ba", &c.ba}})

@@ -98,11 +98,5 @@ FailoverScenario parse_failover_scenario(const nlohmann::json& j, const std::str
 FailoverScenario random_failover_scenario(uint64_t seed);
 nlohmann::json to_json(const FailoverScenario& s);
 
-// The part of the scenario that the in-process run (failover_run.h) emulates, with `spare` (the
-// failover manager's choice) armed for the first failure. What it cannot emulate (a second
-// failure, lane faults, a host disconnect, time modes other than free) is listed in
-// `not_covered`, one line each, so that the caller can say so rather than pretend.
-FailoverRunConfig to_failover_run_config(const FailoverScenario& s, const std::string& calibration_file, int spare,
-                                         std::vector<std::string>* not_covered = nullptr);
 
 }  // namespace mxtb::sim

@@ -9,6 +9,7 @@
 #include "host/ipbus/clock.h"
 #include "host/ipbus/emulator_process.h"
 #include "sim/emulator.h"
+#include "sim/ipbus_server.h"
 #include "sim/scenario.h"
 
 #include <boost/asio.hpp>
@@ -65,6 +66,11 @@ int cmd_sim(const ArgList& argv) {
   }
   cfg.server.seed = args.u64("--seed", cfg.server.seed);
   cfg.listen = args.str("--listen", "127.0.0.1:0");
+  try {
+    sim::parse_listen_address(cfg.listen);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
   std::string mode = args.str("--time-mode", scenario_mode);
   auto m = sim::time_mode_from_string(mode);
   if (!m) throw UsageError(fmt::format("--time-mode must be lockstep, paced or free, got '{}'", mode));
@@ -126,13 +132,20 @@ int cmd_reg(const ArgList& argv) {
   ipbus::ClientOptions opts;
   opts.timeout = std::chrono::milliseconds(args.u64("--timeout-ms", 1000));
   opts.describe = ipbus::describe;
-  ipbus::Client c(target, opts);
+  // Every name and value is checked before anything is sent.
   const std::string& op = pos[0];
+  if (op != "read" && op != "write" && op != "dump") throw UsageError(fmt::format("reg wants read, write or dump, got '{}'", op));
+  std::vector<ipbus::RegRef> named;
+  for (size_t i = 1; i < pos.size() && (op != "write" || i == 1); ++i) named.push_back(resolve_or_throw(pos[i]));
+  if (op == "read" && pos.size() != 2) throw UsageError("reg read wants one NAME or ADDRESS");
+  if (op == "write" && pos.size() != 3) throw UsageError("reg write wants NAME|ADDRESS VALUE");
+  uint32_t value = op == "write" ? parse_value(pos[2]) : 0;
+  if (op == "write" && !named[0].writable) throw UsageError(fmt::format("{} is read-only", named[0].name));
+  uint32_t count = static_cast<uint32_t>(args.u64("--count", 1));
+  if (count == 0 || count > 4096) throw UsageError(fmt::format("--count must be 1..4096, got {}", count));
+  ipbus::Client c(target, opts);
   if (op == "read") {
-    if (pos.size() != 2) throw UsageError("reg read wants one NAME or ADDRESS");
-    auto r = resolve_or_throw(pos[1]);
-    uint32_t count = static_cast<uint32_t>(args.u64("--count", 1));
-    if (count == 0 || count > 4096) throw UsageError(fmt::format("--count must be 1..4096, got {}", count));
+    auto r = named[0];
     auto v = c.read_block(r.addr, count);
     for (uint32_t i = 0; i < count; ++i) {
       auto ri = i ? *ipbus::resolve(fmt::format("{:#x}", r.addr + i), nullptr) : r;
@@ -141,19 +154,13 @@ int cmd_reg(const ArgList& argv) {
     return 0;
   }
   if (op == "write") {
-    if (pos.size() != 3) throw UsageError("reg write wants NAME|ADDRESS VALUE");
-    auto r = resolve_or_throw(pos[1]);
-    uint32_t v = parse_value(pos[2]);
-    if (!r.writable) throw UsageError(fmt::format("{} is read-only", r.name));
-    c.write(r.addr, v);
-    fmt::print("{} <- {:#010x}\n", r.name, v);
+    c.write(named[0].addr, value);
+    fmt::print("{} <- {:#010x}\n", named[0].name, value);
     return 0;
   }
-  if (op == "dump") {
-    std::vector<ipbus::RegRef> regs;
-    if (pos.size() > 1) {
-      for (size_t i = 1; i < pos.size(); ++i) regs.push_back(resolve_or_throw(pos[i]));
-    } else {
+  {
+    std::vector<ipbus::RegRef> regs = named;
+    if (regs.empty()) {
       for (const auto& r : mxtb::ocs::kRegisters)
         if (r.count == 1 && r.access != mxtb::ocs::Access::WO) regs.push_back(*ipbus::resolve(std::string(r.name), nullptr));
       if (ipbus::is_emulator(c))
@@ -163,7 +170,7 @@ int cmd_reg(const ArgList& argv) {
     }
     // One dispatch: as few packets as fit.
     std::vector<ipbus::Pending> values;
-    for (const auto& r : regs) values.push_back(c.queue_read(r.addr, r.readable ? (pos.size() > 1 ? r.words : 1) : 0));
+    for (const auto& r : regs) values.push_back(c.queue_read(r.addr, r.readable ? (named.empty() ? 1 : std::min(count, r.words)) : 0));
     c.dispatch();
     for (size_t i = 0; i < regs.size(); ++i)
       for (size_t k = 0; k < values[i].values().size(); ++k) {
@@ -174,7 +181,6 @@ int cmd_reg(const ArgList& argv) {
       }
     return 0;
   }
-  throw UsageError(fmt::format("reg wants read, write or dump, got '{}'", op));
 }
 
 // ---- bench bridge ----

@@ -1,9 +1,10 @@
 // `mxtb regress`: seeded random failover scenarios, one child process each (host/report/regress.h).
-// The child is `mxtb server --scenario-seed {seed} --json {json}` today; the failover over the
-// socket bridge replaces it by changing the template below, nothing else.
+// The child is `mxtb demo --scenario-seed {seed}`: the emulator on loopback and the failover
+// manager over IPbus, as in the main job, for a scenario drawn from the seed.
 #include "args.h"
 #include "commands.h"
 
+#include "host/ipbus/emulator_process.h"
 #include "host/report/regress.h"
 
 #include <fmt/format.h>
@@ -11,19 +12,10 @@
 
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 namespace mxtb::host {
 
 namespace {
-
-std::string self_exe() {
-  char self[4096];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) throw std::runtime_error("cannot find the mxtb executable (/proc/self/exe)");
-  self[n] = '\0';
-  return self;
-}
 
 void write_text(const std::string& path, const std::string& text) {
   auto dir = std::filesystem::path(path).parent_path();
@@ -47,7 +39,8 @@ int cmd_regress(const ArgList& argv) {
   cfg.first_seed = args.u64("--first-seed", 1);
   cfg.work_dir = args.str("--out", "out/regress");
   cfg.progress = !args.has("--quiet");
-  cfg.child_template = {self_exe(), "server", "--scenario-seed", "{seed}", "--json", "{json}"};
+  cfg.child_template = {ipbus::self_executable(), "demo", "--scenario-seed", "{seed}", "--json", "{json}",
+                        "--out", cfg.work_dir + "/seed-{seed}", "--no-waves"};
   std::string json_path = args.str("--json", cfg.work_dir + "/regress.json");
   std::string junit_path = args.str("--junit", cfg.work_dir + "/junit.xml");
 

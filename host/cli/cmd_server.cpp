@@ -6,6 +6,7 @@
 
 #include "host/failover/spare.h"
 #include "host/report/report.h"
+#include "host/ipbus/emulator_process.h"
 #include "sim/failover_run.h"
 #include "sim/scenario.h"
 
@@ -42,101 +43,13 @@ sim::SettlePreset parse_preset(const std::string& s) {
   return *p;
 }
 
-// `mxtb server --scenario FILE | --scenario-seed N`: a failover scenario (sim/scenario.h) through
-// the in-process run, reported as a failover timeline (host/report). This is the child that
-// `mxtb regress` runs today; what the in-process run cannot emulate is listed in the report's notes.
-int run_server_scenario(const Args& args) {
-  for (const char* flag : {"--preset", "--kill-xpu", "--kill-after-us", "--spare", "--no-kill", "--reprogram"})
-    if (args.has(flag)) throw UsageError(fmt::format("{} cannot be combined with a scenario (the scenario says it)", flag));
-  if (args.has("--scenario") && args.has("--scenario-seed"))
-    throw UsageError("give either --scenario FILE or --scenario-seed N, not both");
-  sim::FailoverScenario s = args.has("--scenario") ? sim::load_failover_scenario(args.str("--scenario"))
-                                                   : sim::random_failover_scenario(args.u64("--scenario-seed", 1));
-  if (args.has("--seed")) s.seed = args.u64("--seed", s.seed);
-
-  std::vector<failover::FailureGroup> groups;
-  for (const auto& [kind, list] : s.failure_groups)
-    for (size_t i = 0; i < list.size(); ++i) groups.push_back({fmt::format("{}[{}]", kind, i), list[i]});
-  fmt::print("mxtb server: scenario {} (seed {}), {} XPUs x {} lanes, {}-port mesh, {}, time mode free\n", s.name, s.seed,
-             s.shape.xpus, s.shape.lanes_per_xpu, s.shape.mesh_ports, sim::to_string(s.settle));
-  std::vector<std::string> notes, failures;
-  // The manager's choice for each failure in turn: the first is emulated, later ones are reported.
-  std::vector<int> free_spares = s.spares, failed;
-  std::optional<failover::SpareChoice> first;
-  bool degraded = false;  // some failure found no spare: from then on the tenant runs without it
-  for (const auto& f : s.failures) {
-    failover::SpareChoice c = failover::choose_spare(f.xpu, free_spares, groups, failed);
-    notes.push_back(fmt::format("XPU {} fails at {} us: {}", f.xpu, f.at_us, c.reason));
-    if (!first) first = c;
-    degraded = degraded || c.degraded();
-    failed.push_back(f.xpu);
-    if (c.spare) free_spares.erase(std::find(free_spares.begin(), free_spares.end(), *c.spare));
-  }
-
-  report::Timeline t;
-  t.scenario = s.name;
-  t.seed = s.seed;
-  t.time_mode = "free";
-  sim::FailoverRunConfig cfg;
-  sim::FailoverRunResult r;
-  if (first && first->degraded()) {
-    // Nothing to arm: the in-process run only knows the pre-armed fast failover.
-    t.degraded = true;
-    notes.push_back("degraded: the in-process run has no spare to arm, so it does not run; the tenant continues without "
-                    "the failed XPU");
-  } else {
-    std::vector<std::string> not_covered;
-    cfg = sim::to_failover_run_config(s, source_root() + "/traces/calibration/mesh32.json", first ? *first->spare : -1,
-                                      &not_covered);
-    cfg.progress_us = args.real("--progress-us", 1000);
-    if (args.has("--limit-us")) cfg.limit_us = args.real("--limit-us", 0);
-    for (const auto& n : not_covered) notes.push_back("not emulated: " + n);
-    r = sim::run_failover(cfg);
-    failures = r.failures;
-    t = report::timeline_of_run(s, r, "free");
-    if (s.expect_hardware_ns_max > 0 && t.hardware_ns > s.expect_hardware_ns_max)
-      failures.push_back(fmt::format("hardware {} exceeds expect.hardware_ns_max {}", report::human_duration(t.hardware_ns),
-                                     report::human_duration(s.expect_hardware_ns_max)));
-    if (s.expect_total_ns_max > 0 && t.total_ns > s.expect_total_ns_max)
-      failures.push_back(fmt::format("total {} exceeds expect.total_ns_max {}", report::human_duration(t.total_ns),
-                                     report::human_duration(s.expect_total_ns_max)));
-  }
-  t.notes = notes;
-  t.degraded = t.degraded || degraded;
-  for (const auto& p : report::check_timeline(t)) failures.push_back("timeline: " + p);
-  fmt::print("{}", report::format_table(t));
-  if (!t.degraded)
-    fmt::print("  traffic: {} messages delivered, {} scoreboard errors on living XPUs, {} on the spare after failover\n"
-               "  simulated {:.1f} us in {:.2f} s wall\n",
-               r.messages_delivered, r.scoreboard_errors, r.messages_after_failover_on_spare, r.cycles / s.clock_mhz, r.wall_s);
-  if (args.has("--json")) {
-    json j = t.degraded ? json::object() : sim::to_json(cfg, r);
-    j["scenario"] = sim::to_json(s);
-    j["report"] = report::to_json(t);
-    j["failures"] = failures;
-    j["passed"] = failures.empty();
-    write_json_file(args.str("--json"), j);
-  }
-  if (args.has("--out"))
-    for (const auto& path : report::write_report_files(t, args.str("--out"))) fmt::print("  wrote {}\n", path);
-  if (failures.empty()) {
-    fmt::print("PASS\n");
-    return 0;
-  }
-  for (const auto& f : failures) fmt::print("FAIL: {}\n", f);
-  return 1;
-}
-
 }  // namespace
 
 int cmd_server(const ArgList& argv) {
   Args args(argv,
-            {"--preset", "--kill-xpu", "--kill-after-us", "--spare", "--seed", "--json", "--limit-us", "--progress-us",
-             "--scenario", "--scenario-seed", "--out"},
+            {"--preset", "--kill-xpu", "--kill-after-us", "--spare", "--seed", "--json", "--limit-us", "--progress-us"},
             {"--no-kill", "--reprogram"});
   if (!args.positional().empty()) throw UsageError(fmt::format("unexpected argument '{}'", args.positional()[0]));
-  if (args.has("--scenario") || args.has("--scenario-seed")) return run_server_scenario(args);
-  if (args.has("--out")) throw UsageError("--out needs a failover scenario (--scenario FILE or --scenario-seed N)");
   sim::FailoverRunConfig cfg;
   cfg.server.mesh.settle = parse_preset(args.str("--preset", "thermo_optic"));
   cfg.server.seed = args.u64("--seed", 1);
@@ -193,10 +106,7 @@ int cmd_bench_reconfig(const ArgList& argv) {
   Args args(argv, {"--json", "--seed"}, {});
   if (!args.positional().empty()) throw UsageError(fmt::format("unexpected argument '{}'", args.positional()[0]));
   uint64_t seed = args.u64("--seed", 1);
-  char self[4096];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) throw std::runtime_error("cannot find the mxtb executable (/proc/self/exe)");
-  self[n] = '\0';
+  const std::string self = ipbus::self_executable();
   fmt::print("mxtb bench reconfig: failover of XPU 2 to spare XPU 4, per settle preset (time mode free)\n");
   json runs = json::array();
   bool all_ok = true;

@@ -25,20 +25,6 @@ bool known_source(const std::string& s) {
   return false;
 }
 
-// What bounds each emulated phase (failover_run.cpp reads them from the controller's event log
-// and the link layers' transitions).
-const std::map<std::string, std::string>& emulated_details() {
-  static const std::map<std::string, std::string> d{
-      {"detect", "the XPU dies -> the controller logs the link-down the firmware acts on"},
-      {"firmware", "that event -> CommitStart of the pre-armed backup (interrupt, event-log reads, decision, COMMIT)"},
-      {"program", "CommitStart -> ProgramDone: changed mesh elements written at the DAC rate"},
-      {"settle", "ProgramDone -> SettleDone: SETTLE_CYCLES, a few time constants of the preset"},
-      {"verify", "SettleDone -> VerifyPass: every mapped output's photodiode read"},
-      {"train", "VerifyPass -> the last circuit of the new map Active (spare links retrained)"},
-  };
-  return d;
-}
-
 std::string xml_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -110,24 +96,6 @@ void append_phase(Timeline& t, std::string name, double duration_ns, std::string
   double start = t.phases.empty() ? t.failure_ns : t.phases.back().end_ns;
   t.phases.push_back({std::move(name), start, start + duration_ns, std::move(source), std::move(detail)});
   t.total_ns = t.phases.back().end_ns - t.failure_ns;
-}
-
-Timeline timeline_of_run(const sim::FailoverScenario& s, const sim::FailoverRunResult& r, const std::string& time_mode) {
-  Timeline t;
-  t.scenario = s.name;
-  t.seed = s.seed;
-  t.time_mode = time_mode;
-  t.failure_ns = r.failure_ns;
-  for (const auto& ph : r.phases) {
-    auto d = emulated_details().find(ph.name);
-    t.phases.push_back({ph.name, ph.start_ns, ph.end_ns, ph.source, d == emulated_details().end() ? "" : d->second});
-  }
-  if (t.phases.empty()) return t;  // no failover happened: nothing to add modeled phases to
-  t.hardware_ns = r.total_ns;
-  t.total_ns = t.phases.back().end_ns - t.failure_ns;
-  for (const auto& m : s.modeled) append_phase(t, m.name, m.duration_ms * 1e6, "modeled", m.doc);
-  if (auto sr = s.state_restore_phase()) append_phase(t, sr->name, sr->duration_ms * 1e6, "modeled", sr->doc);
-  return t;
 }
 
 std::string human_duration(double ns) {

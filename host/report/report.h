@@ -50,8 +50,6 @@ std::vector<std::string> check_timeline(const Timeline& t, double tolerance_ns =
 // Appends a phase that starts where the last one ended (at the failure when there is none).
 void append_phase(Timeline& t, std::string name, double duration_ns, std::string source, std::string detail);
 
-// The in-process run's phases, then the scenario's modeled phases and state restore.
-Timeline timeline_of_run(const sim::FailoverScenario& s, const sim::FailoverRunResult& r, const std::string& time_mode);
 
 // "812 ns", "3.20 us", "45.1 ms", "1.23 s" (plain "us": terminals and logs without UTF-8).
 std::string human_duration(double ns);

@@ -112,28 +112,3 @@ TEST_CASE("failover scenario: random scenarios are valid, deterministic per seed
   CHECK(disconnects > 5);
 }
 
-TEST_CASE("failover scenario: conversion to the in-process run's configuration") {
-  FailoverScenario s = load_failover_scenario(std::string(MXTB_SOURCE_DIR) + "/traces/scenarios/failover-default.json");
-  s.failures.push_back({3, 70});
-  s.lane_faults.push_back({5, 1e-6, 0, 0});
-  s.host_disconnect = HostDisconnect::MidCommit;
-  std::vector<std::string> missing;
-  FailoverRunConfig c = to_failover_run_config(s, "cal.json", 4, &missing);
-  CHECK(c.calibration_file == "cal.json");
-  CHECK(c.spare == 4);
-  REQUIRE(c.kill_xpu);
-  CHECK(*c.kill_xpu == 2);
-  CHECK(c.kill_after_armed_us == 50);
-  CHECK(c.server.mesh.settle == SettlePreset::ThermoOptic);
-  CHECK(c.server.seed == 1);
-  CHECK(c.server.shape.mesh_ports == 32);
-  CHECK(c.tenant.xpu_of_position == s.tenant.xpu_of_position);
-  // Everything the in-process run cannot do is said, one line each.
-  REQUIRE(missing.size() == 4);
-  CHECK(missing[0].find("time_mode lockstep") == 0);
-  CHECK(missing[1].find("failures[1] (XPU 3 at 70 us)") == 0);
-  CHECK(missing[2].find("lane_faults[0] (link 5)") == 0);
-  CHECK(missing[3].find("host_disconnect at mid_commit") == 0);
-  s.failures.clear();
-  CHECK_FALSE(to_failover_run_config(s, "cal.json", 4).kill_xpu);
-}

@@ -165,27 +165,6 @@ TEST_CASE("report: write_report_files writes the three files into the directory"
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("report: the in-process run's result and a scenario make one timeline") {
-  mxtb::sim::FailoverScenario s;
-  s.name = "x";
-  s.modeled = {{"communicator_reinit", 500, "doc"}};
-  s.state_bytes_per_xpu = 25'000'000'000ull;
-  s.state_copy_gbytes_per_s = 25;  // 1 s
-  mxtb::sim::FailoverRunResult r;
-  r.failure_ns = 1000;
-  r.phases = {{"detect", 1000, 2000, "rtl"}, {"firmware", 2000, 5000, "firmware"}, {"train", 5000, 9000, "rtl"}};
-  r.total_ns = 8000;
-  Timeline t = timeline_of_run(s, r, "free");
-  CHECK(check_timeline(t).empty());
-  REQUIRE(t.phases.size() == 5);
-  CHECK(t.phases[3].name == "communicator_reinit");
-  CHECK(t.phases[3].source == "modeled");
-  CHECK(t.phases[4].name == "state_restore");
-  CHECK(t.phases[4].duration_ns() == doctest::Approx(1e9));
-  CHECK(t.hardware_ns == 8000);
-  CHECK(t.total_ns == doctest::Approx(8000 + 1.5e9));
-}
-
 TEST_CASE("regress: nearest-rank percentiles") {
   std::vector<double> v{15, 20, 35, 40, 50};
   CHECK(percentile_nearest_rank(v, 0) == 15);
