@@ -34,6 +34,7 @@ const char* to_string(FwStatus s) {
     case FwStatus::Timeout: return "timeout";
     case FwStatus::NotArmed: return "not armed";
     case FwStatus::BadCommand: return "bad command";
+    case FwStatus::Safe: return "the host watchdog expired: the controller went to its safe state";
   }
   return "?";
 }
@@ -148,6 +149,8 @@ FwStatus OcsFirmware::commit_and_wait(const Prepared& p, std::string* why) {
       uint32_t info = events_[seen].info;
       auto type = static_cast<Event>(field(info, reg::event_info::kTypeMask, reg::event_info::kTypeShift));
       uint32_t data = field(info, reg::event_info::kDataMask, reg::event_info::kDataShift);
+      // The host watchdog abandons any commit: the controller sweeps to its safe state.
+      if (type == Event::WatchdogExpired) outcome = FwStatus::Safe;
       if (data != gen) continue;
       if (type == Event::VerifyPass || type == Event::CommitNoop) outcome = FwStatus::Ok;
       if (type == Event::CommitRejected) outcome = FwStatus::Rejected;
@@ -232,6 +235,16 @@ void OcsFirmware::drain_events() {
 
 void OcsFirmware::on_event(const LogEvent& e) {
   auto type = static_cast<Event>(field(e.info, reg::event_info::kTypeMask, reg::event_info::kTypeShift));
+  if (type == Event::WatchdogExpired || type == Event::SafeDone) {
+    // The host went silent: the controller dropped every circuit (no map, generation 0). What the
+    // firmware believed active is gone, and a backup for it is stale. The host clears the safe
+    // state (SAFE_CLEAR) and places its circuits again when it is back.
+    std::fill(active_map_.begin(), active_map_.end(), -1);
+    active_gen_ = 0;
+    armed_xpu_.reset();
+    failover_pending_ = false;
+    return;
+  }
   if (type != Event::LinkChange || !armed_xpu_) return;
   int link = static_cast<int>(field(e.info, reg::event_info::kIndexMask, reg::event_info::kIndexShift));
   uint32_t data = field(e.info, reg::event_info::kDataMask, reg::event_info::kDataShift);

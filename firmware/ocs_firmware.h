@@ -41,6 +41,7 @@ enum class FwStatus : uint32_t {
   Timeout = 4,
   NotArmed = 5,
   BadCommand = 6,
+  Safe = 7,          // the host watchdog expired during the command: every circuit dropped
 };
 const char* to_string(FwStatus s);
 

@@ -438,8 +438,13 @@ FailoverScenario parse_failover_scenario(const json& j, const std::string& sourc
     s.host_disconnect = at == "before_commit" ? HostDisconnect::BeforeCommit
                         : at == "mid_commit"  ? HostDisconnect::MidCommit
                                               : HostDisconnect::AfterCommit;
+    s.host_downtime_us = h.real("downtime_us", s.host_downtime_us, 1.0, 1e5);
     h.finish();
   }
+  s.watchdog_us = f.real("watchdog_us", s.watchdog_us, 0.0, 1e6);
+  if (s.host_disconnect != HostDisconnect::None && (s.watchdog_us == 0 || s.host_downtime_us <= s.watchdog_us))
+    f.fail("host_disconnect.downtime_us", fmt::format("{} us does not outlast the watchdog ({} us): nothing would happen",
+                                                      s.host_downtime_us, s.watchdog_us));
   if (f.has("traffic")) s.traffic = parse_traffic(f.sub("traffic"), s.traffic);
   if (f.has("modeled")) {
     const json& arr = array_field(f, "modeled");
@@ -521,7 +526,9 @@ json to_json(const FailoverScenario& s) {
                             {"lane_gbps", s.state_lane_gbps}, {"real_bytes_max", s.state_real_bytes_max}}},
          {"limit_us", s.limit_us},
          {"expect", {{"hardware_ns_max", s.expect_hardware_ns_max}, {"total_ns_max", s.expect_total_ns_max}}}};
-  if (s.host_disconnect != HostDisconnect::None) j["host_disconnect"] = {{"at", to_string(s.host_disconnect)}};
+  if (s.host_disconnect != HostDisconnect::None)
+    j["host_disconnect"] = {{"at", to_string(s.host_disconnect)}, {"downtime_us", s.host_downtime_us}};
+  j["watchdog_us"] = s.watchdog_us;
   return j;
 }
 

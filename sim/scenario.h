@@ -77,6 +77,8 @@ struct FailoverScenario {
   std::vector<XpuFailure> failures{XpuFailure{}};  // a second entry is a double failure
   std::vector<LaneFault> lane_faults;
   HostDisconnect host_disconnect = HostDisconnect::None;
+  double host_downtime_us = 300;         // how long the host stays away (longer than its watchdog)
+  double watchdog_us = 200;              // the controller's host watchdog the manager arms (0: off)
   TrafficConfig traffic;
   std::vector<ModeledPhase> modeled;     // after the hardware phases, in this order
   uint64_t state_bytes_per_xpu = 0;      // inference state to restore on the spare (KV cache)

@@ -102,18 +102,23 @@ int cmd_demo(const ArgList& argv) {
       board.arm_fault(emu::FaultKind::KillXpu, static_cast<uint32_t>(f.xpu), 0, at);
       first_kill = std::min(first_kill, at);
     }
-    if (s.host_disconnect != sim::HostDisconnect::None)
-      t.notes.push_back(fmt::format("not emulated: host_disconnect {} (the manager stays connected)",
-                                    sim::to_string(s.host_disconnect)));
     // A waveform window from shortly before the first failure to the end of its failover.
     if (waves && first_kill != UINT64_MAX) {
       uint64_t now = board.clock().now_ns();
-      if (first_kill > now + 5000) board.clock().wait_ns(first_kill - 5000 - now);
+      if (first_kill > now + 5000) mgr.idle(first_kill - 5000 - now);
       client.write(ipbus::emulator(er::wave_ctrl::kOffset), 1);
     }
     const uint64_t limit = static_cast<uint64_t>(s.limit_us > 0 ? s.limit_us * 1000 : 5e6);
     for (size_t i = 0; i < s.failures.size(); ++i) {
-      auto rec = mgr.handle_next_failure(limit);
+      // The scenario's host disconnect hits the first failover.
+      auto disconnect = i == 0 ? s.host_disconnect : sim::HostDisconnect::None;
+      auto rec = mgr.handle_next_failure(limit, disconnect);
+      if (rec && rec->disconnected) {
+        // The host is gone: in lockstep someone must let the board's time pass. This harness does,
+        // for the scenario's downtime, without kicking the watchdog, then restarts the host.
+        board.clock().wait_ns(static_cast<uint64_t>(s.host_downtime_us * 1000));
+        mgr.reconnect(*rec);
+      }
       if (i == 0 && waves) client.write(ipbus::emulator(er::wave_ctrl::kOffset), 0);
       if (!rec) {
         failures.push_back(fmt::format("failure {} of {} (XPU {}) was never detected", i + 1, s.failures.size(), s.failures[i].xpu));
@@ -122,7 +127,7 @@ int cmd_demo(const ArgList& argv) {
       for (const auto& p : rec->problems) failures.push_back(fmt::format("failover of XPU {}: {}", rec->failed, p));
       records.push_back(*rec);
     }
-    board.clock().wait_ns(30'000);  // traffic keeps flowing over the new circuits
+    mgr.idle(30'000);  // traffic keeps flowing over the new circuits
     for (const auto& p : mgr.check_fabric()) failures.push_back("fabric: " + p);
   } catch (const std::exception& e) {
     failures.push_back(e.what());

@@ -28,6 +28,8 @@ ManagerConfig manager_config(const sim::FailoverScenario& s) {
     for (size_t i = 0; i < groups.size(); ++i) c.groups.push_back(FailureGroup{fmt::format("{}[{}]", kind, i), groups[i]});
   c.armed_xpu = s.armed_xpu;
   c.state_bytes_per_xpu = s.state_bytes_per_xpu;
+  c.watchdog_ns = static_cast<uint64_t>(s.watchdog_us * 1000);
+  c.shape_clock_mhz = s.clock_mhz;
   c.lane_gbps = s.state_lane_gbps;
   c.real_bytes_max = s.state_real_bytes_max;
   c.modeled = s.modeled;
@@ -90,8 +92,19 @@ int FailoverManager::circuits_between(int a, int b) const {
 
 // Events since the last look, waiting up to `window_ns` of board time for one. On the emulator
 // they come from its event queue; on a board, from reading LINK_STATUS (stamped when read).
+uint32_t FailoverManager::watchdog_cycles() const {
+  return static_cast<uint32_t>(static_cast<double>(cfg_.watchdog_ns) * cfg_.shape_clock_mhz / 1000.0);
+}
+
+void FailoverManager::idle(uint64_t ns) {
+  const uint64_t until = board_.clock().now_ns() + ns;
+  for (uint64_t now = board_.clock().now_ns(); now < until; now = board_.clock().now_ns())
+    take_events(std::min<uint64_t>(until - now, 10'000));
+}
+
 void FailoverManager::take_events(uint64_t window_ns) {
   std::vector<ipbus::EmuEventRecord> fresh;
+  board_.kick();  // the host is alive
   if (board_.is_emulator()) {
     board_.run_until(er::run_until::kEventMask, window_ns);
     fresh = board_.pop_events();
@@ -169,6 +182,8 @@ void FailoverManager::bring_up() {
   if (st != FwStatus::Ok)
     throw std::runtime_error(fmt::format("placing the tenant's torus: the firmware answered {}", firmware::to_string(st)));
   generation_ = board_.active_generation();
+  // From now on the controller drops every circuit if the host goes silent.
+  if (cfg_.watchdog_ns) board_.enable_watchdog(watchdog_cycles());
   if (!wait_links_up(circuit_links(map_), cfg_.link_up_timeout_ns))
     throw std::runtime_error("the tenant's circuits did not all become Active after placing the torus");
   // Not charged to board time: the copies are made before any failure, off the failover's path.
@@ -223,7 +238,7 @@ std::optional<FailoverManager::Detection> FailoverManager::failed_xpu_now() {
   return best;
 }
 
-std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t timeout_ns) {
+std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t timeout_ns, sim::HostDisconnect disconnect) {
   const uint64_t start = board_.clock().now_ns();
   std::optional<Detection> det;
   while (!det) {
@@ -238,7 +253,7 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
   t.seed = cfg_.seed;
   t.time_mode = board_.clock().mode();
   // When it died: the emulator says (the fault); a board only shows the first circuit going down.
-  double fault_ns = board_.is_emulator() ? event_time(EmuEvent::FaultFired, std::nullopt, 0) : -1;
+  double fault_ns = -1;
   for (const auto& e : log_)
     if (e.kind == EmuEvent::FaultFired && e.a == static_cast<uint32_t>(emu::FaultKind::KillXpu) &&
         e.b == static_cast<uint32_t>(det->xpu))
@@ -270,40 +285,103 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
     return rec;
   }
   free_spares_.erase(std::find(free_spares_.begin(), free_spares_.end(), *choice.spare));
-
-  // The firmware's pre-armed commit, or the host's: hand it the new circuits.
   rec.fast_path = armed_xpu_ == det->xpu && armed_spare_ == *choice.spare;
-  double command_sent_ns = decided_ns;
-  if (!rec.fast_path) {
-    FwStatus st = board_.set_port_map(next_map.port_target);
-    if (st != FwStatus::Ok) rec.problems.push_back(fmt::format("the firmware refused the new circuits: {}", firmware::to_string(st)));
-  }
+  current_ = InFlight{*det, decided_ns, *choice.spare};
+
+  // Hand over: the firmware's pre-armed commit, or the host's through the mailbox. The intent is
+  // journaled first (placement_, map_): a host that goes away knows what it wanted when it is back.
   placement_ = next;
   map_ = next_map;
-
-  // Wait for every circuit of the new map, the spare's included, to be Active.
-  std::vector<int> links = circuit_links(map_);
-  if (!wait_links_up(links, cfg_.link_up_timeout_ns)) {
-    std::vector<int> down;
-    for (int l : links)
-      if (link_state_[static_cast<size_t>(l)] != LinkState::Active) down.push_back(l);
-    rec.problems.push_back(fmt::format("after the failover, links {} are not Active", fmt::join(down, ", ")));
+  auto go_away = [&] {
+    rec.disconnected = true;
+    t.notes.push_back(fmt::format("the host disconnects {} (the watchdog, {} us, is no longer kicked)",
+                                  sim::to_string(disconnect), cfg_.watchdog_ns / 1000.0));
+    return rec;
+  };
+  if (disconnect == sim::HostDisconnect::BeforeCommit) return go_away();
+  if (!rec.fast_path) {
+    if (disconnect == sim::HostDisconnect::MidCommit) {
+      std::vector<uint32_t> words;
+      for (int p : map_.port_target) words.push_back(p < 0 ? firmware::mailbox::kUnusedPort : static_cast<uint32_t>(p));
+      board_.mailbox_post(firmware::mailbox::Opcode::SetPortMap, words);
+      return go_away();
+    }
+    FwStatus st = board_.set_port_map(map_.port_target);
+    if (st != FwStatus::Ok) rec.problems.push_back(fmt::format("the firmware refused the new circuits: {}", firmware::to_string(st)));
+  } else if (disconnect == sim::HostDisconnect::MidCommit) {
+    return go_away();  // the firmware commits on its own while the host is away
   }
+  std::vector<int> links = circuit_links(map_);
+  if (!wait_links_up(links, cfg_.link_up_timeout_ns)) report_links_down(rec, links);
+  if (disconnect == sim::HostDisconnect::AfterCommit) return go_away();
+  finish(rec, false);
+  return rec;
+}
+
+void FailoverManager::report_links_down(FailoverRecord& rec, const std::vector<int>& links) {
+  std::vector<std::string> down;
+  for (int l : links)
+    if (link_state_[static_cast<size_t>(l)] != LinkState::Active)
+      down.push_back(fmt::format("{} ({})", l, link::to_string(link_state_[static_cast<size_t>(l)])));
+  rec.problems.push_back(fmt::format("after the failover, links {} are not Active", fmt::join(down, ", ")));
+}
+
+void FailoverManager::reconnect(FailoverRecord& rec) {
+  // A restarted host: it knows what it wanted (the journal: placement_, map_) but nothing of the
+  // board's present state. It reads the controller's generation and map and reconciles.
+  report::Timeline& t = rec.timeline;
+  const double back_ns = static_cast<double>(board_.clock().now_ns());
+  auto st = board_.link_status();
+  for (size_t i = 0; i < st.size(); ++i) {
+    link_state_[i] = st[i].state;
+    link_down_since_[i] = st[i].state == LinkState::Active ? -1 : back_ns;
+  }
+  bool safe = board_.controller_safe();
+  if (safe) board_.clear_safe();
+  uint32_t gen_before = board_.active_generation();
+  auto active = board_.client().read_block(ipbus::controller(reg::active_map::kOffset),
+                                           static_cast<uint32_t>(cfg_.shape.mesh_ports));
+  bool same = true;
+  for (int i = 0; i < cfg_.shape.mesh_ports; ++i) {
+    uint32_t v = active[static_cast<size_t>(i)];
+    int target = (v & reg::active_map::kValidMask) ? static_cast<int>(v & reg::active_map::kTargetMask) : -1;
+    same &= target == map_.port_target[static_cast<size_t>(i)];
+  }
+  if (!same) {
+    FwStatus s = board_.set_port_map(map_.port_target);
+    if (s != FwStatus::Ok) rec.problems.push_back(fmt::format("reconciling: the firmware answered {}", firmware::to_string(s)));
+  }
+  if (cfg_.watchdog_ns) board_.enable_watchdog(watchdog_cycles());
+  std::vector<int> links = circuit_links(map_);
+  if (!wait_links_up(links, cfg_.link_up_timeout_ns)) report_links_down(rec, links);
+  t.notes.push_back(fmt::format("back after {} us: controller {}, generation {}, map {}; {}", (back_ns - current_.decided_ns) / 1000,
+                                safe ? "in its safe state (watchdog expired), cleared" : "not in its safe state", gen_before,
+                                same ? "as intended" : "not as intended", same ? "nothing to redo" : "circuits placed again"));
+  reconciled_ = Reconcile{back_ns, safe, !same};
+  finish(rec, true);
+}
+
+void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
+  report::Timeline& t = rec.timeline;
+  const Detection& det = current_.det;
+  const int spare = current_.spare;
+  const std::vector<int> links = circuit_links(map_);
   const double all_up_seen_ns = static_cast<double>(board_.clock().now_ns());
   ipbus::FirmwareReport fw = board_.report();
   const double confirmed_ns = static_cast<double>(board_.clock().now_ns());
   if (fw.active_generation != board_.active_generation())
     rec.problems.push_back(fmt::format("the firmware reports generation {}, the controller {}", fw.active_generation,
                                        board_.active_generation()));
-  if (rec.fast_path && (fw.last_failed != det->xpu || fw.last_spare != *choice.spare))
+  if (rec.fast_path && !reconciled && (fw.last_failed != det.xpu || fw.last_spare != spare))
     rec.problems.push_back(fmt::format("the firmware's last failover was XPU {} to {}, not {} to {}", fw.last_failed,
-                                       fw.last_spare, det->xpu, *choice.spare));
+                                       fw.last_spare, det.xpu, spare));
   generation_ = fw.active_generation;
 
   // The hardware phases, from the controller's events (the emulator's copy) and the link layers.
+  const double from = reconciled ? reconciled_.back_ns : det.detect_ns;
   double commit_ns = -1, program_ns = -1, settle_ns = -1, verify_ns = -1;
   for (const auto& e : log_) {
-    if (e.kind != EmuEvent::Controller || static_cast<double>(e.time_ns) < det->detect_ns) continue;
+    if (e.kind != EmuEvent::Controller || static_cast<double>(e.time_ns) < from) continue;
     auto type = static_cast<mxtb::ocs::Event>(e.a);
     double at = static_cast<double>(e.time_ns);
     if (type == mxtb::ocs::Event::CommitStart && commit_ns < 0) commit_ns = at;
@@ -315,7 +393,7 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
   }
   double trained_ns = -1;
   for (const auto& e : log_)
-    if (e.kind == EmuEvent::LinkChange && static_cast<double>(e.time_ns) >= std::max(verify_ns, t.failure_ns) &&
+    if (e.kind == EmuEvent::LinkChange && static_cast<double>(e.time_ns) >= std::max({verify_ns, t.failure_ns, from}) &&
         static_cast<LinkState>(e.c) == LinkState::Active &&
         std::find(links.begin(), links.end(), static_cast<int>(e.a)) != links.end())
       trained_ns = std::max(trained_ns, static_cast<double>(e.time_ns));
@@ -325,17 +403,28 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
     double start = t.phases.empty() ? t.failure_ns : t.phases.back().end_ns;
     report::append_phase(t, name, std::max(0.0, end - start), source, std::move(detail));
   };
-  phase_to("detect", det->detect_ns, "rtl", "the failed XPU's lasers go dark; the second of its circuits loses its link");
-  if (commit_ns >= 0 && verify_ns >= 0) {
+  phase_to("detect", det.detect_ns, "rtl", "the failed XPU's lasers go dark; the second of its circuits loses its link");
+  if (reconciled) {
+    if (!rec.fast_path) {
+      phase_to("host_detect", det.noticed_ns, "host", "the manager sees the circuits down");
+      phase_to("host_decide", std::max(current_.decided_ns, det.noticed_ns), "host", "spare choice and the new torus");
+    }
+    phase_to("host_away", reconciled_.back_ns, "host",
+             fmt::format("the host is disconnected; the controller's watchdog ({} us) {}", cfg_.watchdog_ns / 1000.0,
+                         reconciled_.was_safe ? "expired and dropped every circuit (safe state)" : "did not expire"));
+    phase_to("reconcile", trained_ns, "host",
+             fmt::format("the restarted host reads the generation and map{}{}, and waits for every circuit",
+                         reconciled_.was_safe ? ", clears the safe state" : "",
+                         reconciled_.replaced ? ", places its circuits again (routing, commit, settle, verify, train)" : ""));
+  } else if (commit_ns >= 0 && verify_ns >= 0) {
     if (rec.fast_path) {
       phase_to("firmware", commit_ns, "firmware", "the firmware sees the link-down events and commits the pre-armed backup");
     } else {
-      phase_to("host_detect", det->noticed_ns, "host", fmt::format("the manager sees the circuits down (it looks every {} us)",
-                                                                   cfg_.poll_ns / 1000.0));
-      phase_to("host_decide", std::max(decided_ns, det->noticed_ns), "host", "spare choice and the new torus, host compute charged");
-      (void)command_sent_ns;
-      phase_to("firmware", commit_ns, "firmware",
-               "mailbox command (set port map), the firmware's routing and staging, then COMMIT");
+      phase_to("host_detect", det.noticed_ns, "host",
+               fmt::format("the manager sees the circuits down (it looks every {} us)", cfg_.poll_ns / 1000.0));
+      phase_to("host_decide", std::max(current_.decided_ns, det.noticed_ns), "host",
+               "spare choice and the new torus, host compute charged");
+      phase_to("firmware", commit_ns, "firmware", "mailbox command (set port map), the firmware's routing and staging, then COMMIT");
     }
     phase_to("program", program_ns, "rtl", "the controller writes the changed switch elements");
     phase_to("settle", settle_ns, "rtl", "the elements settle (SETTLE_CYCLES)");
@@ -345,20 +434,19 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
              fmt::format("firmware report: detect to commit {} us, commit to done {} us", fw.last_detect_to_commit_ns / 1000.0,
                          fw.last_commit_to_done_ns / 1000.0));
   }
-  phase_to("train", trained_ns, "rtl", "the moved circuits' link layers retrain (identity checked) to Active");
+  if (!reconciled) phase_to("train", trained_ns, "rtl", "the moved circuits' link layers retrain (identity checked) to Active");
   t.hardware_ns = t.phases.back().end_ns - t.failure_ns;
   phase_to("confirm", t.phases.back().end_ns + (confirmed_ns - std::min(trained_ns, all_up_seen_ns)), "host",
            "the manager sees every circuit Active and reads the firmware's report");
-
   // State restore: the failed XPU's state, kept on a peer, paged onto the spare over the fabric.
   if (engine_) {
     int peer = -1;
     for (int x : placement_.xpu_of_position)
-      if (x != *choice.spare && circuits_between(x, *choice.spare) > 0 && engine_->has(static_cast<cuda::SeqId>(x))) {
+      if (x != spare && circuits_between(x, spare) > 0 && engine_->has(static_cast<cuda::SeqId>(x))) {
         peer = x;
         break;
       }
-    auto seq = static_cast<cuda::SeqId>(det->xpu);
+    auto seq = static_cast<cuda::SeqId>(det.xpu);
     cuda::PageResult moved{};
     bool exact = true;
     {  // its time is charged below at the fabric's rate, not the host's memcpy
@@ -370,11 +458,11 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
           for (cuda::Kv kv : {cuda::Kv::K, cuda::Kv::V}) {
             const std::byte* p = engine_->chunk(seq, b, l, kv);
             for (size_t i = 0; i < shape.chunk_bytes(); ++i)
-              if (p[i] != static_cast<std::byte>(pattern_byte(det->xpu, n++))) exact = false;
+              if (p[i] != static_cast<std::byte>(pattern_byte(det.xpu, n++))) exact = false;
           }
     }
-    if (!exact) rec.problems.push_back(fmt::format("XPU {}'s state came back different on the spare", det->xpu));
-    int circuits = peer >= 0 ? circuits_between(peer, *choice.spare) : 0;
+    if (!exact) rec.problems.push_back(fmt::format("XPU {}'s state came back different on the spare", det.xpu));
+    int circuits = peer >= 0 ? circuits_between(peer, spare) : 0;
     double gbytes_s = circuits * cfg_.lane_gbps / 8;
     double ns = circuits ? static_cast<double>(cfg_.state_bytes_per_xpu) / gbytes_s : 0;
     if (!circuits) rec.problems.push_back("no circuit between the spare and a peer holding the state copy");
@@ -396,7 +484,6 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
                                                 armed_spare_)
                                   : std::string("nothing to arm: no spare left, the next failure runs degraded"));
   if (!armed_xpu_) t.notes.push_back("no backup armed after this failover: no spare left");
-  return rec;
 }
 
 std::vector<std::string> FailoverManager::check_fabric() {

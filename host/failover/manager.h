@@ -28,6 +28,8 @@ struct ManagerConfig {
   std::vector<FailureGroup> groups;
   std::optional<int> armed_xpu;           // the XPU whose backup the firmware holds staged
   uint64_t poll_ns = 2'000;               // how much time passes between the host's looks
+  uint64_t watchdog_ns = 200'000;         // the controller's host watchdog (0: off), kicked at every look
+  double shape_clock_mhz = 156.25;        // the board's clock (watchdog cycles)
   uint64_t link_up_timeout_ns = 3'000'000;
   uint64_t state_bytes_per_xpu = 0;       // inference state per XPU (charged at the fabric's rate)
   double lane_gbps = 100;                 // per circuit, peer to spare
@@ -44,6 +46,7 @@ struct FailoverRecord {
   std::optional<int> spare;
   std::string spare_reason;
   bool fast_path = false;               // the firmware's pre-armed commit did it
+  bool disconnected = false;            // the host went away during it: call reconnect() to finish
   report::Timeline timeline;
   std::vector<std::string> problems;    // invariants that did not hold
 };
@@ -57,8 +60,16 @@ class FailoverManager {
   // XPU's state on its torus neighbour, and pre-arms the backup. Throws std::runtime_error when
   // the fabric does not come up.
   void bring_up();
-  // Waits up to `timeout_ns` of board time for an XPU to fail and handles the failure.
-  std::optional<FailoverRecord> handle_next_failure(uint64_t timeout_ns);
+  // Waits up to `timeout_ns` of board time for an XPU to fail and handles the failure. With
+  // `disconnect`, the host goes away at that point (the record says `disconnected`): the caller
+  // lets the board run without it, then calls reconnect() as the restarted host.
+  std::optional<FailoverRecord> handle_next_failure(uint64_t timeout_ns,
+                                                    sim::HostDisconnect disconnect = sim::HostDisconnect::None);
+  // The restarted host: reads the controller's state (safe? generation? map?), clears the safe
+  // state, places its journaled circuits again if they are not active, and finishes the failover.
+  void reconnect(FailoverRecord& rec);
+  // Lets `ns` of board time pass while watching the board (and kicking its watchdog).
+  void idle(uint64_t ns);
   // The fabric as the manager believes it, checked against the controller: the active map and
   // generation, every circuit of a living XPU Active, no traffic lost. One line per problem.
   std::vector<std::string> check_fabric();
@@ -78,6 +89,18 @@ class FailoverManager {
     int xpu;
     double failure_ns, detect_ns, noticed_ns;
   };
+  struct InFlight {
+    Detection det{};
+    double decided_ns = 0;
+    int spare = -1;
+  };
+  struct Reconcile {
+    double back_ns = 0;
+    bool was_safe = false, replaced = false;
+  };
+  void finish(FailoverRecord& rec, bool reconciled);
+  void report_links_down(FailoverRecord& rec, const std::vector<int>& links);
+  uint32_t watchdog_cycles() const;
   void take_events(uint64_t window_ns);
   std::optional<Detection> failed_xpu_now();
   bool wait_links_up(const std::vector<int>& links, uint64_t timeout_ns);
@@ -100,6 +123,8 @@ class FailoverManager {
   std::vector<double> link_down_since_;
   std::vector<ipbus::EmuEventRecord> log_;
   uint64_t messages_at_bring_up_ = 0;
+  InFlight current_;
+  Reconcile reconciled_;
   std::unique_ptr<cuda::PagingEngine> engine_;
   size_t state_blocks_ = 0;
 };

@@ -41,16 +41,37 @@ mxtb::ocs::State Board::controller_state() {
                                        reg::status::kStateShift);
 }
 
-firmware::FwStatus Board::mailbox(mb::Opcode op, const std::vector<uint32_t>& args, uint64_t timeout_ns, uint64_t poll_ns) {
+bool Board::controller_safe() { return (c_.read(controller(reg::status::kOffset)) & reg::status::kSafeMask) != 0; }
+
+void Board::clear_safe() { c_.write(controller(reg::safe_clear::kOffset), reg::safe_clear::kClearMask); }
+
+void Board::enable_watchdog(uint32_t cycles) {
+  c_.write(controller(reg::watchdog_timeout::kOffset), cycles);
+  watchdog_ = cycles != 0;
+}
+
+void Board::kick() {
+  if (watchdog_) c_.write(controller(reg::watchdog_kick::kOffset), 1);
+}
+
+uint32_t Board::mailbox_post(mb::Opcode op, const std::vector<uint32_t>& args) {
   // Arguments and opcode first, the doorbell last: the firmware reads them once it sees the bell.
   std::vector<uint32_t> words{static_cast<uint32_t>(op)};
   words.insert(words.end(), args.begin(), args.end());
   c_.queue_write(controller(reg::scratch::kOffset, mb::kOpcode), words);
   c_.queue_write(controller(reg::scratch::kOffset, mb::kDoorbell), {++seq_});
   c_.dispatch();
+  return seq_;
+}
+
+firmware::FwStatus Board::mailbox(mb::Opcode op, const std::vector<uint32_t>& args, uint64_t timeout_ns, uint64_t poll_ns) {
+  mailbox_post(op, args);
   uint64_t start = clock_->now_ns();
   for (;;) {
-    auto reply = c_.read_block(controller(reg::scratch::kOffset, mb::kReplySeq), 2);
+    if (watchdog_) c_.queue_write(controller(reg::watchdog_kick::kOffset), {1});
+    auto reply_p = c_.queue_read(controller(reg::scratch::kOffset, mb::kReplySeq), 2);
+    c_.dispatch();
+    const auto& reply = reply_p.values();
     if (reply[0] == seq_) return static_cast<firmware::FwStatus>(reply[1]);
     if (clock_->now_ns() - start > timeout_ns)
       throw MailboxError(fmt::format("firmware mailbox: no answer to opcode {} (sequence {}) within {} us of {} time",

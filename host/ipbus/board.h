@@ -63,10 +63,19 @@ class Board {
   std::vector<LinkStatus> link_status();  // one block read of LINK_STATUS[0..links)
   uint32_t active_generation();           // STATUS.active_gen
   mxtb::ocs::State controller_state();
+  bool controller_safe();  // STATUS.safe: the watchdog expired and SAFE_CLEAR has not been written
+  void clear_safe();       // SAFE_CLEAR
+  // The controller's host watchdog: expires `cycles` clock cycles after the last kick and sends the
+  // controller to its safe state (0: off). Once enabled, the mailbox's polling kicks it too.
+  void enable_watchdog(uint32_t cycles);
+  void kick();
 
   // ---- firmware mailbox: answered status, or MailboxError when no answer comes ----
   firmware::FwStatus mailbox(firmware::mailbox::Opcode op, const std::vector<uint32_t>& args,
                              uint64_t timeout_ns = 50'000'000, uint64_t poll_ns = 5'000);
+  // Rings the doorbell and returns without waiting for the answer (what a host that goes away
+  // mid-command has done); the sequence number it used.
+  uint32_t mailbox_post(firmware::mailbox::Opcode op, const std::vector<uint32_t>& args);
   firmware::FwStatus set_port_map(const std::vector<int>& perm);
   firmware::FwStatus arm_backup(int xpu, int spare, const std::vector<int>& backup);
   FirmwareReport report();
@@ -87,6 +96,7 @@ class Board {
   bool emulator_ = false;
   int links_ = 0;
   uint32_t seq_ = 0;
+  bool watchdog_ = false;
 };
 
 }  // namespace mxtb::ipbus
