@@ -436,6 +436,9 @@ class Emulator {
       case emu::FaultKind::LaneDark:
         if (target >= static_cast<uint32_t>(links) || value == 0) return false;
         break;
+      case emu::FaultKind::SwapLanes:
+        if (target >= static_cast<uint32_t>(links) || value >= static_cast<uint32_t>(links) || value == target) return false;
+        break;
       case emu::FaultKind::None: return false;
     }
     ++faults_pending_;
@@ -450,6 +453,7 @@ class Emulator {
           case emu::FaultKind::LaneDark:
             sim_.dark_lane(static_cast<int>(target), static_cast<uint64_t>(std::ceil(value / sim_.period_ns())));
             break;
+          case emu::FaultKind::SwapLanes: sim_.swap_lanes(static_cast<int>(target), static_cast<int>(value)); break;
           case emu::FaultKind::None: break;
         }
         --faults_pending_;

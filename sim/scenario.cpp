@@ -427,7 +427,13 @@ FailoverScenario parse_failover_scenario(const json& j, const std::string& sourc
       l.dark_from_us = e.real("dark_from_us", 0, 0.0, 1e7);
       l.dark_us = e.real("dark_us", 0, 0.0, 1e7);
       if (e.has("dark_from_us") && !e.has("dark_us")) e.fail("dark_us", "missing (how long the lane stays dark)");
-      if (l.ber == 0 && l.dark_us == 0) e.fail("", "does nothing: give ber and/or dark_us");
+      if (e.has("swap_with")) {
+        l.swap_with = e.small_int("swap_with", 0, 0, links - 1);
+        if (l.swap_with == l.link) e.fail("swap_with", "a link cannot swap with itself");
+      }
+      l.swap_from_us = e.real("swap_from_us", 0, 0.0, 1e7);
+      if (e.has("swap_from_us") && l.swap_with < 0) e.fail("swap_with", "missing (which link's fibre it swaps with)");
+      if (l.ber == 0 && l.dark_us == 0 && l.swap_with < 0) e.fail("", "does nothing: give ber, dark_us and/or swap_with");
       e.finish();
       s.lane_faults.push_back(l);
     }
@@ -497,6 +503,10 @@ json to_json(const FailoverScenario& s) {
   for (const auto& l : s.lane_faults) {
     json e{{"link", l.link}};
     if (l.ber > 0) e["ber"] = l.ber;
+    if (l.swap_with >= 0) {
+      e["swap_with"] = l.swap_with;
+      e["swap_from_us"] = l.swap_from_us;
+    }
     if (l.dark_us > 0) {
       e["dark_from_us"] = l.dark_from_us;
       e["dark_us"] = l.dark_us;

@@ -47,6 +47,8 @@ struct LaneFault {
   double ber = 0;             // from the start of the run
   double dark_from_us = 0;    // dark window, same time origin as XpuFailure::at_us
   double dark_us = 0;         // 0: no dark window
+  int swap_with = -1;         // this link's and that link's receivers exchange their light (swapped fibres)
+  double swap_from_us = 0;    // from then on, same time origin
 };
 
 // A phase nothing emulates: its duration is a named constant with its source.

@@ -179,6 +179,7 @@ ServerSim::ServerSim(const ServerConfig& cfg) : cfg_(cfg), rng_(cfg.seed ^ 0x5E5
   mesh_ = std::make_unique<PhotonicMesh>(cfg_.mesh);
   for (int p = 0; p < s.mesh_ports; ++p) mesh_->set_input_lit(p, false);
   alive_.assign(static_cast<size_t>(s.xpus), true);
+  for (int i = 0; i < n_links; ++i) rx_source_.push_back(i);
 
   if (n_links != 20 || s.mesh_ports != 32)
     throw std::invalid_argument("server: the verilated controller is built for 20 links and 32 ports");
@@ -265,6 +266,11 @@ void ServerSim::set_lane_ber(int link, double ber) {
   impl_->lane_faults[static_cast<size_t>(link)].errors.set_ber(ber);
 }
 
+void ServerSim::swap_lanes(int a, int b) {
+  if (a < 0 || a >= n_links_ || b < 0 || b >= n_links_) throw std::invalid_argument(fmt::format("no link {} or {}", a, b));
+  std::swap(rx_source_[static_cast<size_t>(a)], rx_source_[static_cast<size_t>(b)]);
+}
+
 void ServerSim::dark_lane(int link, uint64_t cycles) {
   if (link < 0 || link >= n_links_) throw std::invalid_argument(fmt::format("no link {}", link));
   auto& f = impl_->lane_faults[static_cast<size_t>(link)];
@@ -323,7 +329,7 @@ void ServerModels<Ctl, Ep, kTrace>::one_cycle(ServerSim& sim) {
 
   // Light through the mesh, then down the fibre to each receiver.
   for (int o = 0; o < n_links; ++o) {
-    const OutputReading& r = light_.outputs[static_cast<size_t>(o)];
+    const OutputReading& r = light_.outputs[static_cast<size_t>(sim.rx_source_[static_cast<size_t>(o)])];
     Raw66 word{};
     if (r.dominant_input >= 0 && r.dominant_input < n_links) word = lane_out(*m.ep[static_cast<size_t>(r.dominant_input)]);
     auto& line = m.fibre[static_cast<size_t>(o)];

@@ -90,6 +90,8 @@ class ServerSim {
   void set_lane_ber(int link, double ber);
   // No light reaches link `link`'s receiver for the next `cycles` clocks.
   void dark_lane(int link, uint64_t cycles);
+  // The receivers of links a and b exchange their incoming light from now on (swapped fibres).
+  void swap_lanes(int a, int b);
   bool xpu_alive(int xpu) const { return alive_[static_cast<size_t>(xpu)]; }
 
   // Waveform window (trace_capable servers): every model's signals into one FST file, in ps.
@@ -121,6 +123,7 @@ class ServerSim {
   std::unique_ptr<Impl> impl_;
   std::unique_ptr<PhotonicMesh> mesh_;
   std::vector<bool> alive_;
+  std::vector<int> rx_source_;  // receiver o sees mesh output rx_source_[o] (identity unless fibres are swapped)
   uint64_t cycle_ = 0;
   int n_links_ = 0;
   bool irq_rose_ = false, bus_done_ = false, link_changed_ = false;

@@ -92,6 +92,9 @@ int cmd_demo(const ArgList& argv) {
                mgr.armed_xpu() ? fmt::format("for XPU {}", *mgr.armed_xpu()) : std::string("not"));
     for (const auto& lf : s.lane_faults) {
       if (lf.ber > 0) board.arm_fault(emu::FaultKind::LaneBer, static_cast<uint32_t>(lf.link), float_bits(static_cast<float>(lf.ber)), 0);
+      if (lf.swap_with >= 0)
+        board.arm_fault(emu::FaultKind::SwapLanes, static_cast<uint32_t>(lf.link), static_cast<uint32_t>(lf.swap_with),
+                        armed + static_cast<uint64_t>(lf.swap_from_us * 1000));
       if (lf.dark_us > 0)
         board.arm_fault(emu::FaultKind::LaneDark, static_cast<uint32_t>(lf.link), static_cast<uint32_t>(lf.dark_us * 1000),
                         armed + static_cast<uint64_t>(lf.dark_from_us * 1000));

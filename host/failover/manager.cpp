@@ -320,10 +320,18 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
 
 void FailoverManager::report_links_down(FailoverRecord& rec, const std::vector<int>& links) {
   std::vector<std::string> down;
-  for (int l : links)
-    if (link_state_[static_cast<size_t>(l)] != LinkState::Active)
-      down.push_back(fmt::format("{} ({})", l, link::to_string(link_state_[static_cast<size_t>(l)])));
-  rec.problems.push_back(fmt::format("after the failover, links {} are not Active", fmt::join(down, ", ")));
+  auto st = board_.link_status();  // the reason too: a wrong peer is named as such
+  for (int l : links) {
+    const auto& s = st[static_cast<size_t>(l)];
+    if (s.state == LinkState::Active) continue;
+    if (s.reason == link::Reason::WrongPeer)
+      rec.problems.push_back(fmt::format("link {} trained to the wrong peer and is held Disabled (WrongPeer): a swapped fibre "
+                                         "or a misrouted circuit; it carries no traffic",
+                                         l));
+    else
+      down.push_back(fmt::format("{} ({}, {})", l, link::to_string(s.state), link::to_string(s.reason)));
+  }
+  if (!down.empty()) rec.problems.push_back(fmt::format("after the failover, links {} are not Active", fmt::join(down, ", ")));
 }
 
 void FailoverManager::reconnect(FailoverRecord& rec) {
@@ -506,8 +514,9 @@ std::vector<std::string> FailoverManager::check_fabric() {
     bool dead = std::find(failed_.begin(), failed_.end(), l / lanes) != failed_.end() ||
                 std::find(failed_.begin(), failed_.end(), peer) != failed_.end();
     if (!dead && st[static_cast<size_t>(l)].state != LinkState::Active)
-      p.push_back(fmt::format("link {} is {} ({})", l, link::to_string(st[static_cast<size_t>(l)].state),
-                              link::to_string(st[static_cast<size_t>(l)].reason)));
+      p.push_back(fmt::format("link {} is {} ({}){}", l, link::to_string(st[static_cast<size_t>(l)].state),
+                              link::to_string(st[static_cast<size_t>(l)].reason),
+                              st[static_cast<size_t>(l)].reason == link::Reason::WrongPeer ? ": it trained to the wrong peer" : ""));
   }
   if (board_.is_emulator()) {
     uint32_t errors = board_.scoreboard_errors();

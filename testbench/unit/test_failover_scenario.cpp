@@ -75,7 +75,12 @@ TEST_CASE("failover scenario: bad input names the file, the JSON path and the pr
         "f.json: $.failure_groups.power_domain[1]: XPU 1 is already in power_domain[0]: a power_domain holds each XPU at most once");
   CHECK(error_of(json{{"lane_faults", {{{"link", 20}, {"ber", 1e-6}}}}}) ==
         "f.json: $.lane_faults[0].link: must be in [0, 19], got 20");
-  CHECK(error_of(json{{"lane_faults", {{{"link", 3}}}}}) == "f.json: $.lane_faults[0]: does nothing: give ber and/or dark_us");
+  CHECK(error_of(json{{"lane_faults", {{{"link", 3}}}}}) == "f.json: $.lane_faults[0]: does nothing: give ber, dark_us and/or swap_with");
+  CHECK(error_of(json{{"lane_faults", {{{"link", 3}, {"swap_with", 3}}}}}) ==
+        "f.json: $.lane_faults[0].swap_with: a link cannot swap with itself");
+  CHECK(error_of(json{{"armed_xpu", 4}}) == "f.json: $.armed_xpu: XPU 4 is not one of the tenant's XPUs");
+  CHECK(error_of(json{{"host_disconnect", {{"at", "mid_commit"}, {"downtime_us", 100}}}}) ==
+        "f.json: $.host_disconnect.downtime_us: 100 us does not outlast the watchdog (200 us): nothing would happen");
   CHECK(error_of(json{{"host_disconnect", {{"at", "later"}}}}) ==
         "f.json: $.host_disconnect.at: \"later\" is not one of before_commit, mid_commit, after_commit");
   CHECK(error_of(json{{"modeled", {{{"name", "settle"}, {"duration_ms", 1}, {"doc", "x"}}}}}) ==
