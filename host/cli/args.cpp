@@ -51,4 +51,9 @@ double Args::real(const std::string& flag, double def) const {
   return v;
 }
 
+std::string source_root() {
+  if (const char* r = std::getenv("MXTB_ROOT")) return r;
+  return MXTB_SOURCE_DIR;
+}
+
 }  // namespace mxtb::host

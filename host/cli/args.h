@@ -15,6 +15,9 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The repository root (traces/ lives below it): $MXTB_ROOT, else the source tree built from.
+std::string source_root();
+
 class Args {
  public:
   // value_flags take one argument; switches take none. Anything else is an error.

@@ -29,11 +29,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string source_root() {
-  if (const char* r = std::getenv("MXTB_ROOT")) return r;
-  return MXTB_SOURCE_DIR;
-}
-
 }  // namespace
 
 int cmd_sim(const ArgList& argv) {
@@ -102,16 +97,9 @@ std::string format_fields(const ipbus::RegRef& r, uint32_t v) {
 }
 
 uint32_t parse_value(const std::string& text) {
-  size_t used = 0;
-  unsigned long long v = 0;
-  try {
-    v = std::stoull(text, &used, 0);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty() || text[0] == '-' || v > 0xFFFFFFFFull)
-    throw UsageError(fmt::format("value '{}' is not a 32-bit number (decimal or 0x...)", text));
-  return static_cast<uint32_t>(v);
+  auto v = ipbus::parse_u32(text);
+  if (!v) throw UsageError(fmt::format("value '{}' is not a 32-bit number (decimal or 0x...)", text));
+  return *v;
 }
 
 ipbus::RegRef resolve_or_throw(const std::string& name) {

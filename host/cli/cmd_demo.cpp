@@ -27,11 +27,6 @@ namespace er = mxtb::emu::reg;
 
 namespace {
 
-std::string source_root() {
-  if (const char* r = std::getenv("MXTB_ROOT")) return r;
-  return MXTB_SOURCE_DIR;
-}
-
 uint32_t float_bits(float f) {
   uint32_t b;
   std::memcpy(&b, &f, sizeof b);

@@ -26,11 +26,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string source_root() {
-  if (const char* r = std::getenv("MXTB_ROOT")) return r;
-  return MXTB_SOURCE_DIR;
-}
-
 void write_json_file(const std::string& path, const json& j) {
   std::ofstream out(path);
   if (!out) throw std::runtime_error(fmt::format("cannot write {}", path));

@@ -28,6 +28,19 @@ RegRef ref_of(const RegInfo& r, const std::string& prefix, uint32_t base, uint32
 
 }  // namespace
 
+std::optional<uint32_t> parse_u32(const std::string& text) {
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return std::nullopt;
+  size_t used = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(text, &used, 0);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used != text.size() || v > 0xFFFFFFFFull) return std::nullopt;
+  return static_cast<uint32_t>(v);
+}
+
 std::optional<RegRef> resolve(const std::string& text, std::string* why) {
   auto fail = [&](std::string w) -> std::optional<RegRef> {
     if (why) *why = std::move(w);
@@ -35,16 +48,9 @@ std::optional<RegRef> resolve(const std::string& text, std::string* why) {
   };
   if (text.empty()) return fail("empty register name");
   if (std::isdigit(static_cast<unsigned char>(text[0]))) {
-    size_t used = 0;
-    unsigned long long v = 0;
-    try {
-      v = std::stoull(text, &used, 0);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != text.size() || v > 0xFFFFFFFFull) return fail(fmt::format("'{}' is not a 32-bit address", text));
-    RegRef r{describe(static_cast<uint32_t>(v)), static_cast<uint32_t>(v), 1, true, true, ""};
-    return r;
+    auto v = parse_u32(text);
+    if (!v) return fail(fmt::format("'{}' is not a 32-bit address", text));
+    return RegRef{describe(*v), *v, 1, true, true, ""};
   }
   std::string name = upper(text);
   uint32_t index = 0;

@@ -36,6 +36,10 @@ struct RegRef {
 };
 // nullopt and why when the name is unknown or its index is outside its window.
 std::optional<RegRef> resolve(const std::string& name, std::string* why);
+// "123", "0x7b" (or any base prefix std::stoull knows) -> value; nullopt unless the whole text is
+// a number that fits 32 bits.
+std::optional<uint32_t> parse_u32(const std::string& text);
+
 // The name of a word address ("LINK_STATUS[3]", "ram[12]", "emu.TIME_NS_LO", or hex).
 std::string describe(uint32_t addr);
 
