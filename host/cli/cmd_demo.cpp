@@ -126,6 +126,12 @@ int cmd_demo(const ArgList& argv) {
       records.push_back(*rec);
     }
     mgr.idle(30'000);  // traffic keeps flowing over the new circuits
+    if (std::getenv("MXTB_DEBUG_EVENTS"))  // every event the manager took, for debugging a run
+      for (const auto& e : mgr.log())
+        if (e.kind != emu::EmuEvent::LinkChange || e.c == static_cast<uint32_t>(link::LinkState::Active) ||
+            e.b == static_cast<uint32_t>(link::LinkState::Active))
+          fmt::print(stderr, "event {:>10} ns kind {} a {} b {} c {} data {}\n", e.time_ns, static_cast<int>(e.kind), e.a, e.b,
+                     e.c, e.data);
     for (const auto& p : mgr.check_fabric()) failures.push_back("fabric: " + p);
   } catch (const std::exception& e) {
     failures.push_back(e.what());

@@ -57,6 +57,49 @@ FailoverManager::FailoverManager(ipbus::Board& board, ManagerConfig cfg)
     : board_(board), cfg_(std::move(cfg)), placement_(cfg_.tenant), free_spares_(cfg_.spares) {
   link_state_.assign(static_cast<size_t>(board_.links()), LinkState::Reset);
   link_down_since_.assign(static_cast<size_t>(board_.links()), -1);
+  moving_.assign(static_cast<size_t>(board_.links()), false);
+}
+
+// The map without any circuit that touches a failed XPU: its light is gone, and the controller's
+// verify would refuse a commit that expects light from it.
+firmware::FabricMap FailoverManager::live_map(firmware::FabricMap m) const {
+  const int lanes = cfg_.shape.lanes_per_xpu;
+  auto dead = [&](int port) { return std::find(failed_.begin(), failed_.end(), port / lanes) != failed_.end(); };
+  for (size_t i = 0; i < m.port_target.size(); ++i)
+    if (m.port_target[i] >= 0 && (dead(static_cast<int>(i)) || dead(m.port_target[i]))) m.port_target[i] = -1;
+  return m;
+}
+
+// Circuits that change between two maps retrain: their drops are expected, not failures.
+void FailoverManager::expect_moves(const firmware::FabricMap& from, const firmware::FabricMap& to) {
+  for (size_t i = 0; i < to.port_target.size() && i < moving_.size(); ++i) {
+    int a = from.port_target[i], b = to.port_target[i];
+    if (a == b) continue;
+    // Whatever these links did before (some dropped with the failed XPU) no longer counts.
+    for (int l : {static_cast<int>(i), a, b})
+      if (l >= 0 && static_cast<size_t>(l) < moving_.size()) {
+        moving_[static_cast<size_t>(l)] = true;
+        link_down_since_[static_cast<size_t>(l)] = -1;
+      }
+  }
+}
+
+// Places `m` through the mailbox and waits for its circuits; false (with a problem) when it fails.
+bool FailoverManager::place(const firmware::FabricMap& m, FailoverRecord& rec, const char* why) {
+  expect_moves(map_, m);
+  map_ = m;
+  FwStatus st = board_.set_port_map(map_.port_target);
+  if (st != FwStatus::Ok) {
+    rec.problems.push_back(fmt::format("{}: the firmware answered {}", why, firmware::to_string(st)));
+    return false;
+  }
+  generation_ = board_.active_generation();
+  std::vector<int> links = circuit_links(map_);
+  if (!wait_links_up(links, cfg_.link_up_timeout_ns)) {
+    report_links_down(rec, links);
+    return false;
+  }
+  return true;
 }
 
 FailoverManager::~FailoverManager() = default;
@@ -122,8 +165,14 @@ void FailoverManager::take_events(uint64_t window_ns) {
       auto to = static_cast<LinkState>(e.c);
       bool was_up = link_state_[e.a] == LinkState::Active;
       link_state_[e.a] = to;
-      if (to == LinkState::Active) link_down_since_[e.a] = -1;
-      else if (was_up || link_down_since_[e.a] < 0) link_down_since_[e.a] = static_cast<double>(e.time_ns);
+      // Only a circuit that was up and dropped counts towards a failure: one still training, or
+      // one the controller retrained because a commit moved it, does not.
+      if (to == LinkState::Active) {
+        link_down_since_[e.a] = -1;
+        moving_[e.a] = false;
+      } else if (was_up && !moving_[e.a] && static_cast<link::Reason>(e.data) != link::Reason::RetrainRequest) {
+        link_down_since_[e.a] = static_cast<double>(e.time_ns);
+      }
     }
     log_.push_back(e);
   }
@@ -135,12 +184,35 @@ double FailoverManager::event_time(EmuEvent kind, std::optional<uint32_t> a, dou
   return -1;
 }
 
-bool FailoverManager::wait_links_up(const std::vector<int>& links, uint64_t timeout_ns) {
+bool FailoverManager::wait_links_up(const std::vector<int>& links, uint64_t timeout_ns, bool during_failover) {
   uint64_t start = board_.clock().now_ns();
   for (;;) {
-    bool all = true;
-    for (int l : links) all &= link_state_[static_cast<size_t>(l)] == LinkState::Active;
-    if (all) return true;
+    std::vector<int> missing;
+    for (int l : links)
+      if (link_state_[static_cast<size_t>(l)] != LinkState::Active) missing.push_back(l);
+    if (missing.empty()) return true;
+    if (during_failover && commit_failed_since(handover_ns_)) {
+      commit_failed_ = true;
+      return false;
+    }
+    if (during_failover && !second_failure_) {
+      // Another XPU dying meanwhile keeps its circuits down for good: it is the next failover's
+      // business, not a reason to wait here.
+      if (auto d = failed_xpu_now(); d && d->xpu != current_.det.xpu) {
+        auto theirs = circuits_of(d->xpu);
+        bool explained = true;
+        for (int l : missing) {
+          int peer = map_.port_target[static_cast<size_t>(l)];
+          bool of_it = std::find(theirs.begin(), theirs.end(), l) != theirs.end() ||
+                       (peer >= 0 && std::find(theirs.begin(), theirs.end(), peer) != theirs.end());
+          explained &= of_it;
+        }
+        if (explained) {
+          second_failure_ = d->xpu;
+          return true;
+        }
+      }
+    }
     if (board_.clock().now_ns() - start > timeout_ns) return false;
     take_events(cfg_.poll_ns);
   }
@@ -240,7 +312,8 @@ std::optional<FailoverManager::Detection> FailoverManager::failed_xpu_now() {
 
 std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t timeout_ns, sim::HostDisconnect disconnect) {
   const uint64_t start = board_.clock().now_ns();
-  std::optional<Detection> det;
+  std::optional<Detection> det = pending_;
+  pending_.reset();
   while (!det) {
     if (board_.clock().now_ns() - start > timeout_ns) return std::nullopt;
     take_events(cfg_.poll_ns);
@@ -281,7 +354,14 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
     t.notes.push_back(fmt::format("DEGRADED: no spare left; the tenant's torus runs without XPU {} until one is added",
                                   det->xpu));
     report::append_phase(t, "detect", det->detect_ns - t.failure_ns, "rtl", "the failed XPU's circuits lose light");
-    report::append_phase(t, "host_detect", det->noticed_ns - det->detect_ns, "host", "the manager sees the circuits down");
+    report::append_phase(t, "host_detect", std::max(0.0, det->noticed_ns - det->detect_ns), "host",
+                         "the manager sees the circuits down");
+    // Take the dead XPU's circuits out of the map, so that the controller's verify of any later
+    // commit is not held up by their darkness.
+    const double isolate0 = static_cast<double>(board_.clock().now_ns());
+    place(live_map(map_), rec, "isolating the failed XPU's circuits");
+    report::append_phase(t, "isolate", static_cast<double>(board_.clock().now_ns()) - isolate0, "host",
+                         "the failed XPU's circuits removed from the map (mailbox, commit)");
     return rec;
   }
   free_spares_.erase(std::find(free_spares_.begin(), free_spares_.end(), *choice.spare));
@@ -290,6 +370,9 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
 
   // Hand over: the firmware's pre-armed commit, or the host's through the mailbox. The intent is
   // journaled first (placement_, map_): a host that goes away knows what it wanted when it is back.
+  next_map = live_map(next_map);
+  expect_moves(map_, next_map);
+  handover_ns_ = static_cast<double>(board_.clock().now_ns());
   placement_ = next;
   map_ = next_map;
   auto go_away = [&] {
@@ -311,8 +394,30 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
   } else if (disconnect == sim::HostDisconnect::MidCommit) {
     return go_away();  // the firmware commits on its own while the host is away
   }
+  second_failure_.reset();
+  commit_failed_ = false;
   std::vector<int> links = circuit_links(map_);
-  if (!wait_links_up(links, cfg_.link_up_timeout_ns)) report_links_down(rec, links);
+  bool up = wait_links_up(links, cfg_.link_up_timeout_ns, true);
+  if (second_failure_ || commit_failed_) {
+    // Another XPU died meanwhile: its circuits go dark for good, and if that happened before the
+    // controller's verify, the commit rolled back (verify saw them dark). Place the new map
+    // without them; that XPU is the next failover (handle_next_failure returns it at once).
+    std::optional<Detection> d2 = failed_xpu_now();
+    if (second_failure_ && (!d2 || d2->xpu != *second_failure_)) d2 = Detection{*second_failure_, det->detect_ns, det->detect_ns, det->noticed_ns};
+    if (d2 && d2->xpu != det->xpu) {
+      pending_ = d2;
+      failed_.push_back(d2->xpu);
+    }
+    t.notes.push_back(fmt::format("{}{}: the new map is placed again through the mailbox{}",
+                                  d2 ? fmt::format("XPU {} failed during this failover", d2->xpu) : std::string("the commit failed"),
+                                  commit_failed_ ? " and the controller rolled the commit back (verify saw dark circuits)" : "",
+                                  d2 ? " without its circuits" : ""));
+    if (commit_failed_) rec.fast_path = false;
+    place(live_map(map_), rec, "placing the new map again");
+    if (pending_) failed_.pop_back();  // counted as failed by its own failover
+  } else if (!up) {
+    report_links_down(rec, links);
+  }
   if (disconnect == sim::HostDisconnect::AfterCommit) return go_away();
   finish(rec, false);
   return rec;
@@ -361,7 +466,8 @@ void FailoverManager::reconnect(FailoverRecord& rec) {
   }
   if (cfg_.watchdog_ns) board_.enable_watchdog(watchdog_cycles());
   std::vector<int> links = circuit_links(map_);
-  if (!wait_links_up(links, cfg_.link_up_timeout_ns)) report_links_down(rec, links);
+  second_failure_.reset();
+  if (!wait_links_up(links, cfg_.link_up_timeout_ns, true)) report_links_down(rec, links);
   t.notes.push_back(fmt::format("back after {} us: controller {}, generation {}, map {}; {}", (back_ns - current_.decided_ns) / 1000,
                                 safe ? "in its safe state (watchdog expired), cleared" : "not in its safe state", gen_before,
                                 same ? "as intended" : "not as intended", same ? "nothing to redo" : "circuits placed again"));
@@ -392,7 +498,7 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
     if (e.kind != EmuEvent::Controller || static_cast<double>(e.time_ns) < from) continue;
     auto type = static_cast<mxtb::ocs::Event>(e.a);
     double at = static_cast<double>(e.time_ns);
-    if (type == mxtb::ocs::Event::CommitStart && commit_ns < 0) commit_ns = at;
+    if (type == mxtb::ocs::Event::CommitStart && e.data == generation_) commit_ns = at;  // the commit that landed
     if (commit_ns >= 0 && e.data == generation_) {
       if (type == mxtb::ocs::Event::ProgramDone) program_ns = at;
       if (type == mxtb::ocs::Event::SettleDone) settle_ns = at;
@@ -492,6 +598,28 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
                                                 armed_spare_)
                                   : std::string("nothing to arm: no spare left, the next failure runs degraded"));
   if (!armed_xpu_) t.notes.push_back("no backup armed after this failover: no spare left");
+}
+
+bool FailoverManager::commit_failed_since(double t_ns) const {
+  for (auto it = log_.rbegin(); it != log_.rend() && static_cast<double>(it->time_ns) >= t_ns; ++it)
+    if (it->kind == EmuEvent::Controller) {
+      auto type = static_cast<mxtb::ocs::Event>(it->a);
+      if (type == mxtb::ocs::Event::VerifyFail || type == mxtb::ocs::Event::RollbackDone ||
+          type == mxtb::ocs::Event::CommitRejected)
+        return true;
+    }
+  return false;
+}
+
+bool FailoverManager::active_map_is(const firmware::FabricMap& m) {
+  auto active = board_.client().read_block(ipbus::controller(reg::active_map::kOffset),
+                                           static_cast<uint32_t>(cfg_.shape.mesh_ports));
+  for (int i = 0; i < cfg_.shape.mesh_ports; ++i) {
+    uint32_t v = active[static_cast<size_t>(i)];
+    int target = (v & reg::active_map::kValidMask) ? static_cast<int>(v & reg::active_map::kTargetMask) : -1;
+    if (target != m.port_target[static_cast<size_t>(i)]) return false;
+  }
+  return true;
 }
 
 std::vector<std::string> FailoverManager::check_fabric() {

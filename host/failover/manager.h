@@ -99,11 +99,18 @@ class FailoverManager {
     bool was_safe = false, replaced = false;
   };
   void finish(FailoverRecord& rec, bool reconciled);
+  firmware::FabricMap live_map(firmware::FabricMap m) const;
+  void expect_moves(const firmware::FabricMap& from, const firmware::FabricMap& to);
+  bool place(const firmware::FabricMap& m, FailoverRecord& rec, const char* why);
+  bool active_map_is(const firmware::FabricMap& m);
+  bool commit_failed_since(double t_ns) const;
   void report_links_down(FailoverRecord& rec, const std::vector<int>& links);
   uint32_t watchdog_cycles() const;
   void take_events(uint64_t window_ns);
   std::optional<Detection> failed_xpu_now();
-  bool wait_links_up(const std::vector<int>& links, uint64_t timeout_ns);
+  // True when every link is Active; during a failover also when the missing ones are all circuits
+  // of another XPU that has just failed (second_failure_ names it).
+  bool wait_links_up(const std::vector<int>& links, uint64_t timeout_ns, bool during_failover = false);
   std::vector<int> circuit_links(const firmware::FabricMap& m) const;
   void arm_next_backup();
   std::vector<int> circuits_of(int xpu) const;
@@ -121,9 +128,14 @@ class FailoverManager {
   uint32_t generation_ = 0;
   std::vector<link::LinkState> link_state_;
   std::vector<double> link_down_since_;
+  std::vector<bool> moving_;            // circuits a commit is moving: their drops are expected
+  std::optional<Detection> pending_;    // a failure seen during the last failover, handled next
   std::vector<ipbus::EmuEventRecord> log_;
   uint64_t messages_at_bring_up_ = 0;
   InFlight current_;
+  std::optional<int> second_failure_;
+  bool commit_failed_ = false;
+  double handover_ns_ = 0;
   Reconcile reconciled_;
   std::unique_ptr<cuda::PagingEngine> engine_;
   size_t state_blocks_ = 0;
