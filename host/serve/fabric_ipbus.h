@@ -24,6 +24,9 @@ struct EmulatorFabricConfig {
   double lane_gbps = 200;
   uint64_t link_up_timeout_ns = 3'000'000;  // emulator time for moved circuits to become Active
   uint64_t poll_ns = 2'000;                 // how much emulator time passes between looks
+  // live_circuits reads the board at most once per this much serving time for a pair (and after
+  // every map change): a scheduler polls link state, it does not read it before every transfer.
+  double read_every_s = 1e-3;
 };
 
 class EmulatorFabricLinks : public FabricLinks {
@@ -70,6 +73,13 @@ class EmulatorFabricLinks : public FabricLinks {
   double pending_until_s_ = 0;
   std::vector<double> delays_s_;
   mutable uint64_t reads_ = 0;
+  struct Reading {
+    int a = -1, b = -1;
+    double at_s = 0;
+    int circuits = 0;
+    bool valid = false;
+  };
+  mutable Reading last_;
 };
 
 }  // namespace mxtb::host::serve

@@ -39,8 +39,7 @@ uint64_t mix(uint64_t z) {
 }
 
 // FNV-1a over 64-bit words (then the tail bytes): a block digest, not a cryptographic one.
-uint64_t fnv1a(const uint8_t* p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
+uint64_t fnv1a(const uint8_t* p, size_t n, uint64_t h = 0xcbf29ce484222325ull) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     uint64_t w;
@@ -102,6 +101,17 @@ struct PagingEngineKvPager::Impl {
   cuda::SeqId next_id = 1;
   uint32_t block_tokens = 0, bytes_per_token = 0, piece = 0;  // piece: one (layer, K/V) of one token
   std::vector<uint8_t> staging;                              // one block in token order
+  size_t run_blocks = 256;  // a run grows to this many blocks before a new one starts
+
+  // FNV-1a over block `index` of engine sequence `id` as the engine holds it (each layer's K, V).
+  uint64_t digest(cuda::SeqId id, size_t index) {
+    const auto& sh = eng->shape();
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int l = 0; l < sh.layers; ++l)
+      for (cuda::Kv kv : {cuda::Kv::K, cuda::Kv::V})
+        h = fnv1a(reinterpret_cast<const uint8_t*>(eng->chunk(id, index, l, kv)), sh.chunk_bytes(), h);
+    return h;
+  }
 
   // A block of the serving pool (token-major) into block `index` of engine sequence `id`
   // (each token's bytes split over layer 0 K, layer 0 V, layer 1 K, layer 1 V).
@@ -143,6 +153,7 @@ PagingEngineKvPager::PagingEngineKvPager(DeviceKvPool& pool, TierBlocks capacity
   impl_->bytes_per_token = pool.real_bytes_per_token();
   impl_->piece = pool.real_bytes_per_token() / 4;
   impl_->staging.resize(pool.block_bytes());
+  impl_->run_blocks = std::min<size_t>(impl_->run_blocks, pool.blocks());
   // The engine's device pool is the staging area a page-out fills and a page-in empties: at most
   // the whole serving pool moves in one call.
   impl_->eng = std::make_unique<cuda::PagingEngine>(
@@ -157,24 +168,44 @@ cuda::PagingEngine& PagingEngineKvPager::engine() { return *impl_->eng; }
 PageResult PagingEngineKvPager::page_out(SeqId seq, const std::vector<BlockId>& blocks, Tier tier) {
   if (blocks.empty()) return {0, 0, true, ""};
   auto& eng = *impl_->eng;
-  Impl::Run run;
-  run.id = impl_->next_id++;
-  try {
-    eng.allocate(run.id, blocks.size());
-    for (size_t i = 0; i < blocks.size(); ++i) {
-      impl_->scatter(pool_.block(blocks[i]), run.id, i);
-      run.digests.push_back(fnv1a(pool_.block(blocks[i]), pool_.block_bytes()));
-    }
-    cuda::PageResult r = eng.page_out(run.id, engine_tier(tier));
-    auto& p = impl_->tiers[{seq, tier}];
-    p.blocks += blocks.size();
-    p.runs.push_back(std::move(run));
-    return {blocks.size(), r.bytes_moved, true, ""};
-  } catch (const std::exception& e) {
-    // A refused page-out changes nothing: the staging blocks go back, the tier holds what it held.
-    if (eng.has(run.id)) eng.free(run.id);
-    return {0, 0, false, fmt::format("seq {}: page-out of {} blocks to {}: {}", seq, blocks.size(), tier_name(tier), e.what())};
+  auto& p = impl_->tiers[{seq, tier}];
+  // A sequence that spills one block at a time appends to its last run while the run is small:
+  // the run comes back to staging and only the new blocks are copied out (the engine's dirty
+  // tracking), instead of one engine sequence per block.
+  // A full tier is refused before anything moves, so that the sequence's paged runs stay as they were.
+  cuda::BlockPool& dst = eng.pool(engine_tier(tier));
+  if (dst.available() < blocks.size()) {
+    if (p.runs.empty()) impl_->tiers.erase({seq, tier});
+    return {0, 0, false,
+            fmt::format("seq {}: page-out of {} blocks to {}: pool '{}' is full: capacity {} blocks, {} free", seq,
+                        blocks.size(), tier_name(tier), dst.name(), dst.capacity(), dst.available())};
   }
+  const bool append = !p.runs.empty() && p.runs.back().digests.size() + blocks.size() <= impl_->run_blocks;
+  Impl::Run fresh;
+  Impl::Run& run = append ? p.runs.back() : fresh;
+  if (!append) run.id = impl_->next_id++;
+  const size_t first = run.digests.size();
+  uint64_t moved = 0;
+  try {
+    if (append) moved += eng.page_in(run.id).bytes_moved;
+    eng.allocate(run.id, blocks.size());
+    for (size_t i = 0; i < blocks.size(); ++i) impl_->scatter(pool_.block(blocks[i]), run.id, first + i);
+    std::vector<uint64_t> digests;
+    for (size_t i = 0; i < blocks.size(); ++i) digests.push_back(impl_->digest(run.id, first + i));
+    moved += eng.page_out(run.id, engine_tier(tier)).bytes_moved;
+    run.digests.insert(run.digests.end(), digests.begin(), digests.end());
+  } catch (const std::exception& e) {
+    // Not reached for a full tier (checked above); a new run is dropped, the tier keeps what it had.
+    std::string why = fmt::format("seq {}: page-out of {} blocks to {}: {}", seq, blocks.size(), tier_name(tier), e.what());
+    if (!append) {
+      if (eng.has(run.id)) eng.free(run.id);
+      if (p.runs.empty()) impl_->tiers.erase({seq, tier});
+    }
+    return {0, moved, false, why};
+  }
+  p.blocks += blocks.size();
+  if (!append) p.runs.push_back(std::move(fresh));
+  return {blocks.size(), moved, true, ""};
 }
 
 PageResult PagingEngineKvPager::page_in(SeqId seq, const std::vector<BlockId>& blocks, Tier tier) {
@@ -186,7 +217,6 @@ PageResult PagingEngineKvPager::page_in(SeqId seq, const std::vector<BlockId>& b
   if (blocks.empty()) return {0, 0, true, ""};
   auto& eng = *impl_->eng;
   auto& p = it->second;
-  const size_t bb = pool_.block_bytes();
   PageResult res{blocks.size(), 0, true, ""};
   size_t done = 0;
   try {
@@ -197,7 +227,7 @@ PageResult PagingEngineKvPager::page_in(SeqId seq, const std::vector<BlockId>& b
       const size_t take = std::min(n, blocks.size() - done);
       for (size_t i = 0; i < take; ++i) {
         impl_->gather(run.id, i, pool_.block(blocks[done + i]));
-        if (fnv1a(pool_.block(blocks[done + i]), bb) != run.digests[i] && res.ok) {
+        if (impl_->digest(run.id, i) != run.digests[i] && res.ok) {
           res.ok = false;
           res.error = fmt::format("seq {}: block {} paged in from {} differs from what was paged out", seq, done + i,
                                   tier_name(tier));
@@ -235,15 +265,13 @@ PageResult PagingEngineKvPager::fetch(SeqId seq, Tier tier) {
   auto it = impl_->tiers.find({seq, tier});
   if (it == impl_->tiers.end()) return {0, 0, true, ""};
   auto& eng = *impl_->eng;
-  const size_t bb = pool_.block_bytes();
   PageResult res{it->second.blocks, 0, true, ""};
   size_t index = 0;
   try {
     for (auto& run : it->second.runs) {
       res.real_bytes += eng.page_in(run.id).bytes_moved;
       for (size_t i = 0; i < run.digests.size(); ++i, ++index) {
-        impl_->gather(run.id, i, impl_->staging.data());
-        if (fnv1a(impl_->staging.data(), bb) != run.digests[i] && res.ok) {
+        if (impl_->digest(run.id, i) != run.digests[i] && res.ok) {
           res.ok = false;
           res.error = fmt::format("seq {}: block {} fetched from {} differs from what was paged out", seq, index,
                                   tier_name(tier));
