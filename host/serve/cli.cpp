@@ -4,11 +4,19 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
+#include "host/ipbus/board.h"
+#include "host/ipbus/board_map.h"
+#include "host/ipbus/client.h"
+#include "host/ipbus/emulator_process.h"
+#include "host/serve/fabric_ipbus.h"
 #include "host/serve/serve.h"
 
 #ifndef MXTB_SOURCE_DIR
@@ -31,7 +39,10 @@ const char* kUsage =
     "policies: fcfs recompute aqua-host aqua-fabric (default: all four; commas also separate)\n"
     "options: --model llama3-8b  --device h100|h200  --kv-gib G (KV pool; 8, long-prompt 4)\n"
     "         --slice K (decode steps per time slice, 16)  --seed N (synthetic-burst, 1)\n"
-    "         --real-bytes-per-token B (64)  --max-wait S (aging, 5)\n";
+    "         --real-bytes-per-token B (64, a multiple of 8)  --max-wait S (aging, 5)\n"
+    "         --requests N (only the first N requests)\n"
+    "         --fabric emulator|static (emulator: circuits and reconfiguration delays from mxtb sim)\n"
+    "         --fabric-preset thermo_optic|electro_optic|mems (the emulated mesh; thermo_optic)\n";
 
 std::string repo_root() {
   if (const char* e = std::getenv("MXTB_ROOT"); e && *e) return e;
@@ -46,7 +57,8 @@ struct Options {
 Options parse(const std::vector<std::string>& args) {
   static const std::vector<std::string> kValueFlags = {"--trace", "--scale", "--json",  "--plot",
                                                        "--model", "--device", "--kv-gib", "--slice",
-                                                       "--seed",  "--real-bytes-per-token", "--max-wait"};
+                                                       "--seed",  "--real-bytes-per-token", "--max-wait",
+                                                       "--requests", "--fabric", "--fabric-preset"};
   Options o;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -234,8 +246,18 @@ int run_serve_command(const std::vector<std::string>& args) {
     cfg.kv_pool_gib = number(o, "--kv-gib", trace == "long-prompt" ? 4 : 8, 0.01, 4096);
     cfg.slice_steps = static_cast<uint64_t>(number(o, "--slice", 16, 1, 1e6));
     cfg.max_wait_s = number(o, "--max-wait", 5, 0.001, 1e6);
-    cfg.real_bytes_per_token = static_cast<uint32_t>(number(o, "--real-bytes-per-token", 64, 1, 4096));
+    cfg.real_bytes_per_token = static_cast<uint32_t>(number(o, "--real-bytes-per-token", 64, 8, 4096));
+    if (cfg.real_bytes_per_token % 8 != 0)
+      throw UsageError(fmt::format("--real-bytes-per-token {} is not a multiple of 8", cfg.real_bytes_per_token));
     const uint64_t seed = static_cast<uint64_t>(number(o, "--seed", 1, 0, 1e15));
+    const std::string fabric_kind = o.values.count("--fabric") ? o.values["--fabric"] : "emulator";
+    if (fabric_kind != "emulator" && fabric_kind != "static")
+      throw UsageError(fmt::format("--fabric must be emulator or static, got '{}'", fabric_kind));
+    const std::string preset = o.values.count("--fabric-preset") ? o.values["--fabric-preset"] : "thermo_optic";
+    if (preset != "thermo_optic" && preset != "electro_optic" && preset != "mems")
+      throw UsageError(fmt::format("--fabric-preset must be thermo_optic, electro_optic or mems, got '{}'", preset));
+    if (o.values.count("--fabric-preset") && fabric_kind != "emulator")
+      throw UsageError("--fabric-preset needs --fabric emulator");
     const std::string scale_arg = o.values.count("--scale") ? o.values["--scale"] : (file ? "auto" : "1");
 
     json out;
@@ -261,6 +283,10 @@ int run_serve_command(const std::vector<std::string>& args) {
       scale = number(o, "--scale", 1, 1e-6, 1e6);
     }
     auto reqs = load(trace, path, scale, seed);
+    if (o.values.count("--requests")) {
+      auto n = static_cast<size_t>(number(o, "--requests", 0, 1, 1e9));
+      if (reqs.size() > n) reqs.resize(n);
+    }
     CostModel cost(model_by_name(cfg.model), device_by_name(cfg.device));
     double block_bytes = static_cast<double>(cfg.block_tokens) * static_cast<double>(cost.model().kv_bytes_per_token());
     uint64_t pool_blocks = static_cast<uint64_t>(cfg.kv_pool_gib * 1073741824.0 / block_bytes);
@@ -268,12 +294,56 @@ int run_serve_command(const std::vector<std::string>& args) {
                "({} KiB/token, {} B/token moved)\n",
                trace, file ? " (" + path + ")" : "", reqs.size(), scale, cfg.model, cfg.device, cfg.kv_pool_gib,
                pool_blocks, cfg.block_tokens, cost.model().kv_bytes_per_token() / 1024, cfg.real_bytes_per_token);
-    fmt::print("fabric: {} circuits x {} Gb/s between XPU {} and {}, up to {} more on demand ({} us each move); "
-               "host: PCIe {} GB/s x {}\n\n",
-               cfg.fabric.base_circuits, cfg.fabric.lane_gbps, cfg.pager_xpu, cfg.peer_xpu,
-               cfg.fabric.max_extra_circuits, cfg.fabric.reconfig_s * 1e6, cfg.pcie_bytes_s / 1e9, cfg.pcie_efficiency);
+    // The fabric: the emulated server (mxtb sim as a child, over IPbus), or constants.
+    std::unique_ptr<ipbus::EmulatorProcess> emu;
+    std::unique_ptr<ipbus::Client> client;
+    std::unique_ptr<ipbus::Board> board;
+    std::unique_ptr<EmulatorFabricLinks> links;
+    json fabric_json;
+    double base_delay_s = 0;
+    if (fabric_kind == "emulator") {
+      const std::string log =
+          (std::filesystem::temp_directory_path() / fmt::format("mxtb-serve-emulator-{}.log", ::getpid())).string();
+      emu = std::make_unique<ipbus::EmulatorProcess>(ipbus::self_executable(),
+                                                     std::vector<std::string>{"--preset", preset, "--time-mode", "lockstep"},
+                                                     log);
+      ipbus::ClientOptions copts;
+      copts.describe = ipbus::describe;
+      client = std::make_unique<ipbus::Client>(emu->target(), copts);
+      board = std::make_unique<ipbus::Board>(*client);
+      EmulatorFabricConfig ec;
+      ec.lane_gbps = cfg.fabric.lane_gbps;
+      ec.modeled_per_circuit = cfg.fabric.base_circuits;
+      links = std::make_unique<EmulatorFabricLinks>(*board, ec);
+      base_delay_s = links->place_base();
+      int base = links->emulated_circuits(cfg.pager_xpu, cfg.peer_xpu);
+      fmt::print("fabric: emulator (mxtb sim --preset {}, {}, log {}); base map placed and Active in {:.1f} us of "
+                 "emulator time; XPU {}-{}: {} emulated circuit(s) x {} modeled lanes x {} Gb/s, up to {} more "
+                 "emulated circuits on demand, each move's delay measured; host: PCIe {} GB/s x {}\n\n",
+                 preset, emu->target(), log, base_delay_s * 1e6, cfg.pager_xpu, cfg.peer_xpu, base,
+                 ec.modeled_per_circuit, cfg.fabric.lane_gbps, ec.shape.lanes_per_xpu - base, cfg.pcie_bytes_s / 1e9,
+                 cfg.pcie_efficiency);
+      fabric_json = {{"kind", "emulator"},
+                     {"preset", preset},
+                     {"base_map", EmulatorFabricLinks::base_map(ec.shape)},
+                     {"base_emulated_circuits", base},
+                     {"modeled_per_circuit", ec.modeled_per_circuit},
+                     {"base_placement_us", base_delay_s * 1e6}};
+    } else {
+      fmt::print("fabric: static, {} circuits x {} Gb/s between XPU {} and {}, up to {} more on demand ({} us each "
+                 "move); host: PCIe {} GB/s x {}\n\n",
+                 cfg.fabric.base_circuits, cfg.fabric.lane_gbps, cfg.pager_xpu, cfg.peer_xpu,
+                 cfg.fabric.max_extra_circuits, cfg.fabric.reconfig_s * 1e6, cfg.pcie_bytes_s / 1e9,
+                 cfg.pcie_efficiency);
+      fabric_json = {{"kind", "static"}};
+    }
     std::vector<RunResult> runs;
-    for (Policy p : policies) runs.push_back(simulate(reqs, p, cfg));
+    for (Policy p : policies) {
+      runs.push_back(simulate(reqs, p, cfg, nullptr, links.get()));
+      // Each run gives its circuits back at its end; the next one must start from the base map.
+      if (links && links->port_map() != EmulatorFabricLinks::base_map(EmulatorFabricConfig{}.shape))
+        throw std::runtime_error(fmt::format("the {} run left extra circuits placed", policy_name(p)));
+    }
     print_table(runs);
     fmt::print("\n");
     bool invariants_ok = true;
@@ -298,6 +368,17 @@ int run_serve_command(const std::vector<std::string>& args) {
       }
       pol.push_back(r.to_json());
     }
+    for (const auto& r : runs) {
+      if (r.reconfig_delays_s.empty()) {
+        fmt::print("reconfigurations {}: 0\n", r.policy);
+        continue;
+      }
+      fmt::print("reconfigurations {}: {}, delay {} min/median/max {:.1f}/{:.1f}/{:.1f} us\n", r.policy,
+                 r.reconfigurations, links ? "measured in the emulator" : "(constant)",
+                 1e6 * *std::min_element(r.reconfig_delays_s.begin(), r.reconfig_delays_s.end()),
+                 1e6 * percentile(r.reconfig_delays_s, 50),
+                 1e6 * *std::max_element(r.reconfig_delays_s.begin(), r.reconfig_delays_s.end()));
+    }
     json goals = goals_for(trace, runs);
     out["scenario"] = {{"trace", trace}, {"path", file ? path : ""}, {"scale", scale}, {"requests", reqs.size()},
                        {"offered_tok_s", offered_tok_s(reqs)}, {"seed", seed}};
@@ -318,6 +399,7 @@ int run_serve_command(const std::vector<std::string>& args) {
                        {"lane_gbps", cfg.fabric.lane_gbps},
                        {"link_efficiency", cfg.fabric.link_efficiency},
                        {"reconfig_s", cfg.fabric.reconfig_s}}}};
+    out["fabric"] = fabric_json;
     if (!sweep.empty()) out["saturation_sweep"] = sweep;
     out["policies"] = pol;
     out["goals"] = goals;

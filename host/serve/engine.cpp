@@ -57,7 +57,6 @@ class Engine {
         tier_(policy == Policy::kAquaHost ? Tier::kHost : Tier::kPeer) {
     if (cfg.slice_steps == 0) throw InputError("slice_steps must be at least 1");
     if (cfg.max_batched_tokens < bt_) throw InputError("max_batched_tokens must hold at least one block");
-    pager_ = make_pager ? make_pager(pool_) : std::make_unique<HostMemoryKvPager>(pool_);
     if (fabric) {
       fabric_ = fabric;
     } else {
@@ -66,6 +65,10 @@ class Engine {
     }
     double tier_gib = tier_ == Tier::kHost ? cfg.host_tier_gib : cfg.peer_tier_gib;
     tier_cap_ = static_cast<uint64_t>(std::floor(tier_gib * 1073741824.0 / block_logical_));
+    // Only the policy's own tier holds anything; the other gets no memory.
+    TierBlocks caps;
+    if (pages()) (tier_ == Tier::kHost ? caps.host : caps.peer) = tier_cap_;
+    pager_ = make_pager ? make_pager(pool_, caps) : std::make_unique<PagingEngineKvPager>(pool_, caps);
     for (BlockId b = pool_blocks_; b > 0; --b) free_.push_back(b - 1);
     seqs_.resize(reqs.size());
     for (size_t i = 0; i < reqs.size(); ++i) {
@@ -132,7 +135,6 @@ class Engine {
       s.rec.generated = s.generated;
       res_.seqs.push_back(s.rec);
     }
-    if (auto* st = dynamic_cast<StaticFabricLinks*>(fabric_)) res_.reconfigurations = st->reconfigurations();
     res_.starvation_bound_slice_s = slice_bound_s();
     res_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   }
@@ -341,7 +343,8 @@ class Engine {
     }
     bool burst = queued >= static_cast<size_t>(cfg_.burst_queue_threshold) || streaming;
     if (burst && !extra_held_) {
-      fabric_->request_extra_circuits(cfg_.pager_xpu, cfg_.peer_xpu, cfg_.fabric.max_extra_circuits, now);
+      double live = fabric_->request_extra_circuits(cfg_.pager_xpu, cfg_.peer_xpu, cfg_.fabric.max_extra_circuits, now);
+      note_reconfig(now, live);
       extra_held_ = true;
       extra_since_ = now;
     } else if (!burst && extra_held_ && queued * 2 < static_cast<size_t>(cfg_.burst_queue_threshold)) {
@@ -350,9 +353,15 @@ class Engine {
   }
   void release_extra(double now) {
     if (!extra_held_) return;
-    fabric_->release(cfg_.pager_xpu, cfg_.peer_xpu, now);
+    note_reconfig(now, fabric_->release(cfg_.pager_xpu, cfg_.peer_xpu, now));
     res_.extra_circuit_s += now - extra_since_;
     extra_held_ = false;
+  }
+  // A fabric call that moved circuits answers a time after now: that is one reconfiguration.
+  void note_reconfig(double now, double done) {
+    if (done <= now) return;
+    ++res_.reconfigurations;
+    res_.reconfig_delays_s.push_back(done - now);
   }
 
   // Takes a running sequence off the device; returns the paging time.

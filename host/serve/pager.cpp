@@ -1,4 +1,4 @@
-// The seams' stand-ins: host-memory tiers for KvPager, constants for FabricLinks.
+// The KV pager over the paging engine (cuda/paging.h), and the constant FabricLinks for fast tests.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "cuda/paging.h"
 #include "host/serve/serve.h"
 
 namespace mxtb::host::serve {
@@ -38,8 +39,7 @@ uint64_t mix(uint64_t z) {
 }
 
 // FNV-1a over 64-bit words (then the tail bytes): a block digest, not a cryptographic one.
-uint64_t fnv1a(const uint8_t* p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ull;
+uint64_t fnv1a(const uint8_t* p, size_t n, uint64_t h = 0xcbf29ce484222325ull) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     uint64_t w;
@@ -82,74 +82,220 @@ bool DeviceKvPool::token_matches(BlockId b, uint32_t slot, SeqId seq, uint64_t t
 
 // ---------------------------------------------------------------------------------------------
 
-struct HostMemoryKvPager::Impl {
-  struct Paged {
-    std::vector<uint8_t> bytes;     // blocks back to back, in the sequence's token order
-    std::vector<uint64_t> digests;  // FNV-1a of each block as it left the device
+namespace {
+cuda::Tier engine_tier(Tier t) { return t == Tier::kHost ? cuda::Tier::Host : cuda::Tier::Remote; }
+}  // namespace
+
+struct PagingEngineKvPager::Impl {
+  // One page-out: an engine sequence whose blocks are in the tier.
+  struct Run {
+    cuda::SeqId id = 0;
+    std::vector<uint64_t> digests;  // FNV-1a of each block as it left the device, in token order
   };
+  struct Paged {
+    std::vector<Run> runs;  // in the sequence's token order
+    uint64_t blocks = 0;
+  };
+  std::unique_ptr<cuda::PagingEngine> eng;
   std::map<std::pair<SeqId, Tier>, Paged> tiers;
-  std::vector<uint8_t> staging;
+  cuda::SeqId next_id = 1;
+  uint32_t block_tokens = 0, bytes_per_token = 0, piece = 0;  // piece: one (layer, K/V) of one token
+  std::vector<uint8_t> staging;                              // one block in token order
+  size_t run_blocks = 256;  // a run grows to this many blocks before a new one starts
+
+  // FNV-1a over block `index` of engine sequence `id` as the engine holds it (each layer's K, V).
+  uint64_t digest(cuda::SeqId id, size_t index) {
+    const auto& sh = eng->shape();
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int l = 0; l < sh.layers; ++l)
+      for (cuda::Kv kv : {cuda::Kv::K, cuda::Kv::V})
+        h = fnv1a(reinterpret_cast<const uint8_t*>(eng->chunk(id, index, l, kv)), sh.chunk_bytes(), h);
+    return h;
+  }
+
+  // A block of the serving pool (token-major) into block `index` of engine sequence `id`
+  // (each token's bytes split over layer 0 K, layer 0 V, layer 1 K, layer 1 V).
+  void scatter(const uint8_t* src, cuda::SeqId id, size_t index) {
+    const auto& sh = eng->shape();
+    for (int l = 0; l < sh.layers; ++l)
+      for (cuda::Kv kv : {cuda::Kv::K, cuda::Kv::V}) {
+        std::byte* dst = eng->chunk(id, index, l, kv);
+        size_t at = static_cast<size_t>(l * 2 + static_cast<int>(kv)) * piece;
+        for (uint32_t t = 0; t < block_tokens; ++t)
+          std::memcpy(dst + static_cast<size_t>(t) * piece, src + static_cast<size_t>(t) * bytes_per_token + at, piece);
+      }
+  }
+  void gather(cuda::SeqId id, size_t index, uint8_t* dst) {
+    const auto& sh = eng->shape();
+    for (int l = 0; l < sh.layers; ++l)
+      for (cuda::Kv kv : {cuda::Kv::K, cuda::Kv::V}) {
+        const std::byte* src = eng->chunk(id, index, l, kv);
+        size_t at = static_cast<size_t>(l * 2 + static_cast<int>(kv)) * piece;
+        for (uint32_t t = 0; t < block_tokens; ++t)
+          std::memcpy(dst + static_cast<size_t>(t) * bytes_per_token + at, src + static_cast<size_t>(t) * piece, piece);
+      }
+  }
 };
 
-HostMemoryKvPager::HostMemoryKvPager(DeviceKvPool& pool) : pool_(pool), impl_(std::make_unique<Impl>()) {}
-HostMemoryKvPager::~HostMemoryKvPager() = default;
-
-PageResult HostMemoryKvPager::page_out(SeqId seq, const std::vector<BlockId>& blocks, Tier tier) {
-  auto& p = impl_->tiers[{seq, tier}];
-  const size_t bb = pool_.block_bytes();
-  size_t at = p.bytes.size();
-  p.bytes.resize(at + blocks.size() * bb);
-  for (size_t i = 0; i < blocks.size(); ++i) {
-    std::memcpy(p.bytes.data() + at + i * bb, pool_.block(blocks[i]), bb);
-    p.digests.push_back(fnv1a(pool_.block(blocks[i]), bb));
-  }
-  return {blocks.size(), blocks.size() * bb, true, ""};
+PagingEngineKvPager::PagingEngineKvPager(DeviceKvPool& pool, TierBlocks capacity)
+    : pool_(pool), impl_(std::make_unique<Impl>()) {
+  if (pool.real_bytes_per_token() % 8 != 0)
+    throw InputError(fmt::format("real bytes per token {} is not a multiple of 8 (the paging engine's token is "
+                                 "2 layers x K, V x fp16 elements)",
+                                 pool.real_bytes_per_token()));
+  cuda::ModelShape shape;
+  shape.layers = 2;
+  shape.kv_heads = 1;
+  shape.head_size = static_cast<int>(pool.real_bytes_per_token() / 8);
+  shape.tokens_per_block = static_cast<int>(pool.block_tokens());
+  shape.dtype = cuda::DType::F16;
+  impl_->block_tokens = pool.block_tokens();
+  impl_->bytes_per_token = pool.real_bytes_per_token();
+  impl_->piece = pool.real_bytes_per_token() / 4;
+  impl_->staging.resize(pool.block_bytes());
+  impl_->run_blocks = std::min<size_t>(impl_->run_blocks, pool.blocks());
+  // The engine's device pool is the staging area a page-out fills and a page-in empties: at most
+  // the whole serving pool moves in one call.
+  impl_->eng = std::make_unique<cuda::PagingEngine>(
+      shape, cuda::PoolSizes{pool.blocks(), static_cast<size_t>(capacity.peer), static_cast<size_t>(capacity.host)},
+      cuda::make_cpu_backend());
 }
 
-PageResult HostMemoryKvPager::page_in(SeqId seq, const std::vector<BlockId>& blocks, Tier tier) {
+PagingEngineKvPager::~PagingEngineKvPager() = default;
+
+cuda::PagingEngine& PagingEngineKvPager::engine() { return *impl_->eng; }
+
+PageResult PagingEngineKvPager::page_out(SeqId seq, const std::vector<BlockId>& blocks, Tier tier) {
+  if (blocks.empty()) return {0, 0, true, ""};
+  auto& eng = *impl_->eng;
+  auto& p = impl_->tiers[{seq, tier}];
+  // A sequence that spills one block at a time appends to its last run while the run is small:
+  // the run comes back to staging and only the new blocks are copied out (the engine's dirty
+  // tracking), instead of one engine sequence per block.
+  // A full tier is refused before anything moves, so that the sequence's paged runs stay as they were.
+  cuda::BlockPool& dst = eng.pool(engine_tier(tier));
+  if (dst.available() < blocks.size()) {
+    if (p.runs.empty()) impl_->tiers.erase({seq, tier});
+    return {0, 0, false,
+            fmt::format("seq {}: page-out of {} blocks to {}: pool '{}' is full: capacity {} blocks, {} free", seq,
+                        blocks.size(), tier_name(tier), dst.name(), dst.capacity(), dst.available())};
+  }
+  const bool append = !p.runs.empty() && p.runs.back().digests.size() + blocks.size() <= impl_->run_blocks;
+  Impl::Run fresh;
+  Impl::Run& run = append ? p.runs.back() : fresh;
+  if (!append) run.id = impl_->next_id++;
+  const size_t first = run.digests.size();
+  uint64_t moved = 0;
+  try {
+    if (append) moved += eng.page_in(run.id).bytes_moved;
+    eng.allocate(run.id, blocks.size());
+    for (size_t i = 0; i < blocks.size(); ++i) impl_->scatter(pool_.block(blocks[i]), run.id, first + i);
+    std::vector<uint64_t> digests;
+    for (size_t i = 0; i < blocks.size(); ++i) digests.push_back(impl_->digest(run.id, first + i));
+    moved += eng.page_out(run.id, engine_tier(tier)).bytes_moved;
+    run.digests.insert(run.digests.end(), digests.begin(), digests.end());
+  } catch (const std::exception& e) {
+    // Not reached for a full tier (checked above); a new run is dropped, the tier keeps what it had.
+    std::string why = fmt::format("seq {}: page-out of {} blocks to {}: {}", seq, blocks.size(), tier_name(tier), e.what());
+    if (!append) {
+      if (eng.has(run.id)) eng.free(run.id);
+      if (p.runs.empty()) impl_->tiers.erase({seq, tier});
+    }
+    return {0, moved, false, why};
+  }
+  p.blocks += blocks.size();
+  if (!append) p.runs.push_back(std::move(fresh));
+  return {blocks.size(), moved, true, ""};
+}
+
+PageResult PagingEngineKvPager::page_in(SeqId seq, const std::vector<BlockId>& blocks, Tier tier) {
   auto it = impl_->tiers.find({seq, tier});
-  size_t have = it == impl_->tiers.end() ? 0 : it->second.digests.size();
+  uint64_t have = it == impl_->tiers.end() ? 0 : it->second.blocks;
   if (blocks.size() > have)
     return {0, 0, false,
             fmt::format("seq {}: page-in of {} blocks from {} holding {}", seq, blocks.size(), tier_name(tier), have)};
+  if (blocks.empty()) return {0, 0, true, ""};
+  auto& eng = *impl_->eng;
   auto& p = it->second;
-  const size_t bb = pool_.block_bytes();
-  PageResult r{blocks.size(), blocks.size() * bb, true, ""};
-  for (size_t i = 0; i < blocks.size(); ++i) {
-    std::memcpy(pool_.block(blocks[i]), p.bytes.data() + i * bb, bb);
-    if (fnv1a(pool_.block(blocks[i]), bb) != p.digests[i] && r.ok) {
-      r.ok = false;
-      r.error = fmt::format("seq {}: block {} paged in from {} differs from what was paged out", seq, i, tier_name(tier));
+  PageResult res{blocks.size(), 0, true, ""};
+  size_t done = 0;
+  try {
+    while (done < blocks.size()) {
+      Impl::Run& run = p.runs.front();
+      res.real_bytes += eng.page_in(run.id).bytes_moved;
+      const size_t n = run.digests.size();
+      const size_t take = std::min(n, blocks.size() - done);
+      for (size_t i = 0; i < take; ++i) {
+        impl_->gather(run.id, i, pool_.block(blocks[done + i]));
+        if (impl_->digest(run.id, i) != run.digests[i] && res.ok) {
+          res.ok = false;
+          res.error = fmt::format("seq {}: block {} paged in from {} differs from what was paged out", seq, done + i,
+                                  tier_name(tier));
+        }
+      }
+      if (take < n) {
+        // Only the front of this run was asked for: the rest becomes a run of its own.
+        Impl::Run rest;
+        rest.id = impl_->next_id++;
+        eng.allocate(rest.id, n - take);
+        for (size_t i = take; i < n; ++i) {
+          impl_->gather(run.id, i, impl_->staging.data());
+          impl_->scatter(impl_->staging.data(), rest.id, i - take);
+          rest.digests.push_back(run.digests[i]);
+        }
+        eng.page_out(rest.id, engine_tier(tier));
+        eng.free(run.id);
+        run = std::move(rest);
+      } else {
+        eng.free(run.id);
+        p.runs.erase(p.runs.begin());
+      }
+      done += take;
+      p.blocks -= take;
     }
+  } catch (const std::exception& e) {
+    return {done, res.real_bytes, false,
+            fmt::format("seq {}: page-in of {} blocks from {}: {}", seq, blocks.size(), tier_name(tier), e.what())};
   }
-  p.bytes.erase(p.bytes.begin(), p.bytes.begin() + static_cast<std::ptrdiff_t>(blocks.size() * bb));
-  p.digests.erase(p.digests.begin(), p.digests.begin() + static_cast<std::ptrdiff_t>(blocks.size()));
-  if (p.digests.empty()) impl_->tiers.erase(it);
-  return r;
+  if (p.blocks == 0) impl_->tiers.erase(it);
+  return res;
 }
 
-PageResult HostMemoryKvPager::fetch(SeqId seq, Tier tier) {
+PageResult PagingEngineKvPager::fetch(SeqId seq, Tier tier) {
   auto it = impl_->tiers.find({seq, tier});
   if (it == impl_->tiers.end()) return {0, 0, true, ""};
-  auto& p = it->second;
-  const size_t bb = pool_.block_bytes();
-  impl_->staging.resize(p.bytes.size());
-  std::memcpy(impl_->staging.data(), p.bytes.data(), p.bytes.size());
-  PageResult r{p.digests.size(), p.bytes.size(), true, ""};
-  for (size_t i = 0; i < p.digests.size(); ++i)
-    if (fnv1a(impl_->staging.data() + i * bb, bb) != p.digests[i]) {
-      r.ok = false;
-      r.error = fmt::format("seq {}: block {} fetched from {} differs from what was paged out", seq, i, tier_name(tier));
-      break;
+  auto& eng = *impl_->eng;
+  PageResult res{it->second.blocks, 0, true, ""};
+  size_t index = 0;
+  try {
+    for (auto& run : it->second.runs) {
+      res.real_bytes += eng.page_in(run.id).bytes_moved;
+      for (size_t i = 0; i < run.digests.size(); ++i, ++index) {
+        if (impl_->digest(run.id, i) != run.digests[i] && res.ok) {
+          res.ok = false;
+          res.error = fmt::format("seq {}: block {} fetched from {} differs from what was paged out", seq, index,
+                                  tier_name(tier));
+        }
+      }
+      // Nothing was written: the engine's dirty tracking copies no bytes back, the tier copy stays.
+      eng.page_out(run.id, engine_tier(tier));
     }
-  return r;
+  } catch (const std::exception& e) {
+    return {index, res.real_bytes, false, fmt::format("seq {}: fetch from {}: {}", seq, tier_name(tier), e.what())};
+  }
+  return res;
 }
 
-void HostMemoryKvPager::discard(SeqId seq, Tier tier) { impl_->tiers.erase({seq, tier}); }
-
-uint64_t HostMemoryKvPager::paged_blocks(SeqId seq, Tier tier) const {
+void PagingEngineKvPager::discard(SeqId seq, Tier tier) {
   auto it = impl_->tiers.find({seq, tier});
-  return it == impl_->tiers.end() ? 0 : it->second.digests.size();
+  if (it == impl_->tiers.end()) return;
+  for (auto& run : it->second.runs) impl_->eng->free(run.id);
+  impl_->tiers.erase(it);
+}
+
+uint64_t PagingEngineKvPager::paged_blocks(SeqId seq, Tier tier) const {
+  auto it = impl_->tiers.find({seq, tier});
+  return it == impl_->tiers.end() ? 0 : it->second.blocks;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -164,14 +310,13 @@ double StaticFabricLinks::request_extra_circuits(int, int, int n, double now_s) 
   // Circuits already granted keep carrying while the new ones settle; the set becomes live together.
   extra_ += give;
   extra_from_s_ = now_s + c_.reconfig_s;
-  ++reconfigs_;
   return extra_from_s_;
 }
 
-void StaticFabricLinks::release(int, int, double) {
-  if (extra_ == 0) return;
+double StaticFabricLinks::release(int, int, double now_s) {
+  if (extra_ == 0) return now_s;
   extra_ = 0;
-  ++reconfigs_;
+  return now_s + c_.reconfig_s;
 }
 
 }  // namespace mxtb::host::serve

@@ -32,6 +32,8 @@ nlohmann::json RunResult::to_json() const {
   }
   double longest_wait = 0;
   for (const auto& s : seqs) longest_wait = std::max(longest_wait, s.longest_wait_s);
+  std::vector<double> delays_us;
+  for (double d : reconfig_delays_s) delays_us.push_back(d * 1e6);
   return {{"policy", policy},
           {"requests", seqs.size()},
           {"completed", completed},
@@ -57,6 +59,11 @@ nlohmann::json RunResult::to_json() const {
           {"pool_blocks", pool_blocks},
           {"max_blocks_used", max_blocks_used},
           {"fabric_reconfigurations", reconfigurations},
+          {"reconfig_delays_us", delays_us},
+          {"reconfig_delay_us",
+           {{"min", delays_us.empty() ? 0.0 : *std::min_element(delays_us.begin(), delays_us.end())},
+            {"median", percentile(delays_us, 50)},
+            {"max", delays_us.empty() ? 0.0 : *std::max_element(delays_us.begin(), delays_us.end())}}},
           {"extra_circuit_s", extra_circuit_s},
           {"longest_wait_s", longest_wait},
           {"starvation_slice_bound_s", starvation_bound_slice_s},

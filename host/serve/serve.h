@@ -12,6 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
+namespace mxtb::cuda {
+class PagingEngine;
+}
+
 namespace mxtb::host::serve {
 
 // Bad input (trace file, CSV row, policy, model, device name): the message names the input.
@@ -129,8 +133,8 @@ struct PageResult {
   std::string error;  // when !ok: what did not match
 };
 
-// Moves a sequence's KV blocks between the device pool and a tier. Stand-in pending the paging
-// engine in cuda/ (docs/serve.md): the engine charges the transfer time; the pager moves bytes.
+// Moves a sequence's KV blocks between the device pool and a tier: the engine charges the
+// transfer time, the pager moves the (scaled-down) bytes.
 class KvPager {
  public:
   virtual ~KvPager() = default;
@@ -148,16 +152,31 @@ class KvPager {
   virtual uint64_t paged_blocks(SeqId seq, Tier tier) const = 0;
 };
 
-// The stand-in: the tiers are host-memory buffers, page-in checks an FNV-1a digest per block.
-class HostMemoryKvPager : public KvPager {
+// Blocks each tier can hold (scaled-down bytes: block_tokens x real bytes per token each).
+struct TierBlocks {
+  uint64_t peer = 0;
+  uint64_t host = 0;
+};
+
+// The pager over the paging engine (cuda/paging.h, CPU backend): the peer tier is the engine's
+// Remote pool, the host tier its Host pool. Each page-out is one engine sequence (a "run"): the
+// device blocks are copied into the engine's device pool (its staging area: the serving engine
+// owns the block allocator of the pool attention reads), then the engine pages the run out with
+// its descriptors. A token's real bytes are its KV as 2 layers x {K, V} x 1 head x (B/8) fp16
+// elements; B (real bytes per token) must be a multiple of 8. Page-in and fetch check every block
+// against an FNV-1a digest taken at page-out. Errors (a tier full, a digest mismatch) come back as
+// PageResult{ok = false, error naming the sequence, block and tier}; nothing moves on a full tier.
+class PagingEngineKvPager : public KvPager {
  public:
-  explicit HostMemoryKvPager(DeviceKvPool& pool);
-  ~HostMemoryKvPager() override;
+  PagingEngineKvPager(DeviceKvPool& pool, TierBlocks capacity);
+  ~PagingEngineKvPager() override;
   PageResult page_out(SeqId seq, const std::vector<BlockId>& blocks, Tier tier) override;
   PageResult page_in(SeqId seq, const std::vector<BlockId>& blocks, Tier tier) override;
   PageResult fetch(SeqId seq, Tier tier) override;
   void discard(SeqId seq, Tier tier) override;
   uint64_t paged_blocks(SeqId seq, Tier tier) const override;
+  // The engine underneath (tests reach into its tier pools).
+  cuda::PagingEngine& engine();
 
  private:
   struct Impl;
@@ -165,8 +184,8 @@ class HostMemoryKvPager : public KvPager {
   std::unique_ptr<Impl> impl_;
 };
 
-// Circuits between two XPUs and what they carry. Stand-in pending the IPbus bridge to the
-// emulator (docs/serve.md): this one answers from scenario constants.
+// Circuits between two XPUs and what they carry: the emulator's (EmulatorFabricLinks,
+// host/serve/fabric_ipbus.h) or scenario constants (StaticFabricLinks, for fast tests).
 class FabricLinks {
  public:
   virtual ~FabricLinks() = default;
@@ -176,8 +195,9 @@ class FabricLinks {
   // Asks for n more circuits between a and b; returns the simulated time they carry traffic
   // (now + the mesh's reconfiguration delay), or now_s when none could be given.
   virtual double request_extra_circuits(int xpu_a, int xpu_b, int n, double now_s) = 0;
-  // Gives the extra circuits between a and b back to the fabric.
-  virtual void release(int xpu_a, int xpu_b, double now_s) = 0;
+  // Gives the extra circuits between a and b back to the fabric; returns the simulated time the
+  // fabric is back in its base placement (now_s when nothing was held).
+  virtual double release(int xpu_a, int xpu_b, double now_s) = 0;
 };
 
 struct FabricConfig {
@@ -185,7 +205,7 @@ struct FabricConfig {
   int max_extra_circuits = 12;  // the rest of the XPU's 16 lanes, taken from idle torus links
   double lane_gbps = 200;
   double link_efficiency = 0.95;  // 64b/66b coding and link-layer framing
-  double reconfig_s = 60e-6;      // thermo-optic mesh, failure-to-Active less detection
+  double reconfig_s = 60e-6;      // StaticFabricLinks only: thermo-optic mesh, failure-to-Active less detection
 };
 
 class StaticFabricLinks : public FabricLinks {
@@ -194,14 +214,12 @@ class StaticFabricLinks : public FabricLinks {
   int live_circuits(int xpu_a, int xpu_b, double now_s) const override;
   double lane_gbps() const override { return c_.lane_gbps; }
   double request_extra_circuits(int xpu_a, int xpu_b, int n, double now_s) override;
-  void release(int xpu_a, int xpu_b, double now_s) override;
-  int reconfigurations() const { return reconfigs_; }
+  double release(int xpu_a, int xpu_b, double now_s) override;
 
  private:
   FabricConfig c_;
   int extra_ = 0;
   double extra_from_s_ = 0;
-  int reconfigs_ = 0;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -253,6 +271,7 @@ struct RunResult {
   uint64_t logical_bytes_paged = 0, real_bytes_paged = 0;
   uint64_t max_blocks_used = 0, pool_blocks = 0;
   uint64_t reconfigurations = 0, fallback_drops = 0;
+  std::vector<double> reconfig_delays_s;  // each reconfiguration's delay as the fabric reported it
   double extra_circuit_s = 0;  // seconds extra circuits were held
   std::vector<std::string> violations;  // broken invariants (empty in a correct run)
   double starvation_bound_slice_s = 0;  // the per-promoted-ahead slice bound the check used
@@ -264,11 +283,11 @@ struct RunResult {
 
 double percentile(std::vector<double> v, double p);  // nearest-rank; 0 for empty
 
-// Builds the pager over the engine's device pool (the paging engine will own device memory).
-using PagerFactory = std::function<std::unique_ptr<KvPager>(DeviceKvPool&)>;
+// Builds the pager over the engine's device pool and the tier capacities the run allows.
+using PagerFactory = std::function<std::unique_ptr<KvPager>(DeviceKvPool&, TierBlocks)>;
 
-// Runs `reqs` through the engine under `policy`. Null make_pager / fabric: the stand-ins
-// (HostMemoryKvPager, StaticFabricLinks from cfg.fabric).
+// Runs `reqs` through the engine under `policy`. Null make_pager: PagingEngineKvPager; null
+// fabric: StaticFabricLinks from cfg.fabric.
 RunResult simulate(const std::vector<Request>& reqs, Policy policy, const ServeConfig& cfg,
                    const PagerFactory& make_pager = nullptr, FabricLinks* fabric = nullptr);
 

@@ -1,5 +1,6 @@
-// Unit tests of host/serve: the cost model, the trace loader's errors, the seams' stand-ins and
-// the scheduler's invariants (which the engine checks every step and reports as violations).
+// Unit tests of host/serve: the cost model, the trace loader's errors, the pager over the paging
+// engine, the constant fabric and the scheduler's invariants (which the engine checks every step
+// and reports as violations).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
@@ -7,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "cuda/paging.h"
+#include "host/serve/fabric_ipbus.h"
 #include "host/serve/serve.h"
 
 using namespace mxtb::host::serve;
@@ -68,7 +71,7 @@ void check_wait_bound(const RunResult& r, const ServeConfig& cfg) {
 // resumed sequence's bytes must notice, although the pager's digest matched.
 class CorruptingPager : public KvPager {
  public:
-  explicit CorruptingPager(DeviceKvPool& pool) : pool_(pool), inner_(pool) {}
+  CorruptingPager(DeviceKvPool& pool, TierBlocks caps) : pool_(pool), inner_(pool, caps) {}
   PageResult page_out(SeqId s, const std::vector<BlockId>& b, Tier t) override { return inner_.page_out(s, b, t); }
   PageResult page_in(SeqId s, const std::vector<BlockId>& b, Tier t) override {
     auto r = inner_.page_in(s, b, t);
@@ -81,7 +84,7 @@ class CorruptingPager : public KvPager {
 
  private:
   DeviceKvPool& pool_;
-  HostMemoryKvPager inner_;
+  PagingEngineKvPager inner_;
 };
 
 }  // namespace
@@ -161,28 +164,95 @@ TEST_CASE("synthetic burst is deterministic per seed") {
   CHECK((a.size() != c.size() || a[5].prompt_tokens != c[5].prompt_tokens));
 }
 
-TEST_CASE("KvPager stand-in: bytes come back exactly, into other blocks") {
-  DeviceKvPool pool(8, 16, 64);
-  HostMemoryKvPager pager(pool);
-  for (uint64_t t = 0; t < 40; ++t) pool.write_token(static_cast<BlockId>(t / 16), t % 16, 9, t);
-  auto r = pager.page_out(9, {0, 1, 2}, Tier::kPeer);
-  CHECK(r.ok);
-  CHECK(r.real_bytes == 3 * 16 * 64);
-  CHECK(pager.paged_blocks(9, Tier::kPeer) == 3);
-  CHECK(pager.paged_blocks(9, Tier::kHost) == 0);
-  for (BlockId b = 0; b < 3; ++b) std::memset(pool.block(b), 0, pool.block_bytes());
-  CHECK(pager.fetch(9, Tier::kPeer).ok);
-  r = pager.page_in(9, {5, 6, 7}, Tier::kPeer);
-  CHECK(r.ok);
-  for (uint64_t t = 0; t < 40; ++t) CHECK(pool.token_matches(static_cast<BlockId>(5 + t / 16), t % 16, 9, t));
-  CHECK_FALSE(pool.token_matches(5, 0, 10, 0));  // another sequence's token differs
-  CHECK(pager.paged_blocks(9, Tier::kPeer) == 0);
-  auto bad = pager.page_in(9, {0}, Tier::kPeer);
-  CHECK_FALSE(bad.ok);
-  CHECK(bad.error.find("holding 0") != std::string::npos);
+// Writes tokens 0..n-1 of `seq` into pool blocks from `first` on.
+void fill(DeviceKvPool& pool, SeqId seq, uint64_t n, BlockId first = 0) {
+  for (uint64_t t = 0; t < n; ++t)
+    pool.write_token(static_cast<BlockId>(first + t / pool.block_tokens()), static_cast<uint32_t>(t % pool.block_tokens()),
+                     seq, t);
 }
 
-TEST_CASE("FabricLinks stand-in: extra circuits carry after the reconfiguration delay") {
+TEST_CASE("PagingEngineKvPager: bytes come back exactly through both tiers, into other blocks") {
+  for (Tier tier : {Tier::kPeer, Tier::kHost}) {
+    INFO(tier_name(tier));
+    DeviceKvPool pool(8, 16, 64);
+    PagingEngineKvPager pager(pool, {16, 16});
+    fill(pool, 9, 40);
+    auto r = pager.page_out(9, {0, 1, 2}, tier);
+    CHECK(r.ok);
+    CHECK(r.real_bytes == 3 * 16 * 64);  // through the engine's descriptors, all of it
+    Tier other = tier == Tier::kPeer ? Tier::kHost : Tier::kPeer;
+    CHECK(pager.paged_blocks(9, tier) == 3);
+    CHECK(pager.paged_blocks(9, other) == 0);
+    auto et = tier == Tier::kPeer ? mxtb::cuda::Tier::Remote : mxtb::cuda::Tier::Host;
+    CHECK(pager.engine().pool(et).used() == 3);
+    CHECK(pager.engine().pool(mxtb::cuda::Tier::Device).used() == 0);  // staging given back
+    for (BlockId b = 0; b < 3; ++b) std::memset(pool.block(b), 0, pool.block_bytes());
+    auto f = pager.fetch(9, tier);
+    CHECK(f.ok);
+    CHECK(f.blocks == 3);
+    CHECK(pager.engine().pool(et).used() == 3);  // fetch keeps the copy in the tier
+    r = pager.page_in(9, {5, 6, 7}, tier);
+    CHECK(r.ok);
+    for (uint64_t t = 0; t < 40; ++t) CHECK(pool.token_matches(static_cast<BlockId>(5 + t / 16), t % 16, 9, t));
+    CHECK_FALSE(pool.token_matches(5, 0, 10, 0));  // another sequence's token differs
+    CHECK(pager.paged_blocks(9, tier) == 0);
+    CHECK(pager.engine().pool(et).used() == 0);
+    auto bad = pager.page_in(9, {0}, tier);
+    CHECK_FALSE(bad.ok);
+    CHECK(bad.error.find("holding 0") != std::string::npos);
+  }
+}
+
+TEST_CASE("PagingEngineKvPager: appended page-outs (a spilling sequence) and a partial page-in") {
+  DeviceKvPool pool(8, 16, 64);
+  PagingEngineKvPager pager(pool, {16, 0});
+  fill(pool, 3, 16 * 4);
+  for (BlockId b = 0; b < 4; ++b) CHECK(pager.page_out(3, {b}, Tier::kPeer).ok);  // one run per block
+  CHECK(pager.paged_blocks(3, Tier::kPeer) == 4);
+  CHECK(pager.fetch(3, Tier::kPeer).ok);
+  auto r = pager.page_in(3, {7, 6}, Tier::kPeer);  // the first two of four
+  CHECK(r.ok);
+  for (uint64_t t = 0; t < 32; ++t) CHECK(pool.token_matches(t < 16 ? 7 : 6, t % 16, 3, t));
+  CHECK(pager.paged_blocks(3, Tier::kPeer) == 2);
+  r = pager.page_in(3, {5, 4}, Tier::kPeer);
+  CHECK(r.ok);
+  for (uint64_t t = 32; t < 64; ++t) CHECK(pool.token_matches(t < 48 ? 5 : 4, t % 16, 3, t));
+  pager.discard(3, Tier::kPeer);
+  CHECK(pager.engine().pool(mxtb::cuda::Tier::Remote).used() == 0);
+}
+
+TEST_CASE("PagingEngineKvPager: a corrupted byte in the tier is caught on page-in and fetch") {
+  DeviceKvPool pool(4, 16, 64);
+  PagingEngineKvPager pager(pool, {4, 0});
+  fill(pool, 1, 32);
+  REQUIRE(pager.page_out(1, {0, 1}, Tier::kPeer).ok);
+  // The tier pool is block-major: block 0's bytes are the first ones.
+  pager.engine().pool(mxtb::cuda::Tier::Remote).data()[5] ^= std::byte{0x10};
+  auto f = pager.fetch(1, Tier::kPeer);
+  CHECK_FALSE(f.ok);
+  CHECK(f.error.find("seq 1: block 0 fetched from peer differs") != std::string::npos);
+  auto r = pager.page_in(1, {2, 3}, Tier::kPeer);
+  CHECK_FALSE(r.ok);
+  CHECK(r.error.find("seq 1: block 0 paged in from peer differs") != std::string::npos);
+}
+
+TEST_CASE("PagingEngineKvPager: a full tier is reported and changes nothing") {
+  DeviceKvPool pool(8, 16, 64);
+  PagingEngineKvPager pager(pool, {2, 0});
+  fill(pool, 4, 48);
+  auto r = pager.page_out(4, {0, 1, 2}, Tier::kPeer);
+  CHECK_FALSE(r.ok);
+  CHECK(r.error.find("seq 4: page-out of 3 blocks to peer") != std::string::npos);
+  CHECK(r.error.find("is full") != std::string::npos);
+  CHECK(pager.paged_blocks(4, Tier::kPeer) == 0);
+  CHECK(pager.engine().pool(mxtb::cuda::Tier::Device).used() == 0);
+  CHECK(pager.page_out(4, {0, 1}, Tier::kPeer).ok);  // what fits still goes
+  CHECK_FALSE(pager.page_out(4, {2}, Tier::kHost).ok);  // no host tier in this run
+  DeviceKvPool odd(1, 16, 12);  // 12 B a token is no whole number of fp16 K/V elements per layer
+  CHECK_THROWS_AS(static_cast<void>(PagingEngineKvPager(odd, TierBlocks{})), InputError);
+}
+
+TEST_CASE("StaticFabricLinks: extra circuits carry after the reconfiguration delay") {
   FabricConfig c;
   StaticFabricLinks f(c);
   CHECK(f.live_circuits(0, 1, 0) == 4);
@@ -191,9 +261,41 @@ TEST_CASE("FabricLinks stand-in: extra circuits carry after the reconfiguration 
   CHECK(f.live_circuits(0, 1, 1.0 + 30e-6) == 4);
   CHECK(f.live_circuits(0, 1, at) == 16);  // capped at the XPU's other 12 lanes
   CHECK(f.request_extra_circuits(0, 1, 1, 2.0) == 2.0);  // none left
-  f.release(0, 1, 3.0);
+  CHECK(f.release(0, 1, 3.0) == doctest::Approx(3.0 + 60e-6));
   CHECK(f.live_circuits(0, 1, 3.0) == 4);
-  CHECK(f.reconfigurations() == 2);
+  CHECK(f.release(0, 1, 4.0) == 4.0);  // nothing held: no reconfiguration
+}
+
+TEST_CASE("EmulatorFabricLinks' maps: the base placement and extra circuits") {
+  mxtb::firmware::ServerShape s;
+  auto base = EmulatorFabricLinks::base_map(s);
+  auto between = [&](const std::vector<int>& m, int a, int b) {
+    int n = 0;
+    for (int l = 0; l < 4; ++l) n += m[static_cast<size_t>(a * 4 + l)] >= 0 && m[static_cast<size_t>(a * 4 + l)] / 4 == b;
+    return n;
+  };
+  auto symmetric = [&](const std::vector<int>& m) {
+    for (size_t p = 0; p < m.size(); ++p)
+      if (m[p] >= 0 && m[static_cast<size_t>(m[p])] != static_cast<int>(p)) return false;
+    return true;
+  };
+  CHECK(symmetric(base));
+  CHECK(between(base, 0, 1) == 1);
+  CHECK(between(base, 1, 0) == 1);
+  CHECK(between(base, 0, 3) == 2);
+  CHECK(between(base, 1, 2) == 2);
+  for (int x = 0; x < 4; ++x)
+    for (int l = 0; l < 4; ++l) CHECK(base[static_cast<size_t>(x * 4 + l)] >= 0);  // every lane of 0-3 used
+  int added = 0;
+  auto more = EmulatorFabricLinks::with_extra(s, base, 0, 1, 2, &added);
+  CHECK(added == 2);
+  CHECK(symmetric(more));
+  CHECK(between(more, 0, 1) == 3);
+  auto all = EmulatorFabricLinks::with_extra(s, base, 0, 1, 10, &added);
+  CHECK(added == 3);  // XPU 0 has 4 lanes
+  CHECK(symmetric(all));
+  CHECK(between(all, 0, 1) == 4);
+  CHECK(between(all, 2, 3) >= 1);  // the lanes left behind keep circuits between them
 }
 
 TEST_CASE("scheduler invariants hold under a burst for every policy") {
@@ -234,7 +336,7 @@ TEST_CASE("aqua-fabric pages faster than aqua-host and takes circuits during the
 TEST_CASE("a resumed sequence with a wrong byte is caught") {
   auto reqs = small_burst();
   RunResult r = simulate(reqs, Policy::kAquaFabric, small_config(),
-                         [](DeviceKvPool& p) { return std::make_unique<CorruptingPager>(p); });
+                         [](DeviceKvPool& p, TierBlocks c) { return std::make_unique<CorruptingPager>(p, c); });
   REQUIRE_FALSE(r.violations.empty());
   CHECK(r.violations[0].find("resumed with wrong KV bytes") != std::string::npos);
 }
