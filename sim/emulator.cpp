@@ -167,9 +167,9 @@ class Emulator {
     if (std::getenv("MXTB_DEBUG_EVENTS"))  // per-link detail, for debugging a run
       for (int i = 0; i < sim_.links(); ++i) {
         auto r = sim_.link_report(i);
-        fmt::print(stderr, "link {} {} ({}) peer {}.{} sent {} delivered {} errors {} skipped {} resyncs {}\n", i,
+        fmt::print(stderr, "link {} {} ({}) peer {}.{} sent {} delivered {} errors {} skipped {} resyncs {} {}\n", i,
                    link::to_string(r.state), link::to_string(r.reason), r.peer.xpu, r.peer.lane, r.messages_sent,
-                   r.messages_delivered, r.scoreboard_errors, r.skipped_words, r.resyncs);
+                   r.messages_delivered, r.scoreboard_errors, r.skipped_words, r.resyncs, r.first_error);
       }
     fmt::print(stderr, "mxtb sim [{}]: stopped at {:.3f} us simulated, {} cycles, real-time factor {:.3g}\n",
                mode_name(cfg_.time_mode), now_ns() / 1000.0, sim_.cycle(), achieved_rtf());

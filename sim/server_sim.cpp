@@ -422,7 +422,7 @@ LinkReport ServerSim::link_report(int i) const {
   const auto& src = impl_->sources[static_cast<size_t>(i)];
   const auto& sb = impl_->boards[static_cast<size_t>(i)];
   return LinkReport{e.state, e.reason, e.peer, e.frames_tx, e.frames_rx, e.crc_errors, e.replays, e.retrains,
-                    src.messages_sent(), sb.messages(), sb.errors(), sb.skipped_words(), sb.resyncs()};
+                    src.messages_sent(), sb.messages(), sb.errors(), sb.skipped_words(), sb.resyncs(), sb.first_error()};
 }
 
 link::LinkState ServerSim::link_state(int i) const {

@@ -49,6 +49,7 @@ struct LinkReport {
   EndpointIdentity peer;
   uint64_t frames_tx, frames_rx, crc_errors, replays, retrains;
   uint64_t messages_sent, messages_delivered, scoreboard_errors, skipped_words, resyncs;
+  std::string first_error;  // the scoreboard's first mismatch, for debugging
 };
 
 struct LinkTransition {
