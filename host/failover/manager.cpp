@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -491,19 +492,27 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
                                        fw.last_spare, det.xpu, spare));
   generation_ = fw.active_generation;
 
-  // The hardware phases, from the controller's events (the emulator's copy) and the link layers.
+  // The hardware phases, from the controller's events (the emulator's copy) and the link layers:
+  // those of the first commit after the detection that verified (an earlier one may have rolled
+  // back; a later one only isolated a second failed XPU).
+  take_events(0);  // what is still queued: the circuits may already have been up
   const double from = reconciled ? reconciled_.back_ns : det.detect_ns;
+  std::optional<uint32_t> landed;
+  for (const auto& e : log_)
+    if (e.kind == EmuEvent::Controller && static_cast<double>(e.time_ns) >= from &&
+        static_cast<mxtb::ocs::Event>(e.a) == mxtb::ocs::Event::VerifyPass) {
+      landed = e.data;
+      break;
+    }
   double commit_ns = -1, program_ns = -1, settle_ns = -1, verify_ns = -1;
   for (const auto& e : log_) {
-    if (e.kind != EmuEvent::Controller || static_cast<double>(e.time_ns) < from) continue;
+    if (!landed || e.kind != EmuEvent::Controller || static_cast<double>(e.time_ns) < from || e.data != *landed) continue;
     auto type = static_cast<mxtb::ocs::Event>(e.a);
     double at = static_cast<double>(e.time_ns);
-    if (type == mxtb::ocs::Event::CommitStart && e.data == generation_) commit_ns = at;  // the commit that landed
-    if (commit_ns >= 0 && e.data == generation_) {
-      if (type == mxtb::ocs::Event::ProgramDone) program_ns = at;
-      if (type == mxtb::ocs::Event::SettleDone) settle_ns = at;
-      if (type == mxtb::ocs::Event::VerifyPass) verify_ns = at;
-    }
+    if (type == mxtb::ocs::Event::CommitStart) commit_ns = at;
+    if (type == mxtb::ocs::Event::ProgramDone) program_ns = at;
+    if (type == mxtb::ocs::Event::SettleDone) settle_ns = at;
+    if (type == mxtb::ocs::Event::VerifyPass) verify_ns = at;
   }
   double trained_ns = -1;
   for (const auto& e : log_)
