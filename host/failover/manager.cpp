@@ -374,6 +374,7 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
   next_map = live_map(next_map);
   expect_moves(map_, next_map);
   handover_ns_ = static_cast<double>(board_.clock().now_ns());
+  host_commit_status_ = FwStatus::Ok;
   placement_ = next;
   map_ = next_map;
   auto go_away = [&] {
@@ -390,15 +391,20 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
       board_.mailbox_post(firmware::mailbox::Opcode::SetPortMap, words);
       return go_away();
     }
-    FwStatus st = board_.set_port_map(map_.port_target);
-    if (st != FwStatus::Ok) rec.problems.push_back(fmt::format("the firmware refused the new circuits: {}", firmware::to_string(st)));
+    host_commit_status_ = board_.set_port_map(map_.port_target);
   } else if (disconnect == sim::HostDisconnect::MidCommit) {
     return go_away();  // the firmware commits on its own while the host is away
   }
   second_failure_.reset();
-  commit_failed_ = false;
+  // A host commit that verify refused is what a second failure before the verify looks like:
+  // the recovery below finds out which.
+  commit_failed_ = host_commit_status_ == FwStatus::VerifyFailed;
   std::vector<int> links = circuit_links(map_);
-  bool up = wait_links_up(links, cfg_.link_up_timeout_ns, true);
+  bool up = commit_failed_ ? false : wait_links_up(links, cfg_.link_up_timeout_ns, true);
+  if (commit_failed_) {
+    take_events(cfg_.poll_ns);
+    if (auto d = failed_xpu_now(); d && d->xpu != det->xpu) second_failure_ = d->xpu;
+  }
   if (second_failure_ || commit_failed_) {
     // Another XPU died meanwhile: its circuits go dark for good, and if that happened before the
     // controller's verify, the commit rolled back (verify saw them dark). Place the new map
@@ -414,8 +420,12 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
                                   commit_failed_ ? " and the controller rolled the commit back (verify saw dark circuits)" : "",
                                   d2 ? " without its circuits" : ""));
     if (commit_failed_) rec.fast_path = false;
+    if (!d2 && host_commit_status_ != FwStatus::Ok)
+      rec.problems.push_back(fmt::format("the firmware refused the new circuits: {}", firmware::to_string(host_commit_status_)));
     place(live_map(map_), rec, "placing the new map again");
     if (pending_) failed_.pop_back();  // counted as failed by its own failover
+  } else if (host_commit_status_ != FwStatus::Ok) {
+    rec.problems.push_back(fmt::format("the firmware refused the new circuits: {}", firmware::to_string(host_commit_status_)));
   } else if (!up) {
     report_links_down(rec, links);
   }

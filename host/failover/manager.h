@@ -135,6 +135,7 @@ class FailoverManager {
   InFlight current_;
   std::optional<int> second_failure_;
   bool commit_failed_ = false;
+  firmware::FwStatus host_commit_status_ = firmware::FwStatus::Ok;
   double handover_ns_ = 0;
   Reconcile reconciled_;
   std::unique_ptr<cuda::PagingEngine> engine_;
