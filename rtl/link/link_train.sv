@@ -65,7 +65,9 @@ module link_train
   logic [15:0] cand_xpu_q, cand_xpu_d, peer_xpu_q, peer_xpu_d;
   logic [7:0]  cand_lane_q, cand_lane_d, peer_lane_q, peer_lane_d;
   logic        init_seen_q, init_seen_d, enable_q, irq_q;
-  logic        had_peer_q, had_peer_d;  // the link has been Active with peer_*_q
+  logic        had_peer_q, had_peer_d;  // the link has been Active (with act_*_q)
+  logic [15:0] act_xpu_q, act_xpu_d;     // the peer it was last Active with
+  logic [7:0]  act_lane_q, act_lane_d;
   logic        quiet_q;                 // this Retrain keeps the laser off
   logic [31:0] hb_timer_q, hb_timer_d, err_timer_q, err_timer_d;
   logic [15:0] err_cnt_q, err_cnt_d;
@@ -108,6 +110,8 @@ module link_train
     cand_lane_d = cand_lane_q;
     peer_xpu_d  = peer_xpu_q;
     peer_lane_d = peer_lane_q;
+    act_xpu_d   = st_q == link_pkg::StActive ? peer_xpu_q : act_xpu_q;
+    act_lane_d  = st_q == link_pkg::StActive ? peer_lane_q : act_lane_q;
     ts_cnt_d    = ts_cnt_q;
     init_seen_d = init_seen_q || peer_init_i;
     sd_cnt_d    = sd_i ? ((sd_cnt_q == 16'hFFFF) ? sd_cnt_q : sd_cnt_q + 16'd1) : 16'd0;
@@ -177,9 +181,6 @@ module link_train
               st_d        = link_pkg::StTs2;
               peer_xpu_d  = cand_xpu_q;
               peer_lane_d = cand_lane_q;
-              // Sequence state belongs to one peer: a new one (the spare after a failover)
-              // starts both directions afresh.
-              flush_o     = had_peer_q && (cand_xpu_q != peer_xpu_q || cand_lane_q != peer_lane_q);
             end
           end else if (timer_q >= 32'(TS_TIMEOUT)) begin
             st_d  = link_pkg::StRetrain;
@@ -193,6 +194,10 @@ module link_train
             rsn_d = lost_reason;
           end else if ((ts_cnt_q >= 16'(TS_COUNT) || init_seen_q) && timer_q >= 32'(TS_COUNT)) begin
             st_d = link_pkg::StCreditInit;
+            // Sequence state belongs to one peer: a new one (the spare after a failover) starts
+            // both directions afresh. Only once both sides have exchanged TS2: a peer glimpsed in
+            // Ts1 while mesh elements move must not cost the real peer its frames.
+            flush_o = had_peer_q && (peer_xpu_q != act_xpu_q || peer_lane_q != act_lane_q);
           end else if (timer_q >= 32'(TS_TIMEOUT)) begin
             st_d  = link_pkg::StRetrain;
             rsn_d = link_pkg::RsnTs2Timeout;
@@ -257,6 +262,8 @@ module link_train
       cand_lane_q <= '0;
       peer_xpu_q  <= '0;
       peer_lane_q <= '0;
+      act_xpu_q   <= '0;
+      act_lane_q  <= '0;
       init_seen_q <= 1'b0;
       had_peer_q  <= 1'b0;
       quiet_q     <= 1'b0;
@@ -275,6 +282,8 @@ module link_train
       cand_lane_q <= cand_lane_d;
       peer_xpu_q  <= peer_xpu_d;
       peer_lane_q <= peer_lane_d;
+      act_xpu_q   <= act_xpu_d;
+      act_lane_q  <= act_lane_d;
       init_seen_q <= init_seen_d;
       had_peer_q  <= had_peer_d;
       if (st_d == link_pkg::StRetrain && st_q != link_pkg::StRetrain)
