@@ -463,14 +463,7 @@ void FailoverManager::reconnect(FailoverRecord& rec) {
   bool safe = board_.controller_safe();
   if (safe) board_.clear_safe();
   uint32_t gen_before = board_.active_generation();
-  auto active = board_.client().read_block(ipbus::controller(reg::active_map::kOffset),
-                                           static_cast<uint32_t>(cfg_.shape.mesh_ports));
-  bool same = true;
-  for (int i = 0; i < cfg_.shape.mesh_ports; ++i) {
-    uint32_t v = active[static_cast<size_t>(i)];
-    int target = (v & reg::active_map::kValidMask) ? static_cast<int>(v & reg::active_map::kTargetMask) : -1;
-    same &= target == map_.port_target[static_cast<size_t>(i)];
-  }
+  bool same = active_map_is(map_);
   if (!same) {
     FwStatus s = board_.set_port_map(map_.port_target);
     if (s != FwStatus::Ok) rec.problems.push_back(fmt::format("reconciling: the firmware answered {}", firmware::to_string(s)));
@@ -631,26 +624,16 @@ bool FailoverManager::commit_failed_since(double t_ns) const {
 }
 
 bool FailoverManager::active_map_is(const firmware::FabricMap& m) {
-  auto active = board_.client().read_block(ipbus::controller(reg::active_map::kOffset),
-                                           static_cast<uint32_t>(cfg_.shape.mesh_ports));
-  for (int i = 0; i < cfg_.shape.mesh_ports; ++i) {
-    uint32_t v = active[static_cast<size_t>(i)];
-    int target = (v & reg::active_map::kValidMask) ? static_cast<int>(v & reg::active_map::kTargetMask) : -1;
-    if (target != m.port_target[static_cast<size_t>(i)]) return false;
-  }
-  return true;
+  return board_.active_map(cfg_.shape.mesh_ports) == m.port_target;
 }
 
 std::vector<std::string> FailoverManager::check_fabric() {
   std::vector<std::string> p;
   uint32_t gen = board_.active_generation();
   if (gen != generation_) p.push_back(fmt::format("controller generation {}, the manager expects {}", gen, generation_));
-  auto active = board_.client().read_block(ipbus::controller(reg::active_map::kOffset),
-                                           static_cast<uint32_t>(cfg_.shape.mesh_ports));
+  auto active = board_.active_map(cfg_.shape.mesh_ports);
   for (int i = 0; i < cfg_.shape.mesh_ports; ++i) {
-    uint32_t v = active[static_cast<size_t>(i)];
-    bool valid = (v & reg::active_map::kValidMask) != 0;
-    int target = valid ? static_cast<int>((v & reg::active_map::kTargetMask) >> reg::active_map::kTargetShift) : -1;
+    int target = active[static_cast<size_t>(i)];
     if (target != map_.port_target[static_cast<size_t>(i)])
       p.push_back(fmt::format("ACTIVE_MAP[{}] is {}, the manager expects {}", i, target, map_.port_target[static_cast<size_t>(i)]));
   }

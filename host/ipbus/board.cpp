@@ -36,6 +36,16 @@ uint32_t Board::active_generation() {
   return (c_.read(controller(reg::status::kOffset)) & reg::status::kActiveGenMask) >> reg::status::kActiveGenShift;
 }
 
+std::vector<int> Board::active_map(int ports) {
+  auto w = c_.read_block(controller(reg::active_map::kOffset), static_cast<uint32_t>(ports));
+  std::vector<int> out;
+  for (uint32_t v : w)
+    out.push_back((v & reg::active_map::kValidMask)
+                      ? static_cast<int>((v & reg::active_map::kTargetMask) >> reg::active_map::kTargetShift)
+                      : -1);
+  return out;
+}
+
 mxtb::ocs::State Board::controller_state() {
   return static_cast<mxtb::ocs::State>((c_.read(controller(reg::status::kOffset)) & reg::status::kStateMask) >>
                                        reg::status::kStateShift);

@@ -62,6 +62,7 @@ class Board {
   // ---- controller ----
   std::vector<LinkStatus> link_status();  // one block read of LINK_STATUS[0..links)
   uint32_t active_generation();           // STATUS.active_gen
+  std::vector<int> active_map(int ports);  // ACTIVE_MAP[0..ports): target port, -1 where unused
   mxtb::ocs::State controller_state();
   bool controller_safe();  // STATUS.safe: the watchdog expired and SAFE_CLEAR has not been written
   void clear_safe();       // SAFE_CLEAR

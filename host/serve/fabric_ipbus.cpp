@@ -137,13 +137,9 @@ double EmulatorFabricLinks::place_base() {
 
 int EmulatorFabricLinks::emulated_circuits(int xpu_a, int xpu_b) {
   const uint32_t ports = static_cast<uint32_t>(cfg_.shape.mesh_ports);
-  auto words = board_.client().read_block(ipbus::controller(reg::active_map::kOffset), ports);
+  auto active = board_.active_map(static_cast<int>(ports));
   auto ls = board_.link_status();
   ++reads_;
-  std::vector<int> active(ports, -1);
-  for (uint32_t i = 0; i < ports; ++i)
-    if (words[i] & reg::active_map::kValidMask)
-      active[i] = static_cast<int>((words[i] & reg::active_map::kTargetMask) >> reg::active_map::kTargetShift);
   return circuits(cfg_.shape, active, xpu_a, xpu_b, [&](int p) {
     return p < static_cast<int>(ls.size()) && ls[static_cast<size_t>(p)].state == LinkState::Active;
   });
