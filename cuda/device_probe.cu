@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace mxtb::cuda {
+namespace mxtb::paging {
 
 namespace {
 __global__ void xor_index(uint32_t* data, size_t n) {
@@ -52,4 +52,4 @@ std::string roundtrip_check(size_t bytes) {
   return result;
 }
 
-}  // namespace mxtb::cuda
+}  // namespace mxtb::paging

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <string>
 
-namespace mxtb::cuda {
+namespace mxtb::paging {
 
 // Number of usable CUDA devices; 0 when the driver or a device is missing (reason in *why).
 int device_count(std::string* why = nullptr);
@@ -14,4 +14,4 @@ int device_count(std::string* why = nullptr);
 // every byte. Returns an empty string on success, else what went wrong.
 std::string roundtrip_check(size_t bytes);
 
-}  // namespace mxtb::cuda
+}  // namespace mxtb::paging

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace mxtb::cuda {
+namespace mxtb::paging {
 
 float half_to_float(uint16_t h) {
   uint32_t sign = uint32_t{h & 0x8000u} << 16, exp = (h >> 10) & 0x1F, man = h & 0x3FF;
@@ -137,4 +137,4 @@ std::vector<float> paged_attention_cpu(const ModelShape& s, const std::byte* bas
   return out;
 }
 
-}  // namespace mxtb::cuda
+}  // namespace mxtb::paging

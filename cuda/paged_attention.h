@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-namespace mxtb::cuda {
+namespace mxtb::paging {
 
 // Element conversions shared by tests, the CPU reference and pattern fills (round to nearest even).
 float half_to_float(uint16_t h);
@@ -37,4 +37,4 @@ struct AttentionBatch {
 std::vector<float> paged_attention_cpu(const ModelShape& s, const std::byte* base, size_t pool_blocks, int layer,
                                        const AttentionBatch& batch);
 
-}  // namespace mxtb::cuda
+}  // namespace mxtb::paging

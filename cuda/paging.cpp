@@ -8,7 +8,7 @@
 #include <limits>
 #include <numeric>
 
-namespace mxtb::cuda {
+namespace mxtb::paging {
 
 namespace {
 std::string str(size_t v) { return std::to_string(v); }
@@ -414,4 +414,4 @@ std::byte* PagingEngine::chunk(SeqId seq, size_t index, int layer, Kv kv) {
   return dev.data() + dev.offset(t[index], layer, kv);
 }
 
-}  // namespace mxtb::cuda
+}  // namespace mxtb::paging

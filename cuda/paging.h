@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace mxtb::cuda {
+namespace mxtb::paging {
 
 enum class DType { F32, F16, BF16 };
 size_t dtype_bytes(DType t);
@@ -233,4 +233,4 @@ class PagingEngine {
   std::map<SeqId, Seq> seqs_;
 };
 
-}  // namespace mxtb::cuda
+}  // namespace mxtb::paging

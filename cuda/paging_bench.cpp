@@ -20,7 +20,7 @@
 #include <numeric>
 #include <stdexcept>
 
-namespace mxtb::cuda {
+namespace mxtb::paging {
 
 using nlohmann::json;
 
@@ -300,4 +300,4 @@ int run_paging_bench(const PagingBenchOptions& o) {
   return 0;
 }
 
-}  // namespace mxtb::cuda
+}  // namespace mxtb::paging

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace mxtb::cuda {
+namespace mxtb::paging {
 
 struct PagingBenchOptions {
   std::vector<size_t> sizes{4096, 16384, 65536, 262144, 1 << 20};  // bytes per block (descriptor)
@@ -23,4 +23,4 @@ void validate(const PagingBenchOptions& o);
 // (0: measured; goals are reported, not asserted).
 int run_paging_bench(const PagingBenchOptions& o);
 
-}  // namespace mxtb::cuda
+}  // namespace mxtb::paging

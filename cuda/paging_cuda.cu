@@ -9,7 +9,7 @@
 #include <numeric>
 #include <stdexcept>
 
-namespace mxtb::cuda {
+namespace mxtb::paging {
 
 namespace {
 
@@ -529,4 +529,4 @@ GpuBenchResult run_gpu_bench(const std::vector<size_t>& sizes, const std::vector
   return res;
 }
 
-}  // namespace mxtb::cuda
+}  // namespace mxtb::paging

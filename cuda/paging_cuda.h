@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace mxtb::cuda {
+namespace mxtb::paging {
 
 std::unique_ptr<Memory> make_device_memory(size_t bytes, int device = 0);
 std::unique_ptr<Memory> make_pinned_memory(size_t bytes);
@@ -72,4 +72,4 @@ struct GpuBenchResult {
 GpuBenchResult run_gpu_bench(const std::vector<size_t>& sizes, const std::vector<size_t>& counts, size_t max_total,
                              int reps);
 
-}  // namespace mxtb::cuda
+}  // namespace mxtb::paging

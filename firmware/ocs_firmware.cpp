@@ -1,6 +1,5 @@
 #include "ocs_firmware.h"
 
-#include "firmware/mailbox.h"
 #include "firmware/routing.h"
 
 #include <mxtb/link_defs.h>
@@ -25,24 +24,10 @@ void say(std::string* why, std::string text) {
 }
 }  // namespace
 
-const char* to_string(FwStatus s) {
-  switch (s) {
-    case FwStatus::Ok: return "ok";
-    case FwStatus::BadMap: return "bad map";
-    case FwStatus::Rejected: return "rejected by the controller";
-    case FwStatus::VerifyFailed: return "verify failed, rolled back";
-    case FwStatus::Timeout: return "timeout";
-    case FwStatus::NotArmed: return "not armed";
-    case FwStatus::BadCommand: return "bad command";
-    case FwStatus::Safe: return "the host watchdog expired: the controller went to its safe state";
-  }
-  return "?";
-}
-
 OcsFirmware::OcsFirmware(Hal& hal, FirmwareConfig cfg) : hal_(hal), cfg_(std::move(cfg)) {
-  active_map_.assign(static_cast<size_t>(cfg_.ports), -1);
+  active_map_.assign(static_cast<size_t>(cfg_.shape.mesh_ports), -1);
   staged_map_ = active_map_;
-  circuit_down_.assign(static_cast<size_t>(cfg_.ports), false);
+  circuit_down_.assign(static_cast<size_t>(cfg_.shape.mesh_ports), false);
 }
 
 uint32_t OcsFirmware::rd(uint32_t addr) {
@@ -56,7 +41,7 @@ void OcsFirmware::wr(uint32_t addr, uint32_t v) {
 }
 
 FwStatus OcsFirmware::init(std::string* why) {
-  auto topo = BenesTopology::create(cfg_.ports);
+  auto topo = BenesTopology::create(cfg_.shape.mesh_ports);
   if (!topo) {
     say(why, topo.error());
     return FwStatus::BadMap;
@@ -75,10 +60,10 @@ FwStatus OcsFirmware::init(std::string* why) {
   int ports = static_cast<int>(field(params, reg::params::kNPortsMask, reg::params::kNPortsShift));
   int links = static_cast<int>(field(params, reg::params::kNLinksMask, reg::params::kNLinksShift));
   int elems = static_cast<int>(field(sizes, reg::sizes::kNElemsMask, reg::sizes::kNElemsShift));
-  if (ports != cfg_.ports || links != cfg_.links || elems != topo_->elements()) {
+  if (ports != cfg_.shape.mesh_ports || links != cfg_.shape.links() || elems != topo_->elements()) {
     say(why, "controller has " + std::to_string(ports) + " ports, " + std::to_string(links) + " links, " +
-                 std::to_string(elems) + " elements; the firmware was built for " + std::to_string(cfg_.ports) +
-                 ", " + std::to_string(cfg_.links) + ", " + std::to_string(topo_->elements()));
+                 std::to_string(elems) + " elements; the firmware was built for " + std::to_string(cfg_.shape.mesh_ports) +
+                 ", " + std::to_string(cfg_.shape.links()) + ", " + std::to_string(topo_->elements()));
     return FwStatus::BadCommand;
   }
   active_codes_.assign(static_cast<size_t>(elems), 0);
@@ -168,7 +153,7 @@ FwStatus OcsFirmware::commit_and_wait(const Prepared& p, std::string* why) {
     active_gen_ = gen;
   } else {
     uint32_t err = rd(reg::error::kOffset);
-    say(why, std::string(to_string(*outcome)) + ": error code " +
+    say(why, std::string(mailbox::describe(*outcome)) + ": error code " +
                  std::to_string(field(err, reg::error::kCodeMask, reg::error::kCodeShift)) + " at index " +
                  std::to_string(field(err, reg::error::kIndexMask, reg::error::kIndexShift)));
   }
@@ -188,7 +173,7 @@ FwStatus OcsFirmware::set_port_map(const std::vector<int>& perm, std::string* wh
 }
 
 FwStatus OcsFirmware::arm_backup(int xpu, int spare, const std::vector<int>& backup, std::string* why) {
-  int xpus = cfg_.links / cfg_.lanes_per_xpu;
+  int xpus = cfg_.shape.xpus;
   if (xpu < 0 || xpu >= xpus || spare < 0 || spare >= xpus || xpu == spare) {
     say(why, "arm: XPU " + std::to_string(xpu) + " and spare " + std::to_string(spare) + " must be distinct XPUs below " +
                  std::to_string(xpus));
@@ -251,10 +236,10 @@ void OcsFirmware::on_event(const LogEvent& e) {
   auto now_state = static_cast<link::LinkState>(field(e.info, reg::event_info::kCodeMask, reg::event_info::kCodeShift));
   auto prev_state = static_cast<link::LinkState>((data >> 4) & 0xF);
   auto reason = static_cast<link::Reason>(data & 0xF);
-  if (e.cycle < armed_cycle_ || link < 0 || link >= cfg_.ports) return;
+  if (e.cycle < armed_cycle_ || link < 0 || link >= cfg_.shape.mesh_ports) return;
   int peer = active_map_[static_cast<size_t>(link)];
-  bool touches = link / cfg_.lanes_per_xpu == *armed_xpu_ ||
-                 (peer >= 0 && peer < cfg_.links && peer / cfg_.lanes_per_xpu == *armed_xpu_);
+  bool touches = link / cfg_.shape.lanes_per_xpu == *armed_xpu_ ||
+                 (peer >= 0 && peer < cfg_.shape.links() && peer / cfg_.shape.lanes_per_xpu == *armed_xpu_);
   if (!touches) return;
   int circuit = peer >= 0 ? std::min(link, peer) : link;
   if (now_state == link::LinkState::Active) {
@@ -267,7 +252,7 @@ void OcsFirmware::on_event(const LogEvent& e) {
   // A dead XPU darkens its circuits to every neighbour; a dead neighbour darkens only its own
   // share of them (two of four in a 2x2 torus). So the armed XPU counts as failed once its down
   // circuits reach the threshold and span two of its neighbours (or all of them, if it has one).
-  const int lanes = cfg_.lanes_per_xpu;
+  const int lanes = cfg_.shape.lanes_per_xpu;
   auto other_end = [&](int c) {
     int p = active_map_[static_cast<size_t>(c)];
     int a = c / lanes, b = p >= 0 ? p / lanes : a;
@@ -275,9 +260,9 @@ void OcsFirmware::on_event(const LogEvent& e) {
   };
   std::vector<int> neighbours, down_peers;
   int down = 0;
-  for (int c = 0; c < cfg_.links; ++c) {
+  for (int c = 0; c < cfg_.shape.links(); ++c) {
     int p = active_map_[static_cast<size_t>(c)];
-    if (p < 0 || p >= cfg_.links || c > p) continue;  // each circuit once, by its lower port
+    if (p < 0 || p >= cfg_.shape.links() || c > p) continue;  // each circuit once, by its lower port
     bool mine = c / lanes == *armed_xpu_ || p / lanes == *armed_xpu_;
     if (!mine || c / lanes == p / lanes) continue;
     int n = other_end(c);
@@ -326,14 +311,14 @@ void OcsFirmware::run_until(uint64_t until_ns) {
 }
 
 void OcsFirmware::poll_mailbox() {
-  namespace mb = mailbox;
+  namespace mb = mxtb::mailbox;
   uint32_t bell = rd(reg::scratch::addr(mb::kDoorbell));
   if (bell == last_doorbell_) return;
   last_doorbell_ = bell;
   auto op = static_cast<mb::Opcode>(rd(reg::scratch::addr(mb::kOpcode)));
   auto read_map = [&](uint32_t first) {
-    std::vector<int> map(static_cast<size_t>(cfg_.ports));
-    for (int p = 0; p < cfg_.ports; ++p) {
+    std::vector<int> map(static_cast<size_t>(cfg_.shape.mesh_ports));
+    for (int p = 0; p < cfg_.shape.mesh_ports; ++p) {
       uint32_t v = rd(reg::scratch::addr(first + static_cast<uint32_t>(p)));
       map[static_cast<size_t>(p)] = v == mb::kUnusedPort ? -1 : static_cast<int>(v);
     }
@@ -350,14 +335,17 @@ void OcsFirmware::poll_mailbox() {
     }
     case mb::Opcode::Report: {
       const FailoverRecord* last = failovers_.empty() ? nullptr : &failovers_.back();
-      auto reply = [&](uint32_t word, uint32_t value) { wr(reg::scratch::addr(mb::kReplyData + word), value); };
-      reply(mb::kReportActiveGen, active_gen_);
-      reply(mb::kReportArmedXpu, armed_xpu_ ? static_cast<uint32_t>(*armed_xpu_) : mb::kUnusedPort);
-      reply(mb::kReportFailovers, static_cast<uint32_t>(failovers_.size()));
-      reply(mb::kReportLastFailed, last ? static_cast<uint32_t>(last->failed_xpu) : mb::kUnusedPort);
-      reply(mb::kReportLastSpare, last ? static_cast<uint32_t>(last->spare) : mb::kUnusedPort);
-      reply(mb::kReportLastDetectToCommitNs, last ? static_cast<uint32_t>(last->commit_ns - last->seen_ns) : 0u);
-      reply(mb::kReportLastCommitToDoneNs, last ? static_cast<uint32_t>(last->done_ns - last->commit_ns) : 0u);
+      using W = mb::ReportWord;
+      auto reply = [&](W word, uint32_t value) {
+        wr(reg::scratch::addr(mb::kReplyData + static_cast<uint32_t>(word)), value);
+      };
+      reply(W::ActiveGen, active_gen_);
+      reply(W::ArmedXpu, armed_xpu_ ? static_cast<uint32_t>(*armed_xpu_) : mb::kUnusedPort);
+      reply(W::Failovers, static_cast<uint32_t>(failovers_.size()));
+      reply(W::LastFailed, last ? static_cast<uint32_t>(last->failed_xpu) : mb::kUnusedPort);
+      reply(W::LastSpare, last ? static_cast<uint32_t>(last->spare) : mb::kUnusedPort);
+      reply(W::LastDetectToCommitNs, last ? static_cast<uint32_t>(last->commit_ns - last->seen_ns) : 0u);
+      reply(W::LastCommitToDoneNs, last ? static_cast<uint32_t>(last->done_ns - last->commit_ns) : 0u);
       status = FwStatus::Ok;
       break;
     }

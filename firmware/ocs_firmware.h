@@ -7,6 +7,9 @@
 #include "firmware/benes.h"
 #include "firmware/calibration.h"
 #include "firmware/hal.h"
+#include "protocol/fabric_map.h"
+
+#include <mxtb/mailbox.h>
 
 #include <cstdint>
 #include <optional>
@@ -16,9 +19,7 @@
 namespace mxtb::firmware {
 
 struct FirmwareConfig {
-  int ports = 32;
-  int links = 20;                     // XPU lanes; link i is mesh port i
-  int lanes_per_xpu = 4;
+  protocol::ServerShape shape;        // link i (XPU lane) is mesh port i
   std::vector<ElementCal> calibration;  // one entry per element
   uint32_t settle_cycles = 8000;        // SETTLE_CYCLES: the mesh's settle time in controller clocks
   // Verify needs every source lit. A lane that loses its old path (the spare's loopback) drops
@@ -33,17 +34,10 @@ struct FirmwareConfig {
   uint64_t mailbox_poll_ns = 10'000;    // how often the idle loop looks at the mailbox
 };
 
-enum class FwStatus : uint32_t {
-  Ok = 0,
-  BadMap = 1,        // the permutation or calibration was invalid (why says how)
-  Rejected = 2,      // the controller rejected the commit (ERROR register)
-  VerifyFailed = 3,  // the controller rolled back
-  Timeout = 4,
-  NotArmed = 5,
-  BadCommand = 6,
-  Safe = 7,          // the host watchdog expired during the command: every circuit dropped
-};
-const char* to_string(FwStatus s);
+// The firmware's result codes are the mailbox's status codes (protocol/mailbox.json): what the
+// host reads back is what the firmware decided.
+using mailbox::FwStatus;
+
 
 struct FailoverRecord {
   int failed_xpu = -1;

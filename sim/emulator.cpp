@@ -2,7 +2,7 @@
 #include "emulator.h"
 
 #include "firmware/ocs_firmware.h"
-#include "host/ipbus/board_map.h"
+#include "protocol/board_map.h"
 #include "sim/ipbus_server.h"
 #include "sim/sc_runner.h"
 #include "sim/server_sc.h"
@@ -180,9 +180,7 @@ class Emulator {
   firmware::FirmwareConfig firmware_config() const {
     MeshCalibration cal = load_calibration(cfg_.calibration_file);
     firmware::FirmwareConfig fc;
-    fc.ports = cfg_.server.shape.mesh_ports;
-    fc.links = cfg_.server.shape.xpus * cfg_.server.shape.lanes_per_xpu;
-    fc.lanes_per_xpu = cfg_.server.shape.lanes_per_xpu;
+    fc.shape = cfg_.server.shape;
     fc.calibration = cal.elements;
     double tau = cfg_.server.mesh.tau_ns ? *cfg_.server.mesh.tau_ns : preset_tau_ns(cfg_.server.mesh.settle);
     double period = 1000.0 / cfg_.server.clock_mhz;
@@ -193,7 +191,7 @@ class Emulator {
 
   void firmware_thread() {
     std::string why;
-    if (fw_.init(&why) != firmware::FwStatus::Ok) fw_init_error_ = why.empty() ? "unknown" : why;
+    if (fw_.init(&why) != mailbox::FwStatus::Ok) fw_init_error_ = why.empty() ? "unknown" : why;
     fw_ready_ = true;
     fw_ready_event_.notify(sc_core::SC_ZERO_TIME);
     if (!fw_init_error_.empty()) return;
@@ -235,9 +233,9 @@ class Emulator {
     std::vector<uint32_t> out;
     const auto& a = job.access;
     uint32_t span = incrementing(a.type) ? std::max<uint32_t>(a.words, 1) : 1;
-    if (a.addr < ipbus::kControllerBase + ipbus::kControllerWords && uint64_t{a.addr} + span <= ipbus::kControllerWords)
+    if (a.addr < protocol::kControllerBase + protocol::kControllerWords && uint64_t{a.addr} + span <= protocol::kControllerWords)
       code = controller_access(a, out);
-    else if (a.addr >= ipbus::kEmulatorBase && uint64_t{a.addr} + span <= uint64_t{ipbus::kEmulatorBase} + ipbus::kEmulatorWords)
+    else if (a.addr >= protocol::kEmulatorBase && uint64_t{a.addr} + span <= uint64_t{protocol::kEmulatorBase} + protocol::kEmulatorWords)
       code = emulator_access(a, out);
     else
       code = error_for(a.type);
@@ -305,13 +303,13 @@ class Emulator {
     bool rmw = a.type == TxType::RmwBits || a.type == TxType::RmwSum;
     uint32_t n = incrementing(a.type) ? a.words : std::min<uint32_t>(a.words, 1);
     for (uint32_t i = 0; i < n; ++i) {
-      const auto* r = mxtb::emu::register_at((a.addr - ipbus::kEmulatorBase + i) * 4);
+      const auto* r = mxtb::emu::register_at((a.addr - protocol::kEmulatorBase + i) * 4);
       if (!r) return error_for(a.type);
       if ((is_write(a.type) || rmw) && r->access == mxtb::emu::Access::RO) return error_for(a.type);
       if ((!is_write(a.type) || rmw) && r->access == mxtb::emu::Access::WO) return error_for(a.type);
     }
     for (uint32_t i = 0; i < a.words || (rmw && i == 0); ++i) {
-      uint32_t offset = (incrementing(a.type) ? a.addr + i : a.addr) - ipbus::kEmulatorBase;
+      uint32_t offset = (incrementing(a.type) ? a.addr + i : a.addr) - protocol::kEmulatorBase;
       offset *= 4;
       if (a.type == TxType::Read || a.type == TxType::NonIncRead) {
         out.push_back(emu_read(offset));

@@ -1,6 +1,6 @@
 #include "ipbus_server.h"
 
-#include "host/ipbus/board_map.h"
+#include "protocol/board_map.h"
 
 #include <boost/asio.hpp>
 #include <fmt/format.h>
@@ -33,7 +33,7 @@ struct IpbusServer::Impl : ipbus::BusPort {
   std::vector<uint8_t> rx = std::vector<uint8_t>(65536);
   udp::endpoint from;
   ipbus::Target target{*this};
-  std::vector<uint32_t> ram = std::vector<uint32_t>(ipbus::kRamWords, 0);
+  std::vector<uint32_t> ram = std::vector<uint32_t>(protocol::kRamWords, 0);
 
   mutable std::mutex mu;
   std::condition_variable cv;
@@ -43,9 +43,9 @@ struct IpbusServer::Impl : ipbus::BusPort {
   // The board's scratch RAM is the endpoint's own; everything else belongs to the simulation.
   InfoCode execute(const Access& a, std::vector<uint32_t>& out) override {
     uint32_t span = incrementing(a.type) ? a.words : 1;
-    bool in_ram = a.addr >= ipbus::kRamBase && uint64_t{a.addr} + span <= uint64_t{ipbus::kRamBase} + ipbus::kRamWords;
+    bool in_ram = a.addr >= protocol::kRamBase && uint64_t{a.addr} + span <= uint64_t{protocol::kRamBase} + protocol::kRamWords;
     if (in_ram) return ram_access(a, out);
-    if (a.addr >= ipbus::kRamBase && a.addr < ipbus::kRamBase + ipbus::kRamWords)
+    if (a.addr >= protocol::kRamBase && a.addr < protocol::kRamBase + protocol::kRamWords)
       return is_write(a.type) ? InfoCode::WriteError : InfoCode::ReadError;  // runs off the RAM's end
     std::promise<std::pair<InfoCode, std::vector<uint32_t>>> result;
     auto future = result.get_future();
@@ -64,7 +64,7 @@ struct IpbusServer::Impl : ipbus::BusPort {
   }
 
   InfoCode ram_access(const Access& a, std::vector<uint32_t>& out) {
-    uint32_t base = a.addr - ipbus::kRamBase;
+    uint32_t base = a.addr - protocol::kRamBase;
     switch (a.type) {
       case TxType::Read:
         out.insert(out.end(), ram.begin() + base, ram.begin() + base + a.words);

@@ -5,7 +5,7 @@
 // sc_start() calls: the socket thread never touches signals, eval() or the kernel. docs/protocol.md.
 #pragma once
 
-#include "host/ipbus/target.h"
+#include "protocol/ipbus/target.h"
 
 #include <chrono>
 #include <cstdint>
@@ -16,6 +16,8 @@
 #include <vector>
 
 namespace mxtb::sim {
+
+namespace ipbus = protocol::ipbus;
 
 // "ADDR:PORT" (IPv4 or localhost; port 0 picks a free one) -> (address, port). Throws
 // std::invalid_argument naming the text and what is wrong with it.

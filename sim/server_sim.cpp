@@ -167,6 +167,16 @@ namespace {
 uint64_t stream_seed(uint64_t seed, int link) { return seed * 1000003ull + static_cast<uint64_t>(link); }
 }  // namespace
 
+std::string unsupported_shape(const protocol::ServerShape& s) {
+  // The verilated controller (rtl/CMakeLists.txt) is built at its default parameters, which are
+  // the default shape's.
+  if (s != protocol::ServerShape{})
+    return fmt::format("the emulated server has models for {} XPUs x {} lanes on a {}-port mesh only, not {} x {} on {}",
+                       protocol::ServerShape{}.xpus, protocol::ServerShape{}.lanes_per_xpu, protocol::ServerShape{}.mesh_ports,
+                       s.xpus, s.lanes_per_xpu, s.mesh_ports);
+  return "";
+}
+
 ServerSim::ServerSim(const ServerConfig& cfg) : cfg_(cfg), rng_(cfg.seed ^ 0x5E5E) {
   const auto& s = cfg_.shape;
   int n_links = s.xpus * s.lanes_per_xpu;
@@ -181,8 +191,7 @@ ServerSim::ServerSim(const ServerConfig& cfg) : cfg_(cfg), rng_(cfg.seed ^ 0x5E5
   alive_.assign(static_cast<size_t>(s.xpus), true);
   for (int i = 0; i < n_links; ++i) rx_source_.push_back(i);
 
-  if (n_links != 20 || s.mesh_ports != 32)
-    throw std::invalid_argument("server: the verilated controller is built for 20 links and 32 ports");
+  if (std::string why = unsupported_shape(s); !why.empty()) throw std::invalid_argument("server: " + why);
   if (cfg_.trace_capable) impl_ = std::make_unique<ServerModels<Vocs_controller_trace, Vlink_endpoint_trace, true>>();
   else impl_ = std::make_unique<ServerModels<Vocs_controller, Vlink_endpoint, false>>();
   impl_->build(*this);

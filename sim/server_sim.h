@@ -14,7 +14,7 @@
 #include "sim/photonic_mesh.h"
 #include "sim/xpu_traffic.h"
 
-#include "firmware/fabric_map.h"
+#include "protocol/fabric_map.h"
 
 #include <mxtb/link_defs.h>
 
@@ -34,7 +34,7 @@ struct ServerConfig {
   std::string name = "server";
   uint64_t seed = 1;
   double clock_mhz = 156.25;
-  firmware::ServerShape shape;                 // 5 XPUs x 4 lanes on a 32-port mesh
+  protocol::ServerShape shape;                 // 5 XPUs x 4 lanes on a 32-port mesh
   MeshConfig mesh;                             // ports must equal shape.mesh_ports
   uint32_t fibre_latency_cycles = 4;           // transmitter to receiver through the mesh
   uint32_t pd_latency_cycles = 8;              // photodiode request to answer
@@ -58,6 +58,10 @@ struct LinkTransition {
   link::LinkState from, to;
   link::Reason reason;
 };
+
+// Why the emulator cannot build a server of this shape (it has verilated models for some shapes
+// only), or "" when it can.
+std::string unsupported_shape(const protocol::ServerShape& s);
 
 class ServerSim {
  public:

@@ -32,6 +32,7 @@ struct Value {
   std::string name;
   uint64_t value;
   std::string doc;
+  std::string text;  // optional short phrase for messages (describe()); the name when absent
 };
 
 struct Enum {
@@ -78,6 +79,16 @@ std::string hex(uint64_t v, int digits) {
 std::string upper(std::string s) {
   for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;
+}
+
+// The text between the quotes of a C++ string literal.
+std::string cpp_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    o += c;
+  }
+  return o;
 }
 
 std::string lower(std::string s) {
@@ -184,7 +195,8 @@ class Reader {
         for (size_t k = 0; k < e["values"].size(); ++k) {
           const json& v = e["values"][k];
           std::string vw = where + ".values[" + std::to_string(k) + "]";
-          Value val{ident(v, vw, "name"), uint(v, vw, "value"), str(v, vw, "doc")};
+          Value val{ident(v, vw, "name"), uint(v, vw, "value"), str(v, vw, "doc"),
+                    v.contains("text") ? str(v, vw, "text") : std::string()};
           fits(val.value, en.width, vw + ".value");
           if (!seen_values.insert(val.value).second)
             fail(vw + ".value", "value " + std::to_string(val.value) + " is used twice in " + en.name);
@@ -405,11 +417,7 @@ void cpp_registers(const Defs& d, std::ostringstream& o) {
     << "inline constexpr RegInfo kRegisters[] = {\n";
   for (const auto& r : d.registers) {
     std::string ns = "reg::" + lower(r.name) + "::";
-    std::string doc;
-    for (char c : r.doc) {
-      if (c == '"' || c == '\\') doc += '\\';
-      doc += c;
-    }
+    const std::string doc = cpp_escape(r.doc);
     o << "    {\"" << r.name << "\", " << ns << "kOffset, " << ns << "kCount, " << ns << "kAccess, " << ns << "kReset, "
       << ns << "kFields, " << r.fields.size() << ", \"" << doc << "\"},\n";
   }
@@ -428,7 +436,8 @@ std::string cpp(const Defs& d) {
   o << banner(d, "//") << "// " << d.doc << "\n#pragma once\n\n#include <cstdint>\n#include <optional>\n"
     << (d.registers.empty() ? "" : "#include <cstddef>\n") << "#include <string_view>\n\nnamespace " << d.cpp_namespace << " {\n";
   for (const auto& c : d.constants) {
-    o << "\n// " << c.doc << "\ninline constexpr uint64_t k" << c.name << " = " << c.value << "u;\n";
+    o << "\n// " << c.doc << "\ninline constexpr " << (c.width <= 32 ? "uint32_t" : "uint64_t") << " k" << c.name << " = "
+      << c.value << "u;\n";
   }
   for (const auto& e : d.enums) {
     const char* base = e.width <= 8 ? "uint8_t" : e.width <= 16 ? "uint16_t" : e.width <= 32 ? "uint32_t" : "uint64_t";
@@ -438,6 +447,11 @@ std::string cpp(const Defs& d) {
     o << "inline std::string_view to_string(" << e.cpp_name << " v) {\n  switch (v) {\n";
     for (const auto& v : e.values)
       o << "    case " << e.cpp_name << "::" << v.name << ": return \"" << v.name << "\";\n";
+    o << "  }\n  return \"?\";\n}\n\n";
+    o << "// A short phrase for messages: the value's \"text\" in the JSON, else its name.\n";
+    o << "inline std::string_view describe(" << e.cpp_name << " v) {\n  switch (v) {\n";
+    for (const auto& v : e.values)
+      o << "    case " << e.cpp_name << "::" << v.name << ": return \"" << cpp_escape(v.text.empty() ? v.name : v.text) << "\";\n";
     o << "  }\n  return \"?\";\n}\n\n";
     o << "inline std::optional<" << e.cpp_name << "> to_" << e.name << "(uint64_t raw) {\n  switch (raw) {\n";
     for (const auto& v : e.values)

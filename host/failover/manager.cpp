@@ -1,6 +1,6 @@
 #include "manager.h"
 
-#include "host/ipbus/board_map.h"
+#include "protocol/board_map.h"
 
 #include <mxtb/ocs_regs.h>
 
@@ -17,33 +17,24 @@ namespace mxtb::host::failover {
 namespace er = mxtb::emu::reg;
 namespace reg = mxtb::ocs::reg;
 using emu::EmuEvent;
-using firmware::FwStatus;
+using mailbox::FwStatus;
 using link::LinkState;
 
-ManagerConfig manager_config(const sim::FailoverScenario& s) {
-  ManagerConfig c;
-  c.shape = s.shape;
-  c.tenant = s.tenant;
-  c.spares = s.spares;
-  for (const auto& [kind, groups] : s.failure_groups)
-    for (size_t i = 0; i < groups.size(); ++i) c.groups.push_back(FailureGroup{fmt::format("{}[{}]", kind, i), groups[i]});
-  c.armed_xpu = s.armed_xpu;
-  c.state_bytes_per_xpu = s.state_bytes_per_xpu;
-  c.watchdog_ns = static_cast<uint64_t>(s.watchdog_us * 1000);
-  c.shape_clock_mhz = s.clock_mhz;
-  c.lane_gbps = s.state_lane_gbps;
-  c.real_bytes_max = s.state_real_bytes_max;
-  c.modeled = s.modeled;
-  c.scenario = s.name;
-  c.seed = s.seed;
-  return c;
+const char* to_string(HostDisconnect d) {
+  switch (d) {
+    case HostDisconnect::None: return "none";
+    case HostDisconnect::BeforeCommit: return "before_commit";
+    case HostDisconnect::MidCommit: return "mid_commit";
+    case HostDisconnect::AfterCommit: return "after_commit";
+  }
+  return "none";
 }
 
 namespace {
 
 // The host's own compute, charged to the board's clock (lockstep: it appears in the timeline).
 template <class F>
-void charged(ipbus::Clock& clock, F f) {
+void charged(fabric::Clock& clock, F f) {
   auto t0 = std::chrono::steady_clock::now();
   f();
   auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
@@ -54,7 +45,7 @@ uint8_t pattern_byte(int xpu, size_t i) { return static_cast<uint8_t>((i * 26544
 
 }  // namespace
 
-FailoverManager::FailoverManager(ipbus::Board& board, ManagerConfig cfg)
+FailoverManager::FailoverManager(fabric::Board& board, ManagerConfig cfg)
     : board_(board), cfg_(std::move(cfg)), placement_(cfg_.tenant), free_spares_(cfg_.spares) {
   link_state_.assign(static_cast<size_t>(board_.links()), LinkState::Reset);
   link_down_since_.assign(static_cast<size_t>(board_.links()), -1);
@@ -63,7 +54,7 @@ FailoverManager::FailoverManager(ipbus::Board& board, ManagerConfig cfg)
 
 // The map without any circuit that touches a failed XPU: its light is gone, and the controller's
 // verify would refuse a commit that expects light from it.
-firmware::FabricMap FailoverManager::live_map(firmware::FabricMap m) const {
+protocol::FabricMap FailoverManager::live_map(protocol::FabricMap m) const {
   const int lanes = cfg_.shape.lanes_per_xpu;
   auto dead = [&](int port) { return std::find(failed_.begin(), failed_.end(), port / lanes) != failed_.end(); };
   for (size_t i = 0; i < m.port_target.size(); ++i)
@@ -72,7 +63,7 @@ firmware::FabricMap FailoverManager::live_map(firmware::FabricMap m) const {
 }
 
 // Circuits that change between two maps retrain: their drops are expected, not failures.
-void FailoverManager::expect_moves(const firmware::FabricMap& from, const firmware::FabricMap& to) {
+void FailoverManager::expect_moves(const protocol::FabricMap& from, const protocol::FabricMap& to) {
   for (size_t i = 0; i < to.port_target.size() && i < moving_.size(); ++i) {
     int a = from.port_target[i], b = to.port_target[i];
     if (a == b) continue;
@@ -86,12 +77,12 @@ void FailoverManager::expect_moves(const firmware::FabricMap& from, const firmwa
 }
 
 // Places `m` through the mailbox and waits for its circuits; false (with a problem) when it fails.
-bool FailoverManager::place(const firmware::FabricMap& m, FailoverRecord& rec, const char* why) {
+bool FailoverManager::place(const protocol::FabricMap& m, FailoverRecord& rec, const char* why) {
   expect_moves(map_, m);
   map_ = m;
   FwStatus st = board_.set_port_map(map_.port_target);
   if (st != FwStatus::Ok) {
-    rec.problems.push_back(fmt::format("{}: the firmware answered {}", why, firmware::to_string(st)));
+    rec.problems.push_back(fmt::format("{}: the firmware answered {}", why, mailbox::describe(st)));
     return false;
   }
   generation_ = board_.active_generation();
@@ -105,7 +96,7 @@ bool FailoverManager::place(const firmware::FabricMap& m, FailoverRecord& rec, c
 
 FailoverManager::~FailoverManager() = default;
 
-std::vector<int> FailoverManager::circuit_links(const firmware::FabricMap& m) const {
+std::vector<int> FailoverManager::circuit_links(const protocol::FabricMap& m) const {
   std::vector<int> out;
   for (int i = 0; i < board_.links(); ++i)
     if (m.port_target[static_cast<size_t>(i)] >= 0) out.push_back(i);
@@ -147,7 +138,7 @@ void FailoverManager::idle(uint64_t ns) {
 }
 
 void FailoverManager::take_events(uint64_t window_ns) {
-  std::vector<ipbus::EmuEventRecord> fresh;
+  std::vector<fabric::EmuEventRecord> fresh;
   board_.kick();  // the host is alive
   if (board_.is_emulator()) {
     board_.run_until(er::run_until::kEventMask, window_ns);
@@ -224,36 +215,36 @@ void FailoverManager::keep_state_copies() {
   // paging engine's remote tier) so that a spare can take it over. Real bytes, scaled down to
   // real_bytes_max; the restore's time is charged for the full size at the fabric's rate.
   if (cfg_.state_bytes_per_xpu == 0) return;
-  cuda::ModelShape shape;
+  paging::ModelShape shape;
   shape.layers = 8;
   shape.kv_heads = 8;
   shape.head_size = 128;
   shape.tokens_per_block = 16;
-  shape.dtype = cuda::DType::F16;
+  shape.dtype = paging::DType::F16;
   uint64_t real = std::min(cfg_.state_bytes_per_xpu, cfg_.real_bytes_max);
   state_blocks_ = std::max<size_t>(1, static_cast<size_t>(real / shape.block_bytes()));
   size_t xpus = placement_.xpu_of_position.size() + cfg_.spares.size();
-  engine_ = std::make_unique<cuda::PagingEngine>(
-      shape, cuda::PoolSizes{state_blocks_ * xpus, state_blocks_ * xpus, 0}, cuda::make_cpu_backend());
+  engine_ = std::make_unique<paging::PagingEngine>(
+      shape, paging::PoolSizes{state_blocks_ * xpus, state_blocks_ * xpus, 0}, paging::make_cpu_backend());
   for (int x : placement_.xpu_of_position) {
-    auto seq = static_cast<cuda::SeqId>(x);
+    auto seq = static_cast<paging::SeqId>(x);
     engine_->allocate(seq, state_blocks_);
     size_t n = 0;
     for (size_t b = 0; b < state_blocks_; ++b)
       for (int l = 0; l < shape.layers; ++l)
-        for (cuda::Kv kv : {cuda::Kv::K, cuda::Kv::V}) {
+        for (paging::Kv kv : {paging::Kv::K, paging::Kv::V}) {
           std::byte* p = engine_->chunk(seq, b, l, kv);
           for (size_t i = 0; i < shape.chunk_bytes(); ++i) p[i] = static_cast<std::byte>(pattern_byte(x, n++));
         }
-    engine_->page_out(seq, cuda::Tier::Remote);
+    engine_->page_out(seq, paging::Tier::Remote);
   }
 }
 
 void FailoverManager::bring_up() {
-  map_ = firmware::torus_map(cfg_.shape, placement_);
+  map_ = protocol::torus_map(cfg_.shape, placement_);
   FwStatus st = board_.set_port_map(map_.port_target);
   if (st != FwStatus::Ok)
-    throw std::runtime_error(fmt::format("placing the tenant's torus: the firmware answered {}", firmware::to_string(st)));
+    throw std::runtime_error(fmt::format("placing the tenant's torus: the firmware answered {}", mailbox::describe(st)));
   generation_ = board_.active_generation();
   // From now on the controller drops every circuit if the host goes silent.
   if (cfg_.watchdog_ns) board_.enable_watchdog(watchdog_cycles());
@@ -274,10 +265,10 @@ void FailoverManager::arm_next_backup() {
     return;  // the XPU to arm has already been replaced
   SpareChoice c = choose_spare(x, free_spares_, cfg_.groups, failed_);
   if (!c.spare) return;
-  auto backup = firmware::torus_map(cfg_.shape, firmware::substitute(placement_, x, *c.spare));
+  auto backup = protocol::torus_map(cfg_.shape, protocol::substitute(placement_, x, *c.spare));
   FwStatus st = board_.arm_backup(x, *c.spare, backup.port_target);
   if (st != FwStatus::Ok)
-    throw std::runtime_error(fmt::format("arming XPU {}'s backup: the firmware answered {}", x, firmware::to_string(st)));
+    throw std::runtime_error(fmt::format("arming XPU {}'s backup: the firmware answered {}", x, mailbox::describe(st)));
   armed_xpu_ = x;
   armed_spare_ = *c.spare;
   armed_at_ns_ = board_.clock().now_ns();
@@ -311,7 +302,7 @@ std::optional<FailoverManager::Detection> FailoverManager::failed_xpu_now() {
   return best;
 }
 
-std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t timeout_ns, sim::HostDisconnect disconnect) {
+std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t timeout_ns, HostDisconnect disconnect) {
   const uint64_t start = board_.clock().now_ns();
   std::optional<Detection> det = pending_;
   pending_.reset();
@@ -336,13 +327,13 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
 
   // Choose the spare and the new circuits: the host's own compute, charged to board time.
   SpareChoice choice;
-  firmware::TorusPlacement next = placement_;
-  firmware::FabricMap next_map;
+  protocol::TorusPlacement next = placement_;
+  protocol::FabricMap next_map;
   charged(board_.clock(), [&] {
     choice = choose_spare(det->xpu, free_spares_, cfg_.groups, failed_);
     if (choice.spare) {
-      next = firmware::substitute(placement_, det->xpu, *choice.spare);
-      next_map = firmware::torus_map(cfg_.shape, next);
+      next = protocol::substitute(placement_, det->xpu, *choice.spare);
+      next_map = protocol::torus_map(cfg_.shape, next);
     }
   });
   failed_.push_back(det->xpu);
@@ -380,19 +371,19 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
   auto go_away = [&] {
     rec.disconnected = true;
     t.notes.push_back(fmt::format("the host disconnects {} (the watchdog, {} us, is no longer kicked)",
-                                  sim::to_string(disconnect), cfg_.watchdog_ns / 1000.0));
+                                  to_string(disconnect), cfg_.watchdog_ns / 1000.0));
     return rec;
   };
-  if (disconnect == sim::HostDisconnect::BeforeCommit) return go_away();
+  if (disconnect == HostDisconnect::BeforeCommit) return go_away();
   if (!rec.fast_path) {
-    if (disconnect == sim::HostDisconnect::MidCommit) {
+    if (disconnect == HostDisconnect::MidCommit) {
       std::vector<uint32_t> words;
-      for (int p : map_.port_target) words.push_back(p < 0 ? firmware::mailbox::kUnusedPort : static_cast<uint32_t>(p));
-      board_.mailbox_post(firmware::mailbox::Opcode::SetPortMap, words);
+      for (int p : map_.port_target) words.push_back(p < 0 ? mailbox::kUnusedPort : static_cast<uint32_t>(p));
+      board_.mailbox_post(mailbox::Opcode::SetPortMap, words);
       return go_away();
     }
     host_commit_status_ = board_.set_port_map(map_.port_target);
-  } else if (disconnect == sim::HostDisconnect::MidCommit) {
+  } else if (disconnect == HostDisconnect::MidCommit) {
     return go_away();  // the firmware commits on its own while the host is away
   }
   second_failure_.reset();
@@ -421,15 +412,15 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
                                   d2 ? " without its circuits" : ""));
     if (commit_failed_) rec.fast_path = false;
     if (!d2 && host_commit_status_ != FwStatus::Ok)
-      rec.problems.push_back(fmt::format("the firmware refused the new circuits: {}", firmware::to_string(host_commit_status_)));
+      rec.problems.push_back(fmt::format("the firmware refused the new circuits: {}", mailbox::describe(host_commit_status_)));
     place(live_map(map_), rec, "placing the new map again");
     if (pending_) failed_.pop_back();  // counted as failed by its own failover
   } else if (host_commit_status_ != FwStatus::Ok) {
-    rec.problems.push_back(fmt::format("the firmware refused the new circuits: {}", firmware::to_string(host_commit_status_)));
+    rec.problems.push_back(fmt::format("the firmware refused the new circuits: {}", mailbox::describe(host_commit_status_)));
   } else if (!up) {
     report_links_down(rec, links);
   }
-  if (disconnect == sim::HostDisconnect::AfterCommit) return go_away();
+  if (disconnect == HostDisconnect::AfterCommit) return go_away();
   finish(rec, false);
   return rec;
 }
@@ -466,7 +457,7 @@ void FailoverManager::reconnect(FailoverRecord& rec) {
   bool same = active_map_is(map_);
   if (!same) {
     FwStatus s = board_.set_port_map(map_.port_target);
-    if (s != FwStatus::Ok) rec.problems.push_back(fmt::format("reconciling: the firmware answered {}", firmware::to_string(s)));
+    if (s != FwStatus::Ok) rec.problems.push_back(fmt::format("reconciling: the firmware answered {}", mailbox::describe(s)));
   }
   if (cfg_.watchdog_ns) board_.enable_watchdog(watchdog_cycles());
   std::vector<int> links = circuit_links(map_);
@@ -485,7 +476,7 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
   const int spare = current_.spare;
   const std::vector<int> links = circuit_links(map_);
   const double all_up_seen_ns = static_cast<double>(board_.clock().now_ns());
-  ipbus::FirmwareReport fw = board_.report();
+  fabric::FirmwareReport fw = board_.report();
   const double confirmed_ns = static_cast<double>(board_.clock().now_ns());
   if (fw.active_generation != board_.active_generation())
     rec.problems.push_back(fmt::format("the firmware reports generation {}, the controller {}", fw.active_generation,
@@ -568,12 +559,12 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
   if (engine_) {
     int peer = -1;
     for (int x : placement_.xpu_of_position)
-      if (x != spare && circuits_between(x, spare) > 0 && engine_->has(static_cast<cuda::SeqId>(x))) {
+      if (x != spare && circuits_between(x, spare) > 0 && engine_->has(static_cast<paging::SeqId>(x))) {
         peer = x;
         break;
       }
-    auto seq = static_cast<cuda::SeqId>(det.xpu);
-    cuda::PageResult moved{};
+    auto seq = static_cast<paging::SeqId>(det.xpu);
+    paging::PageResult moved{};
     bool exact = true;
     {  // its time is charged below at the fabric's rate, not the host's memcpy
       moved = engine_->page_in(seq);
@@ -581,7 +572,7 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
       const auto& shape = engine_->shape();
       for (size_t b = 0; b < state_blocks_ && exact; ++b)
         for (int l = 0; l < shape.layers && exact; ++l)
-          for (cuda::Kv kv : {cuda::Kv::K, cuda::Kv::V}) {
+          for (paging::Kv kv : {paging::Kv::K, paging::Kv::V}) {
             const std::byte* p = engine_->chunk(seq, b, l, kv);
             for (size_t i = 0; i < shape.chunk_bytes(); ++i)
               if (p[i] != static_cast<std::byte>(pattern_byte(det.xpu, n++))) exact = false;
@@ -623,7 +614,7 @@ bool FailoverManager::commit_failed_since(double t_ns) const {
   return false;
 }
 
-bool FailoverManager::active_map_is(const firmware::FabricMap& m) {
+bool FailoverManager::active_map_is(const protocol::FabricMap& m) {
   return board_.active_map(cfg_.shape.mesh_ports) == m.port_target;
 }
 

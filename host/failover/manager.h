@@ -1,5 +1,5 @@
 // The failover manager: host software that keeps a tenant's torus whole. It talks to the board
-// (the emulator or the FPGA board) only through the fabric client (host/ipbus/board.h): places the
+// (the emulator or the FPGA board) only through the fabric client (host/fabric/board.h): places the
 // tenant's circuits through the firmware's mailbox, keeps a copy of every XPU's inference state
 // on a peer (the paging engine), pre-arms the firmware's fast path for one XPU, and on a failure
 // chooses a spare, hands the firmware the new circuits (or confirms its pre-armed commit), waits
@@ -7,11 +7,10 @@
 #pragma once
 
 #include "cuda/paging.h"
-#include "firmware/fabric_map.h"
+#include "host/fabric/board.h"
 #include "host/failover/spare.h"
-#include "host/ipbus/board.h"
 #include "host/report/report.h"
-#include "sim/scenario.h"
+#include "protocol/fabric_map.h"
 
 #include <cstdint>
 #include <memory>
@@ -21,9 +20,20 @@
 
 namespace mxtb::host::failover {
 
+// A phase nothing emulates: its duration is a named constant with its source.
+struct ModeledPhase {
+  std::string name;
+  double duration_ms = 0;
+  std::string doc;  // where the constant comes from (never empty)
+};
+
+// Where, in a failover, the host goes away (a crash, a lost network) to come back as a restarted host.
+enum class HostDisconnect { None, BeforeCommit, MidCommit, AfterCommit };
+const char* to_string(HostDisconnect d);  // "none", "before_commit", "mid_commit", "after_commit"
+
 struct ManagerConfig {
-  firmware::ServerShape shape;
-  firmware::TorusPlacement tenant;
+  protocol::ServerShape shape;
+  protocol::TorusPlacement tenant;
   std::vector<int> spares;
   std::vector<FailureGroup> groups;
   std::optional<int> armed_xpu;           // the XPU whose backup the firmware holds staged
@@ -34,12 +44,10 @@ struct ManagerConfig {
   uint64_t state_bytes_per_xpu = 0;       // inference state per XPU (charged at the fabric's rate)
   double lane_gbps = 100;                 // per circuit, peer to spare
   uint64_t real_bytes_max = 16ull << 20;  // what the paging engine really copies per XPU
-  std::vector<sim::ModeledPhase> modeled; // appended after the state restore
+  std::vector<ModeledPhase> modeled;      // appended after the state restore
   std::string scenario;
   uint64_t seed = 0;
 };
-
-ManagerConfig manager_config(const sim::FailoverScenario& s);
 
 struct FailoverRecord {
   int failed = -1;
@@ -53,7 +61,7 @@ struct FailoverRecord {
 
 class FailoverManager {
  public:
-  FailoverManager(ipbus::Board& board, ManagerConfig cfg);
+  FailoverManager(fabric::Board& board, ManagerConfig cfg);
   ~FailoverManager();
 
   // Places the tenant's torus, waits until its circuits are Active, keeps a copy of each tenant
@@ -64,7 +72,7 @@ class FailoverManager {
   // `disconnect`, the host goes away at that point (the record says `disconnected`): the caller
   // lets the board run without it, then calls reconnect() as the restarted host.
   std::optional<FailoverRecord> handle_next_failure(uint64_t timeout_ns,
-                                                    sim::HostDisconnect disconnect = sim::HostDisconnect::None);
+                                                    HostDisconnect disconnect = HostDisconnect::None);
   // The restarted host: reads the controller's state (safe? generation? map?), clears the safe
   // state, places its journaled circuits again if they are not active, and finishes the failover.
   void reconnect(FailoverRecord& rec);
@@ -74,13 +82,13 @@ class FailoverManager {
   // generation, every circuit of a living XPU Active, no traffic lost. One line per problem.
   std::vector<std::string> check_fabric();
 
-  const firmware::TorusPlacement& placement() const { return placement_; }
+  const protocol::TorusPlacement& placement() const { return placement_; }
   const std::vector<int>& free_spares() const { return free_spares_; }
   const std::vector<int>& failed_xpus() const { return failed_; }
   uint64_t armed_at_ns() const { return armed_at_ns_; }
   std::optional<int> armed_xpu() const { return armed_xpu_; }
   // Every event the manager has taken from the board, oldest first.
-  const std::vector<ipbus::EmuEventRecord>& log() const { return log_; }
+  const std::vector<fabric::EmuEventRecord>& log() const { return log_; }
   // Board time of the first event of `kind` about `a` at or after `from_ns`, or -1.
   double event_time(emu::EmuEvent kind, std::optional<uint32_t> a, double from_ns) const;
 
@@ -99,10 +107,10 @@ class FailoverManager {
     bool was_safe = false, replaced = false;
   };
   void finish(FailoverRecord& rec, bool reconciled);
-  firmware::FabricMap live_map(firmware::FabricMap m) const;
-  void expect_moves(const firmware::FabricMap& from, const firmware::FabricMap& to);
-  bool place(const firmware::FabricMap& m, FailoverRecord& rec, const char* why);
-  bool active_map_is(const firmware::FabricMap& m);
+  protocol::FabricMap live_map(protocol::FabricMap m) const;
+  void expect_moves(const protocol::FabricMap& from, const protocol::FabricMap& to);
+  bool place(const protocol::FabricMap& m, FailoverRecord& rec, const char* why);
+  bool active_map_is(const protocol::FabricMap& m);
   bool commit_failed_since(double t_ns) const;
   void report_links_down(FailoverRecord& rec, const std::vector<int>& links);
   uint32_t watchdog_cycles() const;
@@ -111,16 +119,16 @@ class FailoverManager {
   // True when every link is Active; during a failover also when the missing ones are all circuits
   // of another XPU that has just failed (second_failure_ names it).
   bool wait_links_up(const std::vector<int>& links, uint64_t timeout_ns, bool during_failover = false);
-  std::vector<int> circuit_links(const firmware::FabricMap& m) const;
+  std::vector<int> circuit_links(const protocol::FabricMap& m) const;
   void arm_next_backup();
   std::vector<int> circuits_of(int xpu) const;
   int circuits_between(int a, int b) const;
   void keep_state_copies();
 
-  ipbus::Board& board_;
+  fabric::Board& board_;
   ManagerConfig cfg_;
-  firmware::TorusPlacement placement_;
-  firmware::FabricMap map_;
+  protocol::TorusPlacement placement_;
+  protocol::FabricMap map_;
   std::vector<int> free_spares_, failed_;
   std::optional<int> armed_xpu_;
   int armed_spare_ = -1;
@@ -130,15 +138,15 @@ class FailoverManager {
   std::vector<double> link_down_since_;
   std::vector<bool> moving_;            // circuits a commit is moving: their drops are expected
   std::optional<Detection> pending_;    // a failure seen during the last failover, handled next
-  std::vector<ipbus::EmuEventRecord> log_;
+  std::vector<fabric::EmuEventRecord> log_;
   uint64_t messages_at_bring_up_ = 0;
   InFlight current_;
   std::optional<int> second_failure_;
   bool commit_failed_ = false;
-  firmware::FwStatus host_commit_status_ = firmware::FwStatus::Ok;
+  mailbox::FwStatus host_commit_status_ = mailbox::FwStatus::Ok;
   double handover_ns_ = 0;
   Reconcile reconciled_;
-  std::unique_ptr<cuda::PagingEngine> engine_;
+  std::unique_ptr<paging::PagingEngine> engine_;
   size_t state_blocks_ = 0;
 };
 

@@ -1,7 +1,4 @@
-#include "report.h"
-
-#include "sim/failover_run.h"
-#include "sim/scenario.h"
+#include "host/report/report.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

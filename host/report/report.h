@@ -9,11 +9,6 @@
 #include <string>
 #include <vector>
 
-namespace mxtb::sim {
-struct FailoverScenario;
-struct FailoverRunResult;
-}  // namespace mxtb::sim
-
 namespace mxtb::host::report {
 
 // rtl: timestamps from the verilated RTL (controller event log, link layers); firmware: the

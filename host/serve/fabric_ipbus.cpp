@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "host/ipbus/board.h"
-#include "host/ipbus/board_map.h"
+#include "host/fabric/board.h"
+#include "protocol/board_map.h"
 
 namespace mxtb::host::serve {
 
@@ -24,7 +24,7 @@ void connect(std::vector<int>& m, int pa, int pb) {
 
 // Circuits from a to b in `map`, counting only lanes that `count` accepts.
 template <class F>
-int circuits(const firmware::ServerShape& s, const std::vector<int>& map, int a, int b, F count) {
+int circuits(const protocol::ServerShape& s, const std::vector<int>& map, int a, int b, F count) {
   int n = 0;
   for (int l = 0; l < s.lanes_per_xpu; ++l) {
     int p = a * s.lanes_per_xpu + l;
@@ -36,15 +36,15 @@ int circuits(const firmware::ServerShape& s, const std::vector<int>& map, int a,
 
 }  // namespace
 
-EmulatorFabricLinks::EmulatorFabricLinks(ipbus::Board& board, EmulatorFabricConfig cfg)
+EmulatorFabricLinks::EmulatorFabricLinks(fabric::Board& board, EmulatorFabricConfig cfg)
     : board_(board), cfg_(cfg), base_(base_map(cfg.shape)), map_(base_) {}
 
-std::vector<int> EmulatorFabricLinks::base_map(const firmware::ServerShape& s) {
+std::vector<int> EmulatorFabricLinks::base_map(const protocol::ServerShape& s) {
   if (s.xpus < 4 || s.lanes_per_xpu != 4 || s.mesh_ports < s.xpus * s.lanes_per_xpu)
     throw InputError(fmt::format("the serving base map is for at least 4 XPUs of 4 lanes, the server has {} x {}", s.xpus,
                                  s.lanes_per_xpu));
   std::vector<int> m(static_cast<size_t>(s.mesh_ports), -1);
-  auto p = [&](int x, int l) { return firmware::port_of(s, firmware::LaneId{x, l}); };
+  auto p = [&](int x, int l) { return protocol::port_of(s, protocol::LaneId{x, l}); };
   connect(m, p(0, 0), p(1, 0));  // the serving pair's one circuit
   connect(m, p(0, 1), p(2, 0));
   connect(m, p(0, 2), p(3, 0));
@@ -56,7 +56,7 @@ std::vector<int> EmulatorFabricLinks::base_map(const firmware::ServerShape& s) {
   return m;
 }
 
-std::vector<int> EmulatorFabricLinks::with_extra(const firmware::ServerShape& s, const std::vector<int>& map, int a,
+std::vector<int> EmulatorFabricLinks::with_extra(const protocol::ServerShape& s, const std::vector<int>& map, int a,
                                                  int b, int n, int* added) {
   std::vector<int> m = map;
   const int lanes = s.lanes_per_xpu;
@@ -95,11 +95,11 @@ double EmulatorFabricLinks::commit(const std::vector<int>& map) {
   last_.valid = false;
   board_.pop_events();  // what happened before this command is not its doing
   const uint64_t t0 = board_.clock().now_ns();
-  firmware::FwStatus st = board_.set_port_map(map);
-  if (st != firmware::FwStatus::Ok) {
-    uint32_t vf = board_.client().read(ipbus::controller(reg::verify_fail::kOffset));
+  mailbox::FwStatus st = board_.set_port_map(map);
+  if (st != mailbox::FwStatus::Ok) {
+    uint32_t vf = board_.client().read(protocol::controller(reg::verify_fail::kOffset));
     throw std::runtime_error(fmt::format("the firmware answered {} to the serving map (VERIFY_FAIL port {}, {:.2f} dBm)",
-                                         firmware::to_string(st), vf & 0xFF,
+                                         mailbox::describe(st), vf & 0xFF,
                                          static_cast<int16_t>(vf >> 16) / 100.0));
   }
   map_ = map;

@@ -7,17 +7,17 @@
 #include <cstdint>
 #include <vector>
 
-#include "firmware/fabric_map.h"
+#include "protocol/fabric_map.h"
 #include "host/serve/serve.h"
 
-namespace mxtb::ipbus {
+namespace mxtb::host::fabric {
 class Board;
 }
 
 namespace mxtb::host::serve {
 
 struct EmulatorFabricConfig {
-  firmware::ServerShape shape;  // 5 XPUs x 4 lanes, 32-port mesh (the emulated server)
+  protocol::ServerShape shape;  // 5 XPUs x 4 lanes, 32-port mesh (the emulated server)
   // The emulated XPU has 4 lanes, the modeled accelerator 16: each emulated circuit stands for
   // this many modeled circuits of lane_gbps each (1 base + 3 extra emulated = 4 + 12 modeled).
   int modeled_per_circuit = 4;
@@ -32,17 +32,17 @@ struct EmulatorFabricConfig {
 class EmulatorFabricLinks : public FabricLinks {
  public:
   // Does not touch the board; place_base() commits the base map.
-  EmulatorFabricLinks(ipbus::Board& board, EmulatorFabricConfig cfg = {});
+  EmulatorFabricLinks(fabric::Board& board, EmulatorFabricConfig cfg = {});
 
   // The base placement (mesh port -> port, -1 unused; both directions of every circuit):
   // XPU 0 (serving) and 1 (peer) share one circuit, their other lanes go to XPUs 2 and 3, which
   // also connect to each other; XPU 4 (the spare) is unmapped. Per XPU pair, circuits:
   // 0-1: 1, 0-2: 1, 0-3: 2, 1-2: 2, 1-3: 1, 2-3: 1.
-  static std::vector<int> base_map(const firmware::ServerShape& s);
+  static std::vector<int> base_map(const protocol::ServerShape& s);
   // The map with up to n more lanes of a and b connected to each other, taken from their other
   // circuits; the lanes those circuits ended on are connected to each other (unused when both are
   // on one XPU). Returns the map; `added` says how many circuits a-b it adds.
-  static std::vector<int> with_extra(const firmware::ServerShape& s, const std::vector<int>& map, int a, int b, int n,
+  static std::vector<int> with_extra(const protocol::ServerShape& s, const std::vector<int>& map, int a, int b, int n,
                                      int* added);
 
   // Commits the base map and waits until its circuits are Active; throws std::runtime_error naming
@@ -66,7 +66,7 @@ class EmulatorFabricLinks : public FabricLinks {
   // retrain to Active; returns the emulator time from the command to all of them Active.
   double commit(const std::vector<int>& map);
 
-  ipbus::Board& board_;
+  fabric::Board& board_;
   EmulatorFabricConfig cfg_;
   std::vector<int> base_, map_;
   std::vector<int> pending_ports_;  // a's lanes whose new circuits carry from pending_until_s_

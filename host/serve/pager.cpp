@@ -83,52 +83,52 @@ bool DeviceKvPool::token_matches(BlockId b, uint32_t slot, SeqId seq, uint64_t t
 // ---------------------------------------------------------------------------------------------
 
 namespace {
-cuda::Tier engine_tier(Tier t) { return t == Tier::kHost ? cuda::Tier::Host : cuda::Tier::Remote; }
+paging::Tier engine_tier(Tier t) { return t == Tier::kHost ? paging::Tier::Host : paging::Tier::Remote; }
 }  // namespace
 
 struct PagingEngineKvPager::Impl {
   // One page-out: an engine sequence whose blocks are in the tier.
   struct Run {
-    cuda::SeqId id = 0;
+    paging::SeqId id = 0;
     std::vector<uint64_t> digests;  // FNV-1a of each block as it left the device, in token order
   };
   struct Paged {
     std::vector<Run> runs;  // in the sequence's token order
     uint64_t blocks = 0;
   };
-  std::unique_ptr<cuda::PagingEngine> eng;
+  std::unique_ptr<paging::PagingEngine> eng;
   std::map<std::pair<SeqId, Tier>, Paged> tiers;
-  cuda::SeqId next_id = 1;
+  paging::SeqId next_id = 1;
   uint32_t block_tokens = 0, bytes_per_token = 0, piece = 0;  // piece: one (layer, K/V) of one token
   std::vector<uint8_t> staging;                              // one block in token order
   size_t run_blocks = 256;  // a run grows to this many blocks before a new one starts
 
   // FNV-1a over block `index` of engine sequence `id` as the engine holds it (each layer's K, V).
-  uint64_t digest(cuda::SeqId id, size_t index) {
+  uint64_t digest(paging::SeqId id, size_t index) {
     const auto& sh = eng->shape();
     uint64_t h = 0xcbf29ce484222325ull;
     for (int l = 0; l < sh.layers; ++l)
-      for (cuda::Kv kv : {cuda::Kv::K, cuda::Kv::V})
+      for (paging::Kv kv : {paging::Kv::K, paging::Kv::V})
         h = fnv1a(reinterpret_cast<const uint8_t*>(eng->chunk(id, index, l, kv)), sh.chunk_bytes(), h);
     return h;
   }
 
   // A block of the serving pool (token-major) into block `index` of engine sequence `id`
   // (each token's bytes split over layer 0 K, layer 0 V, layer 1 K, layer 1 V).
-  void scatter(const uint8_t* src, cuda::SeqId id, size_t index) {
+  void scatter(const uint8_t* src, paging::SeqId id, size_t index) {
     const auto& sh = eng->shape();
     for (int l = 0; l < sh.layers; ++l)
-      for (cuda::Kv kv : {cuda::Kv::K, cuda::Kv::V}) {
+      for (paging::Kv kv : {paging::Kv::K, paging::Kv::V}) {
         std::byte* dst = eng->chunk(id, index, l, kv);
         size_t at = static_cast<size_t>(l * 2 + static_cast<int>(kv)) * piece;
         for (uint32_t t = 0; t < block_tokens; ++t)
           std::memcpy(dst + static_cast<size_t>(t) * piece, src + static_cast<size_t>(t) * bytes_per_token + at, piece);
       }
   }
-  void gather(cuda::SeqId id, size_t index, uint8_t* dst) {
+  void gather(paging::SeqId id, size_t index, uint8_t* dst) {
     const auto& sh = eng->shape();
     for (int l = 0; l < sh.layers; ++l)
-      for (cuda::Kv kv : {cuda::Kv::K, cuda::Kv::V}) {
+      for (paging::Kv kv : {paging::Kv::K, paging::Kv::V}) {
         const std::byte* src = eng->chunk(id, index, l, kv);
         size_t at = static_cast<size_t>(l * 2 + static_cast<int>(kv)) * piece;
         for (uint32_t t = 0; t < block_tokens; ++t)
@@ -143,12 +143,12 @@ PagingEngineKvPager::PagingEngineKvPager(DeviceKvPool& pool, TierBlocks capacity
     throw InputError(fmt::format("real bytes per token {} is not a multiple of 8 (the paging engine's token is "
                                  "2 layers x K, V x fp16 elements)",
                                  pool.real_bytes_per_token()));
-  cuda::ModelShape shape;
+  paging::ModelShape shape;
   shape.layers = 2;
   shape.kv_heads = 1;
   shape.head_size = static_cast<int>(pool.real_bytes_per_token() / 8);
   shape.tokens_per_block = static_cast<int>(pool.block_tokens());
-  shape.dtype = cuda::DType::F16;
+  shape.dtype = paging::DType::F16;
   impl_->block_tokens = pool.block_tokens();
   impl_->bytes_per_token = pool.real_bytes_per_token();
   impl_->piece = pool.real_bytes_per_token() / 4;
@@ -156,14 +156,14 @@ PagingEngineKvPager::PagingEngineKvPager(DeviceKvPool& pool, TierBlocks capacity
   impl_->run_blocks = std::min<size_t>(impl_->run_blocks, pool.blocks());
   // The engine's device pool is the staging area a page-out fills and a page-in empties: at most
   // the whole serving pool moves in one call.
-  impl_->eng = std::make_unique<cuda::PagingEngine>(
-      shape, cuda::PoolSizes{pool.blocks(), static_cast<size_t>(capacity.peer), static_cast<size_t>(capacity.host)},
-      cuda::make_cpu_backend());
+  impl_->eng = std::make_unique<paging::PagingEngine>(
+      shape, paging::PoolSizes{pool.blocks(), static_cast<size_t>(capacity.peer), static_cast<size_t>(capacity.host)},
+      paging::make_cpu_backend());
 }
 
 PagingEngineKvPager::~PagingEngineKvPager() = default;
 
-cuda::PagingEngine& PagingEngineKvPager::engine() { return *impl_->eng; }
+paging::PagingEngine& PagingEngineKvPager::engine() { return *impl_->eng; }
 
 PageResult PagingEngineKvPager::page_out(SeqId seq, const std::vector<BlockId>& blocks, Tier tier) {
   if (blocks.empty()) return {0, 0, true, ""};
@@ -173,7 +173,7 @@ PageResult PagingEngineKvPager::page_out(SeqId seq, const std::vector<BlockId>& 
   // the run comes back to staging and only the new blocks are copied out (the engine's dirty
   // tracking), instead of one engine sequence per block.
   // A full tier is refused before anything moves, so that the sequence's paged runs stay as they were.
-  cuda::BlockPool& dst = eng.pool(engine_tier(tier));
+  paging::BlockPool& dst = eng.pool(engine_tier(tier));
   if (dst.available() < blocks.size()) {
     if (p.runs.empty()) impl_->tiers.erase({seq, tier});
     return {0, 0, false,

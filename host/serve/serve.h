@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace mxtb::cuda {
+namespace mxtb::paging {
 class PagingEngine;
 }
 
@@ -176,7 +176,7 @@ class PagingEngineKvPager : public KvPager {
   void discard(SeqId seq, Tier tier) override;
   uint64_t paged_blocks(SeqId seq, Tier tier) const override;
   // The engine underneath (tests reach into its tier pools).
-  cuda::PagingEngine& engine();
+  paging::PagingEngine& engine();
 
  private:
   struct Impl;

@@ -8,7 +8,6 @@
 #include <set>
 
 #include "host/alloc/alloc.h"
-#include "host/alloc/cli.h"
 #include "host/alloc/experiments.h"
 
 using namespace mxtb::host::alloc;
@@ -338,16 +337,6 @@ TEST_CASE("workload files: malformed rows are reported with file and line") {
   CHECK(sum == doctest::Approx(1.0));
   CHECK(mix.shapes.size() == 30);
   CHECK(load_job_trace(workload_path("philly_trace.csv"), 100).size() == 100);
-}
-
-TEST_CASE("CLI: bad arguments give exit code 2") {
-  CHECK(run_alloc_command({"--workload", "nosuch", "--json", "x.json"}) == 2);
-  CHECK(run_alloc_command({"--racks", "-3", "--workload", "tpuv4", "--json", "x.json"}) == 2);
-  CHECK(run_alloc_command({"--racks", "four", "--workload", "tpuv4", "--json", "x.json"}) == 2);
-  CHECK(run_alloc_command({"--bogus", "--json", "x.json"}) == 2);
-  CHECK(run_alloc_command({"--workload", "tpuv4", "--policy", "x", "--json", "x.json"}) == 2);
-  CHECK(run_alloc_command({"--workload", "missing_file.csv", "--json", "x.json"}) == 1);
-  CHECK(run_alloc_bench({"--requests", "0", "--json", "x.json"}) == 2);
 }
 
 TEST_CASE("experiments are reproducible for a seed and record it") {

@@ -2,8 +2,8 @@
 // (testbench/CMakeLists.txt); the seeded random-garbage tests cover the same ground without it.
 // Checks beyond "no crash": a reply is never longer than the MTU, is a whole number of words,
 // and a valid request afterwards still gets its answer.
-#include "host/ipbus/ipbus.h"
-#include "host/ipbus/target.h"
+#include "protocol/ipbus/codec.h"
+#include "protocol/ipbus/target.h"
 
 #include <cstdint>
 #include <cstdlib>
@@ -11,12 +11,12 @@
 
 namespace {
 
-struct Ram : mxtb::ipbus::BusPort {
+struct Ram : mxtb::protocol::ipbus::BusPort {
   std::vector<uint32_t> mem = std::vector<uint32_t>(64, 0);
-  mxtb::ipbus::InfoCode execute(const Access& a, std::vector<uint32_t>& out) override {
-    using mxtb::ipbus::TxType;
+  mxtb::protocol::ipbus::InfoCode execute(const Access& a, std::vector<uint32_t>& out) override {
+    using mxtb::protocol::ipbus::TxType;
     bool inc = a.type == TxType::Read || a.type == TxType::Write;
-    if (uint64_t{a.addr} + (inc ? a.words : 1) > mem.size()) return mxtb::ipbus::InfoCode::ReadError;
+    if (uint64_t{a.addr} + (inc ? a.words : 1) > mem.size()) return mxtb::protocol::ipbus::InfoCode::ReadError;
     for (uint32_t i = 0; i < a.words || (i == 0 && (a.type == TxType::RmwBits || a.type == TxType::RmwSum)); ++i) {
       uint32_t& w = mem[inc ? a.addr + i : a.addr];
       switch (a.type) {
@@ -24,21 +24,21 @@ struct Ram : mxtb::ipbus::BusPort {
         case TxType::NonIncRead: out.push_back(w); break;
         case TxType::Write:
         case TxType::NonIncWrite: w = a.body[i]; break;
-        case TxType::RmwBits: out.push_back(w); w = (w & a.body[0]) | a.body[1]; return mxtb::ipbus::InfoCode::Success;
-        case TxType::RmwSum: out.push_back(w); w += a.body[0]; return mxtb::ipbus::InfoCode::Success;
+        case TxType::RmwBits: out.push_back(w); w = (w & a.body[0]) | a.body[1]; return mxtb::protocol::ipbus::InfoCode::Success;
+        case TxType::RmwSum: out.push_back(w); w += a.body[0]; return mxtb::protocol::ipbus::InfoCode::Success;
       }
     }
-    return mxtb::ipbus::InfoCode::Success;
+    return mxtb::protocol::ipbus::InfoCode::Success;
   }
 };
 
 Ram ram;
-mxtb::ipbus::Target target(ram);
+mxtb::protocol::ipbus::Target target(ram);
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace mxtb::ipbus;
+  using namespace mxtb::protocol::ipbus;
   auto reply = target.handle(data, size);
   if (reply && (reply->size() > kMtuBytes || reply->size() % 4 != 0)) std::abort();
   std::vector<uint32_t> probe{encode(PacketHeader{PacketType::Control, 0}),

@@ -1,11 +1,11 @@
 // The socket bridge end to end: the fabric client against `mxtb sim` on loopback (a real child
 // process), through a lossy UDP shim, under random garbage, and in every time mode; lockstep runs
 // with one seed give identical event logs.
-#include "firmware/fabric_map.h"
-#include "host/ipbus/board.h"
-#include "host/ipbus/board_map.h"
-#include "host/ipbus/client.h"
-#include "host/ipbus/emulator_process.h"
+#include "host/fabric/board.h"
+#include "host/fabric/client.h"
+#include "host/fabric/emulator_process.h"
+#include "protocol/board_map.h"
+#include "protocol/fabric_map.h"
 
 #include <boost/asio.hpp>
 #include <doctest/doctest.h>
@@ -17,7 +17,12 @@
 #include <random>
 #include <thread>
 
-using namespace mxtb::ipbus;
+using namespace mxtb::host::fabric;
+using mxtb::protocol::controller;
+using mxtb::protocol::describe;
+using mxtb::protocol::emulator;
+using mxtb::protocol::kRamBase;
+using mxtb::protocol::kRamWords;
 namespace asio = boost::asio;
 using asio::ip::udp;
 namespace er = mxtb::emu::reg;
@@ -157,7 +162,7 @@ TEST_CASE("controller registers are AXI transactions into the RTL; bad accesses 
     c.write(controller(reg::status::kOffset), 0xFFFFFFFFu);
     FAIL("a write to the read-only STATUS register succeeded");
   } catch (const TransactionError& e) {
-    CHECK(e.code == InfoCode::WriteError);
+    CHECK(e.code == mxtb::protocol::ipbus::InfoCode::WriteError);
     CHECK(std::string(e.what()).find("STATUS") != std::string::npos);
   }
   CHECK(c.read(controller(reg::status::kOffset)) == status);
@@ -271,12 +276,12 @@ ScriptedRun scripted_run(uint64_t seed) {
   EmulatorProcess emu(MXTB_EXE, {"--preset", "electro_optic", "--seed", std::to_string(seed)});
   Client c(emu.target(), quick());
   Board b(c);
-  mxtb::firmware::ServerShape shape;
-  mxtb::firmware::TorusPlacement tenant{2, 2, {0, 1, 2, 3}};
-  auto map = mxtb::firmware::torus_map(shape, tenant);
-  auto backup = mxtb::firmware::torus_map(shape, mxtb::firmware::substitute(tenant, 2, 4));
-  REQUIRE(b.set_port_map(map.port_target) == mxtb::firmware::FwStatus::Ok);
-  REQUIRE(b.arm_backup(2, 4, backup.port_target) == mxtb::firmware::FwStatus::Ok);
+  mxtb::protocol::ServerShape shape;
+  mxtb::protocol::TorusPlacement tenant{2, 2, {0, 1, 2, 3}};
+  auto map = mxtb::protocol::torus_map(shape, tenant);
+  auto backup = mxtb::protocol::torus_map(shape, mxtb::protocol::substitute(tenant, 2, 4));
+  REQUIRE(b.set_port_map(map.port_target) == mxtb::mailbox::FwStatus::Ok);
+  REQUIRE(b.arm_backup(2, 4, backup.port_target) == mxtb::mailbox::FwStatus::Ok);
   b.clock().wait_ns(30'000);
   b.arm_fault(mxtb::emu::FaultKind::KillXpu, 2, 0, b.clock().now_ns() + 10'000);
   uint32_t fired = b.run_until(er::run_until::kFailoverMask, 2'000'000);
@@ -292,6 +297,54 @@ ScriptedRun scripted_run(uint64_t seed) {
 }
 
 }  // namespace
+
+TEST_CASE("firmware mailbox: bad commands change nothing; a re-placement under traffic retrains every circuit") {
+  namespace mb = mxtb::mailbox;
+  EmulatorProcess emu(MXTB_EXE, {"--preset", "electro_optic", "--seed", "5"});
+  Client c(emu.target(), quick());
+  Board b(c);
+  mxtb::protocol::ServerShape shape;
+  auto placed = mxtb::protocol::torus_map(shape, {2, 2, {0, 1, 2, 3}});
+  REQUIRE(b.set_port_map(placed.port_target) == mb::FwStatus::Ok);
+  const uint32_t gen = b.active_generation();
+  CHECK(gen >= 1);
+  CHECK(b.active_map(shape.mesh_ports) == placed.port_target);
+
+  // An unknown opcode and a map that sends two inputs to one output: refused by name, nothing moves.
+  CHECK(b.mailbox(static_cast<mb::Opcode>(99), {}) == mb::FwStatus::BadCommand);
+  auto not_a_permutation = placed.port_target;
+  not_a_permutation[1] = not_a_permutation[0];
+  CHECK(b.set_port_map(not_a_permutation) == mb::FwStatus::BadMap);
+  CHECK(b.arm_backup(2, 2, placed.port_target) == mb::FwStatus::BadCommand);  // the spare is the XPU itself
+  CHECK(b.active_generation() == gen);
+  CHECK(b.active_map(shape.mesh_ports) == placed.port_target);
+  CHECK_FALSE(b.report().armed_xpu);
+
+  // The host re-places the tenant (XPUs 2 and 3 swap positions) while traffic flows, then re-arms.
+  b.clock().wait_ns(20'000);
+  auto replaced = mxtb::protocol::torus_map(shape, {2, 2, {0, 1, 3, 2}});
+  REQUIRE(b.set_port_map(replaced.port_target) == mb::FwStatus::Ok);
+  CHECK(b.active_generation() == gen + 1);
+  CHECK(b.active_map(shape.mesh_ports) == replaced.port_target);
+  auto all_up = [&] {
+    auto st = b.link_status();
+    for (int l = 0; l < shape.links(); ++l)
+      if (replaced.port_target[static_cast<size_t>(l)] >= 0 && st[static_cast<size_t>(l)].state != mxtb::link::LinkState::Active)
+        return false;
+    return true;
+  };
+  for (int i = 0; i < 100 && !all_up(); ++i) b.clock().wait_ns(10'000);
+  CHECK(all_up());
+  auto backup = mxtb::protocol::torus_map(shape, mxtb::protocol::substitute({2, 2, {0, 1, 3, 2}}, 1, 4));
+  REQUIRE(b.arm_backup(1, 4, backup.port_target) == mb::FwStatus::Ok);
+  auto report = b.report();
+  CHECK(report.active_generation == gen + 1);
+  REQUIRE(report.armed_xpu);
+  CHECK(*report.armed_xpu == 1);
+  b.clock().wait_ns(30'000);
+  CHECK(b.scoreboard_errors() == 0);
+  CHECK(b.messages_delivered() > 0);
+}
 
 TEST_CASE("lockstep: the same seed and the same host script give identical event logs") {
   ScriptedRun a = scripted_run(11), b = scripted_run(11);

@@ -1,14 +1,15 @@
 // IPbus 2.0 codec and target without sockets: every transaction type, sequence checking, reply
 // buffers, status and resend packets, byte order, and every kind of bad input.
-#include "host/ipbus/ipbus.h"
-#include "host/ipbus/target.h"
-#include "host/ipbus/board_map.h"
+#include "protocol/ipbus/codec.h"
+#include "protocol/ipbus/target.h"
+#include "protocol/board_map.h"
 
 #include <doctest/doctest.h>
 
 #include <random>
 
-using namespace mxtb::ipbus;
+using namespace mxtb::protocol::ipbus;
+using namespace mxtb::protocol;
 
 namespace {
 

@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <vector>
 
-using namespace mxtb::cuda;
+using namespace mxtb::paging;
 
 namespace {
 

@@ -6,12 +6,12 @@
 
 int main() {
   std::string why;
-  int n = mxtb::cuda::device_count(&why);
+  int n = mxtb::paging::device_count(&why);
   if (n == 0) {
     std::printf("gpu_smoke: skipped: %s\n", why.c_str());
     return 77;
   }
-  std::string problem = mxtb::cuda::roundtrip_check(size_t{64} << 20);
+  std::string problem = mxtb::paging::roundtrip_check(size_t{64} << 20);
   if (!problem.empty()) {
     std::printf("gpu_smoke: FAILED: %s\n", problem.c_str());
     return 1;

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace mxtb::cuda::test {
+namespace mxtb::paging::test {
 
 inline uint64_t mix(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -36,4 +36,4 @@ inline std::vector<std::byte> chunk_image(const ModelShape& s, uint64_t seed) {
   return v;
 }
 
-}  // namespace mxtb::cuda::test
+}  // namespace mxtb::paging::test

@@ -12,10 +12,10 @@
 #include <random>
 #include <set>
 
-using namespace mxtb::cuda;
-using mxtb::cuda::test::chunk_image;
-using mxtb::cuda::test::chunk_seed;
-using mxtb::cuda::test::fill_chunk;
+using namespace mxtb::paging;
+using mxtb::paging::test::chunk_image;
+using mxtb::paging::test::chunk_seed;
+using mxtb::paging::test::fill_chunk;
 
 namespace {
 

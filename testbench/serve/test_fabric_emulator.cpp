@@ -3,20 +3,20 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
-#include "host/ipbus/board.h"
-#include "host/ipbus/board_map.h"
-#include "host/ipbus/client.h"
-#include "host/ipbus/emulator_process.h"
+#include "host/fabric/board.h"
+#include "protocol/board_map.h"
+#include "host/fabric/client.h"
+#include "host/fabric/emulator_process.h"
 #include "host/serve/fabric_ipbus.h"
 
 using namespace mxtb::host::serve;
 
 TEST_CASE("EmulatorFabricLinks: live circuits follow the committed maps; delays are measured") {
-  mxtb::ipbus::EmulatorProcess emu(MXTB_EXE, {"--preset", "thermo_optic", "--time-mode", "lockstep", "--seed", "5"});
-  mxtb::ipbus::ClientOptions opts;
-  opts.describe = mxtb::ipbus::describe;
-  mxtb::ipbus::Client client(emu.target(), opts);
-  mxtb::ipbus::Board board(client);
+  mxtb::host::fabric::EmulatorProcess emu(MXTB_EXE, {"--preset", "thermo_optic", "--time-mode", "lockstep", "--seed", "5"});
+  mxtb::host::fabric::ClientOptions opts;
+  opts.describe = mxtb::protocol::describe;
+  mxtb::host::fabric::Client client(emu.target(), opts);
+  mxtb::host::fabric::Board board(client);
   EmulatorFabricLinks f(board);
 
   double placed = f.place_base();

@@ -183,9 +183,9 @@ TEST_CASE("PagingEngineKvPager: bytes come back exactly through both tiers, into
     Tier other = tier == Tier::kPeer ? Tier::kHost : Tier::kPeer;
     CHECK(pager.paged_blocks(9, tier) == 3);
     CHECK(pager.paged_blocks(9, other) == 0);
-    auto et = tier == Tier::kPeer ? mxtb::cuda::Tier::Remote : mxtb::cuda::Tier::Host;
+    auto et = tier == Tier::kPeer ? mxtb::paging::Tier::Remote : mxtb::paging::Tier::Host;
     CHECK(pager.engine().pool(et).used() == 3);
-    CHECK(pager.engine().pool(mxtb::cuda::Tier::Device).used() == 0);  // staging given back
+    CHECK(pager.engine().pool(mxtb::paging::Tier::Device).used() == 0);  // staging given back
     for (BlockId b = 0; b < 3; ++b) std::memset(pool.block(b), 0, pool.block_bytes());
     auto f = pager.fetch(9, tier);
     CHECK(f.ok);
@@ -218,7 +218,7 @@ TEST_CASE("PagingEngineKvPager: appended page-outs (a spilling sequence) and a p
   CHECK(r.ok);
   for (uint64_t t = 32; t < 64; ++t) CHECK(pool.token_matches(t < 48 ? 5 : 4, t % 16, 3, t));
   pager.discard(3, Tier::kPeer);
-  CHECK(pager.engine().pool(mxtb::cuda::Tier::Remote).used() == 0);
+  CHECK(pager.engine().pool(mxtb::paging::Tier::Remote).used() == 0);
 }
 
 TEST_CASE("PagingEngineKvPager: a corrupted byte in the tier is caught on page-in and fetch") {
@@ -227,7 +227,7 @@ TEST_CASE("PagingEngineKvPager: a corrupted byte in the tier is caught on page-i
   fill(pool, 1, 32);
   REQUIRE(pager.page_out(1, {0, 1}, Tier::kPeer).ok);
   // The tier pool is block-major: block 0's bytes are the first ones.
-  pager.engine().pool(mxtb::cuda::Tier::Remote).data()[5] ^= std::byte{0x10};
+  pager.engine().pool(mxtb::paging::Tier::Remote).data()[5] ^= std::byte{0x10};
   auto f = pager.fetch(1, Tier::kPeer);
   CHECK_FALSE(f.ok);
   CHECK(f.error.find("seq 1: block 0 fetched from peer differs") != std::string::npos);
@@ -245,7 +245,7 @@ TEST_CASE("PagingEngineKvPager: a full tier is reported and changes nothing") {
   CHECK(r.error.find("seq 4: page-out of 3 blocks to peer") != std::string::npos);
   CHECK(r.error.find("is full") != std::string::npos);
   CHECK(pager.paged_blocks(4, Tier::kPeer) == 0);
-  CHECK(pager.engine().pool(mxtb::cuda::Tier::Device).used() == 0);
+  CHECK(pager.engine().pool(mxtb::paging::Tier::Device).used() == 0);
   CHECK(pager.page_out(4, {0, 1}, Tier::kPeer).ok);  // what fits still goes
   CHECK_FALSE(pager.page_out(4, {2}, Tier::kHost).ok);  // no host tier in this run
   DeviceKvPool odd(1, 16, 12);  // 12 B a token is no whole number of fp16 K/V elements per layer
@@ -267,7 +267,7 @@ TEST_CASE("StaticFabricLinks: extra circuits carry after the reconfiguration del
 }
 
 TEST_CASE("EmulatorFabricLinks' maps: the base placement and extra circuits") {
-  mxtb::firmware::ServerShape s;
+  mxtb::protocol::ServerShape s;
   auto base = EmulatorFabricLinks::base_map(s);
   auto between = [&](const std::vector<int>& m, int a, int b) {
     int n = 0;

@@ -5,12 +5,13 @@
 #include "sim/link_pair.h"
 #include "sim/link_pair_sc.h"
 #include "sim/sc_runner.h"
-#include "sim/scenario.h"
+#include "apps/mxtb/scenario.h"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
 using namespace mxtb::sim;
+using namespace mxtb::app;
 
 namespace {
 LinkPairConfig scenario() {

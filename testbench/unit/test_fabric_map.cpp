@@ -1,8 +1,8 @@
-#include "firmware/fabric_map.h"
+#include "protocol/fabric_map.h"
 
 #include <doctest/doctest.h>
 
-using namespace mxtb::firmware;
+using namespace mxtb::protocol;
 
 namespace {
 void check_involution(const ServerShape& s, const FabricMap& m) {

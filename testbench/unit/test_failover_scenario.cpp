@@ -1,4 +1,4 @@
-#include "sim/scenario.h"
+#include "apps/mxtb/scenario.h"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -6,6 +6,7 @@
 #include <set>
 
 using namespace mxtb::sim;
+using namespace mxtb::app;
 using nlohmann::json;
 
 namespace {
@@ -46,9 +47,48 @@ TEST_CASE("failover scenario: the shipped default loads with what the issue desc
   CHECK(s.modeled[0].name == "communicator_reinit");
   CHECK_FALSE(s.modeled[0].doc.empty());
   CHECK(s.failure_groups.at("power_domain").size() == 2);
-  auto sr = s.state_restore_phase();
-  REQUIRE(sr);
-  CHECK(sr->duration_ms == doctest::Approx(4294967296.0 / 25e9 * 1e3));
+  CHECK(s.state_bytes_per_xpu == 4294967296ull);
+}
+
+TEST_CASE("failover scenario: one conversion each into the emulator's and the failover job's configuration") {
+  FailoverScenario s = load_failover_scenario(std::string(MXTB_SOURCE_DIR) + "/traces/scenarios/failover/host-disconnect.json");
+  auto emu = emulator_config(s, "h.json", "cal.json");
+  CHECK(emu.scenario == s.name);
+  CHECK(emu.server.seed == s.seed);
+  CHECK(emu.server.shape == s.shape);
+  CHECK(emu.server.mesh.ports == s.shape.mesh_ports);
+  CHECK(emu.server.mesh.settle == s.settle);
+  CHECK(emu.server.clock_mhz == s.clock_mhz);
+  CHECK(emu.server.traffic.max_words == s.traffic.max_words);
+  CHECK(emu.settle_taus == s.settle_taus);
+  CHECK(emu.time_mode == mxtb::emu::TimeMode::Lockstep);
+  CHECK(emu.calibration_file == "cal.json");
+
+  auto job = failover_job(s);
+  CHECK(job.manager.shape == s.shape);
+  CHECK(job.manager.tenant.xpu_of_position == s.tenant.xpu_of_position);
+  CHECK(job.manager.spares == s.spares);
+  CHECK(job.manager.armed_xpu == s.armed_xpu);
+  CHECK(job.manager.watchdog_ns == static_cast<uint64_t>(s.watchdog_us * 1000));
+  CHECK(job.manager.scenario == s.name);
+  size_t groups = 0;
+  for (const auto& [kind, list] : s.failure_groups) groups += list.size();
+  CHECK(job.manager.groups.size() == groups);
+  CHECK(job.failures.size() == s.failures.size());
+  CHECK(job.host_disconnect == s.host_disconnect);
+  CHECK(job.host_disconnect != HostDisconnect::None);
+  CHECK(job.host_downtime_us == s.host_downtime_us);
+  CHECK(job.failure_timeout_ns == 5'000'000);
+  CHECK(job.manager.link_up_timeout_ns == 3'000'000);  // a thermo-optic mesh settles in 50 us
+
+  // A MEMS mesh settles in 5 ms: the manager waits long enough for its circuits.
+  FailoverScenario mems = parse_failover_scenario(json{{"settle", "mems"}}, "mems.json");
+  CHECK(failover_job(mems).manager.link_up_timeout_ns >= 10'000'000);
+
+  // A shape the emulator has no verilated models for is refused, naming the file.
+  FailoverScenario wide = parse_failover_scenario(json{{"server", {{"xpus", 8}, {"mesh_ports", 64}}}}, "wide.json");
+  CHECK_THROWS_WITH_AS(emulator_config(wide, "wide.json", "cal.json"), doctest::Contains("wide.json: $.server: "),
+                       ScenarioError);
 }
 
 TEST_CASE("failover scenario: defaults, and a round trip through to_json") {
@@ -56,7 +96,6 @@ TEST_CASE("failover scenario: defaults, and a round trip through to_json") {
   CHECK(d.time_mode == "lockstep");
   CHECK(d.failures.size() == 1);
   CHECK(d.expect_total_ns_max == 1.2e9);
-  CHECK_FALSE(d.state_restore_phase());
   FailoverScenario r = random_failover_scenario(11);
   FailoverScenario back = parse_failover_scenario(to_json(r), "round trip");
   CHECK(to_json(back) == to_json(r));

@@ -1,7 +1,5 @@
 #include "host/report/regress.h"
 #include "host/report/report.h"
-#include "sim/failover_run.h"
-#include "sim/scenario.h"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -200,9 +198,9 @@ TEST_CASE("regress: summary per phase, then hardware and total") {
 }
 
 TEST_CASE("regress: the child command template, quoting, and what a child's JSON says") {
-  auto argv = child_argv({"mxtb", "server", "--scenario-seed", "{seed}", "--json", "{json}", "x{seed}y"}, 17, "out/s 17.json");
-  CHECK(argv == std::vector<std::string>{"mxtb", "server", "--scenario-seed", "17", "--json", "out/s 17.json", "x17y"});
-  CHECK(shell_quote(argv) == "mxtb server --scenario-seed 17 --json 'out/s 17.json' x17y");
+  auto argv = child_argv({"mxtb", "demo", "--scenario-seed", "{seed}", "--json", "{json}", "x{seed}y"}, 17, "out/s 17.json");
+  CHECK(argv == std::vector<std::string>{"mxtb", "demo", "--scenario-seed", "17", "--json", "out/s 17.json", "x17y"});
+  CHECK(shell_quote(argv) == "mxtb demo --scenario-seed 17 --json 'out/s 17.json' x17y");
   CHECK(shell_quote({"a'b"}) == "'a'\\''b'");
 
   auto dir = std::filesystem::temp_directory_path() / "mxtb-regress-unit";
@@ -238,7 +236,7 @@ TEST_CASE("regress: JUnit XML has one testcase per seed, failures with their mes
   r.jobs = 2;
   SeedResult a;
   a.seed = 1;
-  a.argv = {"mxtb", "server", "--scenario-seed", "1"};
+  a.argv = {"mxtb", "demo", "--scenario-seed", "1"};
   SeedResult b = a;
   b.seed = 2;
   b.argv[3] = "2";
@@ -250,13 +248,13 @@ TEST_CASE("regress: JUnit XML has one testcase per seed, failures with their mes
   CHECK(count(x, "<testcase ") == 2);
   CHECK(count(x, "<failure ") == 1);
   CHECK(x.find("message=\"no traffic reached the spare &lt;after&gt; the failover\"") != std::string::npos);
-  CHECK(x.find("rerun: mxtb server --scenario-seed 2") != std::string::npos);
+  CHECK(x.find("rerun: mxtb demo --scenario-seed 2") != std::string::npos);
   std::string s = format_summary(r);
   CHECK(s.find("FAIL seed 2: no traffic reached the spare <after> the failover") != std::string::npos);
-  CHECK(s.find("rerun: mxtb server --scenario-seed 2") != std::string::npos);
+  CHECK(s.find("rerun: mxtb demo --scenario-seed 2") != std::string::npos);
   json j = to_json(r);
   CHECK(j["failed"] == 1);
-  CHECK(j["runs"][1]["rerun"] == "mxtb server --scenario-seed 2");
+  CHECK(j["runs"][1]["rerun"] == "mxtb demo --scenario-seed 2");
 }
 
 TEST_CASE("regress: run_regress spawns the children, J at a time, and collects their JSON") {

@@ -1,4 +1,4 @@
-#include "sim/scenario.h"
+#include "apps/mxtb/scenario.h"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -7,6 +7,7 @@
 #include <fstream>
 
 using namespace mxtb::sim;
+using namespace mxtb::app;
 using nlohmann::json;
 
 namespace {

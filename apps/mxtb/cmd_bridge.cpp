@@ -1,0 +1,323 @@
+// The socket bridge from the command line: `mxtb sim` serves the emulated board over IPbus,
+// `mxtb reg` reads and writes its registers by name, `mxtb bench bridge` measures the round trip
+// against a plain UDP echo. docs/cli.md, docs/protocol.md.
+#include "apps/mxtb/args.h"
+#include "apps/mxtb/commands.h"
+
+#include "apps/mxtb/scenario.h"
+#include "host/fabric/client.h"
+#include "host/fabric/clock.h"
+#include "host/fabric/emulator_process.h"
+#include "protocol/board_map.h"
+#include "sim/emulator.h"
+#include "sim/ipbus_server.h"
+
+#include <boost/asio.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+namespace mxtb::app {
+
+using nlohmann::json;
+
+int cmd_sim(const ArgList& argv) {
+  Args args(argv,
+            {"--scenario", "--preset", "--seed", "--listen", "--time-mode", "--rtf", "--fst", "--stop-after-s", "--calibration"},
+            {});
+  args.exclusive("--scenario", "--preset");
+  const std::string calibration = args.str("--calibration", source_root() + "/traces/calibration/mesh32.json");
+  sim::EmulatorConfig cfg;
+  std::string scenario_mode = "lockstep";
+  if (args.has("--scenario")) {
+    // The server part of a failover scenario: its shape, settle, clock, traffic, seed and time mode.
+    const std::string path = args.str("--scenario");
+    FailoverScenario s = load_failover_scenario(path);
+    cfg = emulator_config(s, path, calibration);
+    scenario_mode = s.time_mode;
+  } else {
+    std::string preset = args.choice("--preset", "thermo_optic", {"thermo_optic", "electro_optic", "mems"});
+    cfg.server.mesh.settle = *sim::settle_preset_from_string(preset);
+    cfg.calibration_file = calibration;
+  }
+  cfg.server.seed = args.u64("--seed", cfg.server.seed);
+  cfg.listen = args.str("--listen", "127.0.0.1:0");
+  try {
+    sim::parse_listen_address(cfg.listen);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  std::string mode = args.choice("--time-mode", scenario_mode, {"lockstep", "paced", "free"});
+  cfg.time_mode = *sim::time_mode_from_string(mode);
+  cfg.rtf = args.real("--rtf", 1.0);
+  if (!(cfg.rtf > 0)) throw UsageError(fmt::format("--rtf must be above 0, got {}", cfg.rtf));
+  if (args.has("--rtf") && cfg.time_mode != emu::TimeMode::Paced) throw UsageError("--rtf only applies to --time-mode paced");
+  cfg.fst_path = args.str("--fst", "");
+  cfg.stop_after_wall_s = args.real("--stop-after-s", 0);
+  return sim::run_emulator(cfg);
+}
+
+namespace {
+
+std::string format_fields(const protocol::RegRef& r, uint32_t v) {
+  // Field breakdown from the generated map: controller or emulator register.
+  auto fields = [&](const auto* info) {
+    std::string s;
+    if (!info || info->n_fields <= 1) return s;
+    for (size_t i = 0; i < info->n_fields; ++i)
+      s += fmt::format("{}{}={:#x}", i ? " " : "  (", info->fields[i].name, (v & info->fields[i].mask) >> info->fields[i].lsb);
+    return s + ")";
+  };
+  if (r.addr >= protocol::kEmulatorBase && r.addr < protocol::kEmulatorBase + protocol::kEmulatorWords)
+    return fields(mxtb::emu::register_at((r.addr - protocol::kEmulatorBase) * 4));
+  if (r.addr < protocol::kControllerWords) return fields(mxtb::ocs::register_at(r.addr * 4));
+  return "";
+}
+
+uint32_t parse_value(const std::string& text) {
+  auto v = protocol::parse_u32(text);
+  if (!v) throw UsageError(fmt::format("value '{}' is not a 32-bit number (decimal or 0x...)", text));
+  return *v;
+}
+
+protocol::RegRef resolve_or_throw(const std::string& name) {
+  std::string why;
+  auto r = protocol::resolve(name, &why);
+  if (!r) throw UsageError(why);
+  return *r;
+}
+
+}  // namespace
+
+int cmd_reg(const ArgList& argv) {
+  Args args(argv, ArgSpec{{"--target", "--count", "--timeout-ms"}, {}, {}, true});
+  const auto& pos = args.positional();
+  if (pos.empty()) throw UsageError("reg wants read, write or dump");
+  std::string target = args.str("--target", "");
+  if (target.empty()) throw UsageError("reg needs --target udp://ADDR:PORT");
+  host::fabric::ClientOptions opts;
+  opts.timeout = std::chrono::milliseconds(args.u64("--timeout-ms", 1000));
+  opts.describe = protocol::describe;
+  // Every name and value is checked before anything is sent.
+  const std::string& op = pos[0];
+  if (op != "read" && op != "write" && op != "dump") throw UsageError(fmt::format("reg wants read, write or dump, got '{}'", op));
+  std::vector<protocol::RegRef> named;
+  for (size_t i = 1; i < pos.size() && (op != "write" || i == 1); ++i) named.push_back(resolve_or_throw(pos[i]));
+  if (op == "read" && pos.size() != 2) throw UsageError("reg read wants one NAME or ADDRESS");
+  if (op == "write" && pos.size() != 3) throw UsageError("reg write wants NAME|ADDRESS VALUE");
+  uint32_t value = op == "write" ? parse_value(pos[2]) : 0;
+  if (op == "write" && !named[0].writable) throw UsageError(fmt::format("{} is read-only", named[0].name));
+  uint32_t count = static_cast<uint32_t>(args.u64("--count", 1));
+  if (count == 0 || count > 4096) throw UsageError(fmt::format("--count must be 1..4096, got {}", count));
+  host::fabric::Client c(target, opts);
+  if (op == "read") {
+    auto r = named[0];
+    auto v = c.read_block(r.addr, count);
+    for (uint32_t i = 0; i < count; ++i) {
+      auto ri = i ? *protocol::resolve(fmt::format("{:#x}", r.addr + i), nullptr) : r;
+      fmt::print("{:<28} {:#010x}{}\n", i ? protocol::describe(r.addr + i) : r.name, v[i], format_fields(ri, v[i]));
+    }
+    return 0;
+  }
+  if (op == "write") {
+    c.write(named[0].addr, value);
+    fmt::print("{} <- {:#010x}\n", named[0].name, value);
+    return 0;
+  }
+  {
+    std::vector<protocol::RegRef> regs = named;
+    if (regs.empty()) {
+      for (const auto& r : mxtb::ocs::kRegisters)
+        if (r.count == 1 && r.access != mxtb::ocs::Access::WO) regs.push_back(*protocol::resolve(std::string(r.name), nullptr));
+      if (host::fabric::is_emulator(c))
+        for (const auto& r : mxtb::emu::kRegisters)
+          if (r.count == 1 && r.access != mxtb::emu::Access::WO)
+            regs.push_back(*protocol::resolve("emu." + std::string(r.name), nullptr));
+    }
+    // One dispatch: as few packets as fit.
+    std::vector<host::fabric::Pending> values;
+    for (const auto& r : regs) values.push_back(c.queue_read(r.addr, r.readable ? (named.empty() ? 1 : std::min(count, r.words)) : 0));
+    c.dispatch();
+    for (size_t i = 0; i < regs.size(); ++i)
+      for (size_t k = 0; k < values[i].values().size(); ++k) {
+        uint32_t addr = regs[i].addr + static_cast<uint32_t>(k);
+        uint32_t v = values[i].values()[k];
+        fmt::print("{:<28} {:#010x}{}\n", k ? protocol::describe(addr) : regs[i].name, v,
+                   format_fields(*protocol::resolve(fmt::format("{:#x}", addr), nullptr), v));
+      }
+    return 0;
+  }
+}
+
+// ---- bench bridge ----
+
+namespace {
+
+struct Percentiles {
+  double p50, p99, mean;
+};
+Percentiles percentiles(std::vector<double> us) {
+  std::sort(us.begin(), us.end());
+  auto at = [&](double q) { return us[std::min(us.size() - 1, static_cast<size_t>(q * static_cast<double>(us.size())))]; };
+  double sum = 0;
+  for (double x : us) sum += x;
+  return {at(0.50), at(0.99), sum / static_cast<double>(us.size())};
+}
+
+// A plain UDP echo on loopback: the floor any request/reply over this socket stack pays.
+class UdpEcho {
+ public:
+  UdpEcho() : sock_(io_, boost::asio::ip::udp::endpoint(boost::asio::ip::make_address_v4("127.0.0.1"), 0)) {
+    thread_ = std::thread([this] {
+      std::vector<uint8_t> buf(65536);
+      boost::asio::ip::udp::endpoint from;
+      boost::system::error_code ec;
+      while (!stop_) {
+        size_t n = sock_.receive_from(boost::asio::buffer(buf), from, 0, ec);
+        if (ec || stop_) break;
+        sock_.send_to(boost::asio::buffer(buf.data(), n), from, 0, ec);
+      }
+    });
+  }
+  ~UdpEcho() {
+    stop_ = true;
+    boost::asio::io_context io;
+    boost::asio::ip::udp::socket s(io, boost::asio::ip::udp::v4());
+    s.send_to(boost::asio::buffer("x", 1), sock_.local_endpoint());
+    thread_.join();
+  }
+  uint16_t port() const { return sock_.local_endpoint().port(); }
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::ip::udp::socket sock_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Round trips of `bytes`-sized datagrams through the echo, `sizes` per exchange (a block read's
+// packets sent back to back, then collected).
+std::vector<double> echo_round_trips(uint16_t port, const std::vector<size_t>& sizes, int n) {
+  namespace asio = boost::asio;
+  asio::io_context io;
+  asio::ip::udp::socket s(io, asio::ip::udp::v4());
+  asio::ip::udp::endpoint to(asio::ip::make_address_v4("127.0.0.1"), port);
+  std::vector<uint8_t> buf(65536), rx(65536);
+  std::vector<double> us;
+  for (int i = 0; i < n; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (size_t b : sizes) s.send_to(asio::buffer(buf.data(), b), to);
+    for (size_t k = 0; k < sizes.size(); ++k) s.receive(asio::buffer(rx));
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return us;
+}
+
+template <class F>
+std::vector<double> time_each(int n, F f) {
+  std::vector<double> us;
+  for (int i = 0; i < n; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    f(i);
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return us;
+}
+
+}  // namespace
+
+int cmd_bench_bridge(const ArgList& argv) {
+  Args args(argv, {"--json", "--rounds", "--blocks"}, {});
+  const int rounds = static_cast<int>(args.u64("--rounds", 2000));
+  const int blocks = static_cast<int>(args.u64("--blocks", 300));
+  if (rounds < 10 || blocks < 1) throw UsageError("--rounds must be at least 10 and --blocks at least 1");
+
+  fmt::print("bench bridge: starting the emulator (mxtb sim, lockstep) on loopback\n");
+  host::fabric::EmulatorProcess emu(host::fabric::self_executable(), {"--time-mode", "lockstep"});
+  host::fabric::ClientOptions opts;
+  opts.describe = protocol::describe;
+  host::fabric::Client c(emu.target(), opts);
+  UdpEcho echo;
+
+  // A single-register read is a 12-byte request and a 12-byte reply. Echo and IPbus round trips
+  // alternate, so that both see the same machine load.
+  constexpr uint32_t kBlock = 1024;
+  for (int i = 0; i < 100; ++i) c.read(protocol::kRamBase);  // warm up
+  std::vector<double> echo_single, ram_single, ctl_single, emu_single;
+  for (int i = 0; i < rounds; ++i) {
+    auto e = echo_round_trips(echo.port(), {12}, 1);
+    echo_single.push_back(e[0]);
+    ram_single.push_back(time_each(1, [&](int) { c.read(protocol::kRamBase + 7); })[0]);
+    if (i % 10 == 0) {
+      ctl_single.push_back(time_each(1, [&](int) { c.read(protocol::controller(mxtb::ocs::reg::status::kOffset)); })[0]);
+      emu_single.push_back(time_each(1, [&](int) { c.read(protocol::emulator(mxtb::emu::reg::time_ns_lo::kOffset)); })[0]);
+    }
+  }
+  std::vector<uint32_t> pattern(kBlock);
+  for (uint32_t i = 0; i < kBlock; ++i) pattern[i] = i * 2654435761u;
+  c.write_block(protocol::kRamBase, pattern);
+  // The block read's datagrams, echoed at their reply size both ways.
+  host::fabric::ClientStats before = c.stats();
+  bool block_ok = c.read_block(protocol::kRamBase, kBlock) == pattern;
+  uint64_t packets = c.stats().packets_sent - before.packets_sent;
+  uint64_t req_bytes = c.stats().bytes_sent - before.bytes_sent, rep_bytes = c.stats().bytes_received - before.bytes_received;
+  std::vector<size_t> echo_sizes(packets, static_cast<size_t>(rep_bytes / std::max<uint64_t>(packets, 1)));
+  std::vector<double> block, echo_block;
+  for (int i = 0; i < blocks; ++i) {
+    echo_block.push_back(echo_round_trips(echo.port(), echo_sizes, 1)[0]);
+    block.push_back(time_each(1, [&](int) { block_ok &= c.read_block(protocol::kRamBase, kBlock) == pattern; })[0]);
+  }
+
+  auto pe = percentiles(echo_single), pr = percentiles(ram_single), pc = percentiles(ctl_single), pm = percentiles(emu_single);
+  auto pb = percentiles(block), peb = percentiles(echo_block);
+  double block_mb_s = kBlock * 4.0 / pb.p50;  // bytes per us = MB/s
+  double echo_mb_s = kBlock * 4.0 / peb.p50;
+  double ratio = pr.p50 / pe.p50;
+
+  fmt::print("\n{:<44} {:>10} {:>10} {:>10}\n", "round trip (us, wall)", "p50", "p99", "mean");
+  auto row = [](const std::string& n, const Percentiles& p) { fmt::print("{:<44} {:>10.1f} {:>10.1f} {:>10.1f}\n", n, p.p50, p.p99, p.mean); };
+  row("UDP echo, 12 bytes (floor)", pe);
+  row("IPbus read, board scratch RAM (ram[7])", pr);
+  row("IPbus read, emulator block (emu.TIME_NS_LO)", pm);
+  row("IPbus read, controller STATUS (AXI in RTL)", pc);
+  row(fmt::format("UDP echo, {} datagrams of {} bytes", echo_sizes.size(), echo_sizes.empty() ? 0 : echo_sizes[0]), peb);
+  row("IPbus block read, 1024 words of RAM", pb);
+  fmt::print("\nsingle-register round trip / UDP echo (p50): {:.2f} (goal <= 2)  {}\n", ratio, ratio <= 2 ? "PASS" : "FAIL");
+  fmt::print("1024-word block read: {:.1f} MB/s; the echo of the same datagrams {:.1f} MB/s (ratio {:.2f}); data {}\n",
+             block_mb_s, echo_mb_s, block_mb_s / echo_mb_s, block_ok ? "verified" : "WRONG");
+  fmt::print("client: {} packets, {} timeouts\n", c.stats().packets_sent, c.stats().timeouts);
+
+  json j{{"bench", "bridge"},
+         {"time_mode", "lockstep"},
+         {"rounds", rounds},
+         {"blocks", blocks},
+         {"udp_echo_us", {{"p50", pe.p50}, {"p99", pe.p99}, {"mean", pe.mean}}},
+         {"ram_read_us", {{"p50", pr.p50}, {"p99", pr.p99}, {"mean", pr.mean}}},
+         {"emu_read_us", {{"p50", pm.p50}, {"p99", pm.p99}, {"mean", pm.mean}}},
+         {"controller_read_us", {{"p50", pc.p50}, {"p99", pc.p99}, {"mean", pc.mean}}},
+         {"block_read_1024_us", {{"p50", pb.p50}, {"p99", pb.p99}, {"mean", pb.mean}}},
+         {"echo_block_us", {{"p50", peb.p50}, {"p99", peb.p99}, {"mean", peb.mean}}},
+         {"block_read_mb_s", block_mb_s},
+         {"echo_block_mb_s", echo_mb_s},
+         {"block_packets", packets},
+         {"block_request_bytes", req_bytes},
+         {"block_reply_bytes", rep_bytes},
+         {"single_ratio_p50", ratio},
+         {"goal_single_ratio", 2.0},
+         {"goal_met", ratio <= 2.0},
+         {"block_data_ok", block_ok}};
+  if (args.has("--json")) {
+    std::ofstream out(args.str("--json"));
+    if (!out) throw std::runtime_error("cannot write " + args.str("--json"));
+    out << j.dump(2) << "\n";
+  }
+  return block_ok ? 0 : 1;
+}
+
+}  // namespace mxtb::app

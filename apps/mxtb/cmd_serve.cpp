@@ -1,0 +1,426 @@
+// `mxtb serve`: runs a scenario under each policy, prints the figures side by side with the
+// goals' PASS/FAIL lines, writes JSON and a TTFT CDF plot.
+#include "apps/mxtb/commands.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "host/fabric/board.h"
+#include "protocol/board_map.h"
+#include "host/fabric/client.h"
+#include "host/fabric/emulator_process.h"
+#include "host/serve/fabric_ipbus.h"
+#include "host/serve/serve.h"
+
+
+namespace mxtb::host::serve {
+
+using nlohmann::json;
+
+namespace {
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+const char* kUsage =
+    "usage: mxtb serve --trace FILE|azure-code|synthetic-burst|long-prompt\n"
+    "                  [--policy NAME...] [--scale X|auto] [--json FILE] [--plot FILE.svg]\n"
+    "policies: fcfs recompute aqua-host aqua-fabric (default: all four; commas also separate)\n"
+    "options: --model llama3-8b  --device h100|h200  --kv-gib G (KV pool; 8, long-prompt 4)\n"
+    "         --slice K (decode steps per time slice, 16)  --seed N (synthetic-burst, 1)\n"
+    "         --real-bytes-per-token B (64, a multiple of 8)  --max-wait S (aging, 5)\n"
+    "         --requests N (only the first N requests)\n"
+    "         --fabric emulator|static (emulator: circuits and reconfiguration delays from mxtb sim)\n"
+    "         --fabric-preset thermo_optic|electro_optic|mems (the emulated mesh; thermo_optic)\n";
+
+
+struct Options {
+  std::map<std::string, std::string> values;
+  std::vector<std::string> policies;
+};
+
+Options parse(const std::vector<std::string>& args) {
+  static const std::vector<std::string> kValueFlags = {"--trace", "--scale", "--json",  "--plot",
+                                                       "--model", "--device", "--kv-gib", "--slice",
+                                                       "--seed",  "--real-bytes-per-token", "--max-wait",
+                                                       "--requests", "--fabric", "--fabric-preset"};
+  Options o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--policy") {
+      size_t before = o.policies.size();
+      for (; i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0; ++i) {
+        std::string v = args[i + 1];
+        for (size_t at = 0; at <= v.size();) {
+          size_t comma = v.find(',', at);
+          if (comma == std::string::npos) comma = v.size();
+          if (comma > at) o.policies.push_back(v.substr(at, comma - at));
+          at = comma + 1;
+        }
+      }
+      if (o.policies.size() == before) throw UsageError("--policy needs at least one policy name");
+    } else if (std::find(kValueFlags.begin(), kValueFlags.end(), a) != kValueFlags.end()) {
+      if (i + 1 >= args.size()) throw UsageError(fmt::format("{} needs a value", a));
+      o.values[a] = args[++i];
+    } else if (a == "--help") {
+      o.values[a] = "1";
+    } else {
+      throw UsageError(fmt::format("unknown argument '{}'", a));
+    }
+  }
+  return o;
+}
+
+double number(const Options& o, const std::string& flag, double def, double lo, double hi) {
+  auto it = o.values.find(flag);
+  if (it == o.values.end()) return def;
+  size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(it->second, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  if (pos == 0 || pos != it->second.size()) throw UsageError(fmt::format("{} '{}' is not a number", flag, it->second));
+  if (!(v >= lo && v <= hi)) throw UsageError(fmt::format("{} {} is out of range [{}, {}]", flag, v, lo, hi));
+  return v;
+}
+
+struct Scenario {
+  std::string name, source;
+  double scale = 1;
+  std::vector<Request> reqs;
+};
+
+std::vector<Request> load(const std::string& trace, const std::string& path, double scale, uint64_t seed) {
+  if (trace == "synthetic-burst") return synthetic_burst(seed, scale);
+  if (trace == "long-prompt") return long_prompt();
+  return load_azure_trace(path, scale);
+}
+
+double offered_tok_s(const std::vector<Request>& reqs) {
+  double span = reqs.back().arrival_s - reqs.front().arrival_s;
+  uint64_t tokens = 0;
+  for (const auto& r : reqs) tokens += r.output_tokens;
+  return span > 0 ? static_cast<double>(tokens) / span : 0;
+}
+
+std::string secs(double s) {
+  if (s >= 100) return fmt::format("{:.0f} s", s);
+  if (s >= 1) return fmt::format("{:.2f} s", s);
+  return fmt::format("{:.1f} ms", s * 1e3);
+}
+
+void print_table(const std::vector<RunResult>& runs) {
+  fmt::print("{:<12} {:>10} {:>10} {:>9} {:>9} {:>9} {:>7} {:>8} {:>9} {:>6} {:>7}\n", "policy", "TTFT p50",
+             "TTFT p99", "TBT p50", "TBT p99", "tok/s", "paging", "preempt", "completed", "reconf", "wall");
+  for (const auto& r : runs) {
+    json j = r.to_json();
+    auto pct = [&](const char* k, const std::vector<double>& v) { return v.empty() ? std::string("-") : secs(j[k]); };
+    fmt::print("{:<12} {:>10} {:>10} {:>9} {:>9} {:>9.1f} {:>6.1f}% {:>8} {:>4}/{:<4} {:>6} {:>6.2f}s\n", r.policy,
+               pct("ttft_p50_s", r.ttft_s), pct("ttft_p99_s", r.ttft_s), pct("tbt_p50_s", r.tbt_s), pct("tbt_p99_s", r.tbt_s),
+               r.throughput(), 100 * r.paging_share(), r.preemptions, j["completed"].get<uint64_t>(), r.seqs.size(),
+               r.reconfigurations, r.wall_s);
+  }
+}
+
+const RunResult* find(const std::vector<RunResult>& runs, const std::string& p) {
+  for (const auto& r : runs)
+    if (r.policy == p) return &r;
+  return nullptr;
+}
+
+json goal(const std::string& name, bool met, const std::string& detail) {
+  fmt::print("{} goal {}: {}\n", met ? "PASS" : "FAIL", name, detail);
+  return {{"goal", name}, {"met", met}, {"detail", detail}};
+}
+
+json goals_for(const std::string& trace, const std::vector<RunResult>& runs) {
+  json out = json::array();
+  const RunResult* fab = find(runs, "aqua-fabric");
+  if (trace == "long-prompt") {
+    const RunResult* host = find(runs, "aqua-host");
+    const RunResult* rec = find(runs, "recompute");
+    if (!fab || !host || !rec) {
+      fmt::print("goal long-prompt-throughput: skipped (needs aqua-fabric, aqua-host and recompute)\n");
+      return out;
+    }
+    double other = std::max(host->throughput(), rec->throughput());
+    double x = other > 0 ? fab->throughput() / other : 0;
+    out.push_back(goal("long-prompt-throughput", x >= 3,
+                       fmt::format("aqua-fabric {:.1f} tok/s vs best of aqua-host {:.1f} and recompute {:.2f}: "
+                                   "{:.2f}x (goal >= 3x; Aqua reports 4x)",
+                                   fab->throughput(), host->throughput(), rec->throughput(), x)));
+    return out;
+  }
+  const RunResult* base = find(runs, "fcfs");
+  if (!fab || !base) {
+    fmt::print("goals ttft-p99, throughput: skipped (need fcfs and aqua-fabric)\n");
+    return out;
+  }
+  double b99 = percentile(base->ttft_s, 99), f99 = percentile(fab->ttft_s, 99);
+  double x = f99 > 0 ? b99 / f99 : 0;
+  out.push_back(goal("ttft-p99", x >= 10,
+                     fmt::format("aqua-fabric {} vs fcfs {}: {:.1f}x better (goal >= 10x; Aqua reports 20x)",
+                                 secs(f99), secs(b99), x)));
+  double t = base->throughput() > 0 ? fab->throughput() / base->throughput() : 0;
+  out.push_back(goal("throughput", t >= 0.9,
+                     fmt::format("aqua-fabric {:.1f} tok/s vs fcfs {:.1f} tok/s: {:.3f} of the baseline (goal >= 0.9)",
+                                 fab->throughput(), base->throughput(), t)));
+  return out;
+}
+
+bool plot_ttft_cdf(const std::vector<RunResult>& runs, const std::string& svg) {
+  std::string stem = svg.size() > 4 && svg.compare(svg.size() - 4, 4, ".svg") == 0 ? svg.substr(0, svg.size() - 4) : svg;
+  std::ofstream dat(stem + ".dat");
+  if (!dat) throw std::runtime_error(fmt::format("cannot write plot data '{}.dat'", stem));
+  for (const auto& r : runs) {
+    auto v = r.ttft_s;
+    std::sort(v.begin(), v.end());
+    dat << "# " << r.policy << "\n";
+    for (size_t i = 0; i < v.size(); ++i) dat << std::max(v[i], 1e-4) << " " << static_cast<double>(i + 1) / v.size() << "\n";
+    if (v.empty()) dat << "1 0\n";
+    dat << "\n\n";
+  }
+  dat.close();
+  std::ofstream gp(stem + ".gp");
+  gp << "set terminal svg size 720,440 dynamic\nset output '" << svg << "'\n"
+     << "set logscale x\nset xlabel 'time to first token (s)'\nset ylabel 'CDF over requests'\n"
+     << "set yrange [0:1.02]\nset key bottom right\nset grid\nplot ";
+  for (size_t i = 0; i < runs.size(); ++i)
+    gp << (i ? ", " : "") << "'" << stem << ".dat' index " << i << " with steps lw 2 title '" << runs[i].policy << "'";
+  gp << "\n";
+  gp.close();
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+    fmt::print("gnuplot not found: wrote {}.dat and {}.gp but no plot\n", stem, stem);
+    return false;
+  }
+  int rc = std::system(fmt::format("gnuplot '{}.gp'", stem).c_str());
+  if (rc != 0) {
+    fmt::print("gnuplot failed on {}.gp (exit {})\n", stem, rc);
+    return false;
+  }
+  fmt::print("wrote {}\n", svg);
+  return true;
+}
+
+}  // namespace
+
+int run_serve_command(const std::vector<std::string>& args) {
+  try {
+    Options o = parse(args);
+    if (o.values.count("--help")) {
+      fmt::print("{}", kUsage);
+      return 0;
+    }
+    if (!o.values.count("--trace")) throw UsageError("--trace FILE|azure-code|synthetic-burst|long-prompt is required");
+    const std::string trace = o.values["--trace"];
+    const bool file = trace != "synthetic-burst" && trace != "long-prompt";
+    const std::string path =
+        trace == "azure-code" ? mxtb::app::source_root() + "/traces/azure/AzureLLMInferenceTrace_code.csv" : trace;
+    std::vector<Policy> policies;
+    for (const auto& p : o.policies.empty() ? std::vector<std::string>{"fcfs", "recompute", "aqua-host", "aqua-fabric"}
+                                            : o.policies)
+      policies.push_back(policy_by_name(p));
+
+    ServeConfig cfg;
+    cfg.model = o.values.count("--model") ? o.values["--model"] : cfg.model;
+    cfg.device = o.values.count("--device") ? o.values["--device"] : cfg.device;
+    model_by_name(cfg.model);
+    device_by_name(cfg.device);
+    cfg.kv_pool_gib = number(o, "--kv-gib", trace == "long-prompt" ? 4 : 8, 0.01, 4096);
+    cfg.slice_steps = static_cast<uint64_t>(number(o, "--slice", 16, 1, 1e6));
+    cfg.max_wait_s = number(o, "--max-wait", 5, 0.001, 1e6);
+    cfg.real_bytes_per_token = static_cast<uint32_t>(number(o, "--real-bytes-per-token", 64, 8, 4096));
+    if (cfg.real_bytes_per_token % 8 != 0)
+      throw UsageError(fmt::format("--real-bytes-per-token {} is not a multiple of 8", cfg.real_bytes_per_token));
+    const uint64_t seed = static_cast<uint64_t>(number(o, "--seed", 1, 0, 1e15));
+    const std::string fabric_kind = o.values.count("--fabric") ? o.values["--fabric"] : "emulator";
+    if (fabric_kind != "emulator" && fabric_kind != "static")
+      throw UsageError(fmt::format("--fabric must be emulator or static, got '{}'", fabric_kind));
+    const std::string preset = o.values.count("--fabric-preset") ? o.values["--fabric-preset"] : "thermo_optic";
+    if (preset != "thermo_optic" && preset != "electro_optic" && preset != "mems")
+      throw UsageError(fmt::format("--fabric-preset must be thermo_optic, electro_optic or mems, got '{}'", preset));
+    if (o.values.count("--fabric-preset") && fabric_kind != "emulator")
+      throw UsageError("--fabric-preset needs --fabric emulator");
+    const std::string scale_arg = o.values.count("--scale") ? o.values["--scale"] : (file ? "auto" : "1");
+
+    json out;
+    json sweep = json::array();
+    double scale = 1;
+    if (scale_arg == "auto") {
+      if (!file) throw UsageError("--scale auto needs a trace file");
+      // Compress arrivals until the admission-control baseline no longer keeps up with the
+      // offered load: its throughput falls below 95 % of the offered tokens/s.
+      fmt::print("finding the scale at which fcfs saturates ({}):\n", path);
+      fmt::print("{:>6} {:>12} {:>11} {:>10}\n", "scale", "offered/s", "fcfs tok/s", "TTFT p99");
+      for (double s : {1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0}) {
+        auto reqs = load(trace, path, s, seed);
+        RunResult r = simulate(reqs, Policy::kFcfs, cfg);
+        double offered = offered_tok_s(reqs);
+        fmt::print("{:>6} {:>12.1f} {:>11.1f} {:>10}\n", s, offered, r.throughput(), secs(percentile(r.ttft_s, 99)));
+        sweep.push_back({{"scale", s}, {"offered_tok_s", offered}, {"fcfs", r.to_json()}});
+        scale = s;
+        if (r.throughput() < 0.95 * offered) break;
+      }
+      fmt::print("fcfs saturates at scale {}\n\n", scale);
+    } else {
+      scale = number(o, "--scale", 1, 1e-6, 1e6);
+    }
+    auto reqs = load(trace, path, scale, seed);
+    if (o.values.count("--requests")) {
+      auto n = static_cast<size_t>(number(o, "--requests", 0, 1, 1e9));
+      if (reqs.size() > n) reqs.resize(n);
+    }
+    CostModel cost(model_by_name(cfg.model), device_by_name(cfg.device));
+    double block_bytes = static_cast<double>(cfg.block_tokens) * static_cast<double>(cost.model().kv_bytes_per_token());
+    uint64_t pool_blocks = static_cast<uint64_t>(cfg.kv_pool_gib * 1073741824.0 / block_bytes);
+    fmt::print("scenario {}{}: {} requests, scale {}; {} on {}; KV pool {} GiB = {} blocks of {} tokens "
+               "({} KiB/token, {} B/token moved)\n",
+               trace, file ? " (" + path + ")" : "", reqs.size(), scale, cfg.model, cfg.device, cfg.kv_pool_gib,
+               pool_blocks, cfg.block_tokens, cost.model().kv_bytes_per_token() / 1024, cfg.real_bytes_per_token);
+    // The fabric: the emulated server (mxtb sim as a child, over IPbus), or constants.
+    std::unique_ptr<fabric::EmulatorProcess> emu;
+    std::unique_ptr<fabric::Client> client;
+    std::unique_ptr<fabric::Board> board;
+    std::unique_ptr<EmulatorFabricLinks> links;
+    json fabric_json;
+    double base_delay_s = 0;
+    if (fabric_kind == "emulator") {
+      const std::string log =
+          (std::filesystem::temp_directory_path() / fmt::format("mxtb-serve-emulator-{}.log", ::getpid())).string();
+      emu = std::make_unique<fabric::EmulatorProcess>(fabric::self_executable(),
+                                                     std::vector<std::string>{"--preset", preset, "--time-mode", "lockstep"},
+                                                     log);
+      fabric::ClientOptions copts;
+      copts.describe = protocol::describe;
+      client = std::make_unique<fabric::Client>(emu->target(), copts);
+      board = std::make_unique<fabric::Board>(*client);
+      EmulatorFabricConfig ec;
+      ec.lane_gbps = cfg.fabric.lane_gbps;
+      ec.modeled_per_circuit = cfg.fabric.base_circuits;
+      links = std::make_unique<EmulatorFabricLinks>(*board, ec);
+      base_delay_s = links->place_base();
+      int base = links->emulated_circuits(cfg.pager_xpu, cfg.peer_xpu);
+      fmt::print("fabric: emulator (mxtb sim --preset {}, {}, log {}); base map placed and Active in {:.1f} us of "
+                 "emulator time; XPU {}-{}: {} emulated circuit(s) x {} modeled lanes x {} Gb/s, up to {} more "
+                 "emulated circuits on demand, each move's delay measured; host: PCIe {} GB/s x {}\n\n",
+                 preset, emu->target(), log, base_delay_s * 1e6, cfg.pager_xpu, cfg.peer_xpu, base,
+                 ec.modeled_per_circuit, cfg.fabric.lane_gbps, ec.shape.lanes_per_xpu - base, cfg.pcie_bytes_s / 1e9,
+                 cfg.pcie_efficiency);
+      fabric_json = {{"kind", "emulator"},
+                     {"preset", preset},
+                     {"base_map", EmulatorFabricLinks::base_map(ec.shape)},
+                     {"base_emulated_circuits", base},
+                     {"modeled_per_circuit", ec.modeled_per_circuit},
+                     {"base_placement_us", base_delay_s * 1e6}};
+    } else {
+      fmt::print("fabric: static, {} circuits x {} Gb/s between XPU {} and {}, up to {} more on demand ({} us each "
+                 "move); host: PCIe {} GB/s x {}\n\n",
+                 cfg.fabric.base_circuits, cfg.fabric.lane_gbps, cfg.pager_xpu, cfg.peer_xpu,
+                 cfg.fabric.max_extra_circuits, cfg.fabric.reconfig_s * 1e6, cfg.pcie_bytes_s / 1e9,
+                 cfg.pcie_efficiency);
+      fabric_json = {{"kind", "static"}};
+    }
+    std::vector<RunResult> runs;
+    for (Policy p : policies) {
+      runs.push_back(simulate(reqs, p, cfg, nullptr, links.get()));
+      // Each run gives its circuits back at its end; the next one must start from the base map.
+      if (links && links->port_map() != EmulatorFabricLinks::base_map(EmulatorFabricConfig{}.shape))
+        throw std::runtime_error(fmt::format("the {} run left extra circuits placed", policy_name(p)));
+    }
+    print_table(runs);
+    fmt::print("\n");
+    bool invariants_ok = true;
+    json pol = json::array();
+    for (const auto& r : runs) {
+      for (const auto& s : r.seqs)
+        if (s.rejected) {
+          fmt::print("note: {} rejected request {}: {}\n", r.policy, s.id, s.reject_reason);
+          break;
+        }
+      if (r.violations.empty()) {
+        fmt::print("PASS invariants {}: KV never overcommitted ({} of {} blocks at most), every resumed sequence's "
+                   "bytes verified ({} page-ins), all {} admitted requests complete with their token counts, "
+                   "longest wait {}\n",
+                   r.policy, r.max_blocks_used, r.pool_blocks, r.page_ins,
+                   r.seqs.size() - static_cast<size_t>(std::count_if(r.seqs.begin(), r.seqs.end(),
+                                                                     [](const SeqRecord& s) { return s.rejected; })),
+                   secs(r.to_json()["longest_wait_s"]));
+      } else {
+        invariants_ok = false;
+        fmt::print("FAIL invariants {}: {} violations, first: {}\n", r.policy, r.violations.size(), r.violations[0]);
+      }
+      pol.push_back(r.to_json());
+    }
+    for (const auto& r : runs) {
+      if (r.reconfig_delays_s.empty()) {
+        fmt::print("reconfigurations {}: 0\n", r.policy);
+        continue;
+      }
+      fmt::print("reconfigurations {}: {}, delay {} min/median/max {:.1f}/{:.1f}/{:.1f} us\n", r.policy,
+                 r.reconfigurations, links ? "measured in the emulator" : "(constant)",
+                 1e6 * *std::min_element(r.reconfig_delays_s.begin(), r.reconfig_delays_s.end()),
+                 1e6 * percentile(r.reconfig_delays_s, 50),
+                 1e6 * *std::max_element(r.reconfig_delays_s.begin(), r.reconfig_delays_s.end()));
+    }
+    json goals = goals_for(trace, runs);
+    out["scenario"] = {{"trace", trace}, {"path", file ? path : ""}, {"scale", scale}, {"requests", reqs.size()},
+                       {"offered_tok_s", offered_tok_s(reqs)}, {"seed", seed}};
+    out["config"] = {{"model", cfg.model},
+                     {"device", cfg.device},
+                     {"kv_bytes_per_token", cost.model().kv_bytes_per_token()},
+                     {"kv_pool_gib", cfg.kv_pool_gib},
+                     {"block_tokens", cfg.block_tokens},
+                     {"real_bytes_per_token", cfg.real_bytes_per_token},
+                     {"max_batched_tokens", cfg.max_batched_tokens},
+                     {"slice_steps", cfg.slice_steps},
+                     {"max_wait_s", cfg.max_wait_s},
+                     {"pcie_bytes_s", cfg.pcie_bytes_s},
+                     {"pcie_efficiency", cfg.pcie_efficiency},
+                     {"fabric",
+                      {{"base_circuits", cfg.fabric.base_circuits},
+                       {"max_extra_circuits", cfg.fabric.max_extra_circuits},
+                       {"lane_gbps", cfg.fabric.lane_gbps},
+                       {"link_efficiency", cfg.fabric.link_efficiency},
+                       {"reconfig_s", cfg.fabric.reconfig_s}}}};
+    out["fabric"] = fabric_json;
+    if (!sweep.empty()) out["saturation_sweep"] = sweep;
+    out["policies"] = pol;
+    out["goals"] = goals;
+    out["invariants_ok"] = invariants_ok;
+    if (o.values.count("--json")) {
+      std::ofstream f(o.values["--json"]);
+      if (!f) throw std::runtime_error(fmt::format("cannot write JSON file '{}'", o.values["--json"]));
+      f << out.dump(2) << "\n";
+      fmt::print("wrote {}\n", o.values["--json"]);
+    }
+    if (o.values.count("--plot")) plot_ttft_cdf(runs, o.values["--plot"]);
+    return invariants_ok ? 0 : 1;
+  } catch (const UsageError& e) {
+    fmt::print("error: {}\n{}", e.what(), kUsage);
+    return 2;
+  } catch (const InputError& e) {
+    fmt::print("error: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print("error: {}\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace mxtb::host::serve
+
+namespace mxtb::app {
+
+int cmd_serve(const ArgList& args) { return host::serve::run_serve_command(args); }
+
+}  // namespace mxtb::app

@@ -1,0 +1,71 @@
+#include "apps/mxtb/demo.h"
+
+#include "apps/mxtb/args.h"
+#include "host/fabric/board.h"
+#include "host/fabric/emulator_process.h"
+#include "protocol/board_map.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+namespace mxtb::app {
+
+using nlohmann::json;
+namespace fabric = host::fabric;
+namespace report = host::report;
+
+DemoRun run_demo(const FailoverScenario& s, const DemoOptions& o) {
+  if (s.time_mode != "lockstep")
+    throw UsageError(fmt::format("the demo measures in lockstep (the scenario asks for {}): in paced and free modes the "
+                                 "host's own timing would be wall time, not simulated time",
+                                 s.time_mode));
+  auto say = [&](const std::string& line) {
+    if (o.progress) o.progress(line);
+  };
+  const auto wall0 = std::chrono::steady_clock::now();
+  std::filesystem::create_directories(o.out_dir);
+  const std::string scenario_file = o.out_dir + "/scenario.json";
+  {
+    std::ofstream f(scenario_file);
+    if (!(f << to_json(s).dump(2) << "\n")) throw std::runtime_error("cannot write " + scenario_file);
+  }
+  std::vector<std::string> sim_args{"--scenario", scenario_file, "--time-mode", s.time_mode};
+  if (o.waves) sim_args.insert(sim_args.end(), {"--fst", o.out_dir + "/waves.fst"});
+  fabric::EmulatorProcess emu(fabric::self_executable(), sim_args, o.out_dir + "/emulator.log");
+  say(fmt::format("emulator: {} (log: {}/emulator.log)", emu.target(), o.out_dir));
+  fabric::ClientOptions opts;
+  opts.describe = protocol::describe;
+  fabric::Client client(emu.target(), opts);
+  fabric::Board board(client);
+
+  host::failover::FailoverJob job = failover_job(s);
+  job.waves = o.waves;
+  DemoRun run;
+  run.job = host::failover::run_failover_job(board, job, say);
+  run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  try {
+    run.sim_ns = board.clock().now_ns();
+  } catch (const std::exception&) {
+    // The emulator is gone: the job's failures say why.
+  }
+  run.client = client.stats();
+  run.written = report::write_report_files(run.job.timeline, o.out_dir);
+  if (o.waves) run.written.push_back(o.out_dir + "/waves.fst");
+  emu.stop();
+  return run;
+}
+
+json demo_json(const FailoverScenario& s, const DemoRun& r) {
+  json failovers = json::array();
+  for (const auto& f : r.job.records)
+    failovers.push_back({{"failed", f.failed}, {"spare", f.spare ? json(*f.spare) : json(nullptr)},
+                         {"fast_path", f.fast_path}, {"report", report::to_json(f.timeline)}, {"problems", f.problems}});
+  return json{{"scenario", to_json(s)},        {"report", report::to_json(r.job.timeline)}, {"failovers", failovers},
+              {"failures", r.job.failures},    {"passed", r.job.passed()},                  {"wall_s", r.wall_s}};
+}
+
+}  // namespace mxtb::app

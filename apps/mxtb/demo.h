@@ -1,0 +1,40 @@
+// The main job as a function: a failover scenario run end to end. Starts the emulator (`mxtb sim`)
+// as a child process on loopback with the scenario, connects the fabric client, runs the failover
+// job (host/failover/job.h) over IPbus exactly as against a board, and writes the report files.
+// `mxtb demo` prints what it returns; `mxtb bench reconfig` runs it once per settle preset.
+#pragma once
+
+#include "apps/mxtb/scenario.h"
+#include "host/fabric/client.h"
+#include "host/failover/job.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace mxtb::app {
+
+struct DemoOptions {
+  std::string out_dir = "out";  // scenario.json, emulator.log, report.json, timeline.json/.svg, waves.fst
+  bool waves = true;            // a waveform window around the first failure (out_dir/waves.fst)
+  // Milestones as they happen (the emulator's address, the tenant placed, ...); none when empty.
+  std::function<void(const std::string&)> progress;
+};
+
+struct DemoRun {
+  host::failover::FailoverJobResult job;
+  double wall_s = 0;                  // the whole run, the emulator's start included
+  uint64_t sim_ns = 0;                // board time at the end
+  host::fabric::ClientStats client;
+  std::vector<std::string> written;   // report files
+};
+
+// Throws UsageError for a scenario the demo cannot measure (not lockstep); everything that
+// happens on the board ends up in DemoRun::job.failures.
+DemoRun run_demo(const FailoverScenario& s, const DemoOptions& o);
+
+// The demo's JSON (mxtb demo --json, the regression's per-seed file): the scenario, the report,
+// each failover, the failures.
+nlohmann::json demo_json(const FailoverScenario& s, const DemoRun& r);
+
+}  // namespace mxtb::app

@@ -1,0 +1,150 @@
+// mxtb: the testbed's one program, and the one place that links both the emulator (sim/) and the
+// host software (host/). `./mxtb demo` and `./mxtb test` are handled by the root script; everything
+// else arrives here. docs/cli.md.
+#include "apps/mxtb/args.h"
+#include "apps/mxtb/commands.h"
+#include "apps/mxtb/scenario.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+using mxtb::app::ArgList;
+
+struct Command {
+  const char* name;  // "demo", or "bench link"
+  int (*run)(const ArgList&);
+  const char* usage;  // its options and what it does
+};
+
+const Command kCommands[] = {
+    {"demo", mxtb::app::cmd_demo,
+     R"(demo [--scenario FILE | --scenario-seed N] [--seed N] [--out DIR] [--json FILE] [--no-waves]
+    the main job: the emulator on loopback, the failover manager over IPbus, an XPU killed and
+    replaced by a spare; phase table against 1.2 s, report.json, timeline.json/.svg, waves.fst)"},
+    {"regress", mxtb::app::cmd_regress,
+     R"(regress --seeds N [--jobs J] [--first-seed S] [--out DIR] [--json FILE] [--junit FILE] [--quiet]
+    N random failover scenarios through the demo, J at a time: p50/p99/max of every phase, JSON,
+    JUnit XML, and the command that reruns each failing seed)"},
+    {"sim", mxtb::app::cmd_sim,
+     R"(sim [--scenario FILE | --preset P] [--listen ADDR:PORT] [--time-mode lockstep|paced|free] [--rtf X]
+    [--seed N] [--fst FILE] [--stop-after-s S] [--calibration FILE]
+    the emulated server as a board on the network: IPbus 2.0 over UDP (docs/protocol.md);
+    prints "listening on udp://ADDR:PORT" when it answers)"},
+    {"reg", mxtb::app::cmd_reg,
+     R"(reg read|write|dump --target udp://ADDR:PORT [NAME|ADDRESS [VALUE]] [--count N] [--timeout-ms MS]
+    registers by name: controller (STATUS, LINK_STATUS[3]), emulator (emu.TIME_NS_LO), ram[i])"},
+    {"link-pair", mxtb::app::cmd_link_pair,
+     R"(link-pair --scenario FILE [--seed N] | --random SEED
+    [--harness systemc|loop] [--json FILE] [--fst FILE [--fst-from C] [--fst-to C]] [--progress CYCLES]
+    two verilated link endpoints over a lane channel model with an XPU scoreboard)"},
+    {"alloc", mxtb::app::cmd_alloc,
+     R"(alloc --racks R --workload tpuv4|philly|FILE --policy baseline|morphlux|both --json FILE
+alloc --experiment frag-tpuv4|fragmented-32|spares --json FILE
+    [--seed N] [--solver auto|ilp|heuristic] [--ilp-ms N] [--fibres F] [--requests N] [--load X]
+    [--trials N] [--free F] [--util U] [--probes N] [--churn N] [--chips N] [--target P]
+    [--plots PREFIX | --no-plots] [--no-check]
+    datacenter allocation: the torus allocator against Morphlux (docs/alloc.md))"},
+    {"serve", mxtb::app::cmd_serve,
+     R"(serve --trace FILE|azure-code|synthetic-burst|long-prompt [--policy NAME...] [--scale X|auto]
+    [--json FILE] [--plot FILE.svg] [--model M] [--device h100|h200] [--kv-gib G] [--slice K]
+    [--seed N] [--real-bytes-per-token B] [--max-wait S] [--requests N]
+    [--fabric emulator|static] [--fabric-preset thermo_optic|electro_optic|mems]
+    LLM serving under bursts: admission control against Aqua-style preemption paging to host
+    memory or over the fabric (docs/serve.md))"},
+    {"bench link", mxtb::app::cmd_bench_link,
+     R"(bench link [--cycles N] [--batch N] [--json FILE]
+    simulated cycles per second of a link pair: plain C++ loop against the SystemC harness)"},
+    {"bench bridge", mxtb::app::cmd_bench_bridge,
+     R"(bench bridge [--rounds N] [--blocks N] [--json FILE]
+    IPbus round trip and block-read throughput against a plain UDP echo on loopback)"},
+    {"bench reconfig", mxtb::app::cmd_bench_reconfig,
+     R"(bench reconfig [--scenario FILE] [--seed N] [--out DIR] [--json FILE]
+    the demo's failover once per settle preset: the failure-to-Active breakdown of each)"},
+    {"bench alloc", mxtb::app::cmd_bench_alloc,
+     R"(bench alloc --json FILE [--requests N] [--racks R] [--ilp-instances N] [--seed N] [--ilp-ms N]
+    100,000-request trace with the heuristic, integer-program solve times)"},
+    {"bench paging", mxtb::app::cmd_bench_paging,
+     R"(bench paging [--quick] [--sizes B,B..] [--counts N,N..] [--max-mib M] [--gpu-max-mib M] [--reps N]
+    [--json FILE]
+    KV-cache paging bandwidth of each copy backend and tier against memcpy ceilings (docs/paging.md))"},
+};
+
+std::string usage_of(const Command& c) {
+  std::string out;
+  std::string text = c.usage;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t nl = text.find('\n', at);
+    if (nl == std::string::npos) nl = text.size();
+    std::string line = text.substr(at, nl - at);
+    out += (line.rfind(" ", 0) == 0 ? "  " : "  mxtb ") + line + "\n";
+    at = nl + 1;
+  }
+  return out;
+}
+
+std::string full_usage() {
+  std::string out = "usage: mxtb COMMAND [options]\n\ncommands:\n";
+  for (const auto& c : kCommands) out += usage_of(c);
+  out += "\nThe root script adds: ./mxtb demo (the main job), ./mxtb test [ctest args] (the test suite).\n"
+         "mxtb COMMAND --help prints that command's usage.\n";
+  return out;
+}
+
+std::string bench_names() {
+  std::set<std::string> names;
+  for (const auto& c : kCommands)
+    if (std::string n = c.name; n.rfind("bench ", 0) == 0) names.insert(n.substr(6));
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using mxtb::app::UsageError;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+    std::fputs(full_usage().c_str(), args.empty() ? stderr : stdout);
+    return args.empty() ? 2 : 0;
+  }
+  std::string name = args[0];
+  args.erase(args.begin());
+  const Command* cmd = nullptr;
+  try {
+    if (name == "bench") {
+      if (args.empty() || args[0].rfind("--", 0) == 0)
+        throw UsageError(fmt::format("bench wants one of: {}; got '{}'", bench_names(), args.empty() ? "" : args[0]));
+      name += " " + args[0];
+      args.erase(args.begin());
+    }
+    for (const auto& c : kCommands)
+      if (name == c.name) cmd = &c;
+    if (!cmd) {
+      if (name.rfind("bench ", 0) == 0)
+        throw UsageError(fmt::format("bench wants one of: {}; got '{}'", bench_names(), name.substr(6)));
+      throw UsageError(fmt::format("unknown command '{}'", name));
+    }
+    if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+      fmt::print("usage:\n{}", usage_of(*cmd));
+      return 0;
+    }
+    return cmd->run(args);
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "mxtb {}: error: {}\n\n{}", name, e.what(), cmd ? "usage:\n" + usage_of(*cmd) : full_usage());
+    return 2;
+  } catch (const mxtb::app::ScenarioError& e) {
+    fmt::print(stderr, "mxtb {}: scenario error: {}\n", name, e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "mxtb {}: error: {}\n", name, e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,665 @@
+#include "apps/mxtb/scenario.h"
+
+#include "sim/json_file.h"
+#include "sim/server_sim.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <random>
+#include <set>
+
+namespace mxtb::app {
+
+using namespace mxtb::sim;  // the link pair's and the emulator's configuration types
+
+using nlohmann::json;
+
+namespace {
+
+// Field access that names the file and the JSON path in every error, and rejects unknown keys
+// (a misspelt key silently ignored is a scenario that does not test what it says).
+class Fields {
+ public:
+  Fields(const json& j, std::string source, std::string path)
+      : j_(j), source_(std::move(source)), path_(std::move(path)) {
+    if (!j_.is_object()) fail("", "must be an object");
+  }
+
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    std::string where = key.empty() ? path_ : path_ + "." + key;
+    throw ScenarioError(fmt::format("{}: {}: {}", source_, where, what));
+  }
+
+  bool has(const char* key) {
+    seen_.insert(key);
+    return j_.contains(key);
+  }
+
+  template <class T>
+  T uint(const char* key, T def, T min = 0, T max = std::numeric_limits<T>::max()) {
+    if (!has(key)) return def;
+    const json& v = j_.at(key);
+    if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0))
+      fail(key, fmt::format("must be a non-negative integer, got {}", v.dump()));
+    uint64_t x = v.get<uint64_t>();
+    if (x < min || x > max) fail(key, fmt::format("must be in [{}, {}], got {}", min, max, x));
+    return static_cast<T>(x);
+  }
+
+  int small_int(const char* key, int def, int min, int max) {
+    return static_cast<int>(uint<uint32_t>(key, static_cast<uint32_t>(def), static_cast<uint32_t>(min), static_cast<uint32_t>(max)));
+  }
+
+  double real(const char* key, double def, double min, double max) {
+    if (!has(key)) return def;
+    const json& v = j_.at(key);
+    if (!v.is_number()) fail(key, fmt::format("must be a number, got {}", v.dump()));
+    double x = v.get<double>();
+    if (!(x >= min && x <= max)) fail(key, fmt::format("must be in [{}, {}], got {}", min, max, x));
+    return x;
+  }
+
+  bool boolean(const char* key, bool def) {
+    if (!has(key)) return def;
+    if (!j_.at(key).is_boolean()) fail(key, fmt::format("must be true or false, got {}", j_.at(key).dump()));
+    return j_.at(key).get<bool>();
+  }
+
+  std::string str(const char* key, const std::string& def) {
+    if (!has(key)) return def;
+    if (!j_.at(key).is_string()) fail(key, fmt::format("must be a string, got {}", j_.at(key).dump()));
+    return j_.at(key).get<std::string>();
+  }
+
+  std::string choice(const char* key, const std::string& def, std::initializer_list<const char*> options) {
+    std::string s = str(key, def);
+    for (const char* o : options)
+      if (s == o) return s;
+    std::string list;
+    for (const char* o : options) list += fmt::format("{}{}", list.empty() ? "" : ", ", o);
+    fail(key, fmt::format("\"{}\" is not one of {}", s, list));
+  }
+
+  Fields sub(const char* key) {
+    seen_.insert(key);
+    return Fields(j_.at(key), source_, path_ + "." + key);
+  }
+
+  const json& raw(const char* key) {
+    seen_.insert(key);
+    return j_.at(key);
+  }
+
+  std::string path(const std::string& key) const { return path_ + "." + key; }
+  const std::string& source() const { return source_; }
+
+  void finish() const {
+    for (auto it = j_.begin(); it != j_.end(); ++it)
+      if (!seen_.count(it.key())) fail(it.key(), "unknown field");
+  }
+
+ private:
+  const json& j_;
+  std::string source_, path_;
+  std::set<std::string> seen_;
+};
+
+template <class Enum>
+Enum parse_enum(Fields& f, const char* key, std::optional<Enum> (*from)(uint64_t), int count) {
+  std::string name = f.str(key, "");
+  for (int i = 0; i < 256 && count > 0; ++i) {
+    if (auto v = from(static_cast<uint64_t>(i))) {
+      --count;
+      if (link::to_string(*v) == name) return *v;
+    }
+  }
+  f.fail(key, fmt::format("\"{}\" is not a known name", name));
+}
+
+EndpointIdentity parse_identity(Fields f, EndpointIdentity def) {
+  EndpointIdentity id{f.uint<uint16_t>("xpu", def.xpu), f.uint<uint8_t>("lane", def.lane)};
+  f.finish();
+  return id;
+}
+
+LaneChannelConfig parse_lane(Fields f, LaneChannelConfig c) {
+  c.latency_cycles = f.uint<uint32_t>("latency_cycles", c.latency_cycles, 1, 1u << 20);
+  c.bit_offset = f.uint<uint32_t>("bit_offset", c.bit_offset, 0, 65);
+  c.ber = f.real("ber", c.ber, 0.0, 0.01);
+  c.erasure_rate = f.real("erasure_rate", c.erasure_rate, 0.0, 0.1);
+  f.finish();
+  return c;
+}
+
+TrafficConfig parse_traffic(Fields f, TrafficConfig t) {
+  t.load = f.real("load", t.load, 0.0, 1.0);
+  t.min_words = f.uint<uint32_t>("min_words", t.min_words, 1, 4096);
+  t.max_words = f.uint<uint32_t>("max_words", t.max_words, 1, 4096);
+  if (t.max_words < t.min_words) f.fail("max_words", fmt::format("must be >= min_words ({})", t.min_words));
+  t.rx_ready = f.real("rx_ready", t.rx_ready, 0.01, 1.0);
+  t.max_messages = f.uint<uint64_t>("max_messages", t.max_messages);
+  f.finish();
+  return t;
+}
+
+// A block with optional "both", "ab" and "ba" entries: "both" first, then each direction's own.
+template <class T>
+void per_direction(Fields f, T (*parse)(Fields, T), T& ab, T& ba) {
+  if (f.has("both")) ab = ba = parse(f.sub("both"), ab);
+  if (f.has("ab")) ab = parse(f.sub("ab"), ab);
+  if (f.has("ba")) ba = parse(f.sub("ba"), ba);
+  f.finish();
+}
+
+int parse_lane_sel(Fields& f) {
+  std::string s = f.choice("lane", "both", {"ab", "ba", "both"});
+  return s == "ab" ? 0 : s == "ba" ? 1 : 2;
+}
+
+void parse_fault(Fields f, std::vector<LinkAction>& out) {
+  using K = LinkAction::Kind;
+  LinkAction a;
+  a.cycle = f.uint<uint64_t>("at", 0);
+  if (!f.has("at")) f.fail("at", "missing (the cycle at which the fault happens)");
+  std::string kind = f.choice("kind", "", {"dark", "ber", "swap_peer", "disable", "enable", "retrain"});
+  if (kind == "dark") {
+    a.lane = parse_lane_sel(f);
+    uint64_t cycles = f.uint<uint64_t>("cycles", 0, 1);
+    if (!f.has("cycles")) f.fail("cycles", "missing (how long the lane stays dark)");
+    a.kind = K::DarkOn;
+    out.push_back(a);
+    a.kind = K::DarkOff;
+    a.cycle += cycles;
+    out.push_back(a);
+  } else if (kind == "ber") {
+    a.lane = parse_lane_sel(f);
+    a.kind = K::SetBer;
+    if (!f.has("value")) f.fail("value", "missing (the new bit error rate)");
+    a.value = f.real("value", 0, 0.0, 0.01);
+    out.push_back(a);
+  } else if (kind == "swap_peer") {
+    // The optical switch moves A's lane from B to the impostor: dark while it settles.
+    uint64_t settle = f.uint<uint64_t>("settle_cycles", 200, 1);
+    out.push_back(LinkAction{a.cycle, K::DarkOn, 2, 'a', 0});
+    out.push_back(LinkAction{a.cycle, K::SwapPeer, 2, 'a', 0});
+    out.push_back(LinkAction{a.cycle + settle, K::DarkOff, 2, 'a', 0});
+  } else {
+    a.kind = kind == "disable" ? K::Disable : kind == "enable" ? K::Enable : K::Retrain;
+    a.endpoint = f.choice("endpoint", "a", {"a", "b"})[0];
+    out.push_back(a);
+  }
+  f.finish();
+}
+
+}  // namespace
+
+LinkPairConfig parse_link_pair_scenario(const json& j, const std::string& source) {
+  Fields f(j, source, "$");
+  LinkPairConfig c;
+  c.name = f.str("name", c.name);
+  c.seed = f.uint<uint64_t>("seed", c.seed);
+  c.clock_mhz = f.real("clock_mhz", c.clock_mhz, 1.0, 2000.0);
+  c.traffic_cycles = f.uint<uint64_t>("traffic_cycles", c.traffic_cycles, 1);
+  c.drain_cycles = f.uint<uint64_t>("drain_cycles", c.drain_cycles, kDrainCheckCycles);
+  c.check_peer = f.boolean("check_peer", c.check_peer);
+  if (f.has("endpoints")) {
+    Fields e = f.sub("endpoints");
+    if (e.has("a")) c.a = parse_identity(e.sub("a"), c.a);
+    if (e.has("b")) c.b = parse_identity(e.sub("b"), c.b);
+    if (e.has("impostor")) c.impostor = parse_identity(e.sub("impostor"), c.impostor);
+    e.finish();
+  }
+  if (f.has("lanes")) per_direction(f.sub("lanes"), parse_lane, c.ab, c.ba);
+  if (f.has("traffic")) per_direction(f.sub("traffic"), parse_traffic, c.traffic_ab, c.traffic_ba);
+  if (f.has("faults")) {
+    const json& arr = f.raw("faults");
+    if (!arr.is_array()) f.fail("faults", "must be an array");
+    for (size_t i = 0; i < arr.size(); ++i)
+      parse_fault(Fields(arr[i], source, fmt::format("$.faults[{}]", i)), c.actions);
+  }
+  if (f.has("expect")) {
+    Fields e = f.sub("expect");
+    if (e.has("state_a")) c.expect_state_a = parse_enum<link::LinkState>(e, "state_a", link::to_link_state, 9);
+    if (e.has("state_b")) c.expect_state_b = parse_enum<link::LinkState>(e, "state_b", link::to_link_state, 9);
+    if (e.has("reason_a")) c.expect_reason_a = parse_enum<link::Reason>(e, "reason_a", link::to_reason, 15);
+    c.expect_all_delivered = e.boolean("all_delivered", c.expect_all_delivered);
+    e.finish();
+  }
+  f.finish();
+  set_seed(c, c.seed);
+  return c;
+}
+
+void set_seed(LinkPairConfig& cfg, uint64_t seed) {
+  cfg.seed = seed;
+  // One stream per channel, so the two directions see independent errors.
+  cfg.ab.seed = seed * 0x9E3779B97F4A7C15ull + 11;
+  cfg.ba.seed = seed * 0x9E3779B97F4A7C15ull + 23;
+}
+
+LinkPairConfig load_link_pair_scenario(const std::string& path) {
+  return parse_link_pair_scenario(read_json_file<ScenarioError>(path, "scenario file"), path);
+}
+
+LinkPairConfig random_link_pair_scenario(uint64_t seed) {
+  std::mt19937_64 rng(seed * 7919 + 17);
+  auto uni = [&](uint64_t lo, uint64_t hi) { return std::uniform_int_distribution<uint64_t>(lo, hi)(rng); };
+  auto chance = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
+  // Up to 3e-5: links that should stay up. Bit error rates near the error-rate monitor's
+  // threshold (about 1e-4) retrain on purpose; traces/scenarios/link/noisy.json covers those.
+  const double bers[] = {0.0, 1e-6, 1e-5, 3e-5};
+  json j;
+  j["name"] = fmt::format("random-{}", seed);
+  j["seed"] = seed;
+  j["traffic_cycles"] = uni(60000, 150000);
+  j["drain_cycles"] = 200000;
+  for (const char* dir : {"ab", "ba"}) {
+    j["lanes"][dir] = {{"latency_cycles", uni(1, 64)},
+                       {"bit_offset", uni(0, 65)},
+                       {"ber", bers[uni(0, 3)]},
+                       {"erasure_rate", chance(0.3) ? 1e-4 : 0.0}};
+    uint64_t lo = uni(1, 8);
+    j["traffic"][dir] = {{"load", chance(0.5) ? 1.0 : 0.3},
+                         {"min_words", lo},
+                         {"max_words", lo + uni(0, 40)},
+                         {"rx_ready", chance(0.3) ? 0.5 : 1.0}};
+  }
+  json faults = json::array();
+  uint64_t tc = j["traffic_cycles"].get<uint64_t>();
+  for (uint64_t n = uni(0, 3); n > 0; --n) {
+    const char* lanes[] = {"ab", "ba", "both"};
+    faults.push_back({{"at", uni(20000, tc - 1)}, {"kind", "dark"}, {"lane", lanes[uni(0, 2)]},
+                      {"cycles", uni(10, 5000)}});
+  }
+  if (chance(0.2)) faults.push_back({{"at", uni(20000, tc - 1)}, {"kind", "retrain"}, {"endpoint", chance(0.5) ? "a" : "b"}});
+  j["faults"] = faults;
+  return parse_link_pair_scenario(j, fmt::format("random scenario (seed {})", seed));
+}
+
+// ---- Failover scenarios ----
+
+namespace {
+
+// The names of the phases the manager measures (docs/failover.md): a modeled phase may not take
+// one, or the report could not tell them apart.
+const char* const kReservedPhases[] = {"detect",   "host_detect", "host_decide", "isolate", "host_away", "reconcile",
+                                       "firmware", "program",     "settle",      "verify",  "reconfigure", "train",
+                                       "confirm",  "state_restore", "rearm"};
+
+std::vector<int> parse_xpu_list(const json& v, const Fields& f, const std::string& key, int xpus) {
+  if (!v.is_array()) f.fail(key, fmt::format("must be an array of XPU numbers, got {}", v.dump()));
+  std::vector<int> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const json& x = v[i];
+    std::string where = fmt::format("{}[{}]", key, i);
+    if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= xpus)
+      f.fail(where, fmt::format("must be an XPU number in [0, {}], got {}", xpus - 1, x.dump()));
+    int n = x.get<int>();
+    for (int seen : out)
+      if (seen == n) f.fail(where, fmt::format("XPU {} is listed twice", n));
+    out.push_back(n);
+  }
+  return out;
+}
+
+const json& array_field(Fields& f, const char* key) {
+  const json& arr = f.raw(key);
+  if (!arr.is_array()) f.fail(key, fmt::format("must be an array, got {}", arr.dump()));
+  return arr;
+}
+
+}  // namespace
+
+FailoverScenario parse_failover_scenario(const json& j, const std::string& source) {
+  Fields f(j, source, "$");
+  FailoverScenario s;
+  s.name = f.str("name", s.name);
+  s.seed = f.uint<uint64_t>("seed", s.seed);
+  s.time_mode = f.choice("time_mode", s.time_mode, {"lockstep", "paced", "free"});
+  if (f.has("server")) {
+    Fields v = f.sub("server");
+    s.shape.xpus = v.small_int("xpus", s.shape.xpus, 2, 64);
+    s.shape.lanes_per_xpu = v.small_int("lanes_per_xpu", s.shape.lanes_per_xpu, 4, 16);
+    s.shape.mesh_ports = v.small_int("mesh_ports", s.shape.mesh_ports, 4, 1024);
+    s.clock_mhz = v.real("clock_mhz", s.clock_mhz, 1.0, 2000.0);
+    if (s.shape.xpus * s.shape.lanes_per_xpu > s.shape.mesh_ports)
+      v.fail("mesh_ports", fmt::format("{} XPUs x {} lanes need at least {} ports, got {}", s.shape.xpus,
+                                       s.shape.lanes_per_xpu, s.shape.xpus * s.shape.lanes_per_xpu, s.shape.mesh_ports));
+    v.finish();
+  }
+  const int xpus = s.shape.xpus;
+  const int links = xpus * s.shape.lanes_per_xpu;
+  s.settle = *settle_preset_from_string(f.choice("settle", to_string(s.settle), {"thermo_optic", "electro_optic", "mems"}));
+  s.settle_taus = f.real("settle_taus", s.settle_taus, 1.0, 20.0);
+  if (f.has("tenant")) {
+    Fields t = f.sub("tenant");
+    s.tenant.dim_x = t.small_int("dim_x", s.tenant.dim_x, 1, 16);
+    s.tenant.dim_y = t.small_int("dim_y", s.tenant.dim_y, 1, 16);
+    if (t.has("xpus")) s.tenant.xpu_of_position = parse_xpu_list(t.raw("xpus"), t, "xpus", xpus);
+    if (static_cast<int>(s.tenant.xpu_of_position.size()) != s.tenant.dim_x * s.tenant.dim_y)
+      t.fail("xpus", fmt::format("a {}x{} torus needs {} XPUs, got {}", s.tenant.dim_x, s.tenant.dim_y,
+                                 s.tenant.dim_x * s.tenant.dim_y, s.tenant.xpu_of_position.size()));
+    t.finish();
+  }
+  auto in_tenant = [&](int x) {
+    for (int t : s.tenant.xpu_of_position)
+      if (t == x) return true;
+    return false;
+  };
+  if (f.has("spares")) s.spares = parse_xpu_list(f.raw("spares"), f, "spares", xpus);
+  for (size_t i = 0; i < s.spares.size(); ++i)
+    if (in_tenant(s.spares[i]))
+      f.fail(fmt::format("spares[{}]", i), fmt::format("XPU {} is one of the tenant's XPUs", s.spares[i]));
+  if (f.has("armed_xpu") && !f.raw("armed_xpu").is_null()) {  // null: nothing pre-armed
+    int a = f.small_int("armed_xpu", 0, 0, xpus - 1);
+    if (!in_tenant(a)) f.fail("armed_xpu", fmt::format("XPU {} is not one of the tenant's XPUs", a));
+    s.armed_xpu = a;
+  }
+  auto is_spare = [&](int x) {
+    for (int sp : s.spares)
+      if (sp == x) return true;
+    return false;
+  };
+  if (f.has("failure_groups")) {
+    Fields g = f.sub("failure_groups");
+    const json& obj = f.raw("failure_groups");
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      const std::string kind = it.key();
+      g.has(kind.c_str());
+      if (!it->is_array()) g.fail(kind, fmt::format("must be an array of XPU groups, got {}", it->dump()));
+      std::vector<int> owner(static_cast<size_t>(xpus), -1);
+      for (size_t i = 0; i < it->size(); ++i) {
+        std::string key = fmt::format("{}[{}]", kind, i);
+        std::vector<int> group = parse_xpu_list((*it)[i], g, key, xpus);
+        if (group.empty()) g.fail(key, "must not be empty");
+        for (int x : group) {
+          if (owner[static_cast<size_t>(x)] >= 0)
+            g.fail(key, fmt::format("XPU {} is already in {}[{}]: a {} holds each XPU at most once", x, kind,
+                                    owner[static_cast<size_t>(x)], kind));
+          owner[static_cast<size_t>(x)] = static_cast<int>(i);
+        }
+        s.failure_groups[kind].push_back(group);
+      }
+    }
+    g.finish();
+  }
+  if (f.has("failures")) {
+    const json& arr = array_field(f, "failures");
+    s.failures.clear();
+    for (size_t i = 0; i < arr.size(); ++i) {
+      Fields e(arr[i], source, fmt::format("$.failures[{}]", i));
+      if (!e.has("xpu")) e.fail("xpu", "missing (the XPU that dies)");
+      XpuFailure x;
+      x.xpu = e.small_int("xpu", 0, 0, xpus - 1);
+      if (!in_tenant(x.xpu) && !is_spare(x.xpu)) e.fail("xpu", fmt::format("XPU {} is neither the tenant's nor a spare", x.xpu));
+      for (const auto& earlier : s.failures)
+        if (earlier.xpu == x.xpu) e.fail("xpu", fmt::format("XPU {} already fails in an earlier entry", x.xpu));
+      x.at_us = e.real("at_us", x.at_us, 0.0, 1e7);
+      e.finish();
+      s.failures.push_back(x);
+    }
+  }
+  if (f.has("lane_faults")) {
+    const json& arr = array_field(f, "lane_faults");
+    for (size_t i = 0; i < arr.size(); ++i) {
+      Fields e(arr[i], source, fmt::format("$.lane_faults[{}]", i));
+      if (!e.has("link")) e.fail("link", "missing (link = xpu * lanes_per_xpu + lane)");
+      LaneFault l;
+      l.link = e.small_int("link", 0, 0, links - 1);
+      l.ber = e.real("ber", 0, 0.0, 0.01);
+      l.dark_from_us = e.real("dark_from_us", 0, 0.0, 1e7);
+      l.dark_us = e.real("dark_us", 0, 0.0, 1e7);
+      if (e.has("dark_from_us") && !e.has("dark_us")) e.fail("dark_us", "missing (how long the lane stays dark)");
+      if (e.has("swap_with")) {
+        l.swap_with = e.small_int("swap_with", 0, 0, links - 1);
+        if (l.swap_with == l.link) e.fail("swap_with", "a link cannot swap with itself");
+      }
+      l.swap_from_us = e.real("swap_from_us", 0, 0.0, 1e7);
+      if (e.has("swap_from_us") && l.swap_with < 0) e.fail("swap_with", "missing (which link's fibre it swaps with)");
+      if (l.ber == 0 && l.dark_us == 0 && l.swap_with < 0) e.fail("", "does nothing: give ber, dark_us and/or swap_with");
+      e.finish();
+      s.lane_faults.push_back(l);
+    }
+  }
+  if (f.has("host_disconnect")) {
+    Fields h = f.sub("host_disconnect");
+    std::string at = h.choice("at", "", {"before_commit", "mid_commit", "after_commit"});
+    s.host_disconnect = at == "before_commit" ? HostDisconnect::BeforeCommit
+                        : at == "mid_commit"  ? HostDisconnect::MidCommit
+                                              : HostDisconnect::AfterCommit;
+    s.host_downtime_us = h.real("downtime_us", s.host_downtime_us, 1.0, 1e5);
+    h.finish();
+  }
+  s.watchdog_us = f.real("watchdog_us", s.watchdog_us, 0.0, 1e6);
+  if (s.host_disconnect != HostDisconnect::None && (s.watchdog_us == 0 || s.host_downtime_us <= s.watchdog_us))
+    f.fail("host_disconnect.downtime_us", fmt::format("{} us does not outlast the watchdog ({} us): nothing would happen",
+                                                      s.host_downtime_us, s.watchdog_us));
+  if (f.has("traffic")) s.traffic = parse_traffic(f.sub("traffic"), s.traffic);
+  if (f.has("modeled")) {
+    const json& arr = array_field(f, "modeled");
+    for (size_t i = 0; i < arr.size(); ++i) {
+      Fields e(arr[i], source, fmt::format("$.modeled[{}]", i));
+      ModeledPhase m;
+      m.name = e.str("name", "");
+      if (m.name.empty()) e.fail("name", "missing or empty");
+      for (const char* r : kReservedPhases)
+        if (m.name == r) e.fail("name", fmt::format("\"{}\" is an emulated phase's name", m.name));
+      for (const auto& earlier : s.modeled)
+        if (earlier.name == m.name) e.fail("name", fmt::format("\"{}\" is already modeled", m.name));
+      if (!e.has("duration_ms")) e.fail("duration_ms", "missing (the phase's modeled duration)");
+      m.duration_ms = e.real("duration_ms", 0, 0.0, 60000.0);
+      m.doc = e.str("doc", "");
+      if (m.doc.empty()) e.fail("doc", "missing: a modeled constant must say where its value comes from");
+      e.finish();
+      s.modeled.push_back(m);
+    }
+  }
+  if (f.has("state_restore")) {
+    Fields r = f.sub("state_restore");
+    s.state_bytes_per_xpu = r.uint<uint64_t>("bytes_per_xpu", s.state_bytes_per_xpu, 0, uint64_t{1} << 40);
+    s.state_copy_gbytes_per_s = r.real("copy_gbytes_per_s", s.state_copy_gbytes_per_s, 0.1, 10000.0);
+    s.state_lane_gbps = r.real("lane_gbps", s.state_lane_gbps, 0.1, 100000.0);
+    s.state_real_bytes_max = r.uint<uint64_t>("real_bytes_max", s.state_real_bytes_max, 0, uint64_t{1} << 34);
+    r.finish();
+  }
+  s.limit_us = f.real("limit_us", s.limit_us, 0.0, 1e7);
+  if (f.has("expect")) {
+    Fields e = f.sub("expect");
+    s.expect_hardware_ns_max = e.real("hardware_ns_max", s.expect_hardware_ns_max, 0.0, 1e12);
+    s.expect_total_ns_max = e.real("total_ns_max", s.expect_total_ns_max, 0.0, 1e12);
+    e.finish();
+  }
+  f.finish();
+  return s;
+}
+
+FailoverScenario load_failover_scenario(const std::string& path) {
+  return parse_failover_scenario(read_json_file<ScenarioError>(path, "scenario file"), path);
+}
+
+json to_json(const FailoverScenario& s) {
+  json groups = json::object();
+  for (const auto& [kind, list] : s.failure_groups) groups[kind] = list;
+  json failures = json::array();
+  for (const auto& x : s.failures) failures.push_back({{"xpu", x.xpu}, {"at_us", x.at_us}});
+  json lanes = json::array();
+  for (const auto& l : s.lane_faults) {
+    json e{{"link", l.link}};
+    if (l.ber > 0) e["ber"] = l.ber;
+    if (l.swap_with >= 0) {
+      e["swap_with"] = l.swap_with;
+      e["swap_from_us"] = l.swap_from_us;
+    }
+    if (l.dark_us > 0) {
+      e["dark_from_us"] = l.dark_from_us;
+      e["dark_us"] = l.dark_us;
+    }
+    lanes.push_back(e);
+  }
+  json modeled = json::array();
+  for (const auto& m : s.modeled) modeled.push_back({{"name", m.name}, {"duration_ms", m.duration_ms}, {"doc", m.doc}});
+  json armed = s.armed_xpu ? json(*s.armed_xpu) : json(nullptr);
+  json j{{"name", s.name},
+         {"armed_xpu", armed},
+         {"seed", s.seed},
+         {"time_mode", s.time_mode},
+         {"server", {{"xpus", s.shape.xpus}, {"lanes_per_xpu", s.shape.lanes_per_xpu},
+                     {"mesh_ports", s.shape.mesh_ports}, {"clock_mhz", s.clock_mhz}}},
+         {"settle", to_string(s.settle)},
+         {"settle_taus", s.settle_taus},
+         {"tenant", {{"dim_x", s.tenant.dim_x}, {"dim_y", s.tenant.dim_y}, {"xpus", s.tenant.xpu_of_position}}},
+         {"spares", s.spares},
+         {"failure_groups", groups},
+         {"failures", failures},
+         {"lane_faults", lanes},
+         {"traffic", {{"load", s.traffic.load}, {"min_words", s.traffic.min_words}, {"max_words", s.traffic.max_words},
+                      {"rx_ready", s.traffic.rx_ready}, {"max_messages", s.traffic.max_messages}}},
+         {"modeled", modeled},
+         {"state_restore", {{"bytes_per_xpu", s.state_bytes_per_xpu}, {"copy_gbytes_per_s", s.state_copy_gbytes_per_s},
+                            {"lane_gbps", s.state_lane_gbps}, {"real_bytes_max", s.state_real_bytes_max}}},
+         {"limit_us", s.limit_us},
+         {"expect", {{"hardware_ns_max", s.expect_hardware_ns_max}, {"total_ns_max", s.expect_total_ns_max}}}};
+  if (s.host_disconnect != HostDisconnect::None)
+    j["host_disconnect"] = {{"at", to_string(s.host_disconnect)}, {"downtime_us", s.host_downtime_us}};
+  j["watchdog_us"] = s.watchdog_us;
+  return j;
+}
+
+// The communicator re-initialization constant: docs/report.md says where it comes from.
+constexpr double kCommunicatorReinitMs = 500;
+constexpr const char* kCommunicatorReinitDoc =
+    "NCCL communicator re-init of the 4-rank tenant with the spare: bootstrap, allgathers and "
+    "connection setup, about 0.5 s from NCCL's own per-phase init timings (docs/report.md)";
+
+FailoverScenario random_failover_scenario(uint64_t seed) {
+  std::mt19937_64 rng(seed * 104729 + 31);
+  auto uni = [&](uint64_t lo, uint64_t hi) { return std::uniform_int_distribution<uint64_t>(lo, hi)(rng); };
+  auto chance = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
+  json j;
+  j["name"] = fmt::format("random-failover-{}", seed);
+  j["seed"] = seed;
+  // Mostly electro-optic (a run takes seconds), sometimes thermo-optic (tens of seconds); MEMS
+  // (1 ms time constant) is left to directed runs, as it makes every run several minutes long.
+  j["settle"] = chance(0.25) ? "thermo_optic" : "electro_optic";
+  // The default server: 2x2 tenant on XPUs 0-3 in a shuffled placement, spare XPU 4.
+  std::vector<int> tenant{0, 1, 2, 3};
+  std::shuffle(tenant.begin(), tenant.end(), rng);
+  j["tenant"] = {{"dim_x", 2}, {"dim_y", 2}, {"xpus", tenant}};
+  j["spares"] = json::array({4});
+  j["armed_xpu"] = tenant[uni(0, 3)];  // the failure hits it (fast path) about one time in four
+  const bool split = chance(0.5);
+  j["failure_groups"] = {{"power_domain", split ? json{{0, 1}, {2, 3, 4}} : json{{0, 1, 2}, {3, 4}}}};
+  json failures = json::array();
+  int first = static_cast<int>(uni(0, 3));
+  failures.push_back({{"xpu", first}, {"at_us", static_cast<double>(uni(10, 200))}});
+  if (chance(0.15)) {
+    int second = static_cast<int>((static_cast<uint64_t>(first) + uni(1, 3)) % 4);
+    failures.push_back({{"xpu", second}, {"at_us", static_cast<double>(uni(10, 400))}});
+  }
+  j["failures"] = failures;
+  json lanes = json::array();
+  const double bers[] = {1e-7, 1e-6, 1e-5};
+  for (uint64_t n = uni(0, 2); n > 0; --n) lanes.push_back({{"link", uni(0, 19)}, {"ber", bers[uni(0, 2)]}});
+  if (chance(0.3)) lanes.push_back({{"link", uni(0, 19)}, {"dark_from_us", static_cast<double>(uni(0, 300))},
+                                   {"dark_us", static_cast<double>(uni(1, 20))}});
+  j["lane_faults"] = lanes;
+  if (chance(0.1)) j["host_disconnect"] = {{"at", "mid_commit"}};
+  j["traffic"] = {{"load", chance(0.5) ? 1.0 : 0.3}, {"max_words", uni(4, 40)}};
+  j["modeled"] = json::array(
+      {json{{"name", "communicator_reinit"}, {"duration_ms", kCommunicatorReinitMs}, {"doc", kCommunicatorReinitDoc}}});
+  j["state_restore"] = {{"bytes_per_xpu", uni(1, 8) << 30}, {"copy_gbytes_per_s", 25}};
+  return parse_failover_scenario(j, fmt::format("random failover scenario (seed {})", seed));
+}
+
+json to_json(const LinkPairConfig& c) {
+  json lanes;
+  for (auto [name, l] : {std::pair{"ab", &c.ab}, std::pair{"ba", &c.ba}})
+    lanes[name] = {{"latency_cycles", l->latency_cycles}, {"bit_offset", l->bit_offset},
+                   {"ber", l->ber}, {"erasure_rate", l->erasure_rate}};
+  return json{{"name", c.name}, {"seed", c.seed}, {"clock_mhz", c.clock_mhz},
+              {"traffic_cycles", c.traffic_cycles}, {"drain_cycles", c.drain_cycles},
+              {"lanes", lanes}, {"actions", c.actions.size()}};
+}
+
+json to_json(const LinkPairResult& r) {
+  auto ep = [](const EndpointReport& e) {
+    return json{{"state", link::to_string(e.state)}, {"reason", link::to_string(e.reason)},
+                {"peer_xpu", e.peer.xpu}, {"peer_lane", e.peer.lane},
+                {"frames_tx", e.frames_tx}, {"frames_rx", e.frames_rx},
+                {"crc_errors", e.crc_errors}, {"replays", e.replays},
+                {"retrains", e.retrains}, {"bad_blocks", e.bad_blocks}};
+  };
+  auto dir = [](const DirectionReport& d) {
+    return json{{"messages_sent", d.messages_sent}, {"messages_delivered", d.messages_delivered},
+                {"words_delivered", d.words_delivered}, {"errors", d.errors},
+                {"first_error", d.first_error}};
+  };
+  auto ch = [](const LaneChannelStats& s) {
+    return json{{"words", s.words}, {"bits_flipped", s.bits_flipped}, {"erasures", s.erasures},
+                {"dark_cycles", s.dark_cycles}};
+  };
+  json tr = json::array();
+  for (const auto& t : r.transitions)
+    tr.push_back({{"cycle", t.cycle}, {"endpoint", std::string(1, t.endpoint)},
+                  {"from", link::to_string(t.from)}, {"to", link::to_string(t.to)},
+                  {"reason", link::to_string(t.reason)}});
+  return json{{"cycles", r.cycles}, {"passed", r.passed()}, {"failures", r.failures},
+              {"drained", r.drained}, {"a", ep(r.a)}, {"b", ep(r.b)},
+              {"ab", dir(r.ab)}, {"ba", dir(r.ba)}, {"channel_ab", ch(r.ch_ab)},
+              {"channel_ba", ch(r.ch_ba)}, {"transitions", tr}};
+}
+
+sim::EmulatorConfig emulator_config(const FailoverScenario& s, const std::string& source,
+                                    const std::string& calibration_file) {
+  if (std::string why = sim::unsupported_shape(s.shape); !why.empty())
+    throw ScenarioError(fmt::format("{}: $.server: {}", source, why));
+  sim::EmulatorConfig cfg;
+  cfg.scenario = s.name;
+  cfg.server.seed = s.seed;
+  cfg.server.clock_mhz = s.clock_mhz;
+  cfg.server.shape = s.shape;
+  cfg.server.mesh.ports = s.shape.mesh_ports;
+  cfg.server.mesh.settle = s.settle;
+  cfg.server.traffic = s.traffic;
+  cfg.settle_taus = s.settle_taus;
+  cfg.time_mode = *sim::time_mode_from_string(s.time_mode);  // the loader accepts only the three modes
+  cfg.calibration_file = calibration_file;
+  return cfg;
+}
+
+host::failover::FailoverJob failover_job(const FailoverScenario& s) {
+  host::failover::FailoverJob job;
+  auto& c = job.manager;
+  c.shape = s.shape;
+  c.tenant = s.tenant;
+  c.spares = s.spares;
+  for (const auto& [kind, groups] : s.failure_groups)
+    for (size_t i = 0; i < groups.size(); ++i)
+      c.groups.push_back(host::failover::FailureGroup{fmt::format("{}[{}]", kind, i), groups[i]});
+  c.armed_xpu = s.armed_xpu;
+  c.state_bytes_per_xpu = s.state_bytes_per_xpu;
+  c.watchdog_ns = static_cast<uint64_t>(s.watchdog_us * 1000);
+  c.shape_clock_mhz = s.clock_mhz;
+  c.lane_gbps = s.state_lane_gbps;
+  c.real_bytes_max = s.state_real_bytes_max;
+  c.modeled = s.modeled;
+  // The circuits come up after the mesh settles: a slow mesh (MEMS, 5 ms) needs longer than the
+  // default wait.
+  const double settle_ns = s.settle_taus * sim::preset_tau_ns(s.settle);
+  c.link_up_timeout_ns = std::max<uint64_t>(c.link_up_timeout_ns, static_cast<uint64_t>(2 * settle_ns + 1e6));
+  c.scenario = s.name;
+  c.seed = s.seed;
+  job.failures = s.failures;
+  job.lane_faults = s.lane_faults;
+  job.host_disconnect = s.host_disconnect;
+  job.host_downtime_us = s.host_downtime_us;
+  job.failure_timeout_ns = static_cast<uint64_t>(s.limit_us > 0 ? s.limit_us * 1000 : 5e6);
+  job.expect_hardware_ns_max = s.expect_hardware_ns_max;
+  job.expect_total_ns_max = s.expect_total_ns_max;
+  return job;
+}
+
+}  // namespace mxtb::app

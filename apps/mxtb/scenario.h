@@ -1,0 +1,96 @@
+// Scenario files: the one loader that turns a JSON scenario into a run's configuration, with
+// errors that name the file, the field and what was wrong, and the one conversion of a failover
+// scenario into each part's own configuration: the emulator's (sim::EmulatorConfig) and the
+// failover job's (host::failover::FailoverJob, with the manager's config). The scenario file is
+// the program's and the test tools': neither sim/ nor host/ knows it. Format: docs/scenarios.md.
+#pragma once
+
+#include "host/failover/job.h"
+#include "protocol/fabric_map.h"
+#include "sim/emulator.h"
+#include "sim/link_pair.h"
+#include "sim/photonic_mesh.h"
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace mxtb::app {
+
+struct ScenarioError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+using sim::LinkPairConfig;
+using sim::LinkPairResult;
+
+LinkPairConfig load_link_pair_scenario(const std::string& path);
+LinkPairConfig parse_link_pair_scenario(const nlohmann::json& j, const std::string& source);
+
+// The seeded random regression's scenario: channel impairments, traffic shapes and faults drawn
+// from the seed, all of which the link must survive with exactly-once delivery.
+LinkPairConfig random_link_pair_scenario(uint64_t seed);
+
+// Sets the run's seed and everything derived from it (each channel's own error stream).
+void set_seed(LinkPairConfig& cfg, uint64_t seed);
+
+nlohmann::json to_json(const LinkPairConfig& cfg);
+nlohmann::json to_json(const LinkPairResult& r);
+
+// ---- Failover scenarios (`mxtb demo`, `mxtb sim --scenario`, `mxtb regress`) ----
+
+using host::failover::HostDisconnect;
+using host::failover::LaneFault;
+using host::failover::ModeledPhase;
+using host::failover::XpuFailure;
+
+struct FailoverScenario {
+  std::string name = "failover";
+  uint64_t seed = 1;
+  std::string time_mode = "lockstep";   // lockstep | paced | free
+  double clock_mhz = 156.25;
+  protocol::ServerShape shape;          // 5 XPUs x 4 lanes, 32-port mesh
+  sim::SettlePreset settle = sim::SettlePreset::ThermoOptic;
+  double settle_taus = 5;
+  protocol::TorusPlacement tenant{2, 2, {0, 1, 2, 3}};
+  std::vector<int> spares{4};
+  // The tenant XPU whose backup the failover manager pre-arms in the firmware (which holds one
+  // staged backup): its failure takes the firmware's fast path, any other the host's path.
+  std::optional<int> armed_xpu;
+  // Kind (e.g. "power_domain") -> its groups, each a set of XPUs that fail together.
+  std::map<std::string, std::vector<std::vector<int>>> failure_groups;
+  std::vector<XpuFailure> failures{XpuFailure{}};  // a second entry is a double failure
+  std::vector<LaneFault> lane_faults;
+  HostDisconnect host_disconnect = HostDisconnect::None;
+  double host_downtime_us = 300;         // how long the host stays away (longer than its watchdog)
+  double watchdog_us = 200;              // the controller's host watchdog the manager arms (0: off)
+  sim::TrafficConfig traffic;
+  std::vector<ModeledPhase> modeled;     // after the hardware phases, in this order
+  uint64_t state_bytes_per_xpu = 0;      // inference state to restore on the spare (KV cache)
+  double state_copy_gbytes_per_s = 25;   // accepted for older scenario files; not used
+  double state_lane_gbps = 100;          // per fabric circuit, peer to spare (the restore goes over the fabric)
+  uint64_t state_real_bytes_max = 64ull << 20;  // what the paging engine really copies (the rest is charged)
+  double limit_us = 0;                   // per failure; 0: 5 ms
+  double expect_hardware_ns_max = 0;     // 0: unchecked
+  double expect_total_ns_max = 1.2e9;    // 0: unchecked
+};
+
+FailoverScenario load_failover_scenario(const std::string& path);
+FailoverScenario parse_failover_scenario(const nlohmann::json& j, const std::string& source);
+// The failover regression's scenario: which XPU, when, presets, lane error rates, dark windows,
+// occasional double failures and host disconnects, drawn from the seed.
+FailoverScenario random_failover_scenario(uint64_t seed);
+nlohmann::json to_json(const FailoverScenario& s);
+
+// The emulator's part of a scenario: shape, clock, settle, traffic, seed, time mode. Throws
+// ScenarioError naming `source` (the file) when it asks for a server the emulator cannot build.
+sim::EmulatorConfig emulator_config(const FailoverScenario& s, const std::string& source,
+                                    const std::string& calibration_file);
+// The host's part: the manager's configuration, the faults to arm, the expectations.
+host::failover::FailoverJob failover_job(const FailoverScenario& s);
+
+}  // namespace mxtb::app

@@ -1,0 +1,185 @@
+#include "host/fabric/board.h"
+
+#include "protocol/board_map.h"
+
+#include <mxtb/ocs_regs.h>
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace mxtb::host::fabric {
+
+namespace reg = mxtb::ocs::reg;
+namespace er = mxtb::emu::reg;
+namespace mb = mxtb::mailbox;
+using protocol::controller;
+using protocol::emulator;
+
+Board::Board(Client& c) : c_(c), clock_(make_clock(c)) {
+  emulator_ = clock_->mode() != "wall";
+  uint32_t params = c_.read(controller(reg::params::kOffset));
+  links_ = static_cast<int>((params & reg::params::kNLinksMask) >> reg::params::kNLinksShift);
+  // Carry on the mailbox's sequence: the firmware answers only a doorbell it has not seen.
+  auto w = c_.read_block(controller(reg::scratch::kOffset, mb::kDoorbell), 1);
+  seq_ = std::max(w[0], c_.read(controller(reg::scratch::kOffset, mb::kReplySeq)));
+}
+
+std::vector<LinkStatus> Board::link_status() {
+  auto w = c_.read_block(controller(reg::link_status::kOffset), static_cast<uint32_t>(links_));
+  std::vector<LinkStatus> out;
+  for (uint32_t v : w)
+    out.push_back(LinkStatus{static_cast<link::LinkState>((v & reg::link_status::kStateMask) >> reg::link_status::kStateShift),
+                             static_cast<link::Reason>((v & reg::link_status::kReasonMask) >> reg::link_status::kReasonShift)});
+  return out;
+}
+
+uint32_t Board::active_generation() {
+  return (c_.read(controller(reg::status::kOffset)) & reg::status::kActiveGenMask) >> reg::status::kActiveGenShift;
+}
+
+std::vector<int> Board::active_map(int ports) {
+  auto w = c_.read_block(controller(reg::active_map::kOffset), static_cast<uint32_t>(ports));
+  std::vector<int> out;
+  for (uint32_t v : w)
+    out.push_back((v & reg::active_map::kValidMask)
+                      ? static_cast<int>((v & reg::active_map::kTargetMask) >> reg::active_map::kTargetShift)
+                      : -1);
+  return out;
+}
+
+mxtb::ocs::State Board::controller_state() {
+  return static_cast<mxtb::ocs::State>((c_.read(controller(reg::status::kOffset)) & reg::status::kStateMask) >>
+                                       reg::status::kStateShift);
+}
+
+bool Board::controller_safe() { return (c_.read(controller(reg::status::kOffset)) & reg::status::kSafeMask) != 0; }
+
+void Board::clear_safe() { c_.write(controller(reg::safe_clear::kOffset), reg::safe_clear::kClearMask); }
+
+void Board::enable_watchdog(uint32_t cycles) {
+  c_.write(controller(reg::watchdog_timeout::kOffset), cycles);
+  watchdog_ = cycles != 0;
+}
+
+void Board::kick() {
+  if (watchdog_) c_.write(controller(reg::watchdog_kick::kOffset), 1);
+}
+
+uint32_t Board::mailbox_post(mb::Opcode op, const std::vector<uint32_t>& args) {
+  // Arguments and opcode first, the doorbell last: the firmware reads them once it sees the bell.
+  std::vector<uint32_t> words{static_cast<uint32_t>(op)};
+  words.insert(words.end(), args.begin(), args.end());
+  c_.queue_write(controller(reg::scratch::kOffset, mb::kOpcode), words);
+  c_.queue_write(controller(reg::scratch::kOffset, mb::kDoorbell), {++seq_});
+  c_.dispatch();
+  return seq_;
+}
+
+mb::FwStatus Board::mailbox(mb::Opcode op, const std::vector<uint32_t>& args, uint64_t timeout_ns, uint64_t poll_ns) {
+  mailbox_post(op, args);
+  uint64_t start = clock_->now_ns();
+  for (;;) {
+    if (watchdog_) c_.queue_write(controller(reg::watchdog_kick::kOffset), {1});
+    auto reply_p = c_.queue_read(controller(reg::scratch::kOffset, mb::kReplySeq), 2);
+    c_.dispatch();
+    const auto& reply = reply_p.values();
+    if (reply[0] == seq_) return static_cast<mb::FwStatus>(reply[1]);
+    if (clock_->now_ns() - start > timeout_ns)
+      throw MailboxError(fmt::format("firmware mailbox: no answer to opcode {} (sequence {}) within {} us of {} time",
+                                     static_cast<uint32_t>(op), seq_, timeout_ns / 1000, clock_->mode()));
+    clock_->wait_ns(poll_ns);
+  }
+}
+
+namespace {
+std::vector<uint32_t> map_words(const std::vector<int>& perm, std::vector<uint32_t> prefix) {
+  for (int t : perm) prefix.push_back(t < 0 ? mb::kUnusedPort : static_cast<uint32_t>(t));
+  return prefix;
+}
+}  // namespace
+
+mb::FwStatus Board::set_port_map(const std::vector<int>& perm) { return mailbox(mb::Opcode::SetPortMap, map_words(perm, {})); }
+
+mb::FwStatus Board::arm_backup(int xpu, int spare, const std::vector<int>& backup) {
+  return mailbox(mb::Opcode::ArmBackup, map_words(backup, {static_cast<uint32_t>(xpu), static_cast<uint32_t>(spare)}));
+}
+
+FirmwareReport Board::report() {
+  auto st = mailbox(mb::Opcode::Report, {});
+  if (st != mb::FwStatus::Ok) throw MailboxError(fmt::format("firmware report answered {}", mb::describe(st)));
+  auto w = c_.read_block(controller(reg::scratch::kOffset, mb::kReplyData), 7);
+  auto word = [&](mb::ReportWord i) { return w[static_cast<size_t>(i)]; };
+  FirmwareReport r;
+  r.active_generation = word(mb::ReportWord::ActiveGen);
+  if (word(mb::ReportWord::ArmedXpu) != mb::kUnusedPort) r.armed_xpu = static_cast<int>(word(mb::ReportWord::ArmedXpu));
+  r.failovers = word(mb::ReportWord::Failovers);
+  r.last_failed = static_cast<int>(word(mb::ReportWord::LastFailed));
+  r.last_spare = static_cast<int>(word(mb::ReportWord::LastSpare));
+  r.last_detect_to_commit_ns = word(mb::ReportWord::LastDetectToCommitNs);
+  r.last_commit_to_done_ns = word(mb::ReportWord::LastCommitToDoneNs);
+  return r;
+}
+
+void Board::need_emulator(const char* what) const {
+  if (!emulator_) throw std::logic_error(fmt::format("{}: {} is a board, not the emulator", what, c_.target()));
+}
+
+void Board::arm_fault(emu::FaultKind kind, uint32_t target, uint32_t value, uint64_t at_ns) {
+  need_emulator("arm_fault");
+  c_.queue_write(emulator(er::fault_at_lo::kOffset),
+                 {static_cast<uint32_t>(at_ns), static_cast<uint32_t>(at_ns >> 32), target, value, static_cast<uint32_t>(kind)});
+  c_.dispatch();
+}
+
+uint32_t Board::run_until(uint32_t mask, uint64_t timeout_ns) {
+  need_emulator("run_until");
+  // In pieces of at most kTimeControlStepNs, like EmulatorClock::wait_ns.
+  for (;;) {
+    uint64_t step = std::min<uint64_t>(timeout_ns, kTimeControlStepNs);
+    c_.queue_write(emulator(er::run_timeout_ns::kOffset), {static_cast<uint32_t>(step), mask});
+    auto result = c_.queue_read(emulator(er::run_result::kOffset));
+    c_.dispatch(time_control_timeout(c_, step));
+    timeout_ns -= step;
+    if (result.value() || timeout_ns == 0) return result.value();
+  }
+}
+
+std::vector<EmuEventRecord> Board::pop_events() {
+  need_emulator("pop_events");
+  std::vector<EmuEventRecord> out;
+  for (;;) {
+    uint32_t n = c_.read(emulator(er::event_count::kOffset));
+    if (n == 0) return out;
+    // Head then pop, one entry per pair, as many pairs as fit a few packets.
+    std::vector<Pending> heads;
+    for (uint32_t i = 0; i < std::min<uint32_t>(n, 64); ++i) {
+      heads.push_back(c_.queue_read(emulator(er::event_head::kOffset), 4));
+      c_.queue_write(emulator(er::event_pop::kOffset), {1});
+    }
+    c_.dispatch();
+    for (const auto& h : heads) {
+      const auto& w = h.values();
+      out.push_back(EmuEventRecord{uint64_t{w[0]} | uint64_t{w[1]} << 32, static_cast<emu::EmuEvent>(w[2] & 0xFF),
+                                   (w[2] >> 8) & 0xFF, (w[2] >> 16) & 0xFF, w[2] >> 24, w[3]});
+    }
+  }
+}
+
+uint64_t Board::messages_delivered() {
+  need_emulator("messages_delivered");
+  auto w = c_.read_block(emulator(er::messages_lo::kOffset), 2);
+  return uint64_t{w[0]} | uint64_t{w[1]} << 32;
+}
+
+uint32_t Board::scoreboard_errors() {
+  need_emulator("scoreboard_errors");
+  return c_.read(emulator(er::scoreboard_errors::kOffset));
+}
+
+uint32_t Board::xpu_alive() {
+  need_emulator("xpu_alive");
+  return c_.read(emulator(er::xpu_alive::kOffset));
+}
+
+}  // namespace mxtb::host::fabric

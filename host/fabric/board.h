@@ -1,0 +1,102 @@
+// Typed access to the board through the fabric client: the controller's link states and
+// generation, the firmware's mailbox (protocol/mailbox.json), and, on the emulator, faults, run
+// until an event, and the event queue. What host software (the failover manager, the tests)
+// calls instead of raw addresses. docs/protocol.md.
+#pragma once
+
+#include "host/fabric/client.h"
+#include "host/fabric/clock.h"
+
+#include <mxtb/emu_regs.h>
+#include <mxtb/link_defs.h>
+#include <mxtb/mailbox.h>
+#include <mxtb/ocs_regs.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace mxtb::host::fabric {
+
+struct MailboxError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct FirmwareReport {
+  uint32_t active_generation = 0;
+  std::optional<int> armed_xpu;
+  uint32_t failovers = 0;
+  int last_failed = -1, last_spare = -1;
+  uint32_t last_detect_to_commit_ns = 0, last_commit_to_done_ns = 0;
+};
+
+struct LinkStatus {
+  link::LinkState state;
+  link::Reason reason;
+};
+
+struct EmuEventRecord {
+  uint64_t time_ns;
+  emu::EmuEvent kind;
+  uint32_t a, b, c, data;
+  bool operator==(const EmuEventRecord& o) const {
+    return time_ns == o.time_ns && kind == o.kind && a == o.a && b == o.b && c == o.c && data == o.data;
+  }
+};
+
+class Board {
+ public:
+  // Reads the controller's sizes and the mailbox's sequence numbers (a restarted host carries on
+  // where the last one stopped).
+  explicit Board(Client& c);
+
+  Client& client() { return c_; }
+  Clock& clock() { return *clock_; }
+  bool is_emulator() const { return emulator_; }
+  int links() const { return links_; }
+
+  // ---- controller ----
+  std::vector<LinkStatus> link_status();  // one block read of LINK_STATUS[0..links)
+  uint32_t active_generation();           // STATUS.active_gen
+  std::vector<int> active_map(int ports);  // ACTIVE_MAP[0..ports): target port, -1 where unused
+  mxtb::ocs::State controller_state();
+  bool controller_safe();  // STATUS.safe: the watchdog expired and SAFE_CLEAR has not been written
+  void clear_safe();       // SAFE_CLEAR
+  // The controller's host watchdog: expires `cycles` clock cycles after the last kick and sends the
+  // controller to its safe state (0: off). Once enabled, the mailbox's polling kicks it too.
+  void enable_watchdog(uint32_t cycles);
+  void kick();
+
+  // ---- firmware mailbox: answered status, or MailboxError when no answer comes ----
+  mailbox::FwStatus mailbox(mailbox::Opcode op, const std::vector<uint32_t>& args,
+                             uint64_t timeout_ns = 50'000'000, uint64_t poll_ns = 5'000);
+  // Rings the doorbell and returns without waiting for the answer (what a host that goes away
+  // mid-command has done); the sequence number it used.
+  uint32_t mailbox_post(mailbox::Opcode op, const std::vector<uint32_t>& args);
+  mailbox::FwStatus set_port_map(const std::vector<int>& perm);
+  mailbox::FwStatus arm_backup(int xpu, int spare, const std::vector<int>& backup);
+  FirmwareReport report();
+
+  // ---- emulator control block (std::logic_error on a board) ----
+  void arm_fault(emu::FaultKind kind, uint32_t target, uint32_t value, uint64_t at_ns = 0);
+  // RUN_UNTIL: which masked conditions held (0: timeout).
+  uint32_t run_until(uint32_t mask, uint64_t timeout_ns);
+  std::vector<EmuEventRecord> pop_events();
+  uint64_t messages_delivered();
+  uint32_t scoreboard_errors();
+  uint32_t xpu_alive();
+
+ private:
+  void need_emulator(const char* what) const;
+  Client& c_;
+  std::unique_ptr<Clock> clock_;
+  bool emulator_ = false;
+  int links_ = 0;
+  uint32_t seq_ = 0;
+  bool watchdog_ = false;
+};
+
+}  // namespace mxtb::host::fabric

@@ -1,0 +1,130 @@
+#include "host/failover/job.h"
+
+#include "protocol/board_map.h"
+
+#include <mxtb/emu_regs.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace mxtb::host::failover {
+
+namespace er = mxtb::emu::reg;
+
+namespace {
+
+uint32_t float_bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
+}
+
+// Arms every scenario fault relative to `armed` (when the tenant was up and the spare armed);
+// returns when the first XPU dies (UINT64_MAX when none does).
+uint64_t arm_faults(fabric::Board& board, const FailoverJob& job, uint64_t armed) {
+  for (const auto& lf : job.lane_faults) {
+    const auto link = static_cast<uint32_t>(lf.link);
+    if (lf.ber > 0) board.arm_fault(emu::FaultKind::LaneBer, link, float_bits(static_cast<float>(lf.ber)), 0);
+    if (lf.swap_with >= 0)
+      board.arm_fault(emu::FaultKind::SwapLanes, link, static_cast<uint32_t>(lf.swap_with),
+                      armed + static_cast<uint64_t>(lf.swap_from_us * 1000));
+    if (lf.dark_us > 0)
+      board.arm_fault(emu::FaultKind::LaneDark, link, static_cast<uint32_t>(lf.dark_us * 1000),
+                      armed + static_cast<uint64_t>(lf.dark_from_us * 1000));
+  }
+  uint64_t first_kill = UINT64_MAX;
+  for (const auto& f : job.failures) {
+    uint64_t at = armed + static_cast<uint64_t>(f.at_us * 1000);
+    board.arm_fault(emu::FaultKind::KillXpu, static_cast<uint32_t>(f.xpu), 0, at);
+    first_kill = std::min(first_kill, at);
+  }
+  return first_kill;
+}
+
+// The first failover's timeline, with every later one as a note; then the timeline's own checks
+// and the job's expectations.
+report::Timeline combine(const FailoverJob& job, const std::vector<FailoverRecord>& records,
+                         std::vector<std::string>& failures) {
+  report::Timeline t;
+  if (records.empty()) {
+    t.scenario = job.manager.scenario;
+    t.seed = job.manager.seed;
+    return t;
+  }
+  t = records.front().timeline;
+  for (size_t i = 1; i < records.size(); ++i) {
+    const auto& r = records[i].timeline;
+    t.notes.push_back(fmt::format("then XPU {} failed: {}; hardware {}, total {}", records[i].failed,
+                                  records[i].spare ? fmt::format("spare {}", *records[i].spare) : std::string("degraded"),
+                                  report::human_duration(r.hardware_ns), report::human_duration(r.total_ns)));
+    t.degraded = t.degraded || r.degraded;
+  }
+  for (const auto& p : report::check_timeline(t)) failures.push_back("timeline: " + p);
+  if (!t.degraded && job.expect_hardware_ns_max > 0 && t.hardware_ns > job.expect_hardware_ns_max)
+    failures.push_back(fmt::format("hardware {} exceeds expect.hardware_ns_max {}", report::human_duration(t.hardware_ns),
+                                   report::human_duration(job.expect_hardware_ns_max)));
+  if (!t.degraded && job.expect_total_ns_max > 0 && t.total_ns > job.expect_total_ns_max)
+    failures.push_back(fmt::format("total {} exceeds expect.total_ns_max {}", report::human_duration(t.total_ns),
+                                   report::human_duration(job.expect_total_ns_max)));
+  return t;
+}
+
+}  // namespace
+
+FailoverJobResult run_failover_job(fabric::Board& board, const FailoverJob& job,
+                                   const std::function<void(const std::string&)>& progress) {
+  auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  FailoverJobResult out;
+  FailoverManager mgr(board, job.manager);
+  try {
+    mgr.bring_up();
+    const uint64_t armed = mgr.armed_at_ns() ? mgr.armed_at_ns() : board.clock().now_ns();
+    say(fmt::format("tenant placed and Active at {:.1f} us; backup {} armed", armed / 1000.0,
+                    mgr.armed_xpu() ? fmt::format("for XPU {}", *mgr.armed_xpu()) : std::string("not")));
+    const uint64_t first_kill = arm_faults(board, job, armed);
+    // A waveform window from shortly before the first failure to the end of its failover.
+    if (job.waves && first_kill != UINT64_MAX) {
+      uint64_t now = board.clock().now_ns();
+      if (first_kill > now + 5000) mgr.idle(first_kill - 5000 - now);
+      board.client().write(protocol::emulator(er::wave_ctrl::kOffset), 1);
+    }
+    for (size_t i = 0; i < job.failures.size(); ++i) {
+      auto disconnect = i == 0 ? job.host_disconnect : HostDisconnect::None;
+      auto rec = mgr.handle_next_failure(job.failure_timeout_ns, disconnect);
+      if (rec && rec->disconnected) {
+        // The host is gone: in lockstep someone must let the board's time pass. The job does, for
+        // the scenario's downtime, without kicking the watchdog, then restarts the host.
+        board.clock().wait_ns(static_cast<uint64_t>(job.host_downtime_us * 1000));
+        mgr.reconnect(*rec);
+      }
+      if (i == 0 && job.waves) board.client().write(protocol::emulator(er::wave_ctrl::kOffset), 0);
+      if (!rec) {
+        out.failures.push_back(fmt::format("failure {} of {} (XPU {}) was never detected", i + 1, job.failures.size(),
+                                           job.failures[i].xpu));
+        break;
+      }
+      for (const auto& p : rec->problems) out.failures.push_back(fmt::format("failover of XPU {}: {}", rec->failed, p));
+      out.records.push_back(*rec);
+    }
+    mgr.idle(30'000);  // traffic keeps flowing over the new circuits
+    if (std::getenv("MXTB_DEBUG_EVENTS"))  // every event the manager took, for debugging a run
+      for (const auto& e : mgr.log())
+        if (e.kind != emu::EmuEvent::LinkChange || e.c == static_cast<uint32_t>(link::LinkState::Active) ||
+            e.b == static_cast<uint32_t>(link::LinkState::Active))
+          fmt::print(stderr, "event {:>10} ns kind {} a {} b {} c {} data {}\n", e.time_ns, static_cast<int>(e.kind), e.a, e.b,
+                     e.c, e.data);
+    for (const auto& p : mgr.check_fabric()) out.failures.push_back("fabric: " + p);
+  } catch (const std::exception& e) {
+    out.failures.push_back(e.what());
+  }
+  out.timeline = combine(job, out.records, out.failures);
+  if (out.timeline.time_mode.empty()) out.timeline.time_mode = board.clock().mode();
+  return out;
+}
+
+}  // namespace mxtb::host::failover

@@ -1,0 +1,61 @@
+// The server's fabric map: which XPU lane sits on which mesh port, and which circuits a tenant's
+// logical 2-D torus needs. Turning "logical position p is physical XPU x" into the mesh's port
+// permutation (both directions of every circuit) and into each lane's expected peer identity is
+// the one place where a failover's spare substitution happens. ServerShape is the one definition
+// of the server's shape: firmware, emulator and host take it from here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mxtb::protocol {
+
+struct ServerShape {
+  int xpus = 5;            // physical XPUs, spares included
+  int lanes_per_xpu = 4;   // lanes 0:+x, 1:-x, 2:+y, 3:-y for a 2-D torus
+  int mesh_ports = 32;     // XPU lanes first (xpu * lanes + lane), then external fibres
+  int links() const { return xpus * lanes_per_xpu; }  // one link layer per XPU lane
+  bool operator==(const ServerShape& o) const {
+    return xpus == o.xpus && lanes_per_xpu == o.lanes_per_xpu && mesh_ports == o.mesh_ports;
+  }
+  bool operator!=(const ServerShape& o) const { return !(*this == o); }
+};
+
+struct LaneId {
+  int xpu = -1;
+  int lane = -1;
+  bool operator==(const LaneId& o) const { return xpu == o.xpu && lane == o.lane; }
+};
+
+// A tenant's logical torus of dim_x x dim_y positions, placed on physical XPUs.
+struct TorusPlacement {
+  int dim_x = 2, dim_y = 2;
+  std::vector<int> xpu_of_position;  // position (x + dim_x * y) -> physical XPU
+};
+
+struct FabricMap {
+  std::vector<int> port_target;     // mesh input port -> output port, -1 unused
+  std::vector<LaneId> expected_peer;  // per mesh port with an XPU lane: the lane it should train with
+};
+
+class FabricMapError : public std::exception {
+ public:
+  explicit FabricMapError(std::string what) : what_(std::move(what)) {}
+  const char* what() const noexcept override { return what_.c_str(); }
+
+ private:
+  std::string what_;
+};
+
+int port_of(const ServerShape& s, LaneId lane);
+LaneId lane_of_port(const ServerShape& s, int port);  // xpu -1 for an external fibre
+
+// Circuits of the torus: position p's +x lane to its +x neighbour's -x lane, and likewise for y.
+// Throws FabricMapError naming the problem (an XPU used twice, out of range, too few lanes).
+FabricMap torus_map(const ServerShape& s, const TorusPlacement& t);
+
+// The same tenant with physical XPU `failed` replaced by `spare`.
+TorusPlacement substitute(const TorusPlacement& t, int failed, int spare);
+
+}  // namespace mxtb::protocol
