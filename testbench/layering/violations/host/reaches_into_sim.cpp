@@ -1,0 +1,3 @@
+// A fixture for the layering test, never compiled: host code that includes the emulator.
+#include "sim/server_sim.h"
+#include <systemc>
