@@ -1,7 +1,7 @@
 // `mxtb sim`: the emulated server (controller RTL, 20 link layers, photonic mesh, firmware) as a
 // board on the network. Host software reaches it over IPbus 2.0 / UDP exactly as it would reach
 // the FPGA board: the controller's registers, the board's scratch RAM, and an emulator-only
-// control block (sim/emu_regs.json) for time control, fault injection and the event queue.
+// control block (protocol/emu_regs.json) for time control, fault injection and the event queue.
 // Time modes: lockstep (time moves only when the host asks), paced (held to wall time x a
 // real-time factor), free (as fast as it goes). docs/protocol.md, docs/cli.md.
 #pragma once

@@ -1,5 +1,5 @@
 // The emulator's IPbus endpoint: a Boost.Asio UDP socket served on its own thread by the IPbus
-// target (host/ipbus/target.h). The board's scratch RAM, status and resend packets are answered
+// target (protocol/ipbus/target.h). The board's scratch RAM, status and resend packets are answered
 // on that thread; every access that reaches the simulation (the controller, the emulator control
 // block) becomes a job for the thread that owns the SystemC kernel, which runs it between
 // sc_start() calls: the socket thread never touches signals, eval() or the kernel. docs/protocol.md.

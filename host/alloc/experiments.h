@@ -1,4 +1,4 @@
-// Experiments of issue 6: the three paper cases, workload runs and the benchmark.
+// The allocation experiments: the paper's three cases, workload runs and the benchmark (docs/alloc.md).
 #pragma once
 
 #include <map>

@@ -1,4 +1,4 @@
-// Preemptive LLM serving over the fabric (issue 8, docs/serve.md): a roofline cost model of one
+// Preemptive LLM serving over the fabric (docs/serve.md): a roofline cost model of one
 // accelerator serving one model, a discrete-event serving engine with four scheduling policies,
 // and the two seams the engine pages through (KvPager: the bytes; FabricLinks: the bandwidth).
 #pragma once
