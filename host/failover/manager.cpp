@@ -275,6 +275,7 @@ void FailoverManager::arm_next_backup() {
   armed_spare_ = -1;
   if (!cfg_.armed_xpu || free_spares_.empty()) return;
   int x = *cfg_.armed_xpu;
+  if (pending_ && pending_->xpu == x) return;  // it died during the last failover: handled next
   if (std::find(placement_.xpu_of_position.begin(), placement_.xpu_of_position.end(), x) == placement_.xpu_of_position.end())
     return;  // the XPU to arm has already been replaced
   SpareChoice c = choose_spare(x, free_spares_, cfg_.groups, failed_);
@@ -524,6 +525,11 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
   if (rec.fast_path && !reconciled && (fw.last_failed != det.xpu || fw.last_spare != spare))
     rec.problems.push_back(fmt::format("the firmware's last failover was XPU {} to {}, not {} to {}", fw.last_failed,
                                        fw.last_spare, det.xpu, spare));
+  // The firmware commits its pre-armed backup on its own; only ever for the XPU that died.
+  if (fw.failovers > firmware_failovers_ && fw.last_failed != det.xpu)
+    rec.problems.push_back(fmt::format("the firmware committed XPU {}'s pre-armed backup, but XPU {} is the one that failed",
+                                       fw.last_failed, det.xpu));
+  firmware_failovers_ = fw.failovers;
   generation_ = fw.active_generation;
 
   // The hardware phases, from the controller's events (the emulator's copy) and the link layers:
