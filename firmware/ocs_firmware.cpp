@@ -163,13 +163,15 @@ FwStatus OcsFirmware::commit_and_wait(const Prepared& p, std::string* why) {
 FwStatus OcsFirmware::set_port_map(const std::vector<int>& perm, std::string* why) {
   Prepared p;
   if (FwStatus s = prepare(perm, p, why); s != FwStatus::Ok) return s;
-  FwStatus s = commit_and_wait(p, why);
   // A backup replaces one XPU of the map it was computed for: a new map makes it stale (and
-  // committing it would undo the new map), so the host re-arms for the new one. When the commit
-  // failed, the old map and its backup stand: stage it again, the next failure needs only COMMIT.
-  if (s == FwStatus::Ok) armed_xpu_.reset();
-  else if (armed_xpu_) stage(backup_);
-  return s;
+  // committing it would undo the new map), so the host re-arms for the new one. It is disarmed
+  // before the commit, and stays disarmed when the commit fails: while the elements move (and
+  // move back, on a rollback) links whose paths pass through them glimpse other light and drop,
+  // and with a neighbour dead that looked like the armed XPU dying (its backup was committed for
+  // a living XPU). The host re-arms after every placement.
+  armed_xpu_.reset();
+  failover_pending_ = false;
+  return commit_and_wait(p, why);
 }
 
 FwStatus OcsFirmware::arm_backup(int xpu, int spare, const std::vector<int>& backup, std::string* why) {
@@ -273,10 +275,26 @@ void OcsFirmware::on_event(const LogEvent& e) {
     }
   }
   size_t peers_needed = std::min<size_t>(2, neighbours.size());
-  if (down >= cfg_.failover_threshold && down_peers.size() >= peers_needed && !failover_pending_) {
+  if (down >= cfg_.failover_threshold && down_peers.size() >= peers_needed && !failover_pending_ && armed_lanes_dark()) {
     failover_pending_ = true;
     failover_event_cycle_ = e.cycle;
   }
+}
+
+// A dead XPU's lasers are all dark, and a link is Active only once both ends have heard each
+// other's training: while any lane of the armed XPU is Active, the XPU is alive, whatever its
+// down circuits say. (One neighbour's death plus a dark lane to another neighbour spans two
+// neighbours too: the first version committed the backup of a living XPU then.) Its own links
+// leave Active a few tens of nanoseconds after its neighbours' receivers lose its light; those
+// events bring the firmware back here.
+bool OcsFirmware::armed_lanes_dark() {
+  const int lanes = cfg_.shape.lanes_per_xpu;
+  for (int l = *armed_xpu_ * lanes; l < (*armed_xpu_ + 1) * lanes && l < cfg_.shape.links(); ++l) {
+    auto state = static_cast<link::LinkState>(
+        field(rd(reg::link_status::addr(static_cast<uint32_t>(l))), reg::link_status::kStateMask, reg::link_status::kStateShift));
+    if (state == link::LinkState::Active) return false;
+  }
+  return true;
 }
 
 void OcsFirmware::fail_over(uint64_t event_cycle) {

@@ -64,8 +64,8 @@ class OcsFirmware {
   FwStatus init(std::string* why = nullptr);
 
   // Routes and commits a port map (perm[p]: output port for input port p, -1 unused) and waits
-  // for the outcome. A successful commit disarms the backup (it was computed for the old map);
-  // a failed one re-stages it.
+  // for the outcome. Disarms the backup (it was computed for the old map) before committing,
+  // whatever the outcome: the host re-arms after every placement.
   FwStatus set_port_map(const std::vector<int>& perm, std::string* why = nullptr);
 
   // Keeps `backup` ready for XPU `xpu` failing: routed and staged now, committed by one register
@@ -99,6 +99,7 @@ class OcsFirmware {
   uint64_t controller_cycle();
   void drain_events();
   void on_event(const LogEvent& e);
+  bool armed_lanes_dark();  // reads the armed XPU's LINK_STATUS: none of its lanes Active
   void fail_over(uint64_t event_cycle);
   void poll_mailbox();
 

@@ -554,10 +554,18 @@ FailoverScenario random_failover_scenario(uint64_t seed) {
   j["failure_groups"] = {{"power_domain", split ? json{{0, 1}, {2, 3, 4}} : json{{0, 1, 2}, {3, 4}}}};
   json failures = json::array();
   int first = static_cast<int>(uni(0, 3));
-  failures.push_back({{"xpu", first}, {"at_us", static_cast<double>(uni(10, 200))}});
+  const uint64_t first_at = uni(10, 200);
+  failures.push_back({{"xpu", first}, {"at_us", static_cast<double>(first_at)}});
   if (chance(0.15)) {
     int second = static_cast<int>((static_cast<uint64_t>(first) + uni(1, 3)) % 4);
     failures.push_back({{"xpu", second}, {"at_us", static_cast<double>(uni(10, 400))}});
+  } else if (chance(0.18)) {
+    // A torus neighbour of the first dies 2-60 us after it: before, during or just after the
+    // commit of the first's failover (the rolled-back commit; docs/failover.md). In the 2x2
+    // torus, position p = x + 2y has its neighbours at p ^ 1 and p ^ 2.
+    size_t pos = static_cast<size_t>(std::find(tenant.begin(), tenant.end(), first) - tenant.begin());
+    int second = tenant[pos ^ (chance(0.5) ? 1u : 2u)];
+    failures.push_back({{"xpu", second}, {"at_us", static_cast<double>(first_at + uni(2, 60))}});
   }
   j["failures"] = failures;
   json lanes = json::array();

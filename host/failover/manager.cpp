@@ -32,6 +32,11 @@ const char* to_string(HostDisconnect d) {
 
 namespace {
 
+// How many looks (poll_ns apart) the manager takes after a rolled-back commit to find the XPU
+// whose dark circuits made verify fail: its links dropped before verify, so one look normally
+// does; the rest cover the events of a death a few hundred nanoseconds before verify.
+constexpr int kLooksAfterRollback = 10;
+
 // The host's own compute, charged to the board's clock (lockstep: it appears in the timeline).
 template <class F>
 void charged(fabric::Clock& clock, F f) {
@@ -261,6 +266,7 @@ void FailoverManager::arm_next_backup() {
   armed_spare_ = -1;
   if (!cfg_.armed_xpu || free_spares_.empty()) return;
   int x = *cfg_.armed_xpu;
+  if (pending_ && pending_->xpu == x) return;  // it died during the last failover: handled next
   if (std::find(placement_.xpu_of_position.begin(), placement_.xpu_of_position.end(), x) == placement_.xpu_of_position.end())
     return;  // the XPU to arm has already been replaced
   SpareChoice c = choose_spare(x, free_spares_, cfg_.groups, failed_);
@@ -274,19 +280,35 @@ void FailoverManager::arm_next_backup() {
   armed_at_ns_ = board_.clock().now_ns();
 }
 
-// An XPU has failed when at least two of its circuits are down and no XPU sharing them has as
-// many down: a dead XPU takes all of its circuits with it, each neighbour loses only its share.
+// An XPU has failed when at least two of its circuits are down, none of its own links is Active,
+// and no other such XPU sharing them has as many down: a dead XPU takes all of its circuits with
+// it, each neighbour loses only its share. A dead XPU's lasers are all dark, so no link of its
+// own can be Active (a link is Active only after both ends heard each other's training); an XPU
+// with an Active link is alive, however many of its circuits a neighbour's death took down. That
+// settles the case the counts cannot: a second XPU dying next to the first while the first's
+// failover is in flight has its circuits to the spare still moving (they prove nothing), so it
+// and its one living neighbour have lost the same circuits.
 std::optional<FailoverManager::Detection> FailoverManager::failed_xpu_now() {
   std::optional<Detection> best;
   int best_down = 0;
   bool tie = false;
+  const int lanes = cfg_.shape.lanes_per_xpu;
+  auto is_failed = [&](int x) { return std::find(failed_.begin(), failed_.end(), x) != failed_.end(); };
   for (int x : placement_.xpu_of_position) {
-    if (std::find(failed_.begin(), failed_.end(), x) != failed_.end()) continue;
-    auto links = circuits_of(x);
+    if (is_failed(x)) continue;
+    bool alive = false;
+    for (int l = x * lanes; l < (x + 1) * lanes && l < board_.links(); ++l)
+      alive |= link_state_[static_cast<size_t>(l)] == LinkState::Active;
+    if (alive) continue;
     std::vector<double> downs;
-    for (int l : links)
+    for (int l : circuits_of(x)) {
+      // A circuit to an XPU already known to have failed says nothing about this one.
+      int peer = map_.port_target[static_cast<size_t>(l)];
+      int other = l / lanes == x ? peer / lanes : l / lanes;
+      if (is_failed(other)) continue;
       if (link_state_[static_cast<size_t>(l)] != LinkState::Active && link_down_since_[static_cast<size_t>(l)] >= 0)
         downs.push_back(link_down_since_[static_cast<size_t>(l)]);
+    }
     int down = static_cast<int>(downs.size());
     if (down < 2) continue;
     if (down > best_down) {
@@ -392,9 +414,18 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
   commit_failed_ = host_commit_status_ == FwStatus::VerifyFailed;
   std::vector<int> links = circuit_links(map_);
   bool up = commit_failed_ ? false : wait_links_up(links, cfg_.link_up_timeout_ns, true);
+  protocol::FabricMap intended = map_;
   if (commit_failed_) {
-    take_events(cfg_.poll_ns);
-    if (auto d = failed_xpu_now(); d && d->xpu != det->xpu) second_failure_ = d->xpu;
+    // The controller rolled the commit back: the board still runs the map from before it. That is
+    // the manager's picture of the board again (the intent stays in `intended`), so that which
+    // circuits the next placement moves, and which circuits' drops count, follow the board.
+    map_.port_target = board_.active_map(cfg_.shape.mesh_ports);
+    // Verify read a dark circuit: a second XPU that died before it, whose links dropped before
+    // verify read its light. Look until the drops name it (or a transient was to blame).
+    for (int look = 0; look < kLooksAfterRollback && !second_failure_; ++look) {
+      take_events(cfg_.poll_ns);
+      if (auto d = failed_xpu_now(); d && d->xpu != det->xpu) second_failure_ = d->xpu;
+    }
   }
   if (second_failure_ || commit_failed_) {
     // Another XPU died meanwhile: its circuits go dark for good, and if that happened before the
@@ -411,9 +442,10 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
                                   commit_failed_ ? " and the controller rolled the commit back (verify saw dark circuits)" : "",
                                   d2 ? " without its circuits" : ""));
     if (commit_failed_) rec.fast_path = false;
-    if (!d2 && host_commit_status_ != FwStatus::Ok)
-      rec.problems.push_back(fmt::format("the firmware refused the new circuits: {}", mailbox::describe(host_commit_status_)));
-    place(live_map(map_), rec, "placing the new map again");
+    if (!d2 && commit_failed_)
+      t.notes.push_back("verify refused the commit, yet no other XPU is found to have failed");
+    // If this placement fails too, place() says so: then the fabric really refused the circuits.
+    place(live_map(intended), rec, "placing the new map again");
     if (pending_) failed_.pop_back();  // counted as failed by its own failover
   } else if (host_commit_status_ != FwStatus::Ok) {
     rec.problems.push_back(fmt::format("the firmware refused the new circuits: {}", mailbox::describe(host_commit_status_)));
@@ -484,6 +516,11 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
   if (rec.fast_path && !reconciled && (fw.last_failed != det.xpu || fw.last_spare != spare))
     rec.problems.push_back(fmt::format("the firmware's last failover was XPU {} to {}, not {} to {}", fw.last_failed,
                                        fw.last_spare, det.xpu, spare));
+  // The firmware commits its pre-armed backup on its own; only ever for the XPU that died.
+  if (fw.failovers > firmware_failovers_ && fw.last_failed != det.xpu)
+    rec.problems.push_back(fmt::format("the firmware committed XPU {}'s pre-armed backup, but XPU {} is the one that failed",
+                                       fw.last_failed, det.xpu));
+  firmware_failovers_ = fw.failovers;
   generation_ = fw.active_generation;
 
   // The hardware phases, from the controller's events (the emulator's copy) and the link layers:

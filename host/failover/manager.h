@@ -134,6 +134,7 @@ class FailoverManager {
   int armed_spare_ = -1;
   uint64_t armed_at_ns_ = 0;
   uint32_t generation_ = 0;
+  uint32_t firmware_failovers_ = 0;  // the firmware's own failovers seen in its report
   std::vector<link::LinkState> link_state_;
   std::vector<double> link_down_since_;
   std::vector<bool> moving_;            // circuits a commit is moving: their drops are expected

@@ -373,6 +373,8 @@ module ocs_controller #(
   // ---------------------------------------------------------------- link expectations
   ocs_link_map #(.N_PORTS(N_PORTS), .N_LINKS(N_LINKS), .LANES(LANES)) u_link_map (
     .clk_i, .rst_ni, .active_map_i(map_act), .commit_end_i(seq_done || seq_fail),
+    .commit_busy_i(seq_busy && !seq_safe),
+    .link_state_i, .link_reason_i,
     .link_check_o, .link_expect_xpu_o, .link_expect_lane_o, .link_retrain_o
   );
 

@@ -7,7 +7,16 @@
 // the spare) it trains with its new peer at once instead of waiting for its old one. Unmapped
 // links check nothing, so when a commit ends (passed or rolled back: the mesh moved either way)
 // they retrain too: an unchecked link must never keep running on a path that now ends at
-// another transmitter.
+// another transmitter. While a commit moves the elements (and moves them back, on a rollback), an
+// unmapped link expects no one (an identity no lane has): a path passing another lane's light for
+// a few microseconds must not become its peer. It trained that far once, flushed its sequence
+// state for the passing peer and, back on its old path after the rollback, lost the frames its
+// old peer still expected. Held Disabled for that wrong peer it stays lit for verify, and it
+// retrains when the commit ends. For the same reason a mapped link held Disabled for a wrong peer retrains
+// when a commit ends: while elements moved (or moved back, on a rollback) its path can pass
+// another XPU's light long enough to train to it; its circuit may not change at all, so nothing
+// else would ever take it out of Disabled. A peer that is really wrong (swapped fibres) is found
+// wrong again.
 module ocs_link_map #(
   parameter int N_PORTS = 32,
   parameter int N_LINKS = 20,  // at most N_PORTS
@@ -17,13 +26,17 @@ module ocs_link_map #(
   input  logic                 rst_ni,
   input  logic [N_PORTS*7-1:0] active_map_i,   // per port {valid, target[5:0]}
   input  logic                 commit_end_i,   // pulse: a commit passed, was a no-op, failed or rolled back
+  input  logic                 commit_busy_i,  // a commit is validating, programming, settling, verifying or rolling back
+  input  logic [N_LINKS*4-1:0] link_state_i,   // link_pkg state of each link
+  input  logic [N_LINKS*4-1:0] link_reason_i,  // link_pkg reason of each link
   output logic [N_LINKS-1:0]   link_check_o,   // a circuit is mapped: check the peer
   output logic [N_LINKS*8-1:0] link_expect_xpu_o,
   output logic [N_LINKS*8-1:0] link_expect_lane_o,
-  output logic [N_LINKS-1:0]   link_retrain_o  // one clock when the link's circuit changed
+  output logic [N_LINKS-1:0]   link_retrain_o  // one clock: the circuit changed, or a commit ended (see above)
 );
 
   localparam int LaneBits = $clog2(LANES);
+  localparam logic [7:0] NoOne = 8'hFF;  // no lane has this XPU id (at most 64 ports)
 
   logic [N_LINKS*7-1:0] prev_q;
 
@@ -31,12 +44,16 @@ module ocs_link_map #(
     for (int i = 0; i < N_LINKS; i++) begin
       logic [6:0] entry;
       logic [7:0] target;
+      logic       wrong_peer;
       entry  = active_map_i[i*7 +: 7];
       target = {2'b00, entry[5:0]};
-      link_check_o[i]           = entry[6];
-      link_expect_xpu_o[i*8 +: 8]  = target >> LaneBits;
-      link_expect_lane_o[i*8 +: 8] = target & 8'(LANES - 1);
-      link_retrain_o[i]         = entry[6] ? entry != prev_q[i*7 +: 7] : commit_end_i;
+      link_check_o[i]           = entry[6] || commit_busy_i;
+      link_expect_xpu_o[i*8 +: 8]  = entry[6] ? target >> LaneBits : NoOne;
+      link_expect_lane_o[i*8 +: 8] = entry[6] ? target & 8'(LANES - 1) : NoOne;
+      wrong_peer                = link_state_i[4*i +: 4] == link_pkg::StDisabled &&
+                                  link_reason_i[4*i +: 4] == link_pkg::RsnWrongPeer;
+      link_retrain_o[i]         = entry[6] ? (entry != prev_q[i*7 +: 7] || (commit_end_i && wrong_peer))
+                                           : commit_end_i;
     end
   end
 

@@ -104,6 +104,7 @@ class Bench {
       if (pd_answers) pd_pending.push_back({cycle + pd_latency, m.pd_port_o});
     }
     if (m.safe_o && !safe_seen) safe_seen = cycle;
+    retrain_seen |= static_cast<uint32_t>(m.link_retrain_o);
   }
   void run(int n) {
     for (int i = 0; i < n; ++i) tick();
@@ -231,6 +232,7 @@ class Bench {
   int mesh[kElems] = {};
   std::vector<int> links, reasons;
   uint64_t safe_seen = 0;
+  uint32_t retrain_seen = 0;  // link_retrain_o bits seen since last cleared
   uint64_t write_cycle = 0;  // equals the controller's cycle counter (TIME) in that cycle
 };
 
@@ -663,6 +665,71 @@ TEST_CASE("ocs: link changes are logged with reason; link down and up raise inte
   CHECK((ev[5].data() & 0xF) == static_cast<uint32_t>(Reason::WrongPeer));
   CHECK(ev[3].ts == ev[4].ts);
   CHECK(ev[4].ts == ev[5].ts);
+}
+
+TEST_CASE("ocs: a mapped link held Disabled for a wrong peer retrains when a commit ends, passed or rolled back") {
+  Small b;
+  for (int i = 0; i < 4; ++i) b.links[static_cast<size_t>(i)] = static_cast<int>(LinkState::Active);
+  commit_baseline(b);
+  // Link 0 trained to a stranger while elements moved; link 2 is disabled by its enable; links
+  // 1 and 3 are up. Their circuits stay as they are in every commit below.
+  b.links[0] = static_cast<int>(LinkState::Disabled);
+  b.reasons[0] = static_cast<int>(Reason::WrongPeer);
+  b.links[2] = static_cast<int>(LinkState::Disabled);
+  b.reasons[2] = static_cast<int>(Reason::AdminDisabled);
+  b.run(5);
+  b.retrain_seen = 0;
+  b.run(200);
+  CHECK(b.retrain_seen == 0);  // nothing happens until a commit ends
+  b.stage_dac(7, 1234);
+  b.commit(2);
+  CHECK(b.active_gen() == 2);
+  CHECK(b.retrain_seen == 0x1);
+  // A rollback moves the elements back: the same.
+  b.retrain_seen = 0;
+  b.pd_dbm[3] = -3000;
+  b.stage_dac(8, 1500);
+  b.commit(3);
+  CHECK(b.last_err() == Error::VerifyLow);
+  CHECK(b.active_gen() == 2);
+  CHECK(b.retrain_seen == 0x1);
+  // A link no longer held for a wrong peer is left alone.
+  b.links[0] = static_cast<int>(LinkState::Active);
+  b.reasons[0] = static_cast<int>(Reason::None);
+  b.pd_dbm[3] = 0;
+  b.retrain_seen = 0;
+  b.commit(4);
+  CHECK(b.active_gen() == 4);
+  CHECK(b.retrain_seen == 0);
+}
+
+TEST_CASE("ocs: while a commit moves the elements, an unmapped link expects no one; mapped links keep their peer") {
+  Small b;
+  commit_baseline(b);
+  b.stage_map(3, 0, false);  // link 3 loses its circuit
+  b.commit(2);
+  auto expect_xpu = [&](int link) { return (static_cast<uint32_t>(b.m.link_expect_xpu_o) >> (8 * link)) & 0xFF; };
+  auto expect_lane = [&](int link) { return (static_cast<uint32_t>(b.m.link_expect_lane_o) >> (8 * link)) & 0xFF; };
+  b.run(2);
+  CHECK((b.m.link_check_o & 0x8) == 0);  // idle: unmapped links check nothing
+  CHECK((b.m.link_check_o & 0x7) == 0x7);
+  const uint32_t xpu0 = expect_xpu(0), lane0 = expect_lane(0);
+  b.stage_dac(9, 2222);
+  b.wr(reg::commit::kOffset, 3);
+  int busy_cycles = 0;
+  for (int i = 0; i < 2000 && b.m.link_check_o != 0x7; ++i) {
+    REQUIRE(b.m.link_check_o == 0xF);  // link 3 checks its peer while the commit runs
+    CHECK(expect_xpu(3) == 0xFF);      // ... against an identity no lane has
+    CHECK(expect_lane(3) == 0xFF);
+    CHECK(expect_xpu(0) == xpu0);      // a mapped link keeps expecting its own peer
+    CHECK(expect_lane(0) == lane0);
+    b.tick();
+    ++busy_cycles;
+  }
+  CHECK(busy_cycles > kSettle);  // the whole commit: validate, program, settle, verify
+  REQUIRE(b.wait_idle());
+  CHECK(b.active_gen() == 3);
+  CHECK(b.m.link_check_o == 0x7);
 }
 
 TEST_CASE("ocs: watchdog expiry drives the safe state; only SAFE_CLEAR leaves it") {

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <set>
 
 using namespace mxtb::sim;
@@ -140,7 +141,7 @@ TEST_CASE("failover scenario: bad input names the file, the JSON path and the pr
 TEST_CASE("failover scenario: random scenarios are valid, deterministic per seed, and vary") {
   std::set<int> xpus;
   std::set<std::string> presets;
-  int doubles = 0, disconnects = 0;
+  int doubles = 0, disconnects = 0, neighbours_soon = 0;
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     FailoverScenario s = random_failover_scenario(seed);
     CHECK(to_json(s) == to_json(random_failover_scenario(seed)));
@@ -149,10 +150,19 @@ TEST_CASE("failover scenario: random scenarios are valid, deterministic per seed
     presets.insert(to_string(s.settle));
     doubles += s.failures.size() > 1;
     disconnects += s.host_disconnect != HostDisconnect::None;
+    if (s.failures.size() > 1) {
+      // The class regressions must hit often: a torus neighbour dies within 60 us of the first.
+      const auto& at = s.tenant.xpu_of_position;
+      auto pos = [&](int x) { return static_cast<size_t>(std::find(at.begin(), at.end(), x) - at.begin()); };
+      size_t apart = pos(s.failures[0].xpu) ^ pos(s.failures[1].xpu);
+      double gap = s.failures[1].at_us - s.failures[0].at_us;
+      neighbours_soon += (apart == 1 || apart == 2) && gap > 0 && gap <= 60;
+    }
   }
   CHECK(xpus.size() == 4);
   CHECK(presets == std::set<std::string>{"electro_optic", "thermo_optic"});
   CHECK(doubles > 5);
+  CHECK(neighbours_soon >= 20);
   CHECK(disconnects > 5);
 }
 
