@@ -12,6 +12,7 @@ int cmd_link_pair(const ArgList& args);
 int cmd_bench_link(const ArgList& args);
 int cmd_server(const ArgList& args);
 int cmd_bench_reconfig(const ArgList& args);
+int cmd_bench_server(const ArgList& args);
 int cmd_sim(const ArgList& args);
 int cmd_reg(const ArgList& args);
 int cmd_bench_bridge(const ArgList& args);

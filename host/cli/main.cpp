@@ -34,6 +34,10 @@ commands:
       N random failover scenarios, J at a time: p50/p99/max of every phase, JSON, JUnit XML
   bench reconfig [--seed N] [--json FILE]
       failure-to-Active breakdown of a failover for every settle preset
+  bench server [--cycles N] [--rounds R] [--threads T,T..] [--seed N] [--json FILE] [--no-systemc]
+               [--no-breakdown] [--no-reference]
+      the whole emulated server's simulated cycles per second, engine by engine, under traffic and
+      through a reconfiguration, with where the time goes (docs/performance.md)
   alloc --racks R --workload tpuv4|philly|FILE --policy baseline|morphlux|both --json FILE
   alloc --experiment frag-tpuv4|fragmented-32|spares --json FILE
       datacenter allocation: the torus allocator against Morphlux (docs/alloc.md; alloc --help)
@@ -91,6 +95,7 @@ int main(int argc, char** argv) {
   std::map<std::string, std::function<int(const ArgList&)>> benches{
       {"link", cmd_bench_link},
       {"reconfig", cmd_bench_reconfig},
+      {"server", cmd_bench_server},
       {"alloc", mxtb::host::alloc::run_alloc_bench},
       {"bridge", cmd_bench_bridge},
       {"paging", cmd_bench_paging},
