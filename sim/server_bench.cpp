@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -290,8 +291,56 @@ ServerBenchResult run_server_bench(const ServerBenchConfig& cfg) {
   if (cfg.breakdown)
     for (const auto& c : cfg.cases) res.runs.push_back(run_loop(cfg, c, true, map1, map2));
   for (const auto& run : res.runs) res.identical = res.identical && run.digest == res.runs.front().digest;
+  if (cfg.breakdown) {
+    const int links = cfg.shape.xpus * cfg.shape.lanes_per_xpu;
+    std::vector<int> threads;
+    for (int p = 1; p <= std::min(links, 16); p *= 2) threads.push_back(p);
+    res.scaling = predict_scaling(res, links, threads);
+  }
   if (cfg.systemc) res.runs.push_back(run_systemc(cfg, cfg.cases.back(), map1, map2));
   return res;
+}
+
+ScalingModel predict_scaling(const ServerBenchResult& r, int links, const std::vector<int>& threads) {
+  ScalingModel m;
+  m.links = links;
+  const ServerBenchRun *one = nullptr, *many = nullptr;
+  for (const auto& run : r.runs) {
+    if (!run.profiled || run.c.engine != ServerEngine::Fast) continue;
+    if (run.c.threads == 1) one = &run;
+    else if (!many) many = &run;
+  }
+  if (!one || !many || one->traffic_profile.cycles == 0 || many->traffic_profile.windows == 0) return m;
+  const ServerProfile& p1 = one->traffic_profile;
+  const int n1 = r.config.shape.xpus * r.config.shape.lanes_per_xpu;
+  const double cycles = static_cast<double>(p1.cycles);
+  // Wall seconds measured inside the run, turned into CPU seconds by the phase's CPU/wall ratio.
+  const double cpu_per_wall = one->traffic.wall_s > 0 ? std::min(1.0, one->traffic.cpu_s / one->traffic.wall_s) : 1.0;
+  m.link_us = (p1.links_s + p1.xpu_s + p1.stage_s) * cpu_per_wall * 1e6 / cycles / n1;
+  m.coordinator_us = std::max(0.0, p1.step_s - p1.links_s - p1.xpu_s - p1.stage_s) * cpu_per_wall * 1e6 / cycles;
+  const ServerProfile& pn = many->traffic_profile;
+  // The coordinator's checkpoint (the controller) is about 1.4 links' (3.4 KB against 2.5 KB).
+  m.checkpoint_us = pn.checkpoint_s * cpu_per_wall * 1e6 / static_cast<double>(pn.windows) / (n1 + 1.4);
+  m.window_cycles = static_cast<double>(pn.cycles) / static_cast<double>(pn.windows);
+  HandOff h = measure_hand_off(2, 20000);
+  m.round_trip_us = h.min_us;
+  m.round_trip_p50_us = h.p50_us;
+  const double single_us = links * m.link_us + m.coordinator_us;
+  for (int p : threads) {
+    if (p > links) break;
+    double cycle_us = single_us;
+    if (p > 1) {
+      const double w = m.window_cycles;
+      auto bounds = server_partition_bounds(links, p);
+      auto work = [&](int t) { return (bounds[static_cast<size_t>(t) + 1] - bounds[static_cast<size_t>(t)]) * (w * m.link_us + m.checkpoint_us); };
+      double slowest = work(0) + w * m.coordinator_us + 1.4 * m.checkpoint_us;
+      for (int t = 1; t < p; ++t) slowest = std::max(slowest, work(t));
+      cycle_us = (slowest + m.round_trip_us * p / 2) / w;
+    }
+    m.rows.push_back({p, 1e6 / cycle_us, single_us / cycle_us});
+  }
+  m.valid = true;
+  return m;
 }
 
 const ServerBenchRun* best_run(const ServerBenchResult& r, const ServerBenchCase& c, const std::string& harness) {
@@ -320,8 +369,8 @@ nlohmann::json to_json(const ServerBenchResult& r) {
       auto prof = [](const ServerProfile& p, const PhaseFigures& f) {
         return json{{"cycles", p.cycles},   {"wall_s", f.wall_s},         {"step_s", p.step_s},
                     {"links_s", p.links_s}, {"controller_s", p.controller_s}, {"mesh_s", p.mesh_s},
-                    {"xpu_s", p.xpu_s},     {"wait_s", p.wait_s},         {"windows", p.windows},
-                    {"rollbacks", p.rollbacks}};
+                    {"xpu_s", p.xpu_s},     {"stage_s", p.stage_s},       {"wait_s", p.wait_s},
+                    {"checkpoint_s", p.checkpoint_s}, {"windows", p.windows}, {"rollbacks", p.rollbacks}};
       };
       j["profile"] = {{"traffic", prof(run.traffic_profile, run.traffic)}, {"reconfig", prof(run.reconfig_profile, run.reconfig)}};
     }
@@ -336,7 +385,24 @@ nlohmann::json to_json(const ServerBenchResult& r) {
                         {"harness", h},
                         {"traffic_cycles_per_s", b->traffic.cycles_per_s()},
                         {"reconfig_cycles_per_s", b->reconfig.cycles_per_s()}});
+  json scaling = nullptr;
+  if (r.scaling.valid) {
+    json rows = json::array();
+    for (const auto& row : r.scaling.rows)
+      rows.push_back({{"threads", row.threads}, {"cycles_per_s", row.cycles_per_s}, {"speedup", row.speedup},
+                      {"efficiency", row.speedup / row.threads}});
+    const auto& m = r.scaling;
+    scaling = {{"links", m.links},
+               {"link_us", m.link_us},
+               {"coordinator_us", m.coordinator_us},
+               {"checkpoint_us", m.checkpoint_us},
+               {"window_cycles", m.window_cycles},
+               {"hand_off_us_2_threads_min", m.round_trip_us},
+               {"hand_off_us_2_threads_p50", m.round_trip_p50_us},
+               {"predicted", rows}};
+  }
   return json{{"bench", "server"},
+              {"scaling_model", scaling},
               {"xpus", cfg.shape.xpus},
               {"lanes_per_xpu", cfg.shape.lanes_per_xpu},
               {"links", cfg.shape.xpus * cfg.shape.lanes_per_xpu},

@@ -66,12 +66,40 @@ struct ServerBenchRun {
   ServerProfile traffic_profile, reconfig_profile;  // a profiled run's, per phase
 };
 
+// Speed on more threads than this machine has cores, predicted from what one profiled run per
+// engine measured here (docs/performance.md derives it): per window of W clocks each thread runs
+// its links (evaluation, XPU, receiver words) and saves their checkpoints, thread 0 also the
+// controller, the light and the glue, then all hand off:
+//   T(P) = max(thread 0, slowest other thread) + s(P),  s(P) = s(2) * P / 2
+// (the coordinator reads one more done-flag per thread). Cycles per second = W / T(P). Costs are
+// the profiled run's shares of its CPU time (a busy machine inflates wall time, not CPU time); s(2)
+// is the fastest hand-off measured (a round in which both threads had a core).
+struct ScalingModel {
+  bool valid = false;
+  int links = 0;
+  double link_us = 0;           // one link's clock: evaluation, XPU traffic, its receiver's words
+  double coordinator_us = 0;    // per clock: controller, light, photodiodes, glue
+  double checkpoint_us = 0;     // one link's checkpoint, per speculative window
+  double window_cycles = 0;     // mean window length under traffic, from the profiled threaded run
+  double round_trip_us = 0;     // s(2): measured hand-off of an empty window between 2 threads (fastest round)
+  double round_trip_p50_us = 0; // its median, for comparison
+  struct Row {
+    int threads;
+    double cycles_per_s, speedup;
+  };
+  std::vector<Row> rows;
+};
+
 struct ServerBenchResult {
   ServerBenchConfig config;
   std::vector<ServerBenchRun> runs;  // timed runs in the order run, then the profiled ones
   bool identical = true;             // every run's digest equal
   unsigned hardware_threads = 0;
+  ScalingModel scaling;              // when the breakdown ran with a one-thread and a threaded fast case
 };
+
+// The model above for `links` links from the profiles in `r` (traffic phase); rows for `threads`.
+ScalingModel predict_scaling(const ServerBenchResult& r, int links, const std::vector<int>& threads);
 
 // Throws std::invalid_argument on a bad configuration, std::runtime_error when the server does
 // not come up (a circuit never trains). SystemC: at most once per process (config.systemc).

@@ -33,6 +33,8 @@
 #include "Vlink_endpoint_trace___024root.h"
 #include "Vocs_controller.h"
 #include "Vocs_controller___024root.h"
+#include "Vocs_controller_l32.h"
+#include "Vocs_controller_l32___024root.h"
 #include "Vocs_controller_trace.h"
 #include "Vocs_controller_trace___024root.h"
 #include "verilated.h"
@@ -116,11 +118,15 @@ void set_nibble(W& w, int index, uint32_t value) {
   w[bit / 32] = (w[bit / 32] & ~mask) | ((value << (bit % 32)) & mask);
 }
 
-template <class W>
-bool words_equal(const W& a, const W& b, size_t n) {
-  for (size_t i = 0; i < n; ++i)
-    if (a[i] != b[i]) return false;
-  return true;
+// A port's value as 32-bit words (Verilator's IData, QData or VlWide).
+inline void append_words(std::vector<uint32_t>& out, uint32_t v) { out.push_back(v); }
+inline void append_words(std::vector<uint32_t>& out, uint64_t v) {
+  out.push_back(static_cast<uint32_t>(v));
+  out.push_back(static_cast<uint32_t>(v >> 32));
+}
+template <std::size_t N>
+void append_words(std::vector<uint32_t>& out, const VlWide<N>& v) {
+  for (std::size_t i = 0; i < N; ++i) out.push_back(v[i]);
 }
 
 // ---- time ----
@@ -250,26 +256,8 @@ uint32_t next_pow2(uint32_t x) {
   return p;
 }
 
-// Contiguous link ranges, one per thread. Thread 0 also runs the controller and the mesh, which
-// cost about `coordinator_links` links, so it takes that many fewer.
-std::vector<int> partition_bounds(int links, int threads, double coordinator_links) {
-  std::vector<int> bounds{0};
-  const double share = (links + coordinator_links) / threads;
-  int first = std::clamp(static_cast<int>(share - coordinator_links + 0.5), 0, links);
-  if (threads == 1) first = links;
-  bounds.push_back(first);
-  for (int p = 1; p < threads; ++p) {
-    int rest = links - bounds.back();
-    int left = threads - p;
-    bounds.push_back(bounds.back() + (rest + left - 1) / left);
-  }
-  bounds.back() = links;
-  return bounds;
-}
-
 constexpr uint32_t kMaxWindow = 8;       // clocks per speculative window, at most the fibre latency
 constexpr uint64_t kCoolDownCycles = 64;  // one-clock windows after a rollback
-constexpr double kCoordinatorLinks = 2.0; // the controller and the mesh, in link evaluations
 
 }  // namespace
 
@@ -331,7 +319,7 @@ class FastEngine final : public ServerSim::Impl {
     int first = 0, end = 0;
     uint64_t first_change = UINT64_MAX;  // the first clock whose evaluation changed a link's state, reason or laser
     std::vector<LinkTransition> transitions;
-    double links_s = 0;
+    double links_s = 0, stage_s = 0, checkpoint_s = 0;  // profiling: all of its windows, and parts of that
   };
   // What the coordinator must restore when a window rolls back.
   struct CoordinatorCheckpoint {
@@ -368,18 +356,18 @@ class FastEngine final : public ServerSim::Impl {
 
   void reset_models();
   void record_out(int i, uint64_t cycle);
-  void read_control();  // the controller's link outputs into next_control_; true when they changed
-  bool control_differs();
+  void read_control();          // the controller's link outputs, raw, into control_now_
+  bool control_differs() const { return control_now_ != control_raw_; }
+  void apply_control();         // the links see control_now_ from their next clock
   // Per-clock parts. `laser_cycle`: whose lasers light the mesh (the previous clock's, or in a
   // window the last clock before it).
-  void mesh_lights(uint64_t t, uint64_t laser_cycle);
-  void mesh_words(uint64_t t, const std::vector<Route>& routes);
+  void mesh_lights(uint64_t t, bool lasers_changed_maybe);
+  void mesh_words(uint64_t t, const std::vector<Route>& routes, int first, int end);
   void controller_inputs(uint64_t t);
   void link_inputs(int i, uint64_t t);
   void link_eval(int i, uint64_t t, Partition* part);
   void links_cycle(int first, int end, uint64_t t, Partition* part);
   void controller_cycle(uint64_t t, ControllerEvents& ev);
-  void apply_control();
   void cycle_single();
   uint64_t run_window(uint64_t T, uint32_t W);
   void partition_run(Partition& p, uint64_t T, uint32_t W, bool speculative);
@@ -406,8 +394,10 @@ class FastEngine final : public ServerSim::Impl {
   std::vector<ReceivedBlock> fibre_;
   uint64_t out_mask_ = 0;
   std::vector<LinkOut> out_;
-  // The controller's outputs towards the links: as the links see them, and after its last clock.
-  std::vector<LinkControl> control_, next_control_;
+  // The controller's outputs towards the links: decoded as the links see them, the raw words
+  // they came from, and the raw words after the controller's last clock.
+  std::vector<LinkControl> control_;
+  std::vector<uint32_t> control_raw_, control_now_;
   uint64_t control_gen_ = 1;
   std::vector<uint64_t> control_applied_;
   std::vector<uint8_t> ctl_state_in_, ctl_reason_in_;  // what the controller's link inputs hold
@@ -425,9 +415,22 @@ class FastEngine final : public ServerSim::Impl {
   std::vector<LinkCheckpoint> link_saves_;
   CoordinatorCheckpoint coord_save_;
   // Route tables during a window: the one in force at its start, and each re-trace's from its clock.
-  std::vector<Route> routes_at_start_;
-  std::vector<std::pair<uint64_t, std::vector<Route>>> route_log_;
-  size_t route_log_used_ = 0;
+  struct RouteLog {
+    std::vector<Route> at_start;
+    std::vector<std::pair<uint64_t, std::vector<Route>>> changes;
+    size_t used = 0;
+    bool garbled() const;  // some output garbled: its noise comes from the server's one generator, in order
+  };
+  RouteLog route_log_;
+  // A committed window whose words each partition computes for its own receivers when the next
+  // window starts (they are due L clocks on), unless it needs the noise generator.
+  struct Stage {
+    bool pending = false;
+    uint64_t T = 0, E = 0;
+    RouteLog routes;
+  } stage_;
+  void run_stage(const Stage& st, int first, int end);
+  void flush_stage();
   bool in_window_ = false, speculating_ = false;
   uint64_t calm_from_ = 0;  // no speculation before this clock
   struct Job {
@@ -435,6 +438,7 @@ class FastEngine final : public ServerSim::Impl {
     uint64_t T = 0;
     uint32_t W = 1;
     bool speculative = false;
+    bool stage = false;  // first the pending stage for the partition's receivers
   } job_;
   std::unique_ptr<Crew> crew_;
   uint32_t max_window_ = 1;
@@ -479,10 +483,11 @@ FastEngine<Ctl, Ep, kTrace>::FastEngine(ServerSim& s)
   max_window_ = threads > 1 ? std::min<uint32_t>(kMaxWindow, latency_) : 1;
   fibre_slots_ = next_pow2(latency_ + max_window_ + 1);
   fibre_.assign(static_cast<size_t>(n_) * fibre_slots_, ReceivedBlock{});
-  out_mask_ = next_pow2(max_window_ + 2) - 1;
+  // Outputs from the clock before a window to its end, and the window before it, whose words the
+  // partitions compute while this one runs.
+  out_mask_ = next_pow2(2 * max_window_ + 2) - 1;
   out_.assign((out_mask_ + 1) * static_cast<size_t>(n_), LinkOut{});
   control_.assign(static_cast<size_t>(n_), LinkControl{});
-  next_control_ = control_;
   control_applied_.assign(static_cast<size_t>(n_), 0);
   ctl_state_in_.assign(static_cast<size_t>(n_), 0xFF);
   ctl_reason_in_.assign(static_cast<size_t>(n_), 0xFF);
@@ -494,7 +499,7 @@ FastEngine<Ctl, Ep, kTrace>::FastEngine(ServerSim& s)
   read_control();
   apply_control();
 
-  auto bounds = partition_bounds(n_, threads, kCoordinatorLinks);
+  auto bounds = server_partition_bounds(n_, threads);
   for (int p = 0; p < threads; ++p) {
     parts_.emplace_back();
     parts_.back().first = bounds[static_cast<size_t>(p)];
@@ -502,7 +507,8 @@ FastEngine<Ctl, Ep, kTrace>::FastEngine(ServerSim& s)
   }
   if (threads > 1) {
     link_saves_.resize(static_cast<size_t>(n_));
-    route_log_.resize(max_window_ + 1);
+    route_log_.changes.resize(max_window_ + 1);
+    stage_.routes.changes.resize(max_window_ + 1);
     crew_ = std::make_unique<Crew>(threads - 1, [this](int w) { worker(w); });
   }
 }
@@ -546,29 +552,24 @@ void FastEngine<Ctl, Ep, kTrace>::record_out(int i, uint64_t cycle) {
 template <class Ctl, class Ep, bool kTrace>
 void FastEngine<Ctl, Ep, kTrace>::read_control() {
   const Ctl& c = *ctl_;
+  control_now_.clear();
+  append_words(control_now_, c.link_check_o);
+  append_words(control_now_, c.link_retrain_o);
+  append_words(control_now_, c.link_expect_xpu_o);
+  append_words(control_now_, c.link_expect_lane_o);
+}
+
+template <class Ctl, class Ep, bool kTrace>
+void FastEngine<Ctl, Ep, kTrace>::apply_control() {
+  control_raw_ = control_now_;
+  const Ctl& c = *ctl_;
   for (int i = 0; i < n_; ++i) {
-    LinkControl& k = next_control_[static_cast<size_t>(i)];
+    LinkControl& k = control_[static_cast<size_t>(i)];
     k.check = static_cast<uint8_t>((c.link_check_o >> i) & 1u);
     k.retrain = static_cast<uint8_t>((c.link_retrain_o >> i) & 1u);
     k.expect_xpu = static_cast<uint16_t>(get_bits(c.link_expect_xpu_o, 8 * i, 8));
     k.expect_lane = static_cast<uint8_t>(get_bits(c.link_expect_lane_o, 8 * i, 8));
   }
-}
-
-template <class Ctl, class Ep, bool kTrace>
-bool FastEngine<Ctl, Ep, kTrace>::control_differs() {
-  for (int i = 0; i < n_; ++i) {
-    const LinkControl& a = next_control_[static_cast<size_t>(i)];
-    const LinkControl& b = control_[static_cast<size_t>(i)];
-    if (a.check != b.check || a.retrain != b.retrain || a.expect_xpu != b.expect_xpu || a.expect_lane != b.expect_lane)
-      return true;
-  }
-  return false;
-}
-
-template <class Ctl, class Ep, bool kTrace>
-void FastEngine<Ctl, Ep, kTrace>::apply_control() {
-  control_ = next_control_;
   ++control_gen_;
 }
 
@@ -580,16 +581,19 @@ void FastEngine<Ctl, Ep, kTrace>::rebuild_routes() {
   }
 }
 
-// The reference's first step of a clock: lasers of living XPUs light the mesh's inputs; light is
-// re-traced when an input or a DAC changed, and every mesh_update_cycles while elements move.
+// The reference's first step of a clock: lasers of living XPUs light the mesh's inputs (read only
+// when they may have changed since); light is re-traced when an input or a DAC changed, and every
+// mesh_update_cycles while elements move.
 template <class Ctl, class Ep, bool kTrace>
-void FastEngine<Ctl, Ep, kTrace>::mesh_lights(uint64_t t, uint64_t laser_cycle) {
-  for (int i = 0; i < n_; ++i) {
-    bool lit = sim_.alive_[static_cast<size_t>(i / lanes_)] && out(laser_cycle, i).laser;
-    if (lit_[static_cast<size_t>(i)] != lit) {
-      lit_[static_cast<size_t>(i)] = lit;
-      sim_.mesh_->set_input_lit(i, lit);
-      sim_.light_dirty_ = true;
+void FastEngine<Ctl, Ep, kTrace>::mesh_lights(uint64_t t, bool lasers_changed_maybe) {
+  if (lasers_changed_maybe) {
+    for (int i = 0; i < n_; ++i) {
+      bool lit = sim_.alive_[static_cast<size_t>(i / lanes_)] && out(t - 1, i).laser;
+      if (lit_[static_cast<size_t>(i)] != lit) {
+        lit_[static_cast<size_t>(i)] = lit;
+        sim_.mesh_->set_input_lit(i, lit);
+        sim_.light_dirty_ = true;
+      }
     }
   }
   const double now = now_at(t);
@@ -605,7 +609,7 @@ void FastEngine<Ctl, Ep, kTrace>::mesh_lights(uint64_t t, uint64_t laser_cycle) 
     sim_.last_light_cycle_ = t;
     rebuild_routes();
     if (in_window_) {
-      auto& entry = route_log_[route_log_used_++];
+      auto& entry = route_log_.changes[route_log_.used++];
       entry.first = t;
       entry.second = routes_;
     }
@@ -615,8 +619,8 @@ void FastEngine<Ctl, Ep, kTrace>::mesh_lights(uint64_t t, uint64_t laser_cycle) 
 // Each receiver's word for clock t + L: what the mesh output it faces carries at clock t (the
 // dominant input's word from the clock before, noise, or darkness), through its faults.
 template <class Ctl, class Ep, bool kTrace>
-void FastEngine<Ctl, Ep, kTrace>::mesh_words(uint64_t t, const std::vector<Route>& routes) {
-  for (int o = 0; o < n_; ++o) {
+void FastEngine<Ctl, Ep, kTrace>::mesh_words(uint64_t t, const std::vector<Route>& routes, int first, int end) {
+  for (int o = first; o < end; ++o) {
     const Route& r = routes[static_cast<size_t>(sim_.rx_source_[static_cast<size_t>(o)])];
     ReceivedBlock rx;
     switch (r.verdict) {
@@ -784,8 +788,11 @@ void FastEngine<Ctl, Ep, kTrace>::cycle_single() {
   const uint64_t t = sim_.cycle_;
   {
     Stopwatch sw(profiling_ ? &prof_.mesh_s : nullptr);
-    mesh_lights(t, t - 1);
-    mesh_words(t, routes_);
+    mesh_lights(t, true);
+  }
+  {
+    Stopwatch sw(profiling_ ? &prof_.stage_s : nullptr);
+    mesh_words(t, routes_, 0, n_);
   }
   controller_inputs(t);
   links_cycle(0, n_, t, nullptr);
@@ -832,6 +839,7 @@ uint64_t FastEngine<Ctl, Ep, kTrace>::run(ServerSim& s, uint64_t max_cycles) {
       n += run_window(T, W) - T;
       if (s.irq_rose_ || s.bus_done_ || s.link_changed_) break;
     }
+    flush_stage();
   }
   if (profiling_) {
     prof_.step_s += seconds_since(t0);
@@ -843,11 +851,51 @@ uint64_t FastEngine<Ctl, Ep, kTrace>::run(ServerSim& s, uint64_t max_cycles) {
 // ---- windows ----
 
 template <class Ctl, class Ep, bool kTrace>
+bool FastEngine<Ctl, Ep, kTrace>::RouteLog::garbled() const {
+  auto any = [](const std::vector<Route>& routes) {
+    for (const Route& r : routes)
+      if (r.verdict == Verdict::Garbled) return true;
+    return false;
+  };
+  if (any(at_start)) return true;
+  for (size_t i = 0; i < used; ++i)
+    if (any(changes[i].second)) return true;
+  return false;
+}
+
+// The words receivers [first, end) get from the committed clocks [st.T, st.E), each from the route
+// table in force at its clock.
+template <class Ctl, class Ep, bool kTrace>
+void FastEngine<Ctl, Ep, kTrace>::run_stage(const Stage& st, int first, int end) {
+  const std::vector<Route>* table = &st.routes.at_start;
+  size_t next = 0;
+  for (uint64_t t = st.T; t < st.E; ++t) {
+    while (next < st.routes.used && st.routes.changes[next].first <= t) table = &st.routes.changes[next++].second;
+    mesh_words(t, *table, first, end);
+  }
+}
+
+// The pending stage for every receiver, now: before the caller may change a fault, and before a
+// stage that needs the noise generator.
+template <class Ctl, class Ep, bool kTrace>
+void FastEngine<Ctl, Ep, kTrace>::flush_stage() {
+  if (!stage_.pending) return;
+  Stopwatch sw(profiling_ ? &prof_.stage_s : nullptr);
+  run_stage(stage_, 0, n_);
+  stage_.pending = false;
+}
+
+template <class Ctl, class Ep, bool kTrace>
 void FastEngine<Ctl, Ep, kTrace>::partition_run(Partition& p, uint64_t T, uint32_t W, bool speculative) {
   auto t0 = std::chrono::steady_clock::now();
+  if (job_.stage) {
+    Stopwatch sw(profiling_ ? &p.stage_s : nullptr);
+    run_stage(stage_, p.first, p.end);
+  }
   p.first_change = UINT64_MAX;
   p.transitions.clear();
   if (speculative) {
+    Stopwatch sw(profiling_ ? &p.checkpoint_s : nullptr);
     for (int i = p.first; i < p.end; ++i) {
       LinkCheckpoint& c = link_saves_[static_cast<size_t>(i)];
       const size_t k = static_cast<size_t>(i);
@@ -875,17 +923,20 @@ void FastEngine<Ctl, Ep, kTrace>::partition_run(Partition& p, uint64_t T, uint32
 
 template <class Ctl, class Ep, bool kTrace>
 void FastEngine<Ctl, Ep, kTrace>::coordinator_run(uint64_t T, uint32_t W, bool speculative, ControllerEvents& ev) {
-  if (speculative) save_coordinator();
+  if (speculative) {
+    Stopwatch sw(profiling_ ? &prof_.checkpoint_s : nullptr);
+    save_coordinator();
+  }
   speculating_ = speculative;
   in_window_ = true;
-  routes_at_start_ = routes_;
-  route_log_used_ = 0;
+  route_log_.at_start = routes_;
+  route_log_.used = 0;
   const uint64_t E = T + W;
   for (uint64_t t = T; t < E; ++t) {
     {
       Stopwatch sw(profiling_ ? &prof_.mesh_s : nullptr);
       // Within a window the links' lasers are those of the clock before it (checked afterwards).
-      mesh_lights(t, T - 1);
+      mesh_lights(t, t == T);
     }
     if (t == T) controller_inputs(t);
     controller_cycle(t, ev);
@@ -964,13 +1015,14 @@ uint64_t FastEngine<Ctl, Ep, kTrace>::run_window(uint64_t T, uint32_t W) {
   ControllerEvents ev;
   auto run_all = [&](uint32_t w, bool spec) {
     ev = ControllerEvents{};
-    job_ = Job{Job::Kind::Run, T, w, spec};
+    job_ = Job{Job::Kind::Run, T, w, spec, stage_.pending};
     crew_->start();
     coordinator_run(T, w, spec, ev);
     partition_run(parts_[0], T, w, spec);
     auto t0 = std::chrono::steady_clock::now();
     crew_->wait();
     if (profiling_) prof_.wait_s += seconds_since(t0);
+    stage_.pending = false;  // done by every partition, once
   };
   run_all(W, speculative);
   ++prof_.windows;
@@ -1016,16 +1068,13 @@ uint64_t FastEngine<Ctl, Ep, kTrace>::run_window(uint64_t T, uint32_t W) {
     std::stable_sort(all.begin() + static_cast<std::ptrdiff_t>(first), all.end(),
                      [](const LinkTransition& a, const LinkTransition& b) { return a.cycle < b.cycle; });
   }
-  {
-    Stopwatch sw(profiling_ ? &prof_.mesh_s : nullptr);
-    // The words every receiver gets L clocks on, from the route table in force at each clock.
-    const std::vector<Route>* table = &routes_at_start_;
-    size_t next = 0;
-    for (uint64_t t = T; t < E; ++t) {
-      while (next < route_log_used_ && route_log_[next].first <= t) table = &route_log_[next++].second;
-      mesh_words(t, *table);
-    }
-  }
+  // The words every receiver gets L clocks on: computed by the partitions when the next window
+  // starts, or now when a garbled output needs the noise generator in order.
+  stage_.pending = true;
+  stage_.T = T;
+  stage_.E = E;
+  std::swap(stage_.routes, route_log_);
+  if (stage_.routes.garbled()) flush_stage();
   sim_.cycle_ = E;
   if (ev.bus_result) {
     sim_.bus_result_ = ev.bus_result;
@@ -1040,7 +1089,11 @@ template <class Ctl, class Ep, bool kTrace>
 ServerProfile FastEngine<Ctl, Ep, kTrace>::profile() const {
   ServerProfile p = prof_;
   if (crew_)
-    for (const Partition& part : parts_) p.links_s += part.links_s;
+    for (const Partition& part : parts_) {
+      p.links_s += part.links_s;
+      p.stage_s += part.stage_s;
+      p.checkpoint_s += part.checkpoint_s;
+    }
   return p;
 }
 
@@ -1082,8 +1135,28 @@ void FastEngine<Ctl, Ep, kTrace>::stop_waveform() {
   }
 }
 
+HandOff measure_hand_off(int threads, int rounds) {
+  if (threads < 2 || rounds < 10) throw std::invalid_argument("measure_hand_off: at least 2 threads and 10 rounds");
+  std::atomic<uint64_t> sink{0};
+  Crew crew(threads - 1, [&](int w) { sink.fetch_add(static_cast<uint64_t>(w), std::memory_order_relaxed); });
+  for (int i = 0; i < 100; ++i) {  // wake the threads
+    crew.start();
+    crew.wait();
+  }
+  std::vector<double> us(static_cast<size_t>(rounds));
+  for (auto& x : us) {
+    auto t0 = std::chrono::steady_clock::now();
+    crew.start();
+    crew.wait();
+    x = seconds_since(t0) * 1e6;
+  }
+  std::sort(us.begin(), us.end());
+  return HandOff{us.front(), us[us.size() / 2]};
+}
+
 std::unique_ptr<ServerSim::Impl> make_fast_engine(ServerSim& s) {
   if (s.config().trace_capable) return std::make_unique<FastEngine<Vocs_controller_trace, Vlink_endpoint_trace, true>>(s);
+  if (s.links() == 32) return std::make_unique<FastEngine<Vocs_controller_l32, Vlink_endpoint, false>>(s);
   return std::make_unique<FastEngine<Vocs_controller, Vlink_endpoint, false>>(s);
 }
 

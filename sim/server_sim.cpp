@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <stdexcept>
@@ -64,6 +65,21 @@ using ReferenceEndpoint = Vlink_endpoint;
 #endif
 
 }  // namespace
+
+std::vector<int> server_partition_bounds(int links, int threads) {
+  if (links < 1 || threads < 1 || threads > links)
+    throw std::invalid_argument(fmt::format("server: {} threads cannot share {} links", threads, links));
+  std::vector<int> bounds{0};
+  const double share = (links + kCoordinatorLinks) / threads;
+  int first = threads == 1 ? links : std::clamp(static_cast<int>(share - kCoordinatorLinks + 0.5), 0, links);
+  bounds.push_back(first);
+  for (int p = 1; p < threads; ++p) {
+    int rest = links - bounds.back();
+    int left = threads - p;
+    bounds.push_back(bounds.back() + (rest + left - 1) / left);
+  }
+  return bounds;
+}
 
 const char* to_string(ServerEngine e) {
   switch (e) {
@@ -231,8 +247,15 @@ ServerSim::ServerSim(const ServerConfig& cfg) : cfg_(cfg), rng_(cfg.seed ^ 0x5E5
   alive_.assign(static_cast<size_t>(s.xpus), true);
   for (int i = 0; i < n_links; ++i) rx_source_.push_back(i);
 
-  if (n_links != 20 || s.mesh_ports != 32)
-    throw std::invalid_argument("server: the verilated controller is built for 20 links and 32 ports");
+  // The controller models there are (rtl/CMakeLists.txt): 20 links (every engine) and 32 links
+  // (the fast engine without waveforms), both on the 32-port mesh.
+  const bool wide = n_links == 32 && s.mesh_ports == 32;
+  if (!(n_links == 20 && s.mesh_ports == 32) && !wide)
+    throw std::invalid_argument(fmt::format(
+        "server: {} XPUs x {} lanes on a {}-port mesh: the verilated controller is built for 20 or 32 links on 32 ports",
+        s.xpus, s.lanes_per_xpu, s.mesh_ports));
+  if (wide && (cfg_.engine != ServerEngine::Fast || cfg_.trace_capable))
+    throw std::invalid_argument("server: the 32-link controller runs on the fast engine, without waveforms");
   if (cfg_.threads < 1 || cfg_.threads > 64)
     throw std::invalid_argument(fmt::format("server: threads must be in [1, 64], got {}", cfg_.threads));
   if (cfg_.engine == ServerEngine::Reference && cfg_.threads != 1)
@@ -352,6 +375,8 @@ ServerProfile ServerProfile::operator-(const ServerProfile& o) const {
   d.mesh_s = mesh_s - o.mesh_s;
   d.xpu_s = xpu_s - o.xpu_s;
   d.wait_s = wait_s - o.wait_s;
+  d.stage_s = stage_s - o.stage_s;
+  d.checkpoint_s = checkpoint_s - o.checkpoint_s;
   d.windows = windows - o.windows;
   d.rollbacks = rollbacks - o.rollbacks;
   return d;
@@ -395,8 +420,10 @@ void ReferenceEngine<Ctl, Ep, kTrace>::one_cycle(ServerSim& sim) {
   }
   bool moving = now < m.settle_until_ns + sim.period_ns() * cfg_.mesh_update_cycles;
   if (light_dirty_ || (moving && cycle_ - sim.last_light_cycle_ >= cfg_.mesh_update_cycles)) sim.refresh_light();
+  lap.stop();
 
   // Light through the mesh, then down the fibre to each receiver.
+  lap.start(profiling ? &prof.stage_s : nullptr);
   for (int o = 0; o < n_links; ++o) {
     const OutputReading& r = light_.outputs[static_cast<size_t>(sim.rx_source_[static_cast<size_t>(o)])];
     Raw66 word{};

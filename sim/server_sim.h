@@ -64,9 +64,11 @@ struct ServerProfile {
   double step_s = 0;        // inside step(), all of it
   double links_s = 0;       // link endpoints' eval()
   double controller_s = 0;  // the controller's eval()
-  double mesh_s = 0;        // light through the mesh, fibres, photodiodes, DAC writes
+  double mesh_s = 0;        // light through the mesh (re-traced when it changes), photodiodes, DAC writes
   double xpu_s = 0;         // traffic sources and scoreboards
   double wait_s = 0;        // threads: the coordinating thread waiting for the others
+  double stage_s = 0;       // the words through the mesh into each receiver's fibre (threads: every thread's, in links_s)
+  double checkpoint_s = 0;  // threads: every thread saving state before speculative windows (in links_s)
   uint64_t windows = 0;     // threads: windows run, and rolled back (a link or the controller changed inside)
   uint64_t rollbacks = 0;
   ServerProfile operator-(const ServerProfile& o) const;  // what happened between two readings
@@ -87,6 +89,20 @@ struct LinkTransition {
   link::LinkState from, to;
   link::Reason reason;
 };
+
+// How the fast engine shares links among threads: contiguous ranges, thread t running links
+// [bounds[t], bounds[t + 1]). Thread 0 also runs the controller and the mesh, which cost about
+// kCoordinatorLinks links' worth (measured: docs/performance.md), so it takes that many fewer.
+constexpr double kCoordinatorLinks = 2.5;
+std::vector<int> server_partition_bounds(int links, int threads);
+
+// The fast engine's thread hand-off: the wall time of one window's start and wait with no work,
+// in microseconds, over `rounds` (for `mxtb bench server`'s scaling model). On a busy machine most
+// rounds wait for a thread to get a core; the fastest round is what free cores would see.
+struct HandOff {
+  double min_us, p50_us;
+};
+HandOff measure_hand_off(int threads, int rounds);
 
 class ServerSim {
  public:

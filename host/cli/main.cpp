@@ -34,8 +34,8 @@ commands:
       N random failover scenarios, J at a time: p50/p99/max of every phase, JSON, JUnit XML
   bench reconfig [--seed N] [--json FILE]
       failure-to-Active breakdown of a failover for every settle preset
-  bench server [--cycles N] [--rounds R] [--threads T,T..] [--seed N] [--json FILE] [--no-systemc]
-               [--no-breakdown] [--no-reference]
+  bench server [--cycles N] [--rounds R] [--threads T,T..] [--xpus 5|8] [--seed N] [--json FILE]
+               [--no-systemc] [--no-breakdown] [--no-reference]
       the whole emulated server's simulated cycles per second, engine by engine, under traffic and
       through a reconfiguration, with where the time goes (docs/performance.md)
   alloc --racks R --workload tpuv4|philly|FILE --policy baseline|morphlux|both --json FILE

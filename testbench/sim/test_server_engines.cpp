@@ -24,8 +24,9 @@ struct Outcome {
 
 // Brings the server up with every lane carrying a circuit, injects faults under traffic, then
 // re-places the tenant. Everything observable goes into the outcome.
-Outcome run(ServerEngine engine, int threads, uint64_t seed, bool traced = false) {
+Outcome run(ServerEngine engine, int threads, uint64_t seed, bool traced = false, int xpus = 5) {
   ServerConfig cfg;
+  cfg.shape.xpus = xpus;
   cfg.seed = seed;
   cfg.engine = engine;
   cfg.threads = threads;
@@ -33,6 +34,7 @@ Outcome run(ServerEngine engine, int threads, uint64_t seed, bool traced = false
   ServerSim sim(cfg);
   LoopHal hal(sim);
   firmware::FirmwareConfig fc;
+  fc.links = sim.links();
   fc.calibration = load_calibration(std::string(MXTB_SOURCE_DIR) + "/traces/calibration/mesh32.json").elements;
   fc.settle_cycles = 2000;  // shorter than the thermo-optic mesh needs: verify sees elements still moving
   firmware::OcsFirmware fw(hal, fc);
@@ -121,6 +123,13 @@ TEST_CASE("with waveform-capable models and a waveform window, the fast engine s
   check_same(ref, fast);
 }
 
+TEST_CASE("the widest server (8 XPUs, 32 links) runs the same on 1 and 3 threads") {
+  Outcome one = run(ServerEngine::Fast, 1, 6, false, 8);
+  Outcome three = run(ServerEngine::Fast, 3, 6, false, 8);
+  check_same(one, three);
+  CHECK(three.rollbacks > 0);
+}
+
 TEST_CASE("bad engine settings are refused") {
   ServerConfig cfg;
   cfg.threads = 0;
@@ -131,4 +140,21 @@ TEST_CASE("bad engine settings are refused") {
   CHECK(server_engine_from_string("fast") == ServerEngine::Fast);
   CHECK(server_engine_from_string("reference") == ServerEngine::Reference);
   CHECK_FALSE(server_engine_from_string("quick"));
+  ServerConfig wide;
+  wide.shape.xpus = 8;
+  wide.engine = ServerEngine::Reference;
+  CHECK_THROWS_WITH_AS(ServerSim{wide}, "server: the 32-link controller runs on the fast engine, without waveforms",
+                       std::invalid_argument);
+  ServerConfig odd;
+  odd.shape.xpus = 6;
+  CHECK_THROWS_WITH_AS(ServerSim{odd},
+                       "server: 6 XPUs x 4 lanes on a 32-port mesh: the verilated controller is built for 20 or 32 links on 32 ports",
+                       std::invalid_argument);
+  CHECK(server_partition_bounds(20, 1) == std::vector<int>{0, 20});
+  auto b = server_partition_bounds(20, 4);
+  REQUIRE(b.size() == 5);
+  CHECK(b.front() == 0);
+  CHECK(b.back() == 20);
+  CHECK(b[1] - b[0] < b[2] - b[1]);  // thread 0 also runs the controller and the mesh
+  CHECK_THROWS_AS(server_partition_bounds(4, 5), std::invalid_argument);
 }
