@@ -3,6 +3,7 @@
 // against a plain UDP echo. docs/cli.md, docs/protocol.md.
 #include "args.h"
 #include "commands.h"
+#include "engine_options.h"
 
 #include "host/ipbus/board_map.h"
 #include "host/ipbus/client.h"
@@ -33,7 +34,8 @@ namespace {
 
 int cmd_sim(const ArgList& argv) {
   Args args(argv,
-            {"--scenario", "--preset", "--seed", "--listen", "--time-mode", "--rtf", "--fst", "--stop-after-s", "--calibration"},
+            {"--scenario", "--preset", "--seed", "--listen", "--time-mode", "--rtf", "--fst", "--stop-after-s", "--calibration",
+             kEngineFlags[0], kEngineFlags[1]},
             {});
   if (!args.positional().empty()) throw UsageError(fmt::format("unexpected argument '{}'", args.positional()[0]));
   sim::EmulatorConfig cfg;
@@ -60,6 +62,7 @@ int cmd_sim(const ArgList& argv) {
     cfg.server.mesh.settle = *p;
   }
   cfg.server.seed = args.u64("--seed", cfg.server.seed);
+  apply_engine_options(args, cfg.server);
   cfg.listen = args.str("--listen", "127.0.0.1:0");
   try {
     sim::parse_listen_address(cfg.listen);

@@ -3,6 +3,7 @@
 // process) and tabulates the failover's phases.
 #include "args.h"
 #include "commands.h"
+#include "engine_options.h"
 
 #include "host/failover/spare.h"
 #include "host/report/report.h"
@@ -42,12 +43,14 @@ sim::SettlePreset parse_preset(const std::string& s) {
 
 int cmd_server(const ArgList& argv) {
   Args args(argv,
-            {"--preset", "--kill-xpu", "--kill-after-us", "--spare", "--seed", "--json", "--limit-us", "--progress-us"},
+            {"--preset", "--kill-xpu", "--kill-after-us", "--spare", "--seed", "--json", "--limit-us", "--progress-us",
+             kEngineFlags[0], kEngineFlags[1]},
             {"--no-kill", "--reprogram"});
   if (!args.positional().empty()) throw UsageError(fmt::format("unexpected argument '{}'", args.positional()[0]));
   sim::FailoverRunConfig cfg;
   cfg.server.mesh.settle = parse_preset(args.str("--preset", "thermo_optic"));
   cfg.server.seed = args.u64("--seed", 1);
+  apply_engine_options(args, cfg.server);
   cfg.calibration_file = source_root() + "/traces/calibration/mesh32.json";
   cfg.spare = static_cast<int>(args.u64("--spare", 4));
   if (args.has("--no-kill")) cfg.kill_xpu.reset();
@@ -63,8 +66,10 @@ int cmd_server(const ArgList& argv) {
   if (cfg.spare != 4) throw UsageError("--spare: the default server has one spare, XPU 4");
 
   double tau = sim::preset_tau_ns(cfg.server.mesh.settle);
-  fmt::print("mxtb server: 4 XPUs + 1 spare, 4 lanes each, 32-port Beneš mesh, {} (tau {} us), time mode free, seed {}\n",
-             sim::to_string(cfg.server.mesh.settle), tau / 1000, cfg.server.seed);
+  fmt::print("mxtb server: 4 XPUs + 1 spare, 4 lanes each, 32-port Beneš mesh, {} (tau {} us), time mode free, seed {}, "
+             "{} engine on {} thread{}\n",
+             sim::to_string(cfg.server.mesh.settle), tau / 1000, cfg.server.seed, sim::to_string(cfg.server.engine),
+             cfg.server.threads, cfg.server.threads == 1 ? "" : "s");
   sim::FailoverRunResult r = sim::run_failover(cfg);
   if (r.initial_map_ok) fmt::print("  tenant 2x2 torus on XPUs 0-3: all 16 circuits Active at {:.1f} us\n", r.initial_up_ns / 1000);
   if (cfg.reprogram && r.reprogram_ok)

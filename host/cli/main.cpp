@@ -26,7 +26,7 @@ commands:
   bench link [--cycles N] [--batch N] [--json FILE]
       simulated cycles per second: plain C++ loop against the SystemC harness
   server [--preset thermo_optic|electro_optic|mems] [--kill-xpu N | --no-kill] [--kill-after-us T]
-         [--reprogram] [--seed N] [--limit-us T] [--progress-us T] [--json FILE]
+         [--reprogram] [--seed N] [--limit-us T] [--progress-us T] [--json FILE] [--engine E] [--threads N]
   server --scenario FILE | --scenario-seed N [--seed N] [--json FILE] [--out DIR]
       the emulated server (controller RTL, 20 link layers, photonic mesh, firmware) through a failover;
       with a failover scenario: its timeline table, and report.json, timeline.json, timeline.svg in DIR
@@ -51,7 +51,7 @@ commands:
       the main job: the emulator on loopback, the failover manager over IPbus, an XPU killed and
       replaced by a spare; phase table against 1.2 s, report.json, timeline.json/.svg, waves.fst
   sim [--scenario FILE] [--listen ADDR:PORT] [--time-mode lockstep|paced|free] [--rtf X] [--preset P] [--seed N]
-      [--fst FILE] [--stop-after-s S]
+      [--fst FILE] [--stop-after-s S] [--engine reference|fast] [--threads N]
       the emulated server as a board on the network: IPbus 2.0 over UDP (docs/protocol.md);
       prints "listening on udp://ADDR:PORT" when it answers
   reg read|write|dump --target udp://ADDR:PORT [NAME|ADDRESS [VALUE]] [--count N]
@@ -62,6 +62,8 @@ commands:
                [--json FILE]
       KV-cache paging bandwidth of each copy backend and tier against memcpy ceilings (docs/paging.md)
 
+The emulated server runs on the fast engine on one thread unless --engine/--threads (or, for
+every command that starts it, MXTB_ENGINE and MXTB_THREADS) say otherwise (docs/performance.md).
 The root script adds: ./mxtb demo (the main job), ./mxtb test [ctest args] (the test suite).
 )";
 
