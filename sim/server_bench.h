@@ -44,7 +44,8 @@ struct ServerBenchConfig {
   uint64_t traffic_cycles = 100000;       // measured under saturating traffic
   std::vector<ServerBenchCase> cases{{ServerEngine::Reference, 1}, {ServerEngine::Fast, 1}};
   int rounds = 2;                         // plain-loop runs per case, alternating case by case
-  bool systemc = true;                    // one SystemC run of the last case (SystemC elaborates once per process)
+  bool systemc = true;                    // one SystemC run: the fast engine on one thread if a case, else the last case
+                                          // (SystemC elaborates once per process)
   bool breakdown = true;                  // one profiled plain-loop run per case
   std::string calibration_file;           // traces/calibration/meshN.json
 };
@@ -79,7 +80,7 @@ struct ScalingModel {
   int links = 0;
   double link_us = 0;           // one link's clock: evaluation, XPU traffic, its receiver's words
   double coordinator_us = 0;    // per clock: controller, light, photodiodes, glue
-  double checkpoint_us = 0;     // one link's checkpoint, per speculative window
+  double checkpoint_us = 0;     // one link's checkpoint, per speculative window (the fastest window's)
   double window_cycles = 0;     // mean window length under traffic, from the profiled threaded run
   double round_trip_us = 0;     // s(2): measured hand-off of an empty window between 2 threads (fastest round)
   double round_trip_p50_us = 0; // its median, for comparison

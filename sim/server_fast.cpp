@@ -8,7 +8,9 @@
 // * Ports are rewired only when their source changed: the controller's link outputs follow its
 //   active map, the links' states change a few times per training.
 // * Light paths are kept as a per-output table (dominant input, verdict) rebuilt when the mesh is
-//   re-traced; fibres are rings indexed by cycle.
+//   re-traced; fibres are rings indexed by cycle. The models' outputs after each clock are kept
+//   (LinkOut), so that the mesh, the controller and the photodiodes read them as the reference
+//   reads the models before the next clock.
 //
 // Threads. The links are split into partitions, one per thread; thread 0 (the caller of step(),
 // the coordinator) also runs the controller, the mesh and the bus. Lane words cross the mesh
@@ -22,9 +24,12 @@
 // after it, the coordinator checks the assumptions and the step's stop conditions (a link
 // changed state, a bus transaction completed, the interrupt rose). When one broke at clock m
 // before the window's last, every partition rolls back and runs [T, m] again, which is exact by
-// construction; then a cool-down runs one clock per window, which needs no speculation. Results
+// construction; then a cool-down runs one clock per window, which needs no speculation (nor does
+// any window while a bus transaction is in flight: it completes within a few clocks). Results
 // are therefore those of the single-threaded run for any number of threads
-// (testbench/sim/test_server_engines.cpp checks 1, 2, 4 and 8).
+// (testbench/sim/test_server_engines.cpp checks 1, 2, 4 and 8). The words a window's links send
+// are delivered L clocks on; each thread computes its own receivers' at the next window's start,
+// except when a garbled output needs the server's one noise generator in the reference's order.
 #include "sim/server_engine.h"
 
 #include "Vlink_endpoint.h"
@@ -43,7 +48,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -320,6 +324,7 @@ class FastEngine final : public ServerSim::Impl {
     uint64_t first_change = UINT64_MAX;  // the first clock whose evaluation changed a link's state, reason or laser
     std::vector<LinkTransition> transitions;
     double links_s = 0, stage_s = 0, checkpoint_s = 0;  // profiling: all of its windows, and parts of that
+    double checkpoint_link_min_s = 1e9;                    // profiling: the fastest window's checkpoint, per link
   };
   // What the coordinator must restore when a window rolls back.
   struct CoordinatorCheckpoint {
@@ -359,8 +364,7 @@ class FastEngine final : public ServerSim::Impl {
   void read_control();          // the controller's link outputs, raw, into control_now_
   bool control_differs() const { return control_now_ != control_raw_; }
   void apply_control();         // the links see control_now_ from their next clock
-  // Per-clock parts. `laser_cycle`: whose lasers light the mesh (the previous clock's, or in a
-  // window the last clock before it).
+  // Per-clock parts.
   void mesh_lights(uint64_t t, bool lasers_changed_maybe);
   void mesh_words(uint64_t t, const std::vector<Route>& routes, int first, int end);
   void controller_inputs(uint64_t t);
@@ -374,6 +378,8 @@ class FastEngine final : public ServerSim::Impl {
   void coordinator_run(uint64_t T, uint32_t W, bool speculative, ControllerEvents& ev);
   void save_coordinator();
   void restore_coordinator();
+  void save_links(const Partition& p);
+  void restore_links(const Partition& p);
   void rebuild_routes();
   void worker(int w);
 
@@ -895,17 +901,13 @@ void FastEngine<Ctl, Ep, kTrace>::partition_run(Partition& p, uint64_t T, uint32
   p.first_change = UINT64_MAX;
   p.transitions.clear();
   if (speculative) {
-    Stopwatch sw(profiling_ ? &p.checkpoint_s : nullptr);
-    for (int i = p.first; i < p.end; ++i) {
-      LinkCheckpoint& c = link_saves_[static_cast<size_t>(i)];
-      const size_t k = static_cast<size_t>(i);
-      c.root.save(*ep_[k]);
-      sources_[k].save(c.source);
-      boards_[k].save(c.board);
-      c.board_stream = board_stream_[k];
-      c.last_state = last_state_[k];
-      c.control_applied = control_applied_[k];
+    double spent = 0;
+    {
+      Stopwatch sw(profiling_ ? &spent : nullptr);
+      save_links(p);
     }
+    p.checkpoint_s += spent;
+    if (profiling_ && p.end > p.first) p.checkpoint_link_min_s = std::min(p.checkpoint_link_min_s, spent / (p.end - p.first));
   }
   const uint64_t E = T + W;
   for (uint64_t t = T; t < E; ++t) {
@@ -989,22 +991,38 @@ void FastEngine<Ctl, Ep, kTrace>::restore_coordinator() {
 }
 
 template <class Ctl, class Ep, bool kTrace>
+void FastEngine<Ctl, Ep, kTrace>::save_links(const Partition& p) {
+  for (int i = p.first; i < p.end; ++i) {
+    LinkCheckpoint& c = link_saves_[static_cast<size_t>(i)];
+    const size_t k = static_cast<size_t>(i);
+    c.root.save(*ep_[k]);
+    sources_[k].save(c.source);
+    boards_[k].save(c.board);
+    c.board_stream = board_stream_[k];
+    c.last_state = last_state_[k];
+    c.control_applied = control_applied_[k];
+  }
+}
+
+template <class Ctl, class Ep, bool kTrace>
+void FastEngine<Ctl, Ep, kTrace>::restore_links(const Partition& p) {
+  for (int i = p.first; i < p.end; ++i) {
+    const LinkCheckpoint& c = link_saves_[static_cast<size_t>(i)];
+    const size_t k = static_cast<size_t>(i);
+    c.root.restore(*ep_[k]);
+    sources_[k].restore(c.source);
+    boards_[k].restore(c.board);
+    board_stream_[k] = c.board_stream;
+    last_state_[k] = c.last_state;
+    control_applied_[k] = c.control_applied;
+  }
+}
+
+template <class Ctl, class Ep, bool kTrace>
 void FastEngine<Ctl, Ep, kTrace>::worker(int w) {
   Partition& p = parts_[static_cast<size_t>(w) + 1];
-  if (job_.kind == Job::Kind::Restore) {
-    for (int i = p.first; i < p.end; ++i) {
-      const LinkCheckpoint& c = link_saves_[static_cast<size_t>(i)];
-      const size_t k = static_cast<size_t>(i);
-      c.root.restore(*ep_[k]);
-      sources_[k].restore(c.source);
-      boards_[k].restore(c.board);
-      board_stream_[k] = c.board_stream;
-      last_state_[k] = c.last_state;
-      control_applied_[k] = c.control_applied;
-    }
-    return;
-  }
-  partition_run(p, job_.T, job_.W, job_.speculative);
+  if (job_.kind == Job::Kind::Restore) restore_links(p);
+  else partition_run(p, job_.T, job_.W, job_.speculative);
 }
 
 // Runs clocks [T, T + W) across the threads and commits them, or a shorter prefix when an
@@ -1039,16 +1057,7 @@ uint64_t FastEngine<Ctl, Ep, kTrace>::run_window(uint64_t T, uint32_t W) {
       job_.kind = Job::Kind::Restore;
       crew_->start();
       restore_coordinator();
-      for (int i = parts_[0].first; i < parts_[0].end; ++i) {
-        const LinkCheckpoint& c = link_saves_[static_cast<size_t>(i)];
-        const size_t k = static_cast<size_t>(i);
-        c.root.restore(*ep_[k]);
-        sources_[k].restore(c.source);
-        boards_[k].restore(c.board);
-        board_stream_[k] = c.board_stream;
-        last_state_[k] = c.last_state;
-        control_applied_[k] = c.control_applied;
-      }
+      restore_links(parts_[0]);
       crew_->wait();
       run_all(static_cast<uint32_t>(m + 1 - T), false);
       E = m + 1;
@@ -1093,6 +1102,9 @@ ServerProfile FastEngine<Ctl, Ep, kTrace>::profile() const {
       p.links_s += part.links_s;
       p.stage_s += part.stage_s;
       p.checkpoint_s += part.checkpoint_s;
+      if (part.checkpoint_link_min_s < 1e9)
+        p.checkpoint_link_min_s = p.checkpoint_link_min_s > 0 ? std::min(p.checkpoint_link_min_s, part.checkpoint_link_min_s)
+                                                              : part.checkpoint_link_min_s;
     }
   return p;
 }

@@ -377,6 +377,7 @@ ServerProfile ServerProfile::operator-(const ServerProfile& o) const {
   d.wait_s = wait_s - o.wait_s;
   d.stage_s = stage_s - o.stage_s;
   d.checkpoint_s = checkpoint_s - o.checkpoint_s;
+  d.checkpoint_link_min_s = checkpoint_link_min_s;  // a minimum over the run, not a sum
   d.windows = windows - o.windows;
   d.rollbacks = rollbacks - o.rollbacks;
   return d;

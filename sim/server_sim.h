@@ -69,6 +69,7 @@ struct ServerProfile {
   double wait_s = 0;        // threads: the coordinating thread waiting for the others
   double stage_s = 0;       // the words through the mesh into each receiver's fibre (threads: every thread's, in links_s)
   double checkpoint_s = 0;  // threads: every thread saving state before speculative windows (in links_s)
+  double checkpoint_link_min_s = 0;  // threads: one link's checkpoint in the fastest window (0: none yet)
   uint64_t windows = 0;     // threads: windows run, and rolled back (a link or the controller changed inside)
   uint64_t rollbacks = 0;
   ServerProfile operator-(const ServerProfile& o) const;  // what happened between two readings

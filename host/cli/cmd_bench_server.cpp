@@ -127,10 +127,14 @@ int cmd_bench_server(const ArgList& argv) {
 
   const sim::ServerBenchRun* fast = best_run(r, {sim::ServerEngine::Fast, 1}, "loop");
   if (ref && fast) {
+    // A busy machine stretches wall time but hardly CPU time: both are judged, each stated.
+    auto cpu_rate = [](const sim::ServerBenchRun& b) { return b.traffic.cpu_s > 0 ? b.traffic.cycles / b.traffic.cpu_s : 0.0; };
     double rate = fast->traffic.cycles_per_s(), ratio = rate / ref->traffic.cycles_per_s();
-    fmt::print("\n  one core under traffic: {:.0f} cycles/s, {:.2f}x the reference engine (goal: >= 100000 cycles/s or "
-               ">= 3x): {}\n",
-               rate, ratio, rate >= 100000 || ratio >= 3 ? "met" : "NOT met");
+    double cpu = cpu_rate(*fast), cpu_ratio = cpu_rate(*ref) > 0 ? cpu / cpu_rate(*ref) : 0;
+    auto verdict = [](double r, double x) { return r >= 100000 || x >= 3 ? "met" : "NOT met"; };
+    fmt::print("\n  one core under traffic (goal: >= 100000 cycles/s or >= 3x the reference engine):\n"
+               "    wall clock: {:.0f} cycles/s, {:.2f}x: {}\n    per CPU second (one free core): {:.0f} cycles/s, {:.2f}x: {}\n",
+               rate, ratio, verdict(rate, ratio), cpu, cpu_ratio, verdict(cpu, cpu_ratio));
   }
   fmt::print("  every plain-loop run identical (transitions, link counters, cycles): {}\n", r.identical ? "yes" : "NO");
   if (args.has("--json")) {
