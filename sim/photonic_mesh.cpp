@@ -176,7 +176,23 @@ bool PhotonicMesh::input_lit(int port) const {
   return lit_[static_cast<size_t>(port)];
 }
 
+void PhotonicMesh::save(State& s) const {
+  s.elements_ = elements_;
+  s.lit_ = lit_;
+}
+
+void PhotonicMesh::restore(const State& s) {
+  elements_ = s.elements_;
+  lit_ = s.lit_;
+}
+
 Propagation PhotonicMesh::propagate(double now_ns) const {
+  Propagation result;
+  propagate_into(now_ns, result);
+  return result;
+}
+
+void PhotonicMesh::propagate_into(double now_ns, Propagation& result) const {
   const int n = config_.ports;
   const int rows = topology_.rows();
   const double transmission = mw_from_dbm(-config_.insertion_loss_db);
@@ -190,34 +206,47 @@ Propagation PhotonicMesh::propagate(double now_ns) const {
     cross[static_cast<size_t>(e)] = transmission * (1.0 - bar_fraction);
   }
 
-  Propagation result;
-  result.power_mw.assign(static_cast<size_t>(n), std::vector<double>(static_cast<size_t>(n), 0.0));
-  std::vector<double> at_inputs(static_cast<size_t>(n)), at_outputs(static_cast<size_t>(n));
-  const double laser_mw = mw_from_dbm(config_.laser_dbm);
-  for (int input = 0; input < n; ++input) {
-    if (!lit_[static_cast<size_t>(input)]) continue;
-    // Light is traced as power: incoherent addition (docs/mesh.md says what that leaves out).
-    std::fill(at_inputs.begin(), at_inputs.end(), 0.0);
-    at_inputs[static_cast<size_t>(input)] = laser_mw;  // input port p is stage 0's position p
+  result.power_mw.resize(static_cast<size_t>(n));
+  for (auto& row : result.power_mw) row.assign(static_cast<size_t>(n), 0.0);
+  // Light is traced as power: incoherent addition (docs/mesh.md says what that leaves out). Every
+  // lit input is traced at once, each through the same products as alone: at[position][k] is
+  // the k-th lit input's power at a stage's input position.
+  std::vector<int> lit_inputs;
+  for (int input = 0; input < n; ++input)
+    if (lit_[static_cast<size_t>(input)]) lit_inputs.push_back(input);
+  const size_t k_lit = lit_inputs.size();
+  if (k_lit > 0) {
+    const double laser_mw = mw_from_dbm(config_.laser_dbm);
+    std::vector<double> at(static_cast<size_t>(n) * k_lit, 0.0), outs(static_cast<size_t>(n) * k_lit);
+    for (size_t k = 0; k < k_lit; ++k) at[static_cast<size_t>(lit_inputs[k]) * k_lit + k] = laser_mw;  // input port p is stage 0's position p
     for (int stage = 0; stage < topology_.stages(); ++stage) {
       for (int row = 0; row < rows; ++row) {
         const size_t e = static_cast<size_t>(topology_.element_index(stage, row));
-        const double in0 = at_inputs[static_cast<size_t>(2 * row)], in1 = at_inputs[static_cast<size_t>(2 * row + 1)];
-        at_outputs[static_cast<size_t>(2 * row)] = in0 * bar[e] + in1 * cross[e];
-        at_outputs[static_cast<size_t>(2 * row + 1)] = in0 * cross[e] + in1 * bar[e];
+        const double b = bar[e], c = cross[e];
+        const double* in0 = &at[static_cast<size_t>(2 * row) * k_lit];
+        const double* in1 = in0 + k_lit;
+        double* out0 = &outs[static_cast<size_t>(2 * row) * k_lit];
+        double* out1 = out0 + k_lit;
+        for (size_t k = 0; k < k_lit; ++k) {
+          out0[k] = in0[k] * b + in1[k] * c;
+          out1[k] = in0[k] * c + in1[k] * b;
+        }
       }
       if (stage + 1 < topology_.stages())
         for (int pos = 0; pos < n; ++pos)
-          at_inputs[static_cast<size_t>(topology_.next_input_position(stage, pos))] = at_outputs[static_cast<size_t>(pos)];
+          std::copy_n(&outs[static_cast<size_t>(pos) * k_lit], k_lit,
+                      &at[static_cast<size_t>(topology_.next_input_position(stage, pos)) * k_lit]);
     }
     for (int row = 0; row < rows; ++row)
-      for (int side = 0; side < 2; ++side)
-        result.power_mw[static_cast<size_t>(input)][static_cast<size_t>(topology_.port_of_output(row, side))] =
-            at_outputs[static_cast<size_t>(2 * row + side)];
+      for (int side = 0; side < 2; ++side) {
+        const size_t port = static_cast<size_t>(topology_.port_of_output(row, side));
+        const double* from = &outs[static_cast<size_t>(2 * row + side) * k_lit];
+        for (size_t k = 0; k < k_lit; ++k) result.power_mw[static_cast<size_t>(lit_inputs[k])][port] = from[k];
+      }
   }
 
   const double sensitivity_mw = mw_from_dbm(config_.sensitivity_dbm);
-  result.outputs.resize(static_cast<size_t>(n));
+  result.outputs.assign(static_cast<size_t>(n), OutputReading{});
   for (int out = 0; out < n; ++out) {
     OutputReading& r = result.outputs[static_cast<size_t>(out)];
     double total = 0, strongest = 0;
@@ -241,7 +270,6 @@ Propagation PhotonicMesh::propagate(double now_ns) const {
     else
       r.verdict = Verdict::Garbled;
   }
-  return result;
 }
 
 double PhotonicMesh::monitor_dbm(int port, double now_ns) const {

@@ -107,6 +107,9 @@ class PhotonicMesh {
   bool input_lit(int port) const;
 
   Propagation propagate(double now_ns) const;
+  // The same into `out`, reusing its storage (the server re-traces light every few clocks while
+  // elements move).
+  void propagate_into(double now_ns, Propagation& out) const;
 
   // The monitor photodiode at an output: total power, as dBm and as the controller reads it:
   // int16 in 0.01 dB units (dBm * 100, rounded), saturating; -32768 means no light.
@@ -119,6 +122,12 @@ class PhotonicMesh {
   double settled_at_ns(double tolerance_rad) const;
   // How long from `now_ns` until then (0 when already settled).
   double time_to_settle_ns(double now_ns, double tolerance_rad) const;
+
+  // What DAC writes and lights change, for a caller that must undo them (the fast server
+  // engine's rollbacks); the configuration never changes.
+  class State;
+  void save(State& s) const;
+  void restore(const State& s);
 
  private:
   struct Element {
@@ -133,6 +142,12 @@ class PhotonicMesh {
   MeshConfig config_;
   firmware::BenesTopology topology_;
   double tau_ns_;
+  std::vector<Element> elements_;
+  std::vector<bool> lit_;
+};
+
+class PhotonicMesh::State {
+  friend class PhotonicMesh;
   std::vector<Element> elements_;
   std::vector<bool> lit_;
 };

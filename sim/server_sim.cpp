@@ -1,16 +1,24 @@
+// ServerSim and its reference engine: the emulated server as first written (server_engine.h).
 #include "server_sim.h"
 
-#include "sim/lane_channel.h"
+#include "sim/server_engine.h"
 
+#ifdef MXTB_HAVE_REFERENCE_MODELS
+#include "Vlink_endpoint_ref.h"
+#include "Vocs_controller_ref.h"
+#else
 #include "Vlink_endpoint.h"
-#include "Vlink_endpoint_trace.h"
 #include "Vocs_controller.h"
+#endif
+#include "Vlink_endpoint_trace.h"
 #include "Vocs_controller_trace.h"
 #include "verilated.h"
 #include "verilated_fst_c.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <deque>
 #include <stdexcept>
 
@@ -48,52 +56,60 @@ void lane_in(Ep& m, const ReceivedBlock& r) {
   m.lane_sd_i = r.signal_detect;
 }
 
-constexpr double kSettleToleranceRad = 1e-3;
+#ifdef MXTB_HAVE_REFERENCE_MODELS
+using ReferenceController = Vocs_controller_ref;
+using ReferenceEndpoint = Vlink_endpoint_ref;
+#else
+using ReferenceController = Vocs_controller;
+using ReferenceEndpoint = Vlink_endpoint;
+#endif
 
 }  // namespace
 
-// Everything of the server but its RTL models: the XPUs, the fibres, the photodiode queue.
-struct ServerSim::Impl {
+std::vector<int> server_partition_bounds(int links, int threads) {
+  if (links < 1 || threads < 1 || threads > links)
+    throw std::invalid_argument(fmt::format("server: {} threads cannot share {} links", threads, links));
+  std::vector<int> bounds{0};
+  const double share = (links + kCoordinatorLinks) / threads;
+  int first = threads == 1 ? links : std::clamp(static_cast<int>(share - kCoordinatorLinks + 0.5), 0, links);
+  bounds.push_back(first);
+  for (int p = 1; p < threads; ++p) {
+    int rest = links - bounds.back();
+    int left = threads - p;
+    bounds.push_back(bounds.back() + (rest + left - 1) / left);
+  }
+  return bounds;
+}
+
+const char* to_string(ServerEngine e) {
+  switch (e) {
+    case ServerEngine::Reference: return "reference";
+    case ServerEngine::Fast: return "fast";
+  }
+  return "?";
+}
+
+std::optional<ServerEngine> server_engine_from_string(const std::string& name) {
+  for (ServerEngine e : {ServerEngine::Reference, ServerEngine::Fast})
+    if (name == to_string(e)) return e;
+  return std::nullopt;
+}
+
+// The reference engine: the RTL models (plain or built with FST tracing), the XPUs, the fibres,
+// the photodiode queue; per clock, every port rewired and every model evaluated at both edges.
+template <class Ctl, class Ep, bool kTrace>
+class ReferenceEngine final : public ServerSim::Impl {
+ public:
   std::vector<TrafficSource> sources;
   std::vector<Scoreboard> boards;
   std::vector<int> board_stream;  // link whose stream each scoreboard follows; -1: none yet
   std::vector<std::deque<ReceivedBlock>> fibre;
   std::deque<std::pair<uint64_t, int>> pd_queue;  // (cycle due, port)
   std::vector<link::LinkState> last_state;
-  // Injected lane faults at each receiver.
-  struct LaneFault {
-    explicit LaneFault(uint64_t seed) : rng(seed) {}
-    std::mt19937_64 rng;
-    BitErrors errors{rng};
-    uint64_t dark_until_cycle = 0;
-  };
   std::deque<LaneFault> lane_faults;  // a deque: BitErrors refers to its neighbour rng
   bool last_irq = false;
   double settle_until_ns = 0;
 
-  struct LinkView {
-    link::LinkState state;
-    link::Reason reason;
-    EndpointIdentity peer;
-    uint64_t frames_tx, frames_rx, crc_errors, replays, retrains;
-  };
-  virtual ~Impl() = default;
-  virtual void build(ServerSim& s) = 0;
-  virtual void one_cycle(ServerSim& s) = 0;
-  virtual void start_read(uint32_t addr) = 0;
-  virtual void start_write(uint32_t addr, uint32_t data) = 0;
-  virtual bool bus_busy() const = 0;
-  virtual bool irq() const = 0;
-  virtual LinkView link_view(int i) const = 0;
-  virtual void finish() = 0;
-  virtual void start_waveform(const std::string& path) = 0;
-  virtual void stop_waveform() = 0;
-  virtual bool waveform_on() const = 0;
-};
-
-// The RTL models, plain or built with FST tracing (ServerConfig::trace_capable).
-template <class Ctl, class Ep, bool kTrace>
-struct ServerModels : ServerSim::Impl {
   VerilatedContext ctx;
   std::unique_ptr<Ctl> ctl;
   std::vector<std::unique_ptr<Ep>> ep;
@@ -105,8 +121,12 @@ struct ServerModels : ServerSim::Impl {
   // One clock of every model: rising edge, then falling edge.
   void clock_all(uint64_t cycle) {
     for (int level : {1, 0}) {
-      ctl->clk_i = static_cast<uint8_t>(level);
-      ctl->eval();
+      {
+        Timer t(profiling ? &prof.controller_s : nullptr);
+        ctl->clk_i = static_cast<uint8_t>(level);
+        ctl->eval();
+      }
+      Timer t(profiling ? &prof.links_s : nullptr);
       for (auto& e : ep) {
         e->clk_i = static_cast<uint8_t>(level);
         e->eval();
@@ -117,8 +137,58 @@ struct ServerModels : ServerSim::Impl {
     }
   }
 
-  void build(ServerSim& s) override;
-  void one_cycle(ServerSim& s) override;
+  explicit ReferenceEngine(ServerSim& s) : profiling(s.config().profile) { build(s); }
+  ReferenceEngine(const ReferenceEngine&) = delete;
+  ReferenceEngine& operator=(const ReferenceEngine&) = delete;
+  void build(ServerSim& s);
+  void one_cycle(ServerSim& s);
+  uint64_t run(ServerSim& s, uint64_t max_cycles) override {
+    Timer t(profiling ? &prof.step_s : nullptr);
+    uint64_t n = 0;
+    while (n < max_cycles) {
+      one_cycle(s);
+      ++n;
+      if (s.irq_rose_ || s.bus_done_ || s.link_changed_) break;
+    }
+    prof.cycles += n;
+    return n;
+  }
+  ServerProfile profile() const override { return prof; }
+  // ServerConfig::profile: time spent per component.
+  bool profiling = false;
+  ServerProfile prof;
+  class Timer {
+   public:
+    explicit Timer(double* sink) : sink_(sink) {
+      if (sink_) t0_ = std::chrono::steady_clock::now();
+    }
+    ~Timer() {
+      if (sink_) *sink_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    }
+    Timer(const Timer&) = delete;
+    Timer& operator=(const Timer&) = delete;
+
+   private:
+    double* sink_;
+    std::chrono::steady_clock::time_point t0_{};
+  };
+  // A timer started and stopped by hand, for stretches that are not a scope.
+  struct Lap {
+    double* sink = nullptr;
+    std::chrono::steady_clock::time_point t0{};
+    void start(double* s) {
+      sink = s;
+      if (sink) t0 = std::chrono::steady_clock::now();
+    }
+    void stop() {
+      if (sink) *sink += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      sink = nullptr;
+    }
+  };
+  const TrafficSource& source(int i) const override { return sources[static_cast<size_t>(i)]; }
+  TrafficSource& source(int i) override { return sources[static_cast<size_t>(i)]; }
+  const Scoreboard& board(int i) const override { return boards[static_cast<size_t>(i)]; }
+  LaneFault& lane_fault(int i) override { return lane_faults[static_cast<size_t>(i)]; }
   void start_read(uint32_t addr) override { bus.start_read(addr); }
   void start_write(uint32_t addr, uint32_t data) override { bus.start_write(addr, data); }
   bool bus_busy() const override { return bus.busy(); }
@@ -163,18 +233,13 @@ struct ServerModels : ServerSim::Impl {
   bool waveform_on() const override { return dumping; }
 };
 
-namespace {
-uint64_t stream_seed(uint64_t seed, int link) { return seed * 1000003ull + static_cast<uint64_t>(link); }
-}  // namespace
-
 std::string unsupported_shape(const protocol::ServerShape& s) {
-  // The verilated controller (rtl/CMakeLists.txt) is built at its default parameters, which are
-  // the default shape's.
-  if (s != protocol::ServerShape{})
-    return fmt::format("the emulated server has models for {} XPUs x {} lanes on a {}-port mesh only, not {} x {} on {}",
-                       protocol::ServerShape{}.xpus, protocol::ServerShape{}.lanes_per_xpu, protocol::ServerShape{}.mesh_ports,
-                       s.xpus, s.lanes_per_xpu, s.mesh_ports);
-  return "";
+  // The controller models there are (rtl/CMakeLists.txt): 20 links (every engine) and 32 links
+  // (the fast engine without waveforms), both on the 32-port mesh.
+  const int links = s.links();
+  if (s.mesh_ports == 32 && (links == 20 || links == 32)) return "";
+  return fmt::format("{} XPUs x {} lanes on a {}-port mesh: the verilated controller is built for 20 or 32 links on 32 ports",
+                     s.xpus, s.lanes_per_xpu, s.mesh_ports);
 }
 
 ServerSim::ServerSim(const ServerConfig& cfg) : cfg_(cfg), rng_(cfg.seed ^ 0x5E5E) {
@@ -192,13 +257,25 @@ ServerSim::ServerSim(const ServerConfig& cfg) : cfg_(cfg), rng_(cfg.seed ^ 0x5E5
   for (int i = 0; i < n_links; ++i) rx_source_.push_back(i);
 
   if (std::string why = unsupported_shape(s); !why.empty()) throw std::invalid_argument("server: " + why);
-  if (cfg_.trace_capable) impl_ = std::make_unique<ServerModels<Vocs_controller_trace, Vlink_endpoint_trace, true>>();
-  else impl_ = std::make_unique<ServerModels<Vocs_controller, Vlink_endpoint, false>>();
-  impl_->build(*this);
+  const bool wide = n_links == 32;
+  if (wide && (cfg_.engine != ServerEngine::Fast || cfg_.trace_capable))
+    throw std::invalid_argument("server: the 32-link controller runs on the fast engine, without waveforms");
+  if (cfg_.threads < 1 || cfg_.threads > 64)
+    throw std::invalid_argument(fmt::format("server: threads must be in [1, 64], got {}", cfg_.threads));
+  if (cfg_.engine == ServerEngine::Reference && cfg_.threads != 1)
+    throw std::invalid_argument("server: the reference engine runs on one thread");
+  if (cfg_.engine == ServerEngine::Fast) impl_ = make_fast_engine(*this);
+  else impl_ = make_reference_engine(*this);
+}
+
+std::unique_ptr<ServerSim::Impl> make_reference_engine(ServerSim& s) {
+  if (s.config().trace_capable)
+    return std::make_unique<ReferenceEngine<Vocs_controller_trace, Vlink_endpoint_trace, true>>(s);
+  return std::make_unique<ReferenceEngine<ReferenceController, ReferenceEndpoint, false>>(s);
 }
 
 template <class Ctl, class Ep, bool kTrace>
-void ServerModels<Ctl, Ep, kTrace>::build(ServerSim& sim) {
+void ReferenceEngine<Ctl, Ep, kTrace>::build(ServerSim& sim) {
   const ServerConfig& cfg = sim.cfg_;
   const auto& s = cfg.shape;
   const int n_links = sim.n_links_;
@@ -219,11 +296,11 @@ void ServerModels<Ctl, Ep, kTrace>::build(ServerSim& sim) {
     e.enable_i = 1;
     e.irq_clear_i = 1;
     e.rx_ready_i = 1;
-    sources.emplace_back(stream_seed(cfg.seed, i), cfg.traffic, cfg.seed * 7 + static_cast<uint64_t>(i));
-    boards.emplace_back(0, cfg.traffic, cfg.seed * 11 + static_cast<uint64_t>(i));
+    sources.emplace_back(stream_seed(cfg.seed, i), cfg.traffic, source_rng_seed(cfg.seed, i));
+    boards.emplace_back(0, cfg.traffic, board_rng_seed(cfg.seed, i));
     board_stream.push_back(-1);
     fibre.emplace_back(cfg.fibre_latency_cycles, ReceivedBlock{});
-    lane_faults.emplace_back(cfg.seed * 13 + static_cast<uint64_t>(i));
+    lane_faults.emplace_back(fault_rng_seed(cfg.seed, i));
   }
   last_state.assign(static_cast<size_t>(n_links), link::LinkState::Reset);
   // Reset everything: the asynchronous resets need a falling edge, then clocks while low.
@@ -267,12 +344,12 @@ bool ServerSim::irq() const { return impl_->irq(); }
 void ServerSim::kill_xpu(int xpu) {
   if (xpu < 0 || xpu >= cfg_.shape.xpus) throw std::invalid_argument(fmt::format("no XPU {}", xpu));
   alive_[static_cast<size_t>(xpu)] = false;
-  for (int l = 0; l < cfg_.shape.lanes_per_xpu; ++l) impl_->sources[static_cast<size_t>(xpu * cfg_.shape.lanes_per_xpu + l)].stop();
+  for (int l = 0; l < cfg_.shape.lanes_per_xpu; ++l) impl_->source(xpu * cfg_.shape.lanes_per_xpu + l).stop();
 }
 
 void ServerSim::set_lane_ber(int link, double ber) {
   if (link < 0 || link >= n_links_) throw std::invalid_argument(fmt::format("no link {}", link));
-  impl_->lane_faults[static_cast<size_t>(link)].errors.set_ber(ber);
+  impl_->lane_fault(link).errors.set_ber(ber);
 }
 
 void ServerSim::swap_lanes(int a, int b) {
@@ -282,19 +359,32 @@ void ServerSim::swap_lanes(int a, int b) {
 
 void ServerSim::dark_lane(int link, uint64_t cycles) {
   if (link < 0 || link >= n_links_) throw std::invalid_argument(fmt::format("no link {}", link));
-  auto& f = impl_->lane_faults[static_cast<size_t>(link)];
+  auto& f = impl_->lane_fault(link);
   f.dark_until_cycle = std::max(f.dark_until_cycle, cycle_ + cycles);
 }
 
 uint64_t ServerSim::step(uint64_t max_cycles) {
   irq_rose_ = bus_done_ = link_changed_ = false;
-  uint64_t n = 0;
-  while (n < max_cycles) {
-    one_cycle();
-    ++n;
-    if (irq_rose_ || bus_done_ || link_changed_) break;
-  }
-  return n;
+  return max_cycles ? impl_->run(*this, max_cycles) : 0;
+}
+
+ServerProfile ServerSim::profile() const { return impl_->profile(); }
+
+ServerProfile ServerProfile::operator-(const ServerProfile& o) const {
+  ServerProfile d;
+  d.cycles = cycles - o.cycles;
+  d.step_s = step_s - o.step_s;
+  d.links_s = links_s - o.links_s;
+  d.controller_s = controller_s - o.controller_s;
+  d.mesh_s = mesh_s - o.mesh_s;
+  d.xpu_s = xpu_s - o.xpu_s;
+  d.wait_s = wait_s - o.wait_s;
+  d.stage_s = stage_s - o.stage_s;
+  d.checkpoint_s = checkpoint_s - o.checkpoint_s;
+  d.checkpoint_link_min_s = checkpoint_link_min_s;  // a minimum over the run, not a sum
+  d.windows = windows - o.windows;
+  d.rollbacks = rollbacks - o.rollbacks;
+  return d;
 }
 
 void ServerSim::refresh_light() {
@@ -303,10 +393,8 @@ void ServerSim::refresh_light() {
   last_light_cycle_ = cycle_;
 }
 
-void ServerSim::one_cycle() { impl_->one_cycle(*this); }
-
 template <class Ctl, class Ep, bool kTrace>
-void ServerModels<Ctl, Ep, kTrace>::one_cycle(ServerSim& sim) {
+void ReferenceEngine<Ctl, Ep, kTrace>::one_cycle(ServerSim& sim) {
   auto& m = *this;
   const ServerConfig& cfg_ = sim.cfg_;
   auto& mesh_ = sim.mesh_;
@@ -326,6 +414,8 @@ void ServerModels<Ctl, Ep, kTrace>::one_cycle(ServerSim& sim) {
   const int n_links = sim.links();
   const double now = sim.now_ns();
 
+  Lap lap;
+  lap.start(profiling ? &prof.mesh_s : nullptr);
   for (int i = 0; i < n_links; ++i) {
     bool lit = alive_[static_cast<size_t>(i / lanes)] && m.ep[static_cast<size_t>(i)]->laser_o;
     if (mesh_->input_lit(i) != lit) {
@@ -335,8 +425,10 @@ void ServerModels<Ctl, Ep, kTrace>::one_cycle(ServerSim& sim) {
   }
   bool moving = now < m.settle_until_ns + sim.period_ns() * cfg_.mesh_update_cycles;
   if (light_dirty_ || (moving && cycle_ - sim.last_light_cycle_ >= cfg_.mesh_update_cycles)) sim.refresh_light();
+  lap.stop();
 
   // Light through the mesh, then down the fibre to each receiver.
+  lap.start(profiling ? &prof.stage_s : nullptr);
   for (int o = 0; o < n_links; ++o) {
     const OutputReading& r = light_.outputs[static_cast<size_t>(sim.rx_source_[static_cast<size_t>(o)])];
     Raw66 word{};
@@ -351,6 +443,8 @@ void ServerModels<Ctl, Ep, kTrace>::one_cycle(ServerSim& sim) {
     line.pop_front();
   }
 
+  lap.stop();
+
   // The FPGA's wiring between the controller and the link layers.
   for (int i = 0; i < n_links; ++i) {
     Ep& e = *m.ep[static_cast<size_t>(i)];
@@ -364,6 +458,7 @@ void ServerModels<Ctl, Ep, kTrace>::one_cycle(ServerSim& sim) {
   }
 
   // XPUs behind the lanes.
+  lap.start(profiling ? &prof.xpu_s : nullptr);
   for (int i = 0; i < n_links; ++i) {
     Ep& e = *m.ep[static_cast<size_t>(i)];
     auto& src = m.sources[static_cast<size_t>(i)];
@@ -378,7 +473,10 @@ void ServerModels<Ctl, Ep, kTrace>::one_cycle(ServerSim& sim) {
     if (ready && e.rx_valid_o) sb.deliver(e.rx_data_o, e.rx_last_o, cycle_);
   }
 
+  lap.stop();
+
   // The mesh side of the controller: DAC writes and photodiode reads.
+  lap.start(profiling ? &prof.mesh_s : nullptr);
   if (m.ctl->dac_valid_o) {
     mesh_->write_dac(m.ctl->dac_elem_o, m.ctl->dac_code_o, now);
     ++dac_writes_;
@@ -394,6 +492,7 @@ void ServerModels<Ctl, Ep, kTrace>::one_cycle(ServerSim& sim) {
     ++pd_reads_;
   }
 
+  lap.stop();
   m.bus.drive(*m.ctl);
 
   m.clock_all(cycle_);
@@ -428,8 +527,8 @@ void ServerModels<Ctl, Ep, kTrace>::one_cycle(ServerSim& sim) {
 
 LinkReport ServerSim::link_report(int i) const {
   auto e = impl_->link_view(i);
-  const auto& src = impl_->sources[static_cast<size_t>(i)];
-  const auto& sb = impl_->boards[static_cast<size_t>(i)];
+  const auto& src = impl_->source(i);
+  const auto& sb = impl_->board(i);
   return LinkReport{e.state, e.reason, e.peer, e.frames_tx, e.frames_rx, e.crc_errors, e.replays, e.retrains,
                     src.messages_sent(), sb.messages(), sb.errors(), sb.skipped_words(), sb.resyncs(), sb.first_error()};
 }
@@ -441,13 +540,13 @@ link::LinkState ServerSim::link_state(int i) const {
 uint64_t ServerSim::scoreboard_errors() const {
   uint64_t n = 0;
   for (int i = 0; i < links(); ++i)
-    if (alive_[static_cast<size_t>(i / cfg_.shape.lanes_per_xpu)]) n += impl_->boards[static_cast<size_t>(i)].errors();
+    if (alive_[static_cast<size_t>(i / cfg_.shape.lanes_per_xpu)]) n += impl_->board(i).errors();
   return n;
 }
 
 uint64_t ServerSim::messages_delivered() const {
   uint64_t n = 0;
-  for (const auto& b : impl_->boards) n += b.messages();
+  for (int i = 0; i < links(); ++i) n += impl_->board(i).messages();
   return n;
 }
 

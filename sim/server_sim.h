@@ -28,7 +28,17 @@
 namespace mxtb::sim {
 
 template <class Ctl, class Ep, bool kTrace>
-struct ServerModels;
+class ReferenceEngine;
+template <class Ctl, class Ep, bool kTrace>
+class FastEngine;
+
+// How the server's cycles are computed; both give identical results, cycle for cycle.
+enum class ServerEngine {
+  Reference,  // every model evaluated at both clock edges, every port rewired every clock (the first emulator)
+  Fast,       // the same cycles with less work, on one or more threads (docs/performance.md)
+};
+const char* to_string(ServerEngine e);  // "reference", "fast"
+std::optional<ServerEngine> server_engine_from_string(const std::string& name);
 
 struct ServerConfig {
   std::string name = "server";
@@ -41,6 +51,28 @@ struct ServerConfig {
   uint32_t mesh_update_cycles = 16;            // recompute light paths this often while elements move
   TrafficConfig traffic;                       // behind every lane
   bool trace_capable = false;                  // build the FST-traced models (slower) so that waveforms can be dumped
+  ServerEngine engine = ServerEngine::Fast;
+  int threads = 1;                             // fast engine: threads that share the link layers (1..64)
+  bool profile = false;                        // time each component (costs a little): ServerSim::profile()
+};
+
+// Where step()'s wall time went (ServerConfig::profile), summed over the run. With threads,
+// the component times are the coordinating thread's (it also runs its share of links) and
+// links_s sums every thread's link evaluations.
+struct ServerProfile {
+  uint64_t cycles = 0;
+  double step_s = 0;        // inside step(), all of it
+  double links_s = 0;       // link endpoints' eval()
+  double controller_s = 0;  // the controller's eval()
+  double mesh_s = 0;        // light through the mesh (re-traced when it changes), photodiodes, DAC writes
+  double xpu_s = 0;         // traffic sources and scoreboards
+  double wait_s = 0;        // threads: the coordinating thread waiting for the others
+  double stage_s = 0;       // the words through the mesh into each receiver's fibre (threads: every thread's, in links_s)
+  double checkpoint_s = 0;  // threads: every thread saving state before speculative windows (in links_s)
+  double checkpoint_link_min_s = 0;  // threads: one link's checkpoint in the fastest window (0: none yet)
+  uint64_t windows = 0;     // threads: windows run, and rolled back (a link or the controller changed inside)
+  uint64_t rollbacks = 0;
+  ServerProfile operator-(const ServerProfile& o) const;  // what happened between two readings
 };
 
 struct LinkReport {
@@ -62,6 +94,20 @@ struct LinkTransition {
 // Why the emulator cannot build a server of this shape (it has verilated models for some shapes
 // only), or "" when it can.
 std::string unsupported_shape(const protocol::ServerShape& s);
+
+// How the fast engine shares links among threads: contiguous ranges, thread t running links
+// [bounds[t], bounds[t + 1]). Thread 0 also runs the controller and the mesh, which cost about
+// kCoordinatorLinks links' worth (measured: docs/performance.md), so it takes that many fewer.
+constexpr double kCoordinatorLinks = 2.5;
+std::vector<int> server_partition_bounds(int links, int threads);
+
+// The fast engine's thread hand-off: the wall time of one window's start and wait with no work,
+// in microseconds, over `rounds` (for `mxtb bench server`'s scaling model). On a busy machine most
+// rounds wait for a thread to get a core; the fastest round is what free cores would see.
+struct HandOff {
+  double min_us, p50_us;
+};
+HandOff measure_hand_off(int threads, int rounds);
 
 class ServerSim {
  public:
@@ -115,13 +161,15 @@ class ServerSim {
   uint64_t pd_reads() const { return pd_reads_; }
   const PhotonicMesh& mesh() const { return *mesh_; }
   const ServerConfig& config() const { return cfg_; }
+  ServerProfile profile() const;
 
-  struct Impl;  // the verilated models (server_sim.cpp)
+  class Impl;  // an engine and its verilated models (server_engine.h)
 
  private:
   template <class Ctl, class Ep, bool kTrace>
-  friend struct ServerModels;
-  void one_cycle();
+  friend class ReferenceEngine;
+  template <class Ctl, class Ep, bool kTrace>
+  friend class FastEngine;
   void refresh_light();
 
   ServerConfig cfg_;

@@ -18,6 +18,16 @@ uint64_t message_word(uint64_t stream_seed, uint64_t msg, uint32_t word) {
   return mix(mix(stream_seed ^ mix(msg)) + word);
 }
 
+// message_word() and message_length() of one message, with what every word shares computed once.
+MessageWords::MessageWords(uint64_t stream_seed, uint64_t msg, uint32_t min_words, uint32_t max_words)
+    : seed_(stream_seed),
+      msg_(msg),
+      first_(msg ^ mix(stream_seed)),
+      key_(mix(stream_seed ^ mix(msg))),
+      length_(message_length(stream_seed, msg, min_words, max_words)) {}
+
+uint64_t MessageWords::word(uint32_t w) const { return w == 0 ? first_ : mix(key_ + w); }
+
 uint32_t message_length(uint64_t stream_seed, uint64_t msg, uint32_t min_words, uint32_t max_words) {
   uint64_t span = uint64_t{max_words} - min_words + 1;
   return min_words + static_cast<uint32_t>(mix(stream_seed * 31 + msg) % span);
@@ -36,7 +46,8 @@ TrafficSource::Drive TrafficSource::drive() {
     word_ = 0;
     len_ = message_length(seed_, msg_, cfg_.min_words, cfg_.max_words);
   }
-  return {true, message_word(seed_, msg_, word_), word_ + 1 == len_};
+  if (!cache_ || !cache_->is(seed_, msg_)) cache_.emplace(seed_, msg_, cfg_.min_words, cfg_.max_words);
+  return {true, cache_->word(word_), word_ + 1 == len_};
 }
 
 void TrafficSource::fire() {
@@ -46,6 +57,28 @@ void TrafficSource::fire() {
     ++msg_;
     ++sent_;
   }
+}
+
+void TrafficSource::save(Checkpoint& c) const {
+  c.in_msg = in_msg_;
+  c.stopped = stopped_;
+  c.msg = msg_;
+  c.word = word_;
+  c.len = len_;
+  c.sent = sent_;
+  c.words = words_;
+  if (cfg_.load < 1.0) c.rng = rng_;
+}
+
+void TrafficSource::restore(const Checkpoint& c) {
+  in_msg_ = c.in_msg;
+  stopped_ = c.stopped;
+  msg_ = c.msg;
+  word_ = c.word;
+  len_ = c.len;
+  sent_ = c.sent;
+  words_ = c.words;
+  if (c.rng) rng_ = *c.rng;
 }
 
 Scoreboard::Scoreboard(uint64_t stream_seed, const TrafficConfig& cfg, uint64_t rng_seed)
@@ -73,8 +106,9 @@ void Scoreboard::deliver(uint64_t data, bool last, uint64_t cycle) {
     msg_ = data ^ mix(seed_);
     word_ = 0;
   }
-  uint32_t len = message_length(seed_, msg_, cfg_.min_words, cfg_.max_words);
-  uint64_t want = message_word(seed_, msg_, word_);
+  if (!cache_ || !cache_->is(seed_, msg_)) cache_.emplace(seed_, msg_, cfg_.min_words, cfg_.max_words);
+  uint32_t len = cache_->length();
+  uint64_t want = cache_->word(word_);
   bool want_last = word_ + 1 == len;
   ++words_;
   if (data != want || last != want_last) {
@@ -97,6 +131,40 @@ void Scoreboard::deliver(uint64_t data, bool last, uint64_t cycle) {
   } else {
     ++word_;
   }
+}
+
+}  // namespace mxtb::sim
+
+namespace mxtb::sim {
+
+void Scoreboard::save(Checkpoint& c) const {
+  c.resyncing = resyncing_;
+  c.at_message_start = at_message_start_;
+  c.resyncs = resyncs_;
+  c.skipped = skipped_;
+  c.seed = seed_;
+  c.msg = msg_;
+  c.word = word_;
+  c.messages = messages_;
+  c.words = words_;
+  c.errors = errors_;
+  c.first_error = first_error_;
+  if (cfg_.rx_ready < 1.0) c.rng = rng_;
+}
+
+void Scoreboard::restore(const Checkpoint& c) {
+  resyncing_ = c.resyncing;
+  at_message_start_ = c.at_message_start;
+  resyncs_ = c.resyncs;
+  skipped_ = c.skipped;
+  seed_ = c.seed;
+  msg_ = c.msg;
+  word_ = c.word;
+  messages_ = c.messages;
+  words_ = c.words;
+  errors_ = c.errors;
+  first_error_ = c.first_error;
+  if (c.rng) rng_ = *c.rng;
 }
 
 }  // namespace mxtb::sim

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -22,6 +23,19 @@ struct TrafficConfig {
 
 uint64_t message_word(uint64_t stream_seed, uint64_t msg, uint32_t word);
 uint32_t message_length(uint64_t stream_seed, uint64_t msg, uint32_t min_words, uint32_t max_words);
+
+// One message's words and length as above, with the hashing they share done once.
+class MessageWords {
+ public:
+  MessageWords(uint64_t stream_seed, uint64_t msg, uint32_t min_words, uint32_t max_words);
+  bool is(uint64_t stream_seed, uint64_t msg) const { return seed_ == stream_seed && msg_ == msg; }
+  uint64_t word(uint32_t w) const;
+  uint32_t length() const { return length_; }
+
+ private:
+  uint64_t seed_, msg_, first_, key_;
+  uint32_t length_;
+};
 
 class TrafficSource {
  public:
@@ -39,6 +53,18 @@ class TrafficSource {
   uint64_t messages_sent() const { return sent_; }
   uint64_t words_sent() const { return words_; }
 
+  // The state a rollback must restore (the fast server engine's speculative windows); the
+  // generator only when it is drawn from (a load below 1), since copying it costs 2.5 KB.
+  struct Checkpoint {
+    bool in_msg, stopped;
+    uint64_t msg;
+    uint32_t word, len;
+    uint64_t sent, words;
+    std::optional<std::mt19937_64> rng;
+  };
+  void save(Checkpoint& c) const;
+  void restore(const Checkpoint& c);
+
  private:
   uint64_t seed_;
   TrafficConfig cfg_;
@@ -48,6 +74,7 @@ class TrafficSource {
   uint64_t msg_ = 0;
   uint32_t word_ = 0, len_ = 0;
   uint64_t sent_ = 0, words_ = 0;
+  std::optional<MessageWords> cache_;  // the current message's
 };
 
 class Scoreboard {
@@ -66,6 +93,18 @@ class Scoreboard {
   uint64_t resyncs() const { return resyncs_; }
   uint64_t skipped_words() const { return skipped_; }
 
+  // As TrafficSource::Checkpoint: the generator only when drawn from (rx_ready below 1).
+  struct Checkpoint {
+    bool resyncing, at_message_start;
+    uint64_t resyncs, skipped, seed, msg;
+    uint32_t word;
+    uint64_t messages, words, errors;
+    std::string first_error;
+    std::optional<std::mt19937_64> rng;
+  };
+  void save(Checkpoint& c) const;
+  void restore(const Checkpoint& c);
+
  private:
   bool resyncing_ = false, at_message_start_ = false;
   uint64_t resyncs_ = 0, skipped_ = 0;
@@ -76,6 +115,7 @@ class Scoreboard {
   uint32_t word_ = 0;
   uint64_t messages_ = 0, words_ = 0, errors_ = 0;
   std::string first_error_;
+  std::optional<MessageWords> cache_;  // the expected message's
 };
 
 }  // namespace mxtb::sim

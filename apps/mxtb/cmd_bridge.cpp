@@ -3,6 +3,7 @@
 // against a plain UDP echo. docs/cli.md, docs/protocol.md.
 #include "apps/mxtb/args.h"
 #include "apps/mxtb/commands.h"
+#include "apps/mxtb/engine_options.h"
 
 #include "apps/mxtb/scenario.h"
 #include "host/fabric/client.h"
@@ -29,7 +30,8 @@ using nlohmann::json;
 
 int cmd_sim(const ArgList& argv) {
   Args args(argv,
-            {"--scenario", "--preset", "--seed", "--listen", "--time-mode", "--rtf", "--fst", "--stop-after-s", "--calibration"},
+            {"--scenario", "--preset", "--seed", "--listen", "--time-mode", "--rtf", "--fst", "--stop-after-s", "--calibration",
+             kEngineFlags[0], kEngineFlags[1]},
             {});
   args.exclusive("--scenario", "--preset");
   const std::string calibration = args.str("--calibration", source_root() + "/traces/calibration/mesh32.json");
@@ -47,6 +49,7 @@ int cmd_sim(const ArgList& argv) {
     cfg.calibration_file = calibration;
   }
   cfg.server.seed = args.u64("--seed", cfg.server.seed);
+  apply_engine_options(args, cfg.server);
   cfg.listen = args.str("--listen", "127.0.0.1:0");
   try {
     sim::parse_listen_address(cfg.listen);

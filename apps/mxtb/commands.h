@@ -13,6 +13,7 @@ int cmd_reg(const ArgList& args);
 int cmd_bench_bridge(const ArgList& args);
 int cmd_demo(const ArgList& args);
 int cmd_bench_reconfig(const ArgList& args);
+int cmd_bench_server(const ArgList& args);
 int cmd_regress(const ArgList& args);
 int cmd_alloc(const ArgList& args);
 int cmd_bench_alloc(const ArgList& args);

@@ -33,9 +33,11 @@ const Command kCommands[] = {
     JUnit XML, and the command that reruns each failing seed)"},
     {"sim", mxtb::app::cmd_sim,
      R"(sim [--scenario FILE | --preset P] [--listen ADDR:PORT] [--time-mode lockstep|paced|free] [--rtf X]
-    [--seed N] [--fst FILE] [--stop-after-s S] [--calibration FILE]
+    [--seed N] [--fst FILE] [--stop-after-s S] [--calibration FILE] [--engine reference|fast] [--threads N]
     the emulated server as a board on the network: IPbus 2.0 over UDP (docs/protocol.md);
-    prints "listening on udp://ADDR:PORT" when it answers)"},
+    prints "listening on udp://ADDR:PORT" when it answers. It runs on the fast engine on one
+    thread unless --engine/--threads (or, for every command that starts it, MXTB_ENGINE and
+    MXTB_THREADS) say otherwise (docs/performance.md))"},
     {"reg", mxtb::app::cmd_reg,
      R"(reg read|write|dump --target udp://ADDR:PORT [NAME|ADDRESS [VALUE]] [--count N] [--timeout-ms MS]
     registers by name: controller (STATUS, LINK_STATUS[3]), emulator (emu.TIME_NS_LO), ram[i])"},
@@ -66,6 +68,11 @@ alloc --experiment frag-tpuv4|fragmented-32|spares --json FILE
     {"bench reconfig", mxtb::app::cmd_bench_reconfig,
      R"(bench reconfig [--scenario FILE] [--seed N] [--out DIR] [--json FILE]
     the demo's failover once per settle preset: the failure-to-Active breakdown of each)"},
+    {"bench server", mxtb::app::cmd_bench_server,
+     R"(bench server [--cycles N] [--rounds R] [--threads T,T..] [--xpus 5|8] [--seed N] [--json FILE]
+    [--no-systemc] [--no-breakdown] [--no-reference]
+    the whole emulated server's simulated cycles per second, engine by engine, under traffic and
+    through a reconfiguration, with where the time goes (docs/performance.md))"},
     {"bench alloc", mxtb::app::cmd_bench_alloc,
      R"(bench alloc --json FILE [--requests N] [--racks R] [--ilp-instances N] [--seed N] [--ilp-ms N]
     100,000-request trace with the heuristic, integer-program solve times)"},

@@ -1,0 +1,34 @@
+#include "apps/mxtb/engine_options.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+namespace mxtb::app {
+
+void apply_engine_options(const Args& args, sim::ServerConfig& cfg) {
+  const char* env_engine = std::getenv("MXTB_ENGINE");
+  const char* env_threads = std::getenv("MXTB_THREADS");
+  std::string engine = args.str("--engine", env_engine ? env_engine : "fast");
+  auto e = sim::server_engine_from_string(engine);
+  if (!e)
+    throw UsageError(fmt::format("{} must be reference or fast, got '{}'", args.has("--engine") ? "--engine" : "MXTB_ENGINE",
+                                 engine));
+  cfg.engine = *e;
+  uint64_t threads = 1;
+  if (args.has("--threads")) {
+    threads = args.u64("--threads", 1);
+  } else if (env_threads) {
+    char* end = nullptr;
+    threads = std::strtoull(env_threads, &end, 10);
+    if (*env_threads == '\0' || *end != '\0' || threads == 0)
+      throw UsageError(fmt::format("MXTB_THREADS must be a thread count, got '{}'", env_threads));
+  }
+  const char* which = args.has("--threads") ? "--threads" : "MXTB_THREADS";
+  if (threads < 1 || threads > 64) throw UsageError(fmt::format("{} must be in 1..64, got {}", which, threads));
+  if (threads > 1 && cfg.engine == sim::ServerEngine::Reference)
+    throw UsageError(fmt::format("{} {}: the reference engine runs on one thread", which, threads));
+  cfg.threads = static_cast<int>(threads);
+}
+
+}  // namespace mxtb::app

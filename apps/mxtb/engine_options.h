@@ -1,0 +1,19 @@
+// `--engine reference|fast` and `--threads N` of the commands that run the emulated server
+// (`mxtb sim`, `mxtb bench server`). Their defaults come from MXTB_ENGINE and MXTB_THREADS when set, so a
+// command that starts the emulator as a child (demo, regress, bench bridge, bench reconfig, serve)
+// runs it the same way: `MXTB_ENGINE=reference mxtb regress ...` measures the reference engine.
+#pragma once
+
+#include "apps/mxtb/args.h"
+
+#include "sim/server_sim.h"
+
+namespace mxtb::app {
+
+// The value flags to add to a command's Args.
+inline const char* const kEngineFlags[] = {"--engine", "--threads"};
+
+// Sets cfg.engine and cfg.threads; a bad value (flag or variable) is a UsageError naming it.
+void apply_engine_options(const Args& args, sim::ServerConfig& cfg);
+
+}  // namespace mxtb::app

@@ -1,0 +1,70 @@
+// Inside ServerSim (sim/server_sim.h): what its engines share. Not for users of the server.
+//
+// Two engines run the same server. The reference engine (server_sim.cpp) is the emulator as it
+// was first written: every clock evaluates every model at both edges and rewires every port. The
+// fast engine (server_fast.cpp) runs the same cycles with less work, alone or across threads, and
+// must give identical results: transitions, scoreboards, bus results, to the cycle
+// (testbench/sim/test_server_engines.cpp). docs/performance.md says what each shortcut saves.
+#pragma once
+
+#include "sim/server_sim.h"
+
+#include "sim/lane_channel.h"
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+
+namespace mxtb::sim {
+
+// A receiver's injected faults: bit errors drawn from its own generator, and a dark window.
+struct LaneFault {
+  explicit LaneFault(uint64_t seed) : rng(seed) {}
+  LaneFault(const LaneFault&) = delete;  // errors draws from rng
+  LaneFault& operator=(const LaneFault&) = delete;
+  std::mt19937_64 rng;
+  BitErrors errors{rng};
+  uint64_t dark_until_cycle = 0;
+};
+
+class ServerSim::Impl {
+ public:
+  struct LinkView {
+    link::LinkState state;
+    link::Reason reason;
+    EndpointIdentity peer;
+    uint64_t frames_tx, frames_rx, crc_errors, replays, retrains;
+  };
+  virtual ~Impl() = default;
+  // Clocks until a stop condition (ServerSim::step) or `max_cycles`; returns the clocks run.
+  virtual uint64_t run(ServerSim& s, uint64_t max_cycles) = 0;
+  virtual void start_read(uint32_t addr) = 0;
+  virtual void start_write(uint32_t addr, uint32_t data) = 0;
+  virtual bool bus_busy() const = 0;
+  virtual bool irq() const = 0;
+  virtual LinkView link_view(int i) const = 0;
+  virtual const TrafficSource& source(int i) const = 0;
+  virtual TrafficSource& source(int i) = 0;
+  virtual const Scoreboard& board(int i) const = 0;
+  virtual LaneFault& lane_fault(int i) = 0;
+  virtual void finish() = 0;
+  virtual void start_waveform(const std::string& path) = 0;
+  virtual void stop_waveform() = 0;
+  virtual bool waveform_on() const = 0;
+  virtual ServerProfile profile() const { return {}; }
+};
+
+// Both engines seed the XPUs' streams, scoreboards and receivers alike.
+inline uint64_t stream_seed(uint64_t seed, int link) { return seed * 1000003ull + static_cast<uint64_t>(link); }
+inline uint64_t source_rng_seed(uint64_t seed, int link) { return seed * 7 + static_cast<uint64_t>(link); }
+inline uint64_t board_rng_seed(uint64_t seed, int link) { return seed * 11 + static_cast<uint64_t>(link); }
+inline uint64_t fault_rng_seed(uint64_t seed, int link) { return seed * 13 + static_cast<uint64_t>(link); }
+
+// Light within this of its target phase counts as settled (the mesh is then no longer re-traced).
+constexpr double kSettleToleranceRad = 1e-3;
+
+std::unique_ptr<ServerSim::Impl> make_reference_engine(ServerSim& s);
+std::unique_ptr<ServerSim::Impl> make_fast_engine(ServerSim& s);
+
+}  // namespace mxtb::sim
