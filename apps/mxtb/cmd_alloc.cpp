@@ -24,7 +24,11 @@ const char* kAllocUsage =
     "       mxtb alloc --experiment frag-tpuv4|fragmented-32|spares --json FILE\n"
     "options: --seed N (default 1)  --solver auto|ilp|heuristic  --ilp-ms N (default 100)  --fibres F (default 4)\n"
     "         --requests N  --load X  --trials N  --free F  --util U  --probes N  --churn N  --chips N  --target P\n"
-    "         --plots PREFIX (default: the JSON path without .json)  --no-plots  --no-check\n";
+    "         --plots PREFIX (default: the JSON path without .json)  --no-plots  --no-check\n"
+    "         --baseline aligned|torus-first-fit|both  --morphlux server|neighbour|both\n"
+    "         (experiments: both; workloads: torus-first-fit and neighbour)\n"
+    "         fragmented-32: --fill aligned|torus-first-fit|both  --fill-mix 4|4/8|4/8/16/32|all\n"
+    "         (default: aligned fill with each mix, and torus-first-fit fill with 4/8/16/32)\n";
 const char* kBenchUsage =
     "usage: mxtb bench alloc --json FILE [--requests N (100000)] [--racks R (64)] [--ilp-instances N (30)]\n"
     "                        [--seed N] [--ilp-ms N (100)]\n";
@@ -119,7 +123,7 @@ int run_alloc_command(const std::vector<std::string>& args) {
         {"--seed", true},    {"--solver", true},   {"--ilp-ms", true}, {"--fibres", true},   {"--requests", true},
         {"--load", true},    {"--trials", true},   {"--free", true},   {"--util", true},     {"--probes", true},
         {"--chips", true},   {"--target", true},   {"--churn", true},   {"--plots", true},  {"--no-plots", false}, {"--no-check", false},
-        {"--help", false}};
+        {"--help", false},   {"--baseline", true}, {"--morphlux", true}, {"--fill", true}, {"--fill-mix", true}};
     auto f = parse_flags(args, allowed);
     if (f.count("--help") || args.empty()) {
       fmt::print("{}", kAllocUsage);
@@ -143,6 +147,49 @@ int run_alloc_command(const std::vector<std::string>& args) {
     else if (solver == "heuristic") o.solver = Solver::kHeuristic;
     else throw UsageError(fmt::format("argument --solver '{}': expected auto, ilp or heuristic", solver));
     const int trials = static_cast<int>(parse_int(f, "--trials", -1, 1, 100000));
+    // Allocator modes and fill specs (docs/alloc.md): experiments compare both modes of each
+    // policy by default, workloads run today's torus first fit and neighbour fabric.
+    const bool experiment = f.count("--experiment") > 0;
+    auto modes = [&](const char* flag, const char* both_default, auto parse) {
+      using Mode = decltype(parse(std::string()));
+      std::string v = f.count(flag) ? f[flag] : (experiment ? "both" : both_default);
+      try {
+        if (v == "both") return std::vector<Mode>{parse(std::string(flag) == "--baseline" ? "aligned" : "server"),
+                                                   parse(std::string(flag) == "--baseline" ? "torus-first-fit" : "neighbour")};
+        return std::vector<Mode>{parse(v)};
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(fmt::format("argument {}: {} (or both)", flag, e.what()));
+      }
+    };
+    o.baselines = modes("--baseline", "torus-first-fit", parse_baseline_mode);
+    o.fabrics = modes("--morphlux", "neighbour", parse_fabric_mode);
+    std::vector<FillSpec> fills;
+    {
+      const std::vector<std::vector<int>> all_mixes = {{4}, {4, 8}, {4, 8, 16, 32}};
+      std::vector<std::vector<int>> mixes;
+      if (f.count("--fill-mix") && f["--fill-mix"] != "all") {
+        try {
+          mixes = {parse_fill_mix(f["--fill-mix"])};
+        } catch (const std::invalid_argument& e) {
+          throw UsageError(fmt::format("argument --fill-mix: {} (or all)", e.what()));
+        }
+      } else {
+        mixes = all_mixes;
+      }
+      std::vector<BaselineMode> fill_modes;
+      const std::string fv = f.count("--fill") ? f["--fill"] : "default";
+      if (fv == "both" || fv == "default") fill_modes = {BaselineMode::kAligned, BaselineMode::kTorusFirstFit};
+      else if (fv == "aligned" || fv == "torus-first-fit") fill_modes = {parse_baseline_mode(fv)};
+      else throw UsageError(fmt::format("argument --fill '{}': expected aligned, torus-first-fit or both", fv));
+      for (BaselineMode m : fill_modes)
+        for (const auto& mix : mixes)
+          // By default the torus-first-fit fill (mxtb's earlier variant) only with today's mix.
+          if (!(fv == "default" && !f.count("--fill-mix") && m == BaselineMode::kTorusFirstFit && mix.size() != 4))
+            fills.push_back({m, mix});
+      if (!experiment || (f.count("--experiment") && f["--experiment"] != "fragmented-32"))
+        for (const char* k : {"--fill", "--fill-mix"})
+          if (f.count(k)) throw UsageError(fmt::format("argument {} applies to --experiment fragmented-32 only", k));
+    }
     json result;
     if (f.count("--experiment")) {
       for (const char* k : {"--workload", "--policy", "--requests", "--load"})
@@ -157,7 +204,7 @@ int run_alloc_command(const std::vector<std::string>& args) {
         result = experiment_fragmented32(racks, parse_double(f, "--util", 0.3, 0, 1),
                                          static_cast<int>(parse_int(f, "--probes", 8, 1, 100000)),
                                          trials > 0 ? trials : 100,
-                                         static_cast<int>(parse_int(f, "--churn", 0, -1, 100000000)), o);
+                                         static_cast<int>(parse_int(f, "--churn", 0, -1, 100000000)), fills, o);
         print_fragmented32(result);
       } else if (ex == "spares") {
         result = experiment_spares(static_cast<int>(parse_int(f, "--chips", 64, 1, 1 << 20)),
@@ -180,7 +227,7 @@ int run_alloc_command(const std::vector<std::string>& args) {
       w.name = f["--workload"];
       w.requests = static_cast<size_t>(parse_int(f, "--requests", 5000, 1, 10000000));
       w.load = parse_double(f, "--load", 0.9, 0.01, 100);
-      result = run_workload(racks, w, policies, o);
+      result = run_workload(racks, w, allocators_for(policies, o), o);
       print_workload(result);
     }
     write_json(result, json_path);
@@ -188,7 +235,10 @@ int run_alloc_command(const std::vector<std::string>& args) {
       std::string prefix = f.count("--plots") ? f["--plots"] : default_prefix(json_path);
       for (const auto& p : plot_results(result, prefix)) fmt::print("wrote {}\n", p);
     }
-    for (const auto& p : result.value("policies", json::array()))
+    std::vector<json> all = result.value("policies", json::array()).get<std::vector<json>>();
+    for (const auto& st : result.value("states", json::array()))
+      for (const auto& p : st.value("policies", json::array())) all.push_back(p);
+    for (const auto& p : all)
       if (!p["invariants"]["ok"].get<bool>()) {
         fmt::print("error: invariant violated: {}\n", p["invariants"]["error"].get<std::string>());
         return 1;

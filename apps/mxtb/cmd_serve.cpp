@@ -18,6 +18,7 @@
 #include "host/fabric/emulator_process.h"
 #include "host/serve/fabric_ipbus.h"
 #include "host/serve/serve.h"
+#include "host/serve/study.h"
 
 
 namespace mxtb::host::serve {
@@ -31,15 +32,19 @@ struct UsageError : std::runtime_error {
 };
 
 const char* kUsage =
-    "usage: mxtb serve --trace FILE|azure-code|synthetic-burst|long-prompt\n"
+    "usage: mxtb serve --trace FILE|azure-code|azure-conv|chat-burst|synthetic-burst|long-prompt\n"
     "                  [--policy NAME...] [--scale X|auto] [--json FILE] [--plot FILE.svg]\n"
-    "policies: fcfs recompute aqua-host aqua-fabric (default: all four; commas also separate)\n"
-    "options: --model llama3-8b  --device h100|h200  --kv-gib G (KV pool; 8, long-prompt 4)\n"
+    "policies: fcfs vllm-0.3 recompute aqua-host aqua-fabric aqua (default: all six; commas also separate)\n"
+    "options: --model llama3-8b  --device h100|h200  --kv-gib G (KV pool; 8, chat-burst 2, long-prompt 4)\n"
     "         --slice K (decode steps per time slice, 16)  --seed N (synthetic-burst, 1)\n"
     "         --real-bytes-per-token B (64, a multiple of 8)  --max-wait S (aging, 5)\n"
     "         --requests N (only the first N requests)\n"
     "         --fabric emulator|static (emulator: circuits and reconfiguration delays from mxtb sim)\n"
-    "         --fabric-preset thermo_optic|electro_optic|mems (the emulated mesh; thermo_optic)\n";
+    "         --fabric-preset thermo_optic|electro_optic|mems (the emulated mesh; thermo_optic)\n"
+    "loads:   --burst N (requests per burst on top of the operating point; chat 400, traces 200; 0: none)\n"
+    "         --bursts K (1)  --rate R (chat-burst arrivals/s at scale 1, 1)  --duration S (chat-burst, 120)\n"
+    "         --no-overload (skip the sustained-overload run)  --paging-budget B (aqua, 0.05)\n"
+    "         --repick N (aqua: decode iterations between re-picks, 5)\n";
 
 
 struct Options {
@@ -51,7 +56,9 @@ Options parse(const std::vector<std::string>& args) {
   static const std::vector<std::string> kValueFlags = {"--trace", "--scale", "--json",  "--plot",
                                                        "--model", "--device", "--kv-gib", "--slice",
                                                        "--seed",  "--real-bytes-per-token", "--max-wait",
-                                                       "--requests", "--fabric", "--fabric-preset"};
+                                                       "--requests", "--fabric", "--fabric-preset",
+                                                       "--burst", "--bursts", "--rate", "--duration",
+                                                       "--paging-budget", "--repick"};
   Options o;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -70,7 +77,7 @@ Options parse(const std::vector<std::string>& args) {
     } else if (std::find(kValueFlags.begin(), kValueFlags.end(), a) != kValueFlags.end()) {
       if (i + 1 >= args.size()) throw UsageError(fmt::format("{} needs a value", a));
       o.values[a] = args[++i];
-    } else if (a == "--help") {
+    } else if (a == "--help" || a == "--no-overload") {
       o.values[a] = "1";
     } else {
       throw UsageError(fmt::format("unknown argument '{}'", a));
@@ -99,84 +106,6 @@ struct Scenario {
   double scale = 1;
   std::vector<Request> reqs;
 };
-
-std::vector<Request> load(const std::string& trace, const std::string& path, double scale, uint64_t seed) {
-  if (trace == "synthetic-burst") return synthetic_burst(seed, scale);
-  if (trace == "long-prompt") return long_prompt();
-  return load_azure_trace(path, scale);
-}
-
-double offered_tok_s(const std::vector<Request>& reqs) {
-  double span = reqs.back().arrival_s - reqs.front().arrival_s;
-  uint64_t tokens = 0;
-  for (const auto& r : reqs) tokens += r.output_tokens;
-  return span > 0 ? static_cast<double>(tokens) / span : 0;
-}
-
-std::string secs(double s) {
-  if (s >= 100) return fmt::format("{:.0f} s", s);
-  if (s >= 1) return fmt::format("{:.2f} s", s);
-  return fmt::format("{:.1f} ms", s * 1e3);
-}
-
-void print_table(const std::vector<RunResult>& runs) {
-  fmt::print("{:<12} {:>10} {:>10} {:>9} {:>9} {:>9} {:>7} {:>8} {:>9} {:>6} {:>7}\n", "policy", "TTFT p50",
-             "TTFT p99", "TBT p50", "TBT p99", "tok/s", "paging", "preempt", "completed", "reconf", "wall");
-  for (const auto& r : runs) {
-    json j = r.to_json();
-    auto pct = [&](const char* k, const std::vector<double>& v) { return v.empty() ? std::string("-") : secs(j[k]); };
-    fmt::print("{:<12} {:>10} {:>10} {:>9} {:>9} {:>9.1f} {:>6.1f}% {:>8} {:>4}/{:<4} {:>6} {:>6.2f}s\n", r.policy,
-               pct("ttft_p50_s", r.ttft_s), pct("ttft_p99_s", r.ttft_s), pct("tbt_p50_s", r.tbt_s), pct("tbt_p99_s", r.tbt_s),
-               r.throughput(), 100 * r.paging_share(), r.preemptions, j["completed"].get<uint64_t>(), r.seqs.size(),
-               r.reconfigurations, r.wall_s);
-  }
-}
-
-const RunResult* find(const std::vector<RunResult>& runs, const std::string& p) {
-  for (const auto& r : runs)
-    if (r.policy == p) return &r;
-  return nullptr;
-}
-
-json goal(const std::string& name, bool met, const std::string& detail) {
-  fmt::print("{} goal {}: {}\n", met ? "PASS" : "FAIL", name, detail);
-  return {{"goal", name}, {"met", met}, {"detail", detail}};
-}
-
-json goals_for(const std::string& trace, const std::vector<RunResult>& runs) {
-  json out = json::array();
-  const RunResult* fab = find(runs, "aqua-fabric");
-  if (trace == "long-prompt") {
-    const RunResult* host = find(runs, "aqua-host");
-    const RunResult* rec = find(runs, "recompute");
-    if (!fab || !host || !rec) {
-      fmt::print("goal long-prompt-throughput: skipped (needs aqua-fabric, aqua-host and recompute)\n");
-      return out;
-    }
-    double other = std::max(host->throughput(), rec->throughput());
-    double x = other > 0 ? fab->throughput() / other : 0;
-    out.push_back(goal("long-prompt-throughput", x >= 3,
-                       fmt::format("aqua-fabric {:.1f} tok/s vs best of aqua-host {:.1f} and recompute {:.2f}: "
-                                   "{:.2f}x (goal >= 3x; Aqua reports 4x)",
-                                   fab->throughput(), host->throughput(), rec->throughput(), x)));
-    return out;
-  }
-  const RunResult* base = find(runs, "fcfs");
-  if (!fab || !base) {
-    fmt::print("goals ttft-p99, throughput: skipped (need fcfs and aqua-fabric)\n");
-    return out;
-  }
-  double b99 = percentile(base->ttft_s, 99), f99 = percentile(fab->ttft_s, 99);
-  double x = f99 > 0 ? b99 / f99 : 0;
-  out.push_back(goal("ttft-p99", x >= 10,
-                     fmt::format("aqua-fabric {} vs fcfs {}: {:.1f}x better (goal >= 10x; Aqua reports 20x)",
-                                 secs(f99), secs(b99), x)));
-  double t = base->throughput() > 0 ? fab->throughput() / base->throughput() : 0;
-  out.push_back(goal("throughput", t >= 0.9,
-                     fmt::format("aqua-fabric {:.1f} tok/s vs fcfs {:.1f} tok/s: {:.3f} of the baseline (goal >= 0.9)",
-                                 fab->throughput(), base->throughput(), t)));
-  return out;
-}
 
 bool plot_ttft_cdf(const std::vector<RunResult>& runs, const std::string& svg) {
   std::string stem = svg.size() > 4 && svg.compare(svg.size() - 4, 4, ".svg") == 0 ? svg.substr(0, svg.size() - 4) : svg;
@@ -221,13 +150,16 @@ int run_serve_command(const std::vector<std::string>& args) {
       fmt::print("{}", kUsage);
       return 0;
     }
-    if (!o.values.count("--trace")) throw UsageError("--trace FILE|azure-code|synthetic-burst|long-prompt is required");
+    if (!o.values.count("--trace"))
+      throw UsageError("--trace FILE|azure-code|azure-conv|chat-burst|synthetic-burst|long-prompt is required");
     const std::string trace = o.values["--trace"];
-    const bool file = trace != "synthetic-burst" && trace != "long-prompt";
-    const std::string path =
-        trace == "azure-code" ? mxtb::app::source_root() + "/traces/azure/AzureLLMInferenceTrace_code.csv" : trace;
+    const bool file = trace != "synthetic-burst" && trace != "long-prompt" && trace != "chat-burst";
+    const std::string path = trace == "azure-code"   ? mxtb::app::source_root() + "/traces/azure/AzureLLMInferenceTrace_code.csv"
+                             : trace == "azure-conv" ? mxtb::app::source_root() + "/traces/azure/AzureLLMInferenceTrace_conv.csv"
+                                                     : trace;
     std::vector<Policy> policies;
-    for (const auto& p : o.policies.empty() ? std::vector<std::string>{"fcfs", "recompute", "aqua-host", "aqua-fabric"}
+    for (const auto& p : o.policies.empty() ? std::vector<std::string>{"fcfs", "vllm-0.3", "recompute", "aqua-host",
+                                                                       "aqua-fabric", "aqua"}
                                             : o.policies)
       policies.push_back(policy_by_name(p));
 
@@ -236,7 +168,7 @@ int run_serve_command(const std::vector<std::string>& args) {
     cfg.device = o.values.count("--device") ? o.values["--device"] : cfg.device;
     model_by_name(cfg.model);
     device_by_name(cfg.device);
-    cfg.kv_pool_gib = number(o, "--kv-gib", trace == "long-prompt" ? 4 : 8, 0.01, 4096);
+    cfg.kv_pool_gib = number(o, "--kv-gib", trace == "long-prompt" ? 4 : trace == "chat-burst" ? 2 : 8, 0.01, 4096);
     cfg.slice_steps = static_cast<uint64_t>(number(o, "--slice", 16, 1, 1e6));
     cfg.max_wait_s = number(o, "--max-wait", 5, 0.001, 1e6);
     cfg.real_bytes_per_token = static_cast<uint32_t>(number(o, "--real-bytes-per-token", 64, 8, 4096));
@@ -251,42 +183,44 @@ int run_serve_command(const std::vector<std::string>& args) {
       throw UsageError(fmt::format("--fabric-preset must be thermo_optic, electro_optic or mems, got '{}'", preset));
     if (o.values.count("--fabric-preset") && fabric_kind != "emulator")
       throw UsageError("--fabric-preset needs --fabric emulator");
-    const std::string scale_arg = o.values.count("--scale") ? o.values["--scale"] : (file ? "auto" : "1");
+    // The load (docs/serve.md): a background the stronger baseline sustains, bursts on top of it,
+    // and the sustained overload beside it.
+    LoadSpec spec;
+    spec.trace = file ? "file" : trace;
+    spec.path = path;
+    spec.seed = seed;
+    spec.chat_rate_per_s = number(o, "--rate", 1, 1e-6, 1e6);
+    spec.chat_duration_s = number(o, "--duration", 120, 1, 1e6);
+    spec.burst.requests = static_cast<size_t>(number(o, "--burst", trace == "chat-burst" ? 400 : 200, 0, 1e7));
+    spec.burst.count = static_cast<int>(number(o, "--bursts", 1, 1, 1000));
+    spec.max_requests = o.values.count("--requests") ? static_cast<size_t>(number(o, "--requests", 0, 1, 1e9)) : 0;
+    cfg.paging_budget = number(o, "--paging-budget", cfg.paging_budget, 0, 1);
+    cfg.repick_steps = static_cast<uint64_t>(number(o, "--repick", static_cast<double>(cfg.repick_steps), 1, 1e6));
+    for (const char* k : {"--rate", "--duration"})
+      if (o.values.count(k) && trace != "chat-burst") throw UsageError(fmt::format("{} applies to --trace chat-burst", k));
+    const std::string scale_arg = o.values.count("--scale") ? o.values["--scale"] : (spec.has_background() ? "auto" : "1");
 
     json out;
-    json sweep = json::array();
-    double scale = 1;
+    double scale = 1, overload_scale = 0;
     if (scale_arg == "auto") {
-      if (!file) throw UsageError("--scale auto needs a trace file");
-      // Compress arrivals until the admission-control baseline no longer keeps up with the
-      // offered load: its throughput falls below 95 % of the offered tokens/s.
-      fmt::print("finding the scale at which fcfs saturates ({}):\n", path);
-      fmt::print("{:>6} {:>12} {:>11} {:>10}\n", "scale", "offered/s", "fcfs tok/s", "TTFT p99");
-      for (double s : {1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0}) {
-        auto reqs = load(trace, path, s, seed);
-        RunResult r = simulate(reqs, Policy::kFcfs, cfg);
-        double offered = offered_tok_s(reqs);
-        fmt::print("{:>6} {:>12.1f} {:>11.1f} {:>10}\n", s, offered, r.throughput(), secs(percentile(r.ttft_s, 99)));
-        sweep.push_back({{"scale", s}, {"offered_tok_s", offered}, {"fcfs", r.to_json()}});
-        scale = s;
-        if (r.throughput() < 0.95 * offered) break;
-      }
-      fmt::print("fcfs saturates at scale {}\n\n", scale);
+      if (!spec.has_background()) throw UsageError("--scale auto needs a trace file or chat-burst");
+      OperatingPoint op = find_operating_point(spec, cfg);
+      out["operating_point_sweep"] = op.sweep;
+      scale = op.sustained;
+      if (!o.values.count("--no-overload")) overload_scale = op.overload;
     } else {
       scale = number(o, "--scale", 1, 1e-6, 1e6);
     }
-    auto reqs = load(trace, path, scale, seed);
-    if (o.values.count("--requests")) {
-      auto n = static_cast<size_t>(number(o, "--requests", 0, 1, 1e9));
-      if (reqs.size() > n) reqs.resize(n);
-    }
+    auto reqs = with_bursts(spec, background(spec, scale));
     CostModel cost(model_by_name(cfg.model), device_by_name(cfg.device));
     double block_bytes = static_cast<double>(cfg.block_tokens) * static_cast<double>(cost.model().kv_bytes_per_token());
     uint64_t pool_blocks = static_cast<uint64_t>(cfg.kv_pool_gib * 1073741824.0 / block_bytes);
-    fmt::print("scenario {}{}: {} requests, scale {}; {} on {}; KV pool {} GiB = {} blocks of {} tokens "
-               "({} KiB/token, {} B/token moved)\n",
-               trace, file ? " (" + path + ")" : "", reqs.size(), scale, cfg.model, cfg.device, cfg.kv_pool_gib,
-               pool_blocks, cfg.block_tokens, cost.model().kv_bytes_per_token() / 1024, cfg.real_bytes_per_token);
+    const size_t burst_reqs = static_cast<size_t>(std::count_if(reqs.begin(), reqs.end(), [](const Request& r) { return r.in_burst; }));
+    fmt::print("scenario {}{}: {} requests ({} in {} burst(s) of 1 s on top), scale {}; {} on {}; KV pool {} GiB = {} "
+               "blocks of {} tokens ({} KiB/token, {} B/token moved)\n",
+               trace, file ? " (" + path + ")" : "", reqs.size(), burst_reqs, burst_reqs ? spec.burst.count : 0, scale,
+               cfg.model, cfg.device, cfg.kv_pool_gib, pool_blocks, cfg.block_tokens,
+               cost.model().kv_bytes_per_token() / 1024, cfg.real_bytes_per_token);
     // The fabric: the emulated server (mxtb sim as a child, over IPbus), or constants.
     std::unique_ptr<fabric::EmulatorProcess> emu;
     std::unique_ptr<fabric::Client> client;
@@ -330,13 +264,17 @@ int run_serve_command(const std::vector<std::string>& args) {
                  cfg.pcie_efficiency);
       fabric_json = {{"kind", "static"}};
     }
-    std::vector<RunResult> runs;
-    for (Policy p : policies) {
-      runs.push_back(simulate(reqs, p, cfg, nullptr, links.get()));
-      // Each run gives its circuits back at its end; the next one must start from the base map.
-      if (links && links->port_map() != EmulatorFabricLinks::base_map(EmulatorFabricConfig{}.shape))
-        throw std::runtime_error(fmt::format("the {} run left extra circuits placed", policy_name(p)));
-    }
+    auto run_all = [&](const std::vector<Request>& load) {
+      std::vector<RunResult> rs;
+      for (Policy p : policies) {
+        rs.push_back(simulate(load, p, cfg, nullptr, links.get()));
+        // Each run gives its circuits back at its end; the next one must start from the base map.
+        if (links && links->port_map() != EmulatorFabricLinks::base_map(EmulatorFabricConfig{}.shape))
+          throw std::runtime_error(fmt::format("the {} run left extra circuits placed", policy_name(p)));
+      }
+      return rs;
+    };
+    std::vector<RunResult> runs = run_all(reqs);
     print_table(runs);
     fmt::print("\n");
     bool invariants_ok = true;
@@ -372,9 +310,36 @@ int run_serve_command(const std::vector<std::string>& args) {
                  1e6 * percentile(r.reconfig_delays_s, 50),
                  1e6 * *std::max_element(r.reconfig_delays_s.begin(), r.reconfig_delays_s.end()));
     }
-    json goals = goals_for(trace, runs);
-    out["scenario"] = {{"trace", trace}, {"path", file ? path : ""}, {"scale", scale}, {"requests", reqs.size()},
+    json goals = serve_goals(trace == "long-prompt" ? "long-prompt" : "burst", runs, cfg, reqs);
+    out["scenario"] = {{"trace", trace},     {"path", file ? path : ""},  {"scale", scale},
+                       {"requests", reqs.size()}, {"burst_requests", burst_reqs}, {"bursts", spec.burst.count},
                        {"offered_tok_s", offered_tok_s(reqs)}, {"seed", seed}};
+    if (trace == "chat-burst")
+      out["scenario"]["chat"] = {{"rate_per_s_at_scale_1", spec.chat_rate_per_s}, {"duration_s", spec.chat_duration_s},
+                                 {"mean_prompt_published", ChatLengths::kMeanPrompt},
+                                 {"mean_output_published", ChatLengths::kMeanOutput}, {"sigma", ChatLengths::kSigma}};
+    // The sustained overload: the first scale the stronger baseline does not keep up with, no
+    // bursts; reported beside the operating point, not used as it.
+    if (overload_scale > 0) {
+      auto heavy = background(spec, overload_scale);
+      fmt::print("\nsustained overload: {} requests at scale {} (offered {:.1f} tok/s), no bursts\n", heavy.size(),
+                 overload_scale, offered_tok_s(heavy));
+      auto over = run_all(heavy);
+      print_table(over);
+      json opol = json::array();
+      for (const auto& r : over) {
+        if (!r.violations.empty()) {
+          invariants_ok = false;
+          fmt::print("FAIL invariants {} (overload): {} violations, first: {}\n", r.policy, r.violations.size(),
+                     r.violations[0]);
+        }
+        opol.push_back(r.to_json());
+      }
+      json og = serve_goals("overload", over, cfg, heavy);
+      for (auto& g : og) goals.push_back(g);
+      out["overload"] = {{"scale", overload_scale}, {"requests", heavy.size()},
+                         {"offered_tok_s", offered_tok_s(heavy)}, {"policies", opol}};
+    }
     out["config"] = {{"model", cfg.model},
                      {"device", cfg.device},
                      {"kv_bytes_per_token", cost.model().kv_bytes_per_token()},
@@ -382,6 +347,13 @@ int run_serve_command(const std::vector<std::string>& args) {
                      {"block_tokens", cfg.block_tokens},
                      {"real_bytes_per_token", cfg.real_bytes_per_token},
                      {"max_batched_tokens", cfg.max_batched_tokens},
+                     {"max_paddings", cfg.max_paddings},
+                     {"watermark", cfg.watermark},
+                     {"repick_steps", cfg.repick_steps},
+                     {"paging_budget", cfg.paging_budget},
+                     {"paging_credit_cap_s", cfg.paging_credit_cap_s},
+                     {"peer_tier_gib", cfg.peer_tier_gib},
+                     {"host_tier_gib", cfg.host_tier_gib},
                      {"slice_steps", cfg.slice_steps},
                      {"max_wait_s", cfg.max_wait_s},
                      {"pcie_bytes_s", cfg.pcie_bytes_s},
@@ -393,7 +365,6 @@ int run_serve_command(const std::vector<std::string>& args) {
                        {"link_efficiency", cfg.fabric.link_efficiency},
                        {"reconfig_s", cfg.fabric.reconfig_s}}}};
     out["fabric"] = fabric_json;
-    if (!sweep.empty()) out["saturation_sweep"] = sweep;
     out["policies"] = pol;
     out["goals"] = goals;
     out["invariants_ok"] = invariants_ok;

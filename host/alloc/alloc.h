@@ -61,9 +61,10 @@ struct LogicalEdge {
 std::vector<LogicalEdge> logical_edges(const Shape& s);
 
 struct Circuit {
-  int u = 0, v = 0;   // logical endpoints
-  int link = -1;      // server link used, -1 when both chips share a server
-  int lanes = 0;      // lanes (ports per endpoint) carried
+  int u = 0, v = 0;        // logical endpoints
+  std::vector<int> path;   // server links crossed from u's server to v's; empty inside one server
+  int lanes = 0;           // lanes (ports per endpoint) carried; each lane holds a fibre on every link of the path
+  int hops() const { return static_cast<int>(path.size()); }
 };
 
 enum class SliceKind { kRackTorus, kRackFabric, kMultiRack };
@@ -75,7 +76,11 @@ struct Slice {
   int rack = -1;         // in-rack slices
   std::vector<int> chips;  // global chip id of each logical chip
   std::vector<Circuit> circuits;  // Morphlux fabric slices only
-  std::string decided_by;  // "first-fit", "ilp", "heuristic", "heuristic(ilp-timeout)", "ocs-cubes"
+  // Contiguous in-rack slices: one entry per fibre their native torus links hold on a server link
+  // (a torus edge between chips of two servers is one of that link's fibres).
+  std::vector<int> torus_fibres;
+  int requested = 0;       // chips asked for (the aligned baseline rounds a request up to its canonical shape)
+  std::string decided_by;  // "first-fit", "aligned", "ilp", "heuristic", "server", "torus-box", "ocs-cubes", ...
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -127,6 +132,19 @@ class Datacenter {
 enum class Policy { kBaseline, kMorphlux };
 enum class Solver { kAuto, kIlp, kHeuristic };
 const char* policy_name(Policy p);
+// How the baseline places an in-rack slice: every rotation and origin with wrap-around, first fit
+// (mxtb's torus allocator), or only the canonical grid-aligned shapes 2x2x1, 2x2x2, 2x2x4, 2x4x4,
+// 4x4x4 at origins that are multiples of their extents, no rotation (the Morphlux authors'
+// baseline; docs/alloc.md).
+enum class BaselineMode { kTorusFirstFit, kAligned };
+// How Morphlux places an in-rack slice: chips on any servers, circuits only between neighbouring
+// servers (kNeighbour, mxtb's fabric model), or whole free servers anywhere in the rack with
+// circuits routed over several server links (kServer, the authors' allocator).
+enum class FabricMode { kNeighbour, kServer };
+const char* baseline_mode_name(BaselineMode m);
+const char* fabric_mode_name(FabricMode m);
+BaselineMode parse_baseline_mode(const std::string& s);  // std::invalid_argument names the choices
+FabricMode parse_fabric_mode(const std::string& s);
 
 struct IlpStats {
   int calls = 0, optimal = 0, infeasible = 0, timeouts = 0, skipped_large = 0;
@@ -138,7 +156,11 @@ struct AllocOptions {
   Solver solver = Solver::kAuto;
   int ilp_time_limit_ms = 100;
   int ilp_max_chips = 8;  // auto: larger slices go straight to the heuristic
+  BaselineMode baseline = BaselineMode::kTorusFirstFit;
+  FabricMode fabric = FabricMode::kNeighbour;
 };
+// "baseline(aligned)", "morphlux(server)", ...: the policy with the mode that applies to it.
+std::string allocator_label(const AllocOptions& o);
 
 class Allocator {
  public:
@@ -155,6 +177,25 @@ class Allocator {
 
 // Whole-cube placement through the optical circuit switches (both policies).
 std::optional<Slice> place_multirack(const Datacenter& dc, const Shape& shape);
+// Fibres a contiguous in-rack slice's native torus links hold: one entry (server link) per torus
+// edge between chips of two servers, at most the link's fibre count per link.
+std::vector<int> torus_fibre_links(const Shape& shape, const std::vector<int>& chips, int fibres_per_link);
+// The aligned baseline's canonical shape for a request of n chips (n <= 64): 2x2x1 (one server),
+// 2x2x2, 2x2x4, 2x4x4 or 4x4x4; throws std::invalid_argument beyond a rack.
+Shape aligned_shape(int n);
+// Aligned placement in rack r: the canonical shape of n chips at a grid-aligned origin, scanned
+// from position `start` (0: first fit). The slice's shape is the canonical one.
+std::optional<Slice> aligned_place_in_rack(const Datacenter& dc, int r, int n, int start = 0);
+// Aligned placement with a random rack order and a random first position (to build fill states).
+std::optional<Slice> aligned_place_random(const Datacenter& dc, int n, std::mt19937_64& rng);
+// Morphlux at server granularity in rack r: a slice of n <= 4 chips in one server (best fit); a
+// larger slice on ceil(n/4) wholly free servers anywhere in the rack, logical chips grouped into
+// compact blocks of 4, blocks mapped to servers to keep circuits short, every circuit routed on a
+// shortest path of server links with a fibre left (a circuit of h hops holds a fibre on each of
+// its h links), wanted lanes granted afterwards from idle fibres along whole paths.
+std::optional<Slice> server_place_in_rack(const Datacenter& dc, int r, const Shape& shape);
+// Hops between two servers of a rack over server links (2x2x4 server torus).
+int server_distance(int s, int t);
 // Baseline: first fit over every rotation and origin, with wrap-around, inside rack r. Origins
 // are scanned cyclically from local chip `origin_start` (0: plain first fit).
 std::optional<Slice> baseline_place_in_rack(const Datacenter& dc, int r, const Shape& shape,
@@ -205,6 +246,10 @@ double allreduce_seconds(const Shape& shape, double bw_fraction, const StepModel
 double step_seconds(const Shape& shape, double bw_fraction, const StepModel& m = {});
 // Fragmentation index of rack r: 1 - S/T for the given candidate shapes (descending volume).
 double rack_fragmentation(const Datacenter& dc, int r, Policy p, const std::vector<Shape>& shapes,
+                          int* largest = nullptr);
+// The same with the policy's mode: the aligned baseline counts only its canonical shapes at
+// aligned origins; Morphlux at server granularity uses server_place_in_rack.
+double rack_fragmentation(const Datacenter& dc, int r, const AllocOptions& o, const std::vector<Shape>& shapes,
                           int* largest = nullptr);
 // Chips disturbed when chip g fails: the whole slice for a contiguous torus, one chip when the
 // fabric can swap in a free chip of the same rack.

@@ -16,10 +16,11 @@ using nlohmann::json;
 
 namespace {
 
-// Candidate slices for the fragmentation index, largest first. Baseline: every box with extents
-// in {1,2,4} (a contiguous torus needs each extent to be a ring). Morphlux: any chip count n, as
-// the most compact factorizations a x b x c = n (the fabric builds any logical torus).
-const std::vector<Shape>& rack_shapes(Policy p) {
+// Candidate slices for the fragmentation index, largest first. Torus first fit: every box with
+// extents in {1,2,4} (a contiguous torus needs each extent to be a ring). Aligned baseline: its
+// five canonical shapes. Morphlux: any chip count n, as the most compact factorizations
+// a x b x c = n (the fabric builds any logical torus).
+const std::vector<Shape>& rack_shapes(const AllocOptions& o) {
   static const std::vector<Shape> base = [] {
     std::vector<Shape> v;
     for (int a : {1, 2, 4})
@@ -29,6 +30,8 @@ const std::vector<Shape>& rack_shapes(Policy p) {
     std::stable_sort(v.begin(), v.end(), [](const Shape& x, const Shape& y) { return x.volume() > y.volume(); });
     return v;
   }();
+  static const std::vector<Shape> aligned = {aligned_shape(64), aligned_shape(32), aligned_shape(16),
+                                             aligned_shape(8), aligned_shape(4)};
   static const std::vector<Shape> fabric = [] {
     std::vector<Shape> v;
     for (int n = kChipsPerRack; n >= 1; --n) {
@@ -42,7 +45,8 @@ const std::vector<Shape>& rack_shapes(Policy p) {
     }
     return v;
   }();
-  return p == Policy::kBaseline ? base : fabric;
+  if (o.policy == Policy::kMorphlux) return fabric;
+  return o.baseline == BaselineMode::kAligned ? aligned : base;
 }
 
 double median(std::vector<double> v) {
@@ -61,28 +65,49 @@ double mean(const std::vector<double>& v) {
   return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
 
-AllocOptions alloc_options(Policy p, const CommonOptions& o) {
+AllocOptions alloc_options(Policy p, const CommonOptions& o, BaselineMode b = BaselineMode::kTorusFirstFit,
+                           FabricMode f = FabricMode::kNeighbour) {
   AllocOptions a;
   a.policy = p;
   a.solver = o.solver;
   a.ilp_time_limit_ms = o.ilp_time_limit_ms;
+  a.baseline = b;
+  a.fabric = f;
   return a;
 }
 
+PolicyRun new_run(const AllocOptions& a) {
+  PolicyRun r;
+  r.alloc = a;
+  return r;
+}
+
 void record_slice(PolicyRun& run, const Slice& s) {
-  auto& st = run.by_size[s.shape.volume()];
+  auto& st = run.by_size[s.requested > 0 ? s.requested : s.shape.volume()];
   double bw = slice_bandwidth(s);
   st.bw_sum += bw;
   st.ar_sum += allreduce_seconds(s.shape, bw);
   st.step_sum += step_seconds(s.shape, bw);
   st.bw_n++;
+  if (s.kind == SliceKind::kRackFabric) {
+    const auto edges = logical_edges(s.shape);
+    for (size_t i = 0; i < s.circuits.size(); ++i) {
+      const auto& c = s.circuits[i];
+      if (c.path.empty()) continue;
+      st.circuits++;
+      st.hops += c.hops();
+      st.lanes += c.lanes;
+      for (const auto& e : edges)
+        if ((e.u == c.u && e.v == c.v) || (e.u == c.v && e.v == c.u)) st.lanes_wanted += e.wanted;
+    }
+  }
   run.decided_by[s.decided_by]++;
 }
 
 void sample_frag(const Datacenter& dc, PolicyRun& run, std::vector<double>* out = nullptr) {
   for (int r = 0; r < dc.racks(); ++r) {
     if (dc.rack_free(r) == 0) continue;
-    double f = rack_fragmentation(dc, r, run.policy, rack_shapes(run.policy));
+    double f = rack_fragmentation(dc, r, run.alloc, rack_shapes(run.alloc));
     run.rack_frag.push_back(f);
     if (out) out->push_back(f);
   }
@@ -95,7 +120,7 @@ void sample_blast(const Datacenter& dc, PolicyRun& run, std::mt19937_64& rng, in
   if (used.empty()) return;
   std::uniform_int_distribution<size_t> pick(0, used.size() - 1);
   for (int i = 0; i < samples; ++i) {
-    run.blast_sum += blast_radius(dc, used[pick(rng)], run.policy);
+    run.blast_sum += blast_radius(dc, used[pick(rng)], run.alloc.policy);
     run.blast_n++;
   }
 }
@@ -104,22 +129,6 @@ void check(const Datacenter& dc, PolicyRun& run, const CommonOptions& o) {
   if (!o.check || !run.invariant_error.empty()) return;
   run.invariant_checks++;
   run.invariant_error = check_invariants(dc);
-}
-
-// Fill until `patience` consecutive requests fail (or nothing is free).
-template <typename Gen>
-void fill(Datacenter& dc, Allocator& al, PolicyRun& run, Gen&& next_shape, int patience) {
-  int fails = 0;
-  while (fails < patience && dc.free_chips() > 0) {
-    Shape s = next_shape();
-    if (auto p = al.place(dc, s)) {
-      record_slice(run, *p);
-      dc.commit(std::move(*p));
-      fails = 0;
-    } else {
-      ++fails;
-    }
-  }
 }
 
 // Frees random slices until at least `chips` chips are free again (or stops at the target).
@@ -143,7 +152,8 @@ Shape size_shape(int n) { return shape_for_chips(n); }
 
 json PolicyRun::to_json() const {
   json j;
-  j["policy"] = policy_name(policy);
+  j["policy"] = allocator_label(alloc);
+  j["mode"] = alloc.policy == Policy::kBaseline ? baseline_mode_name(alloc.baseline) : fabric_mode_name(alloc.fabric);
   json sizes = json::array();
   for (const auto& [n, st] : by_size) {
     json s{{"size", n}, {"submitted", st.submitted}, {"accepted", st.accepted}, {"placed_slices", st.bw_n}};
@@ -152,6 +162,11 @@ json PolicyRun::to_json() const {
       s["bandwidth"] = st.bw_sum / st.bw_n;
       s["allreduce_s"] = st.ar_sum / st.bw_n;
       s["step_s"] = st.step_sum / st.bw_n;
+    }
+    if (st.circuits) {
+      s["fabric_circuits"] = st.circuits;
+      s["mean_hops"] = static_cast<double>(st.hops) / st.circuits;
+      s["lanes_granted_share"] = st.lanes_wanted ? static_cast<double>(st.lanes) / st.lanes_wanted : 0.0;
     }
     sizes.push_back(s);
   }
@@ -167,16 +182,65 @@ json PolicyRun::to_json() const {
   return j;
 }
 
+std::vector<AllocOptions> allocators_for(const std::vector<Policy>& policies, const CommonOptions& o) {
+  std::vector<AllocOptions> out;
+  for (Policy p : policies) {
+    if (p == Policy::kBaseline)
+      for (BaselineMode b : o.baselines) out.push_back(alloc_options(p, o, b));
+    else
+      for (FabricMode f : o.fabrics) out.push_back(alloc_options(p, o, BaselineMode::kTorusFirstFit, f));
+  }
+  return out;
+}
+
+std::string FillSpec::name() const {
+  std::string m;
+  for (size_t i = 0; i < mix.size(); ++i) m += (i ? "/" : "") + std::to_string(mix[i]);
+  return fmt::format("{} {}", baseline_mode_name(fill), m);
+}
+
+std::vector<int> parse_fill_mix(const std::string& s) {
+  std::vector<int> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t slash = s.find('/', pos);
+    std::string tok = s.substr(pos, slash == std::string::npos ? std::string::npos : slash - pos);
+    if (tok != "4" && tok != "8" && tok != "16" && tok != "32")
+      throw std::invalid_argument(fmt::format("fill mix '{}': sizes must be 4, 8, 16 or 32 separated by '/'", s));
+    int n = std::stoi(tok);
+    if (std::find(out.begin(), out.end(), n) != out.end())
+      throw std::invalid_argument(fmt::format("fill mix '{}': size {} listed twice", s, n));
+    out.push_back(n);
+    if (slash == std::string::npos) break;
+    pos = slash + 1;
+  }
+  return out;
+}
+
 namespace {
 
-// Fills with the baseline's contiguous placement, randomized (random origin start in a rack, and a
-// random rack order when shuffle_racks), until `patience` requests in a row are refused.
+// One randomized placement of the state-building baseline: aligned (canonical shapes at random
+// aligned positions) or torus first fit (every rotation, origins from a random start). Racks in
+// random order when shuffle_racks, else first fit (so that multi-rack slices still find cubes).
+std::optional<Slice> random_place(const Datacenter& dc, const Shape& shape, BaselineMode b, std::mt19937_64& rng,
+                                  bool shuffle_racks) {
+  if (shape.volume() > kChipsPerRack) return place_multirack(dc, shape);
+  if (b == BaselineMode::kTorusFirstFit) return baseline_place_random(dc, shape, rng, shuffle_racks);
+  if (shuffle_racks) return aligned_place_random(dc, shape.volume(), rng);
+  std::uniform_int_distribution<int> start(0, kServersPerRack - 1);
+  for (int r = 0; r < dc.racks(); ++r)
+    if (auto s = aligned_place_in_rack(dc, r, shape.volume(), start(rng))) return s;
+  return std::nullopt;
+}
+
+// Fills with a baseline's randomized placement until `patience` requests in a row are refused.
 template <typename Gen>
-void fill_baseline_random(Datacenter& dc, std::mt19937_64& rng, Gen&& next_shape, int patience, bool shuffle_racks) {
+void fill_random(Datacenter& dc, std::mt19937_64& rng, Gen&& next_shape, int patience, BaselineMode b,
+                 bool shuffle_racks) {
   int fails = 0;
   while (fails < patience && dc.free_chips() > 0) {
     Shape s = next_shape();
-    if (auto p = baseline_place_random(dc, s, rng, shuffle_racks)) {
+    if (auto p = random_place(dc, s, b, rng, shuffle_racks)) {
       dc.commit(std::move(*p));
       fails = 0;
     } else {
@@ -194,162 +258,247 @@ void merge_ilp(PolicyRun& run, const IlpStats& s) {
   run.ilp.solve_ms.insert(run.ilp.solve_ms.end(), s.solve_ms.begin(), s.solve_ms.end());
 }
 
+// The state builder's own allocator first, then the other baselines, then Morphlux's modes.
+std::vector<AllocOptions> measured_on(BaselineMode state, const CommonOptions& o) {
+  std::vector<AllocOptions> out{alloc_options(Policy::kBaseline, o, state)};
+  for (BaselineMode b : o.baselines)
+    if (b != state) out.push_back(alloc_options(Policy::kBaseline, o, b));
+  for (FabricMode f : o.fabrics) out.push_back(alloc_options(Policy::kMorphlux, o, BaselineMode::kTorusFirstFit, f));
+  return out;
+}
+
+std::string mode_list(const CommonOptions& o) {
+  std::string s;
+  for (BaselineMode b : o.baselines) s += std::string(s.empty() ? "" : ", ") + "baseline(" + baseline_mode_name(b) + ")";
+  for (FabricMode f : o.fabrics) s += std::string(s.empty() ? "" : ", ") + "morphlux(" + fabric_mode_name(f) + ")";
+  return s;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
-// Case 1. One occupancy state per trial, built by the baseline's own placement (first fit over
-// racks, so that multi-rack slices find free cubes; every rotation; origins scanned from a random
-// start so that slices are not packed into the corner of a rack), filled until the first request
-// is refused; then a fraction of the live slices, picked at random, is released. Both policies'
-// fragmentation indices are measured on that same state.
+// Case 1. One occupancy state per trial and per baseline mode, built by that baseline's own
+// placement (first fit over racks, so that multi-rack slices find free cubes; origins or aligned
+// positions scanned from a random start so that slices are not packed into the corner of a rack),
+// filled until 64 requests in a row are refused; then a fraction of the live slices, picked at
+// random, is released. Every allocator's fragmentation index is measured on that same state.
 json experiment_frag_tpuv4(int racks, double free_frac, int trials, const CommonOptions& o) {
   if (racks <= 0) throw std::invalid_argument(fmt::format("--racks must be positive (got {})", racks));
   if (free_frac < 0 || free_frac > 1) throw std::invalid_argument("--free must be in [0,1]");
+  if (o.baselines.empty()) throw std::invalid_argument("frag-tpuv4 needs at least one baseline mode");
   ShapeMix mix = load_shape_mix(workload_path("tpu_job_size.csv"));
   const int patience = 64;  // "fill": until 64 requests in a row are refused (all racks full)
   json out{{"experiment", "frag-tpuv4"}, {"racks", racks}, {"chips", racks * kChipsPerRack},
            {"free_fraction", free_frac}, {"trials", trials}, {"seed", o.seed}, {"fibres", o.fibres},
-           {"state", "shared: baseline first fit over racks, random origin start, fill until 64 refusals "
-                     "in a row, then release random slices; both indices measured on that state"}};
-  PolicyRun runs[2];
-  runs[0].policy = Policy::kBaseline;
-  runs[1].policy = Policy::kMorphlux;
-  std::vector<double> worst[2], mean_frag[2], util_full, util_after, frag_racks;
-  std::map<int, long> free_hist;
-  for (int t = 0; t < trials; ++t) {
-    std::mt19937_64 rng(o.seed + static_cast<uint64_t>(t));
-    Datacenter dc(racks, o.fibres);
-    fill_baseline_random(dc, rng, [&] { return mix.sample(rng); }, patience, false);
-    util_full.push_back(1.0 - static_cast<double>(dc.free_chips()) / dc.chips());
-    auto ids = dc.live_ids();
-    std::shuffle(ids.begin(), ids.end(), rng);
-    ids.resize(static_cast<size_t>(free_frac * static_cast<double>(ids.size()) + 0.5));
-    for (int id : ids) dc.release(id);
-    util_after.push_back(1.0 - static_cast<double>(dc.free_chips()) / dc.chips());
-    int partial = 0;
-    for (int r = 0; r < dc.racks(); ++r) {
-      free_hist[dc.rack_free(r)]++;
-      partial += dc.rack_free(r) > 0 && dc.rack_free(r) < kChipsPerRack;
+           {"allocators", mode_list(o)},
+           {"state", "one per baseline mode: that baseline's placement, first fit over racks, random origin "
+                     "(or aligned position) start, fill until 64 refusals in a row, then release random slices; "
+                     "every allocator's index measured on that state"},
+           {"paper_worst_rack_fragmentation", 0.7}};
+  json pol = json::array(), states = json::array();
+  for (BaselineMode state : o.baselines) {
+    auto allocs = measured_on(state, o);
+    std::vector<PolicyRun> runs;
+    for (const auto& a : allocs) runs.push_back(new_run(a));
+    std::vector<std::vector<double>> worst(runs.size()), mean_frag(runs.size());
+    std::vector<double> util_full, util_after, frag_racks;
+    std::map<int, long> free_hist;
+    for (int t = 0; t < trials; ++t) {
+      std::mt19937_64 rng(o.seed + static_cast<uint64_t>(t));
+      Datacenter dc(racks, o.fibres);
+      fill_random(dc, rng, [&] { return mix.sample(rng); }, patience, state, false);
+      util_full.push_back(1.0 - static_cast<double>(dc.free_chips()) / dc.chips());
+      auto ids = dc.live_ids();
+      std::shuffle(ids.begin(), ids.end(), rng);
+      ids.resize(static_cast<size_t>(free_frac * static_cast<double>(ids.size()) + 0.5));
+      for (int id : ids) dc.release(id);
+      util_after.push_back(1.0 - static_cast<double>(dc.free_chips()) / dc.chips());
+      int partial = 0;
+      for (int r = 0; r < dc.racks(); ++r) {
+        free_hist[dc.rack_free(r)]++;
+        partial += dc.rack_free(r) > 0 && dc.rack_free(r) < kChipsPerRack;
+      }
+      frag_racks.push_back(partial);
+      for (size_t k = 0; k < runs.size(); ++k) {
+        check(dc, runs[k], o);
+        std::vector<double> f;
+        sample_frag(dc, runs[k], &f);
+        worst[k].push_back(f.empty() ? 0.0 : *std::max_element(f.begin(), f.end()));
+        mean_frag[k].push_back(mean(f));
+      }
     }
-    frag_racks.push_back(partial);
-    for (int k = 0; k < 2; ++k) {
-      check(dc, runs[k], o);
-      std::vector<double> f;
-      sample_frag(dc, runs[k], &f);
-      worst[k].push_back(f.empty() ? 0.0 : *std::max_element(f.begin(), f.end()));
-      mean_frag[k].push_back(mean(f));
+    json h = json::object();
+    for (auto [f, c] : free_hist) h[std::to_string(f)] = c;
+    json st{{"fill", baseline_mode_name(state)}, {"rack_free_histogram", h},
+            {"partly_free_racks_mean", mean(frag_racks)}, {"utilization_full", mean(util_full)},
+            {"utilization_after_free", mean(util_after)}};
+    json sp = json::array();
+    for (size_t k = 0; k < runs.size(); ++k) {
+      json j = runs[k].to_json();
+      j["state"] = baseline_mode_name(state);
+      j["worst_rack_fragmentation"] = stats_json(worst[k]);
+      j["mean_rack_fragmentation"] = stats_json(mean_frag[k]);
+      j["utilization_full"] = mean(util_full);
+      j["utilization_after_free"] = mean(util_after);
+      sp.push_back(j);
+      pol.push_back(j);
     }
-  }
-  json pol = json::array();
-  for (int k = 0; k < 2; ++k) {
-    json j = runs[k].to_json();
-    j["worst_rack_fragmentation"] = stats_json(worst[k]);
-    j["mean_rack_fragmentation"] = stats_json(mean_frag[k]);
-    j["utilization_full"] = mean(util_full);
-    j["utilization_after_free"] = mean(util_after);
-    pol.push_back(j);
+    // Cut of the worst-rack and mean index by each Morphlux mode against the state's baseline.
+    double wb = sp[0]["worst_rack_fragmentation"]["mean"], mb = sp[0]["mean_rack_fragmentation"]["mean"];
+    json cuts = json::object();
+    for (const auto& j : sp)
+      if (j["policy"].get<std::string>().rfind("morphlux", 0) == 0)
+        cuts[j["policy"].get<std::string>()] = {
+            {"worst", wb > 0 ? 1.0 - j["worst_rack_fragmentation"]["mean"].get<double>() / wb : 0.0},
+            {"mean", mb > 0 ? 1.0 - j["mean_rack_fragmentation"]["mean"].get<double>() / mb : 0.0}};
+    st["fragmentation_cut"] = cuts;
+    states.push_back(st);
   }
   out["policies"] = pol;
-  json h = json::object();
-  for (auto [f, c] : free_hist) h[std::to_string(f)] = c;
-  out["rack_free_histogram"] = h;  // free chips in a rack -> racks (summed over trials)
-  out["partly_free_racks_mean"] = mean(frag_racks);
-  double wb = pol[0]["worst_rack_fragmentation"]["mean"], wm = pol[1]["worst_rack_fragmentation"]["mean"];
-  double mb = pol[0]["mean_rack_fragmentation"]["mean"], mm = pol[1]["mean_rack_fragmentation"]["mean"];
-  out["worst_fragmentation_cut"] = wb > 0 ? 1.0 - wm / wb : 0.0;
-  out["mean_fragmentation_cut"] = mb > 0 ? 1.0 - mm / mb : 0.0;
+  out["states"] = states;
   return out;
 }
 
-// Case 2. One fragmented state per trial, built by the baseline's own placement (random rack
-// order, every rotation, origins from a random start): random sizes from {4,8,16,32} until 64
-// requests in a row are refused, optional churn rounds (release a random slice, refill), then
-// random slices released until utilization <= util_after_free. Each policy then gets its own copy
-// of that state and the same sequence of `probes` 32-chip requests, committed as they are accepted
-// (sequential). The first probe of each trial is the independent test: one 32-chip request
-// against the fragmented state.
+// Case 2. For each fill spec, one fragmented state per trial, built by the fill baseline's
+// randomized placement (random rack order; torus first fit: every rotation, origins from a random
+// start; aligned: canonical shapes at random aligned positions), sizes drawn uniformly from the
+// mix until 64 requests in a row are refused, optional churn rounds (release a random slice,
+// refill), then random slices released until utilization <= util_after_free. Each allocator then
+// gets its own copy of that state and the same sequence of `probes` 32-chip requests, committed as
+// they are accepted (sequential). The first probe of each trial is the independent test.
 json experiment_fragmented32(int racks, double util_after_free, int probes, int trials, int churn_rounds,
-                             const CommonOptions& o) {
+                             const std::vector<FillSpec>& fills, const CommonOptions& o) {
   if (racks <= 0) throw std::invalid_argument(fmt::format("--racks must be positive (got {})", racks));
-  const std::vector<int> sizes = {4, 8, 16, 32};
+  if (fills.empty()) throw std::invalid_argument("fragmented-32 needs at least one fill spec");
   const Shape probe = size_shape(32);
   json out{{"experiment", "fragmented-32"}, {"racks", racks}, {"chips", racks * kChipsPerRack},
            {"utilization_after_free", util_after_free}, {"probes_per_trial", probes},
            {"trials", trials}, {"seed", o.seed}, {"fibres", o.fibres}, {"churn_rounds", churn_rounds},
-           {"state", "shared: baseline placement, random rack order and origin start, fill until 64 "
+           {"allocators", mode_list(o)},
+           {"state", "per fill spec: the fill baseline's randomized placement, random rack order, fill until 64 "
                      "refusals in a row, release random slices down to the target utilization"},
-           {"probe_mode", "sequential: each policy gets a copy of the state and the same 32-chip "
-                          "requests, committed when accepted; first probe = independent test"}};
-  PolicyRun runs[2];
-  runs[0].policy = Policy::kBaseline;
-  runs[1].policy = Policy::kMorphlux;
-  long first_ok[2] = {0, 0};
-  std::vector<double> util_full, util_after, box_racks, fabric_racks;
-  std::map<int, long> free_hist, live_by_size;
-  for (int t = 0; t < trials; ++t) {
-    std::mt19937_64 rng(o.seed + static_cast<uint64_t>(t));
-    Datacenter dc(racks, o.fibres);
-    std::uniform_int_distribution<size_t> pick(0, sizes.size() - 1);
-    auto next = [&] { return size_shape(sizes[pick(rng)]); };
-    fill_baseline_random(dc, rng, next, 64, true);
-    const int rounds = churn_rounds >= 0 ? churn_rounds : 4 * static_cast<int>(dc.live_ids().size());
-    for (int c = 0; c < rounds; ++c) {
-      auto ids = dc.live_ids();
-      if (!ids.empty()) dc.release(ids[rng() % ids.size()]);
-      fill_baseline_random(dc, rng, next, 4, true);
+           {"probe_mode", "sequential: each allocator gets a copy of the state and the same 32-chip "
+                          "requests, committed when accepted; first probe = independent test"},
+           {"paper", {{"baseline_rejected", 0.75}, {"morphlux_rejected", 0.0}, {"worst_rack_fragmentation", 0.7}}}};
+  json states = json::array();
+  for (const FillSpec& fs : fills) {
+    if (fs.mix.empty()) throw std::invalid_argument("fill mix is empty");
+    std::vector<AllocOptions> allocs;
+    for (BaselineMode b : o.baselines) allocs.push_back(alloc_options(Policy::kBaseline, o, b));
+    for (FabricMode f : o.fabrics) allocs.push_back(alloc_options(Policy::kMorphlux, o, BaselineMode::kTorusFirstFit, f));
+    std::vector<PolicyRun> runs;
+    for (const auto& a : allocs) runs.push_back(new_run(a));
+    std::vector<long> first_ok(runs.size(), 0);
+    std::vector<std::vector<double>> worst(runs.size());
+    std::vector<double> util_full, util_after, box_racks, aligned_racks, server_racks;
+    std::map<int, long> free_hist, live_by_size;
+    for (int t = 0; t < trials; ++t) {
+      std::mt19937_64 rng(o.seed + static_cast<uint64_t>(t));
+      Datacenter dc(racks, o.fibres);
+      std::uniform_int_distribution<size_t> pick(0, fs.mix.size() - 1);
+      auto next = [&] { return size_shape(fs.mix[pick(rng)]); };
+      fill_random(dc, rng, next, 64, fs.fill, true);
+      const int rounds = churn_rounds >= 0 ? churn_rounds : 4 * static_cast<int>(dc.live_ids().size());
+      for (int c = 0; c < rounds; ++c) {
+        auto ids = dc.live_ids();
+        if (!ids.empty()) dc.release(ids[rng() % ids.size()]);
+        fill_random(dc, rng, next, 4, fs.fill, true);
+      }
+      util_full.push_back(1.0 - static_cast<double>(dc.free_chips()) / dc.chips());
+      free_random(dc, rng, static_cast<int>((1.0 - util_after_free) * dc.chips() + 0.5));
+      util_after.push_back(1.0 - static_cast<double>(dc.free_chips()) / dc.chips());
+      for (int id : dc.live_ids()) live_by_size[dc.slice(id).requested]++;
+      int nb = 0, na = 0, ns = 0;
+      for (int r = 0; r < dc.racks(); ++r) {
+        free_hist[dc.rack_free(r)]++;
+        nb += baseline_place_in_rack(dc, r, probe).has_value();
+        na += aligned_place_in_rack(dc, r, 32).has_value();
+        ns += server_place_in_rack(dc, r, probe).has_value();
+      }
+      box_racks.push_back(nb);
+      aligned_racks.push_back(na);
+      server_racks.push_back(ns);
+      for (size_t k = 0; k < runs.size(); ++k) {
+        check(dc, runs[k], o);
+        std::vector<double> f;
+        sample_frag(dc, runs[k], &f);
+        worst[k].push_back(f.empty() ? 0.0 : *std::max_element(f.begin(), f.end()));
+        Datacenter d = dc;
+        Allocator al(runs[k].alloc);
+        for (int i = 0; i < probes; ++i) {
+          auto& st = runs[k].by_size[32];
+          st.submitted++;
+          if (auto s = al.place(d, probe)) {
+            st.accepted++;
+            first_ok[k] += i == 0;
+            record_slice(runs[k], *s);
+            d.commit(std::move(*s));
+          }
+        }
+        check(d, runs[k], o);
+        merge_ilp(runs[k], al.ilp_stats());
+      }
     }
-    util_full.push_back(1.0 - static_cast<double>(dc.free_chips()) / dc.chips());
-    free_random(dc, rng, static_cast<int>((1.0 - util_after_free) * dc.chips() + 0.5));
-    util_after.push_back(1.0 - static_cast<double>(dc.free_chips()) / dc.chips());
-    for (int id : dc.live_ids()) live_by_size[dc.slice(id).shape.volume()]++;
-    int nb = 0, nf = 0;
-    for (int r = 0; r < dc.racks(); ++r) {
-      free_hist[dc.rack_free(r)]++;
-      bool box = baseline_place_in_rack(dc, r, probe).has_value();
-      nb += box;
-      nf += box || (dc.rack_free(r) >= probe.volume() && !fabric_heuristic(rack_view(dc, r), probe).empty());
+    json pol = json::array();
+    for (size_t k = 0; k < runs.size(); ++k) {
+      json j = runs[k].to_json();
+      const auto& st = runs[k].by_size[32];
+      j["first_probe_acceptance"] = trials > 0 ? static_cast<double>(first_ok[k]) / trials : 0.0;
+      j["rejected"] = st.submitted ? 1.0 - static_cast<double>(st.accepted) / st.submitted : 0.0;
+      j["worst_rack_fragmentation"] = stats_json(worst[k]);
+      pol.push_back(j);
     }
-    box_racks.push_back(nb);
-    fabric_racks.push_back(nf);
-    for (int k = 0; k < 2; ++k) {
-      check(dc, runs[k], o);
-      sample_frag(dc, runs[k]);
-      Datacenter d = dc;
-      Allocator al(alloc_options(runs[k].policy, o));
-      for (int i = 0; i < probes; ++i) {
-        auto& st = runs[k].by_size[32];
-        st.submitted++;
-        if (auto s = al.place(d, probe)) {
-          st.accepted++;
-          first_ok[k] += i == 0;
-          record_slice(runs[k], *s);
-          d.commit(std::move(*s));
+    json h = json::object(), ls = json::object();
+    for (auto [f, c] : free_hist) h[std::to_string(f)] = c;
+    for (auto [n, c] : live_by_size) ls[std::to_string(n)] = c;
+    states.push_back({{"fill", baseline_mode_name(fs.fill)},
+                      {"mix", fs.mix},
+                      {"name", fs.name()},
+                      {"policies", pol},
+                      {"rack_free_histogram", h},        // free chips in a rack -> racks (summed over trials)
+                      {"live_slices_by_size", ls},       // surviving slices after the release (summed)
+                      {"racks_with_free_32_box_mean", mean(box_racks)},
+                      {"racks_with_aligned_32_mean", mean(aligned_racks)},
+                      {"racks_where_server_morphlux_fits_32_mean", mean(server_racks)},
+                      {"utilization_full", mean(util_full)},
+                      {"utilization_probed", mean(util_after)}});
+  }
+  out["states"] = states;
+  // Which fill mix matches the paper's figure: the aligned fill whose aligned-baseline rejection is
+  // closest to 75 %; the goals are judged on the paper's protocol (aligned fill of 4-chip slices).
+  const json* closest = nullptr;
+  double closest_gap = 2;
+  const json* paper = nullptr;
+  for (const auto& st : states) {
+    if (st["fill"] != "aligned") continue;
+    if (st["mix"] == json::array({4})) paper = &st;
+    for (const auto& p : st["policies"])
+      if (p["policy"] == "baseline(aligned)") {
+        double gap = std::abs(p["rejected"].get<double>() - 0.75);
+        if (gap < closest_gap) {
+          closest_gap = gap;
+          closest = &st;
         }
       }
-      check(d, runs[k], o);
-      merge_ilp(runs[k], al.ilp_stats());
+  }
+  if (closest) out["closest_to_paper"] = (*closest)["name"];
+  json goals = json::array();
+  if (paper) {
+    for (const auto& p : (*paper)["policies"]) {
+      const std::string name = p["policy"];
+      const double rej = p["rejected"];
+      if (name == "baseline(aligned)")
+        goals.push_back({{"goal", "aligned-baseline-rejects-75"}, {"met", std::abs(rej - 0.75) <= 0.10 + 1e-12},
+                         {"value", rej}, {"target", "0.75 +- 0.10"}, {"state", (*paper)["name"]}});
+      if (name == "morphlux(server)")
+        goals.push_back({{"goal", "morphlux-server-rejects-at-most-5"}, {"met", rej <= 0.05 + 1e-12},
+                         {"value", rej}, {"target", "<= 0.05"}, {"state", (*paper)["name"]}});
     }
   }
-  json pol = json::array();
-  for (int k = 0; k < 2; ++k) {
-    json j = runs[k].to_json();
-    j["first_probe_acceptance"] = trials > 0 ? static_cast<double>(first_ok[k]) / trials : 0.0;
-    j["utilization_full"] = mean(util_full);
-    j["utilization_probed"] = mean(util_after);
-    pol.push_back(j);
-  }
-  out["policies"] = pol;
-  json h = json::object(), ls = json::object();
-  for (auto [f, c] : free_hist) h[std::to_string(f)] = c;
-  for (auto [n, c] : live_by_size) ls[std::to_string(n)] = c;
-  out["rack_free_histogram"] = h;             // free chips in a rack -> racks (summed over trials)
-  out["live_slices_by_size"] = ls;            // surviving slices after the release (summed)
-  out["racks_with_free_32_box_mean"] = mean(box_racks);
-  out["racks_where_morphlux_fits_32_mean"] = mean(fabric_racks);
-  out["utilization_full"] = mean(util_full);
-  out["utilization_probed"] = mean(util_after);
+  out["goals"] = goals;
   return out;
 }
+
 
 json experiment_spares(int chips, double target, int trials, uint64_t seed) {
   if (chips <= 0 || chips % kChipsPerServer)
@@ -462,13 +611,12 @@ std::vector<Job> workload_jobs(const WorkloadSpec& w, int racks, std::mt19937_64
   return load_job_trace(w.name, w.requests);
 }
 
-PolicyRun simulate(int racks, const std::vector<Job>& jobs, Policy p, const CommonOptions& o, int samples,
-                   double* seconds) {
+PolicyRun simulate(int racks, const std::vector<Job>& jobs, const AllocOptions& a, const CommonOptions& o,
+                   int samples, double* seconds) {
   auto t0 = std::chrono::steady_clock::now();
-  PolicyRun run;
-  run.policy = p;
+  PolicyRun run = new_run(a);
   Datacenter dc(racks, o.fibres);
-  Allocator al(alloc_options(p, o));
+  Allocator al(a);
   std::mt19937_64 rng(o.seed ^ 0x9e3779b97f4a7c15ULL);
   using Dep = std::pair<double, int>;
   std::priority_queue<Dep, std::vector<Dep>, std::greater<Dep>> deps;
@@ -500,7 +648,8 @@ PolicyRun simulate(int racks, const std::vector<Job>& jobs, Policy p, const Comm
 }
 }  // namespace
 
-json run_workload(int racks, const WorkloadSpec& w, const std::vector<Policy>& policies, const CommonOptions& o) {
+json run_workload(int racks, const WorkloadSpec& w, const std::vector<AllocOptions>& allocators,
+                  const CommonOptions& o) {
   if (racks <= 0) throw std::invalid_argument(fmt::format("--racks must be positive (got {})", racks));
   std::mt19937_64 rng(o.seed);
   std::string source;
@@ -510,9 +659,9 @@ json run_workload(int racks, const WorkloadSpec& w, const std::vector<Policy>& p
            {"solver", o.solver == Solver::kAuto ? "auto" : o.solver == Solver::kIlp ? "ilp" : "heuristic"}};
   if (w.name == "tpuv4" || source == w.name) out["offered_load"] = w.load;
   json pol = json::array();
-  for (Policy p : policies) {
+  for (const AllocOptions& a : allocators) {
     double secs = 0;
-    PolicyRun run = simulate(racks, jobs, p, o, 50, &secs);
+    PolicyRun run = simulate(racks, jobs, a, o, 50, &secs);
     json j = run.to_json();
     j["wall_s"] = secs;
     pol.push_back(j);
@@ -535,7 +684,7 @@ json run_bench(size_t requests, int racks, int ilp_instances, const CommonOption
     auto jobs = workload_jobs(w, racks, rng, &source);
     for (Policy p : {Policy::kBaseline, Policy::kMorphlux}) {
       double secs = 0;
-      PolicyRun run = simulate(racks, jobs, p, h, 0, &secs);
+      PolicyRun run = simulate(racks, jobs, alloc_options(p, h), h, 0, &secs);
       long acc = 0, sub = 0;
       for (auto& [n, st] : run.by_size) {
         acc += st.accepted;
@@ -605,41 +754,67 @@ void print_histogram(const char* what, const json& h) {
 
 void print_frag_tpuv4(const json& j) {
   fmt::print("Case 1: fill {} racks ({} chips) from the TPU v4 mix, free {:.0f}% of the slices at random, "
-             "{} trial(s), seed {}; both policies measured on the same state\n",
+             "{} trial(s), seed {}; one state per baseline mode, every allocator measured on it\n",
              j["racks"].get<int>(), j["chips"].get<int>(), 100 * j["free_fraction"].get<double>(),
              j["trials"].get<int>(), j["seed"].get<uint64_t>());
-  fmt::print("{:<10} {:>9} {:>9} {:>12} {:>12} {:>12} {:>12}\n", "policy", "util", "util-free", "worst-frag",
-             "worst-max", "mean-frag", "p90-frag");
+  fmt::print("{:<17} {:<26} {:>7} {:>9} {:>11} {:>10} {:>10} {:>9}\n", "state (fill)", "allocator", "util",
+             "util-free", "worst-frag", "worst-max", "mean-frag", "p90-frag");
   for (const auto& p : j["policies"])
-    fmt::print("{:<10} {:>9} {:>9} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.3f}\n", p["policy"].get<std::string>(),
-               pct(p["utilization_full"]), pct(p["utilization_after_free"]),
+    fmt::print("{:<17} {:<26} {:>7} {:>9} {:>11.3f} {:>10.3f} {:>10.3f} {:>9.3f}\n", p["state"].get<std::string>(),
+               p["policy"].get<std::string>(), pct(p["utilization_full"]), pct(p["utilization_after_free"]),
                p["worst_rack_fragmentation"]["mean"].get<double>(), p["worst_rack_fragmentation"]["max"].get<double>(),
                p["mean_rack_fragmentation"]["mean"].get<double>(), p["fragmentation"]["p90"].get<double>());
-  fmt::print("Morphlux cuts the worst-rack fragmentation index by {:.0f}% and the mean by {:.0f}%\n",
-             100 * j["worst_fragmentation_cut"].get<double>(), 100 * j["mean_fragmentation_cut"].get<double>());
-  fmt::print("partly free racks per trial: {:.1f}\n", j["partly_free_racks_mean"].get<double>());
-  print_histogram("racks by free chips (free:racks, all trials)", j["rack_free_histogram"]);
+  for (const auto& st : j["states"]) {
+    for (const auto& [name, cut] : st["fragmentation_cut"].items())
+      fmt::print("{} state: {} cuts the worst-rack fragmentation index by {:.0f}% and the mean by {:.0f}%\n",
+                 st["fill"].get<std::string>(), name, 100 * cut["worst"].get<double>(), 100 * cut["mean"].get<double>());
+    fmt::print("{} state: partly free racks per trial {:.1f}; ", st["fill"].get<std::string>(),
+               st["partly_free_racks_mean"].get<double>());
+    print_histogram("racks by free chips (free:racks, all trials)", st["rack_free_histogram"]);
+  }
+  for (const auto& p : j["policies"])
+    if (p["policy"] == "baseline(aligned)" && p["state"] == "aligned")
+      fmt::print("worst-rack fragmentation of the aligned baseline: {:.3f} (mean over trials; max {:.3f}) against "
+                 "the paper's ~0.7\n",
+                 p["worst_rack_fragmentation"]["mean"].get<double>(), p["worst_rack_fragmentation"]["max"].get<double>());
 }
 
 void print_fragmented32(const json& j) {
-  fmt::print("Case 2: {} chips, fill with 4/8/16/32-chip requests, free random slices to {:.0f}% utilization, "
-             "then {} sequential 32-chip requests; {} trial(s), seed {}\n",
+  fmt::print("Case 2: {} chips, fill, free random slices to {:.0f}% utilization, then {} sequential 32-chip "
+             "requests; {} trial(s) per fill, seed {}\n",
              j["chips"].get<int>(), 100 * j["utilization_after_free"].get<double>(), j["probes_per_trial"].get<int>(),
              j["trials"].get<int>(), j["seed"].get<uint64_t>());
-  fmt::print("utilization: full {}, probed {}; racks with a free 32-chip torus box: {:.2f}, racks where "
-             "Morphlux fits 32 chips: {:.2f} (of {})\n",
-             pct(j["utilization_full"]), pct(j["utilization_probed"]), j["racks_with_free_32_box_mean"].get<double>(),
-             j["racks_where_morphlux_fits_32_mean"].get<double>(), j["racks"].get<int>());
-  fmt::print("{:<10} {:>12} {:>12} {:>12} {:>8}\n", "policy", "first-32", "all-32", "rejected", "bw-32");
-  for (const auto& p : j["policies"])
-    for (const auto& s : p["by_size"])
-      if (s["size"] == 32)
-        fmt::print("{:<10} {:>12} {:>12} {:>11.1f}% {:>8}\n", p["policy"].get<std::string>(),
-                   pct(p["first_probe_acceptance"]), pct(s.value("acceptance", json())),
-                   100.0 * (1.0 - s.value("acceptance", 0.0)),
-                   s.contains("bandwidth") ? fmt::format("{:.3f}", s["bandwidth"].get<double>()) : "-");
-  print_histogram("racks by free chips (free:racks, all trials)", j["rack_free_histogram"]);
-  print_histogram("surviving slices by size (size:count, all trials)", j["live_slices_by_size"]);
+  fmt::print("{:<28} {:<26} {:>9} {:>9} {:>9} {:>7} {:>6} {:>6} {:>11}\n", "fill (placement, sizes)", "allocator",
+             "first-32", "all-32", "rejected", "bw-32", "hops", "lanes", "worst-frag");
+  for (const auto& st : j["states"]) {
+    for (const auto& p : st["policies"])
+      for (const auto& s : p["by_size"])
+        if (s["size"] == 32)
+          fmt::print("{:<28} {:<26} {:>9} {:>9} {:>8.1f}% {:>7} {:>6} {:>6} {:>11.3f}\n", st["name"].get<std::string>(),
+                     p["policy"].get<std::string>(), pct(p["first_probe_acceptance"]), pct(s.value("acceptance", json())),
+                     100.0 * p["rejected"].get<double>(),
+                     s.contains("bandwidth") ? fmt::format("{:.3f}", s["bandwidth"].get<double>()) : "-",
+                     s.contains("mean_hops") ? fmt::format("{:.2f}", s["mean_hops"].get<double>()) : "-",
+                     s.contains("lanes_granted_share") ? fmt::format("{:.2f}", s["lanes_granted_share"].get<double>())
+                                                       : "-",
+                     p["worst_rack_fragmentation"]["mean"].get<double>());
+  }
+  for (const auto& st : j["states"]) {
+    fmt::print("{}: utilization full {}, probed {}; racks (of {}) with a free 32-chip box {:.2f}, an aligned 2x4x4 "
+               "{:.2f}, room for Morphlux's 8 servers {:.2f}\n",
+               st["name"].get<std::string>(), pct(st["utilization_full"]), pct(st["utilization_probed"]),
+               j["racks"].get<int>(), st["racks_with_free_32_box_mean"].get<double>(),
+               st["racks_with_aligned_32_mean"].get<double>(),
+               st["racks_where_server_morphlux_fits_32_mean"].get<double>());
+    print_histogram("  surviving slices by size (size:count, all trials)", st["live_slices_by_size"]);
+  }
+  if (j.contains("closest_to_paper"))
+    fmt::print("the paper's ~75% rejection by the aligned baseline is closest to the fill '{}'\n",
+               j["closest_to_paper"].get<std::string>());
+  for (const auto& g : j["goals"])
+    fmt::print("{} goal {}: {:.1f}% rejected on '{}' (goal {}; paper: baseline ~75%, Morphlux 0%)\n",
+               g["met"].get<bool>() ? "PASS" : "FAIL", g["goal"].get<std::string>(), 100 * g["value"].get<double>(),
+               g["state"].get<std::string>(), g["target"].get<std::string>());
 }
 
 void print_spares(const json& j) {

@@ -41,15 +41,31 @@ double step_seconds(const Shape& shape, double bw, const StepModel& m) {
 
 double rack_fragmentation(const Datacenter& dc, int r, Policy p, const std::vector<Shape>& shapes,
                           int* largest) {
+  AllocOptions o;
+  o.policy = p;
+  return rack_fragmentation(dc, r, o, shapes, largest);
+}
+
+double rack_fragmentation(const Datacenter& dc, int r, const AllocOptions& o, const std::vector<Shape>& shapes,
+                          int* largest) {
   const int T = dc.rack_free(r);
   int S = 0;
   if (T > 0) {
     RackView v = rack_view(dc, r);
     for (const auto& sh : shapes) {
       if (sh.volume() > T || sh.volume() > kChipsPerRack || sh.volume() <= S) continue;
-      // Morphlux can also take any contiguous box the baseline can (native torus links).
-      bool fits = baseline_place_in_rack(dc, r, sh).has_value() ||
-                  (p == Policy::kMorphlux && !fabric_heuristic(v, sh).empty());
+      bool fits = false;
+      if (o.policy == Policy::kBaseline && o.baseline == BaselineMode::kAligned) {
+        // Only the canonical shapes exist for the aligned baseline.
+        fits = aligned_shape(sh.volume()).volume() == sh.volume() &&
+               aligned_place_in_rack(dc, r, sh.volume()).has_value();
+      } else {
+        // Morphlux can also take any contiguous box the baseline can (native torus links).
+        fits = baseline_place_in_rack(dc, r, sh).has_value();
+        if (!fits && o.policy == Policy::kMorphlux)
+          fits = o.fabric == FabricMode::kServer ? server_place_in_rack(dc, r, sh).has_value()
+                                                 : !fabric_heuristic(v, sh).empty();
+      }
       if (fits) S = sh.volume();
     }
   }
@@ -68,9 +84,10 @@ int blast_radius(const Datacenter& dc, int g, Policy p) {
   // failed chip can be re-pointed at it (same server, or a neighbouring server with a fibre).
   const int r = s.rack;
   int l = static_cast<int>(std::find(s.chips.begin(), s.chips.end(), g) - s.chips.begin());
-  std::vector<std::pair<int, int>> peers;  // (peer server, old link)
+  std::vector<std::pair<int, int>> peers;  // (peer server, old link when the circuit was one hop)
   for (const auto& c : s.circuits)
-    if (c.u == l || c.v == l) peers.push_back({server_of_local(s.chips[c.u == l ? c.v : c.u] % kChipsPerRack), c.link});
+    if (c.u == l || c.v == l)
+      peers.push_back({server_of_local(s.chips[c.u == l ? c.v : c.u] % kChipsPerRack), c.hops() == 1 ? c.path[0] : -1});
   for (int sv = 0; sv < kServersPerRack; ++sv) {
     bool has_free = false;
     for (int c : server_chips(sv)) has_free |= dc.chip_free(r * kChipsPerRack + c);

@@ -118,6 +118,52 @@ std::vector<LogicalEdge> logical_edges(const Shape& s) {
 }
 
 const char* policy_name(Policy p) { return p == Policy::kBaseline ? "baseline" : "morphlux"; }
+const char* baseline_mode_name(BaselineMode m) { return m == BaselineMode::kAligned ? "aligned" : "torus-first-fit"; }
+const char* fabric_mode_name(FabricMode m) { return m == FabricMode::kServer ? "server" : "neighbour"; }
+BaselineMode parse_baseline_mode(const std::string& s) {
+  if (s == "aligned") return BaselineMode::kAligned;
+  if (s == "torus-first-fit") return BaselineMode::kTorusFirstFit;
+  throw std::invalid_argument(fmt::format("baseline mode '{}': expected aligned or torus-first-fit", s));
+}
+FabricMode parse_fabric_mode(const std::string& s) {
+  if (s == "server") return FabricMode::kServer;
+  if (s == "neighbour") return FabricMode::kNeighbour;
+  throw std::invalid_argument(fmt::format("morphlux mode '{}': expected server or neighbour", s));
+}
+std::string allocator_label(const AllocOptions& o) {
+  return fmt::format("{}({})", policy_name(o.policy),
+                     o.policy == Policy::kBaseline ? baseline_mode_name(o.baseline) : fabric_mode_name(o.fabric));
+}
+
+int server_distance(int s, int t) {
+  int sx = s % 2, sy = (s / 2) % 2, sz = s / 4, tx = t % 2, ty = (t / 2) % 2, tz = t / 4;
+  int dz = (sz - tz + 4) % 4;
+  return (sx != tx) + (sy != ty) + std::min(dz, 4 - dz);
+}
+
+std::vector<int> torus_fibre_links(const Shape& shape, const std::vector<int>& chips, int fibres_per_link) {
+  std::array<int, kLinksPerRack> per_link{};
+  // A torus edge of multiplicity 2 (a ring of two) is one physical link: the other direction
+  // leaves the slice.
+  const auto& d = shape.d;
+  for (int l = 0; l < shape.volume(); ++l) {
+    const int c[3] = {l % d[0], (l / d[0]) % d[1], l / (d[0] * d[1])};
+    for (int dim = 0; dim < 3; ++dim) {
+      if (d[dim] == 1 || (d[dim] == 2 && c[dim] == 1)) continue;
+      int n[3] = {c[0], c[1], c[2]};
+      n[dim] = (c[dim] + 1) % d[dim];
+      const int v = n[0] + d[0] * (n[1] + d[1] * n[2]);
+      int su = server_of_local(chips[l] % kChipsPerRack), sv = server_of_local(chips[v] % kChipsPerRack);
+      if (su == sv) continue;
+      int k = server_link(su, sv);
+      if (k >= 0) per_link[k]++;
+    }
+  }
+  std::vector<int> out;
+  for (int k = 0; k < kLinksPerRack; ++k)
+    for (int i = 0; i < std::min(per_link[k], fibres_per_link); ++i) out.push_back(k);
+  return out;
+}
 
 // ---------------------------------------------------------------------------------------------
 Datacenter::Datacenter(int racks, int fibres_per_link)
@@ -134,44 +180,52 @@ Datacenter::Datacenter(int racks, int fibres_per_link)
   rack_version_.assign(racks, 0);
 }
 
+namespace {
+// Fibres a slice holds firmly per server link (its circuits' first lanes on every link of their
+// paths, and a contiguous slice's native torus links).
+std::map<int, int> hard_fibres(const Slice& s) {
+  std::map<int, int> hard;
+  for (const auto& c : s.circuits)
+    for (int k : c.path) hard[k]++;
+  for (int k : s.torus_fibres) hard[k]++;
+  return hard;
+}
+}  // namespace
+
 int Datacenter::commit(Slice s) {
   for (int g : s.chips)
     if (g < 0 || g >= chips() || owner_[g] >= 0)
       throw std::logic_error(fmt::format("commit: chip {} not free", g));
   std::set<int> uniq(s.chips.begin(), s.chips.end());
   if (uniq.size() != s.chips.size()) throw std::logic_error("commit: chip listed twice");
-  std::map<int, int> hard;
-  for (const auto& c : s.circuits) {
-    if (c.link < 0) continue;
-    if (c.lanes < 1) throw std::logic_error("commit: circuit without lanes");
-    hard[c.link]++;
-  }
+  for (const auto& c : s.circuits)
+    if (!c.path.empty() && c.lanes < 1) throw std::logic_error("commit: circuit without lanes");
+  const std::map<int, int> hard = hard_fibres(s);
+  if (!hard.empty() && (s.rack < 0 || s.rack >= racks_)) throw std::logic_error("commit: fibres outside a rack");
   for (auto [k, n] : hard)
     if (link_hard_[s.rack * kLinksPerRack + k] + n > fibres_)
       throw std::logic_error("commit: fibre capacity exceeded");
   int id = static_cast<int>(slices_.size());
-  for (const auto& c : s.circuits) {
-    if (c.link < 0) continue;
-    const size_t i = static_cast<size_t>(s.rack) * kLinksPerRack + c.link;
-    link_hard_[i]++;
-    link_extra_[i] += c.lanes - 1;
-  }
-  // Take back opportunistic lanes of older slices where the link is now overbooked.
-  if (s.kind == SliceKind::kRackFabric) {
-    for (auto [k, n] : hard) {
-      const size_t i = static_cast<size_t>(s.rack) * kLinksPerRack + k;
-      for (int other : rack_slices_[s.rack]) {
-        for (auto& c : slices_[other]->circuits)
-          while (c.link == k && c.lanes > 1 && link_hard_[i] + link_extra_[i] > fibres_) {
-            c.lanes--;
-            link_extra_[i]--;
-            revoked_++;
-          }
+  for (auto [k, n] : hard) link_hard_[static_cast<size_t>(s.rack) * kLinksPerRack + k] += n;
+  for (const auto& c : s.circuits)
+    for (int k : c.path) link_extra_[static_cast<size_t>(s.rack) * kLinksPerRack + k] += c.lanes - 1;
+  // Take back opportunistic lanes of older fabric slices where a link is now overbooked; a lane
+  // taken back frees a fibre on every link of its circuit's path.
+  for (auto [k, n] : hard) {
+    const size_t i = static_cast<size_t>(s.rack) * kLinksPerRack + k;
+    for (int other : rack_slices_[s.rack]) {
+      for (auto& c : slices_[other]->circuits) {
+        if (std::find(c.path.begin(), c.path.end(), k) == c.path.end()) continue;
+        while (c.lanes > 1 && link_hard_[i] + link_extra_[i] > fibres_) {
+          c.lanes--;
+          for (int j : c.path) link_extra_[static_cast<size_t>(s.rack) * kLinksPerRack + j]--;
+          revoked_++;
+        }
       }
-      if (link_hard_[i] + link_extra_[i] > fibres_) throw std::logic_error("commit: fibre capacity exceeded");
     }
-    rack_slices_[s.rack].push_back(id);
+    if (link_hard_[i] + link_extra_[i] > fibres_) throw std::logic_error("commit: fibre capacity exceeded");
   }
+  if (s.kind == SliceKind::kRackFabric) rack_slices_[s.rack].push_back(id);
   s.id = id;
   for (int g : s.chips) {
     owner_[g] = id;
@@ -188,12 +242,9 @@ int Datacenter::commit(Slice s) {
 void Datacenter::release(int id) {
   auto& opt = slices_.at(id);
   if (!opt) throw std::logic_error(fmt::format("release: slice {} not live", id));
-  for (const auto& c : opt->circuits) {
-    if (c.link < 0) continue;
-    const size_t i = static_cast<size_t>(opt->rack) * kLinksPerRack + c.link;
-    link_hard_[i]--;
-    link_extra_[i] -= c.lanes - 1;
-  }
+  for (auto [k, n] : hard_fibres(*opt)) link_hard_[static_cast<size_t>(opt->rack) * kLinksPerRack + k] -= n;
+  for (const auto& c : opt->circuits)
+    for (int k : c.path) link_extra_[static_cast<size_t>(opt->rack) * kLinksPerRack + k] -= c.lanes - 1;
   if (opt->kind == SliceKind::kRackFabric) {
     auto& v = rack_slices_[opt->rack];
     v.erase(std::remove(v.begin(), v.end(), id), v.end());
@@ -247,6 +298,11 @@ std::string check_slice(const Datacenter& dc, const Slice& s) {
       if (!rack_adjacent(s.chips[e.u] % kChipsPerRack, s.chips[e.v] % kChipsPerRack))
         return fmt::format("slice {}: logical neighbours {}-{} not torus neighbours", s.id, e.u, e.v);
     if (!s.circuits.empty()) return fmt::format("slice {}: torus slice with fabric circuits", s.id);
+    auto want = torus_fibre_links(s.shape, s.chips, dc.fibres());
+    auto have = s.torus_fibres;
+    std::sort(want.begin(), want.end());
+    std::sort(have.begin(), have.end());
+    if (want != have) return fmt::format("slice {}: torus fibres held do not match its native links", s.id);
   } else if (s.kind == SliceKind::kMultiRack) {
     for (int x = 0; x < 3; ++x)
       if (s.shape.d[x] % kRackDim) return fmt::format("slice {}: multi-rack shape not whole cubes", s.id);
@@ -279,8 +335,18 @@ std::string check_slice(const Datacenter& dc, const Slice& s) {
       ports[c.v] += c.lanes;
       if (c.lanes < 1) return fmt::format("slice {}: circuit without lanes", s.id);
       int su = server_of_local(s.chips[c.u] % kChipsPerRack), sv = server_of_local(s.chips[c.v] % kChipsPerRack);
-      if (su == sv ? c.link != -1 : (c.link < 0 || c.link != server_link(su, sv)))
-        return fmt::format("slice {}: circuit {}-{} on wrong link {}", s.id, c.u, c.v, c.link);
+      // The path must walk from u's server to v's over server links, never revisiting a server.
+      int at = su;
+      std::set<int> visited{su};
+      for (int k : c.path) {
+        if (k < 0 || k >= kLinksPerRack) return fmt::format("slice {}: circuit {}-{} on link {}", s.id, c.u, c.v, k);
+        auto ends = link_ends(k);
+        if (ends[0] != at && ends[1] != at)
+          return fmt::format("slice {}: circuit {}-{} path leaves server {} on link {}", s.id, c.u, c.v, at, k);
+        at = ends[0] == at ? ends[1] : ends[0];
+        if (!visited.insert(at).second) return fmt::format("slice {}: circuit {}-{} path loops", s.id, c.u, c.v);
+      }
+      if (at != sv) return fmt::format("slice {}: circuit {}-{} path ends in server {}, not {}", s.id, c.u, c.v, at, sv);
     }
     for (int l = 0; l < n; ++l)
       if (ports[l] > kPortsPerChip) return fmt::format("slice {}: chip {} uses {} ports", s.id, l, ports[l]);
@@ -290,6 +356,7 @@ std::string check_slice(const Datacenter& dc, const Slice& s) {
       if (it->second->lanes > e.wanted) return fmt::format("slice {}: circuit over-provisioned", s.id);
     }
     if (s.circuits.size() != edges.size()) return fmt::format("slice {}: stray circuits", s.id);
+    if (!s.torus_fibres.empty()) return fmt::format("slice {}: fabric slice holding torus fibres", s.id);
   }
   return {};
 }
@@ -308,10 +375,14 @@ std::string check_invariants(const Datacenter& dc) {
       ++used;
     }
     for (const auto& c : s.circuits)
-      if (c.link >= 0) {
-        lanes[s.rack * kLinksPerRack + c.link] += c.lanes;
-        firsts[s.rack * kLinksPerRack + c.link]++;
+      for (int k : c.path) {
+        lanes[s.rack * kLinksPerRack + k] += c.lanes;
+        firsts[s.rack * kLinksPerRack + k]++;
       }
+    for (int k : s.torus_fibres) {
+      lanes[s.rack * kLinksPerRack + k]++;
+      firsts[s.rack * kLinksPerRack + k]++;
+    }
     auto err = check_slice(dc, s);
     if (!err.empty()) return err;
   }

@@ -38,6 +38,16 @@ const BoxMasks& box_masks() {
 }
 }  // namespace
 
+namespace {
+// True when rack r still has the fibres a contiguous slice's native torus links need.
+bool torus_fibres_free(const Datacenter& dc, int r, const std::vector<int>& links) {
+  std::array<int, kLinksPerRack> need{};
+  for (int k : links)
+    if (++need[k] > dc.link_residual(r, k)) return false;
+  return true;
+}
+}  // namespace
+
 std::optional<Slice> baseline_place_in_rack(const Datacenter& dc, int r, const Shape& shape, int origin_start) {
   const auto& d = shape.d;
   if (d[0] > kRackDim || d[1] > kRackDim || d[2] > kRackDim) return std::nullopt;
@@ -59,6 +69,7 @@ std::optional<Slice> baseline_place_in_rack(const Datacenter& dc, int r, const S
       s.shape = shape;
       s.kind = SliceKind::kRackTorus;
       s.rack = r;
+      s.requested = shape.volume();
       s.decided_by = "first-fit";
       auto oc = chip_coords(o);
       s.chips.resize(shape.volume());
@@ -70,9 +81,59 @@ std::optional<Slice> baseline_place_in_rack(const Datacenter& dc, int r, const S
             for (int a = 0; a < 3; ++a) p[a] = (oc[a] + lc[perm[a]]) % kRackDim;
             s.chips[i + d[0] * (j + d[1] * k)] = r * kChipsPerRack + local_chip(p[0], p[1], p[2]);
           }
+      s.torus_fibres = torus_fibre_links(shape, s.chips, dc.fibres());
+      if (!torus_fibres_free(dc, r, s.torus_fibres)) continue;  // fibres held by fabric circuits
       return s;
     }
   } while (std::next_permutation(perm.begin(), perm.end()));
+  return std::nullopt;
+}
+
+Shape aligned_shape(int n) {
+  if (n <= 0) throw std::invalid_argument(fmt::format("slice size {} is not positive", n));
+  static const Shape canonical[] = {{{2, 2, 1}}, {{2, 2, 2}}, {{2, 2, 4}}, {{2, 4, 4}}, {{4, 4, 4}}};
+  for (const auto& s : canonical)
+    if (s.volume() >= n) return s;
+  throw std::invalid_argument(fmt::format("aligned baseline: {} chips is more than a rack", n));
+}
+
+std::optional<Slice> aligned_place_in_rack(const Datacenter& dc, int r, int n, int start) {
+  const Shape shape = aligned_shape(n);
+  const auto& d = shape.d;
+  if (dc.rack_free(r) < shape.volume()) return std::nullopt;
+  const int px = kRackDim / d[0], py = kRackDim / d[1], pz = kRackDim / d[2];
+  const int positions = px * py * pz;
+  const uint64_t used = dc.rack_used_mask(r);
+  const auto& bm = box_masks();
+  for (int pi = 0; pi < positions; ++pi) {
+    const int p = (pi + start) % positions;
+    const int ox = d[0] * (p % px), oy = d[1] * ((p / px) % py), oz = d[2] * (p / (px * py));
+    if (bm.m[BoxMasks::idx(d[0], d[1], d[2], local_chip(ox, oy, oz))] & used) continue;
+    Slice s;
+    s.shape = shape;
+    s.kind = SliceKind::kRackTorus;
+    s.rack = r;
+    s.requested = n;
+    s.decided_by = "aligned";
+    s.chips.resize(shape.volume());
+    for (int k = 0; k < d[2]; ++k)
+      for (int j = 0; j < d[1]; ++j)
+        for (int i = 0; i < d[0]; ++i)
+          s.chips[i + d[0] * (j + d[1] * k)] = r * kChipsPerRack + local_chip(ox + i, oy + j, oz + k);
+    s.torus_fibres = torus_fibre_links(shape, s.chips, dc.fibres());
+    if (!torus_fibres_free(dc, r, s.torus_fibres)) continue;
+    return s;
+  }
+  return std::nullopt;
+}
+
+std::optional<Slice> aligned_place_random(const Datacenter& dc, int n, std::mt19937_64& rng) {
+  std::vector<int> racks(dc.racks());
+  for (int r = 0; r < dc.racks(); ++r) racks[r] = r;
+  std::shuffle(racks.begin(), racks.end(), rng);
+  std::uniform_int_distribution<int> start(0, kServersPerRack - 1);
+  for (int r : racks)
+    if (auto s = aligned_place_in_rack(dc, r, n, start(rng))) return s;
   return std::nullopt;
 }
 
@@ -101,6 +162,7 @@ std::optional<Slice> place_multirack(const Datacenter& dc, const Shape& shape) {
   Slice s;
   s.shape = shape;
   s.kind = SliceKind::kMultiRack;
+  s.requested = shape.volume();
   s.decided_by = "ocs-cubes";
   s.chips.resize(shape.volume());
   for (int k = 0; k < d[2]; ++k)
@@ -342,6 +404,7 @@ Slice fabric_slice(const Datacenter& dc, int r, const Shape& shape, const Server
   s.kind = SliceKind::kRackFabric;
   s.rack = r;
   const int n = shape.volume();
+  s.requested = n;
   std::array<std::vector<int>, kServersPerRack> free_chips;
   for (int sv = 0; sv < kServersPerRack; ++sv)
     for (int c : server_chips(sv))
@@ -359,13 +422,14 @@ Slice fabric_slice(const Datacenter& dc, int r, const Shape& shape, const Server
   std::array<int, kLinksPerRack> idle{};
   for (int k = 0; k < kLinksPerRack; ++k) idle[k] = dc.link_idle(r, k);
   for (const auto& e : edges) {
-    Circuit c{e.u, e.v, -1, e.wanted};
+    Circuit c{e.u, e.v, {}, e.wanted};
     if (a[e.u] != a[e.v]) {
-      c.link = server_link(a[e.u], a[e.v]);
-      if (c.link < 0 || res[c.link] < 1) throw std::logic_error("fabric_slice: edge not routable");
+      const int k = server_link(a[e.u], a[e.v]);
+      if (k < 0 || res[k] < 1) throw std::logic_error("fabric_slice: edge not routable");
+      c.path = {k};
       c.lanes = 1;
-      res[c.link]--;
-      idle[c.link]--;  // may go negative: the commit takes back older slices' extra lanes
+      res[k]--;
+      idle[k]--;  // may go negative: the commit takes back older slices' extra lanes
     }
     s.circuits.push_back(c);
   }
@@ -375,11 +439,230 @@ Slice fabric_slice(const Datacenter& dc, int r, const Shape& shape, const Server
     grew = false;
     for (size_t i = 0; i < edges.size(); ++i) {
       auto& c = s.circuits[i];
-      if (c.link >= 0 && c.lanes < edges[i].wanted && idle[c.link] > 0) {
+      if (!c.path.empty() && c.lanes < edges[i].wanted && idle[c.path[0]] > 0) {
         c.lanes++;
-        idle[c.link]--;
+        idle[c.path[0]]--;
         grew = true;
       }
+    }
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Morphlux at server granularity.
+namespace {
+
+// Logical chips grouped into blocks of at most 4 (one server each): the tiling of the logical
+// torus into 2x2x1, 2x1x2, 1x2x2 or 1x1x4 tiles (any that divides the shape) that cuts the
+// fewest wanted lanes; chunks of 4 in chip order when none divides it.
+std::vector<int> server_blocks(const Shape& shape, const std::vector<LogicalEdge>& edges) {
+  const int n = shape.volume();
+  const auto& d = shape.d;
+  std::vector<int> best;
+  long best_cut = -1;
+  const std::array<std::array<int, 3>, 6> tiles = {{{2, 2, 1}, {2, 1, 2}, {1, 2, 2}, {4, 1, 1}, {1, 4, 1}, {1, 1, 4}}};
+  for (const auto& t : tiles) {
+    if (d[0] % t[0] || d[1] % t[1] || d[2] % t[2]) continue;
+    const int nx = d[0] / t[0], ny = d[1] / t[1];
+    std::vector<int> block(n);
+    for (int l = 0; l < n; ++l) {
+      int i = l % d[0], j = (l / d[0]) % d[1], k = l / (d[0] * d[1]);
+      block[l] = i / t[0] + nx * (j / t[1] + ny * (k / t[2]));
+    }
+    long cut = 0;
+    for (const auto& e : edges) cut += block[e.u] != block[e.v] ? e.wanted : 0;
+    if (best_cut < 0 || cut < best_cut) {
+      best_cut = cut;
+      best = std::move(block);
+    }
+  }
+  if (best.empty()) {
+    best.resize(n);
+    for (int l = 0; l < n; ++l) best[l] = l / kChipsPerServer;
+  }
+  return best;
+}
+
+// Shortest path (fewest links) from server a to b over links with a fibre left; empty if none.
+std::vector<int> shortest_path(int a, int b, const std::array<int, kLinksPerRack>& res) {
+  std::array<int, kServersPerRack> prev_link;
+  prev_link.fill(-2);
+  prev_link[a] = -1;
+  std::array<int, kServersPerRack> queue{};
+  int head = 0, tail = 0;
+  queue[tail++] = a;
+  while (head < tail && prev_link[b] == -2) {
+    int s = queue[head++];
+    for (int t = 0; t < kServersPerRack; ++t) {
+      int k = server_link(s, t);
+      if (k < 0 || res[k] < 1 || prev_link[t] != -2) continue;
+      prev_link[t] = k;
+      queue[tail++] = t;
+    }
+  }
+  if (prev_link[b] == -2) return {};
+  std::vector<int> path;
+  for (int at = b; at != a;) {
+    int k = prev_link[at];
+    path.push_back(k);
+    auto e = link_ends(k);
+    at = e[0] == at ? e[1] : e[0];
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+}  // namespace
+
+std::optional<Slice> server_place_in_rack(const Datacenter& dc, int r, const Shape& shape) {
+  const int n = shape.volume();
+  if (n > kChipsPerRack || dc.rack_free(r) < n) return std::nullopt;
+  const auto edges = logical_edges(shape);
+  std::array<std::vector<int>, kServersPerRack> free_chips;
+  for (int sv = 0; sv < kServersPerRack; ++sv)
+    for (int c : server_chips(sv))
+      if (dc.chip_free(r * kChipsPerRack + c)) free_chips[sv].push_back(c);
+  Slice s;
+  s.shape = shape;
+  s.kind = SliceKind::kRackFabric;
+  s.rack = r;
+  s.requested = n;
+  s.decided_by = "server";
+  s.chips.resize(n);
+  if (n <= kChipsPerServer) {
+    // Inside one server the fabric joins any chips: best fit (the fullest server that holds it).
+    int best = -1;
+    for (int sv = 0; sv < kServersPerRack; ++sv)
+      if (static_cast<int>(free_chips[sv].size()) >= n &&
+          (best < 0 || free_chips[sv].size() < free_chips[best].size()))
+        best = sv;
+    if (best < 0) return std::nullopt;
+    for (int l = 0; l < n; ++l) s.chips[l] = r * kChipsPerRack + free_chips[best][l];
+    for (const auto& e : edges) s.circuits.push_back({e.u, e.v, {}, e.wanted});
+    return s;
+  }
+  const std::vector<int> block = server_blocks(shape, edges);
+  const int blocks = *std::max_element(block.begin(), block.end()) + 1;
+  std::vector<int> whole;  // wholly free servers
+  for (int sv = 0; sv < kServersPerRack; ++sv)
+    if (static_cast<int>(free_chips[sv].size()) == kChipsPerServer) whole.push_back(sv);
+  if (static_cast<int>(whole.size()) < blocks) return std::nullopt;
+  // Block graph: crossing edges between each pair of blocks.
+  std::vector<std::vector<int>> w(blocks, std::vector<int>(blocks, 0));
+  for (const auto& e : edges)
+    if (block[e.u] != block[e.v]) {
+      w[block[e.u]][block[e.v]]++;
+      w[block[e.v]][block[e.u]]++;
+    }
+  auto cost_of = [&](const std::vector<int>& at) {
+    long c = 0;
+    for (int a = 0; a < blocks; ++a)
+      for (int b = a + 1; b < blocks; ++b) c += static_cast<long>(w[a][b]) * server_distance(at[a], at[b]);
+    return c;
+  };
+  // Blocks in breadth-first order of the block graph, so that each one placed has placed neighbours.
+  std::vector<int> order{0};
+  std::vector<bool> seen(blocks, false);
+  seen[0] = true;
+  for (size_t i = 0; i < order.size(); ++i)
+    for (int b = 0; b < blocks; ++b)
+      if (!seen[b] && w[order[i]][b] > 0) {
+        seen[b] = true;
+        order.push_back(b);
+      }
+  for (int b = 0; b < blocks; ++b)
+    if (!seen[b]) order.push_back(b);
+  // Greedy from every free server as the first block's home, then pairwise swaps (also with free
+  // servers left over) while they shorten the circuits; the cheapest mapping is routed.
+  std::vector<int> best_at;
+  long best_cost = -1;
+  for (int seed : whole) {
+    std::vector<int> at(blocks, -1);
+    std::vector<bool> taken(kServersPerRack, false);
+    for (int b : order) {
+      int pick = -1;
+      long pick_cost = 0;
+      for (int sv : whole) {
+        if (taken[sv] || (b == order[0] && sv != seed)) continue;
+        long c = 0;
+        for (int o = 0; o < blocks; ++o)
+          if (at[o] >= 0) c += static_cast<long>(w[b][o]) * server_distance(sv, at[o]);
+        if (pick < 0 || c < pick_cost) {
+          pick = sv;
+          pick_cost = c;
+        }
+      }
+      at[b] = pick;
+      taken[pick] = true;
+    }
+    long cost = cost_of(at);
+    for (bool improved = true; improved;) {
+      improved = false;
+      for (int b = 0; b < blocks; ++b)
+        for (int sv : whole) {
+          if (sv == at[b]) continue;
+          int other = static_cast<int>(std::find(at.begin(), at.end(), sv) - at.begin());
+          std::vector<int> trial = at;
+          trial[b] = sv;
+          if (other < blocks) trial[other] = at[b];
+          long c = cost_of(trial);
+          if (c < cost) {
+            at = std::move(trial);
+            cost = c;
+            improved = true;
+          }
+        }
+    }
+    if (best_cost < 0 || cost < best_cost) {
+      best_cost = cost;
+      best_at = at;
+    }
+  }
+  std::array<int, kServersPerRack> next_free{};
+  for (int l = 0; l < n; ++l) {
+    int sv = best_at[block[l]];
+    s.chips[l] = r * kChipsPerRack + free_chips[sv][next_free[sv]++];
+  }
+  // Route every crossing edge on a shortest path with a fibre left, short ones first.
+  std::array<int, kLinksPerRack> res{}, idle{};
+  for (int k = 0; k < kLinksPerRack; ++k) {
+    res[k] = dc.link_residual(r, k);
+    idle[k] = dc.link_idle(r, k);
+  }
+  std::vector<size_t> idx(edges.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  auto home = [&](int l) { return best_at[block[l]]; };
+  std::stable_sort(idx.begin(), idx.end(), [&](size_t x, size_t y) {
+    return server_distance(home(edges[x].u), home(edges[x].v)) < server_distance(home(edges[y].u), home(edges[y].v));
+  });
+  s.circuits.resize(edges.size());
+  for (size_t i : idx) {
+    const auto& e = edges[i];
+    Circuit c{e.u, e.v, {}, e.wanted};
+    if (home(e.u) != home(e.v)) {
+      c.path = shortest_path(home(e.u), home(e.v), res);
+      if (c.path.empty()) return std::nullopt;  // the fabric has no fibre left for this circuit
+      c.lanes = 1;
+      for (int k : c.path) {
+        res[k]--;
+        idle[k]--;  // may go negative: the commit takes back older slices' extra lanes
+      }
+    }
+    s.circuits[i] = std::move(c);
+  }
+  // Extra lanes up to what each circuit wants, from fibres idle on its whole path, round robin.
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (size_t i : idx) {
+      auto& c = s.circuits[i];
+      if (c.path.empty() || c.lanes >= edges[i].wanted) continue;
+      bool ok = true;
+      for (int k : c.path) ok = ok && idle[k] > 0;
+      if (!ok) continue;
+      for (int k : c.path) idle[k]--;
+      c.lanes++;
+      grew = true;
     }
   }
   return s;
@@ -389,8 +672,11 @@ std::optional<Slice> Allocator::place(const Datacenter& dc, const Shape& shape) 
   const int n = shape.volume();
   if (n > kChipsPerRack) return place_multirack(dc, shape);
   if (opt_.policy == Policy::kBaseline) {
-    for (int r = 0; r < dc.racks(); ++r)
-      if (auto s = baseline_place_in_rack(dc, r, shape)) return s;
+    for (int r = 0; r < dc.racks(); ++r) {
+      auto s = opt_.baseline == BaselineMode::kAligned ? aligned_place_in_rack(dc, r, n)
+                                                       : baseline_place_in_rack(dc, r, shape);
+      if (s) return s;
+    }
     return std::nullopt;
   }
   const long key = (static_cast<long>(shape.d[0]) * 4096 + shape.d[1]) * 4096 + shape.d[2];
@@ -399,9 +685,9 @@ std::optional<Slice> Allocator::place(const Datacenter& dc, const Shape& shape) 
   for (int r = 0; r < dc.racks(); ++r) {
     if (dc.rack_free(r) < n) continue;
     // Within a rack Morphlux can do whatever the baseline can: a free contiguous box uses the
-    // native torus links of its chips and needs no fibre of the fabric. The fabric placement is
-    // tried first (same chips for a box layout, more lanes); when it is refused (fibres held by
-    // other fabric slices, or the search gave up) the rack's contiguous box is taken.
+    // native torus links of its chips. The fabric placement is tried first (same chips for a box
+    // layout, more lanes); when it is refused (fibres held by other slices, or the search gave
+    // up) the rack's contiguous box is taken.
     auto torus_box = [&]() -> std::optional<Slice> {
       auto s = baseline_place_in_rack(dc, r, shape);
       if (s) s->decided_by = "torus-box";
@@ -409,6 +695,12 @@ std::optional<Slice> Allocator::place(const Datacenter& dc, const Shape& shape) 
     };
     // A rack that refused this shape and has not changed since refuses it again.
     if (memo[r] == dc.rack_version(r) + 1) {
+      if (auto s = torus_box()) return s;
+      continue;
+    }
+    if (opt_.fabric == FabricMode::kServer) {
+      if (auto s = server_place_in_rack(dc, r, shape)) return s;
+      memo[r] = dc.rack_version(r) + 1;
       if (auto s = torus_box()) return s;
       continue;
     }

@@ -22,6 +22,21 @@ bool run_gnuplot(const std::string& script_path) {
 }
 
 // Writes `prefix_name.dat` (one block per policy) and `.gp`, then runs gnuplot.
+std::string series_title(const json& p) {
+  std::string t = p["policy"].get<std::string>();
+  if (p.contains("state")) t += " on " + p["state"].get<std::string>() + " fill";
+  return t;
+}
+
+// "plot 'file' index 0 ... title 'a', '' index 1 ... title 'b', ...": one series per policy.
+void plot_series(std::ofstream& gp, const json& policies, const std::string& dat, const std::string& style) {
+  gp << "plot ";
+  for (size_t i = 0; i < policies.size(); ++i)
+    gp << (i ? ", " : "") << "'" << (i ? "" : dat) << "' index " << i << " with " << style << " title '"
+       << series_title(policies[i]) << "'";
+  gp << "\n";
+}
+
 bool plot_by_size(const json& j, const std::string& prefix, const std::string& name, const std::string& field,
                   const std::string& ylabel, std::vector<std::string>* files) {
   bool any = false;
@@ -42,12 +57,8 @@ bool plot_by_size(const json& j, const std::string& prefix, const std::string& n
   gp << "set terminal svg size 640,400 dynamic\n"
      << "set output '" << svg << "'\n"
      << "set logscale x 2\nset xlabel 'slice size (chips)'\nset ylabel '" << ylabel << "'\n"
-     << "set yrange [0:1.05]\nset key bottom left\nset grid\n"
-     << "plot '" << prefix + "_" + name + ".dat" << "' index 0 with linespoints title '"
-     << j["policies"][0]["policy"].get<std::string>() << "'";
-  if (j["policies"].size() > 1)
-    gp << ", '' index 1 with linespoints title '" << j["policies"][1]["policy"].get<std::string>() << "'";
-  gp << "\n";
+     << "set yrange [0:1.05]\nset key bottom left\nset grid\n";
+  plot_series(gp, j["policies"], prefix + "_" + name + ".dat", "linespoints");
   gp.close();
   if (run_gnuplot(prefix + "_" + name + ".gp")) files->push_back(svg);
   return true;
@@ -73,22 +84,56 @@ void plot_frag_cdf(const json& j, const std::string& prefix, std::vector<std::st
   gp << "set terminal svg size 640,400 dynamic\n"
      << "set output '" << svg << "'\n"
      << "set xlabel 'rack fragmentation index 1 - S/T'\nset ylabel 'CDF over racks'\n"
-     << "set xrange [0:1]\nset yrange [0:1]\nset key bottom right\nset grid\n"
-     << "plot '" << prefix + "_frag_cdf.dat" << "' index 0 with steps title '"
-     << j["policies"][0]["policy"].get<std::string>() << "'";
-  if (j["policies"].size() > 1)
-    gp << ", '' index 1 with steps title '" << j["policies"][1]["policy"].get<std::string>() << "'";
-  gp << "\n";
+     << "set xrange [0:1]\nset yrange [0:1]\nset key bottom right\nset grid\n";
+  plot_series(gp, j["policies"], prefix + "_frag_cdf.dat", "steps");
   gp.close();
   if (run_gnuplot(prefix + "_frag_cdf.gp")) files->push_back(svg);
+}
+// fragmented-32: share of the 32-chip requests rejected, one cluster of bars per fill (placement
+// and size mix), one bar per allocator, with the paper's figures as reference lines.
+void plot_rejection(const json& j, const std::string& prefix, std::vector<std::string>* files) {
+  const json& states = j["states"];
+  if (states.empty()) return;
+  std::ofstream dat(prefix + "_rejection.dat");
+  dat << "fill";
+  for (const auto& p : states[0]["policies"]) dat << " \"" << p["policy"].get<std::string>() << "\"";
+  dat << "\n";
+  for (const auto& st : states) {
+    dat << "\"" << st["name"].get<std::string>() << "\"";
+    for (const auto& p : st["policies"]) dat << " " << 100.0 * p["rejected"].get<double>();
+    dat << "\n";
+  }
+  dat.close();
+  std::string svg = prefix + "_rejection.svg";
+  std::ofstream gp(prefix + "_rejection.gp");
+  const size_t n = states[0]["policies"].size();
+  gp << "set terminal svg size 820,440 dynamic\n"
+     << "set output '" << svg << "'\n"
+     << "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.8 border -1\n"
+     << "set ylabel '32-chip requests rejected (%)'\nset xlabel 'fill: placement and slice sizes'\n"
+     << "set yrange [0:105]\nset key top right\nset grid ytics\nset xtics rotate by -15\n"
+     << "set arrow from graph 0, first 75 to graph 1, first 75 nohead dt 2 lc rgb 'black'\n"
+     << "set label 'paper: baseline about 75%, Morphlux 0%' at graph 0.01, first 78\n"
+     << "plot '" << prefix + "_rejection.dat" << "' using 2:xtic(1) title columnheader(2)";
+  for (size_t i = 1; i < n; ++i) gp << ", '' using " << i + 2 << " title columnheader(" << i + 2 << ")";
+  gp << "\n";
+  gp.close();
+  if (run_gnuplot(prefix + "_rejection.gp")) files->push_back(svg);
 }
 }  // namespace
 
 std::vector<std::string> plot_results(const json& j, const std::string& prefix) {
   std::vector<std::string> files;
-  if (!j.contains("policies")) return files;
+  if (!j.contains("policies") && !j.contains("states")) return files;
   if (!have_gnuplot()) {
     fmt::print("gnuplot not found: no plots written (install the Debian package gnuplot-nox); the JSON is complete\n");
+    return files;
+  }
+  if (j.value("experiment", "") == "fragmented-32") {
+    plot_rejection(j, prefix, &files);
+    // The rack fragmentation CDF of the paper's protocol (the first state), per allocator.
+    json first{{"policies", j["states"][0]["policies"]}};
+    plot_frag_cdf(first, prefix, &files);
     return files;
   }
   plot_frag_cdf(j, prefix, &files);

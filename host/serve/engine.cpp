@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -33,6 +35,8 @@ struct Seq {
   double promoted_at = 0;
   double last_token_s = 0;
   uint64_t paged = 0;  // blocks in the tier after a preemption
+  Tier paged_tier = Tier::kPeer;  // where they are
+  uint64_t run_order = 0;         // when it last started running (aqua's preemption order)
   SeqRecord rec;
   bool prefilling() const { return prefill_done < prefill_target; }
 };
@@ -54,7 +58,7 @@ class Engine {
         block_logical_(static_cast<double>(cfg.block_tokens) * static_cast<double>(cost_.model().kv_bytes_per_token())),
         pool_blocks_(static_cast<uint32_t>(std::floor(cfg.kv_pool_gib * 1073741824.0 / block_logical_))),
         pool_(pool_blocks_, cfg.block_tokens, cfg.real_bytes_per_token),
-        tier_(policy == Policy::kAquaHost ? Tier::kHost : Tier::kPeer) {
+        chain_(tier_chain(policy)) {
     if (cfg.slice_steps == 0) throw InputError("slice_steps must be at least 1");
     if (cfg.max_batched_tokens < bt_) throw InputError("max_batched_tokens must hold at least one block");
     if (fabric) {
@@ -63,11 +67,16 @@ class Engine {
       own_fabric_ = std::make_unique<StaticFabricLinks>(cfg.fabric);
       fabric_ = own_fabric_.get();
     }
-    double tier_gib = tier_ == Tier::kHost ? cfg.host_tier_gib : cfg.peer_tier_gib;
-    tier_cap_ = static_cast<uint64_t>(std::floor(tier_gib * 1073741824.0 / block_logical_));
-    // Only the policy's own tier holds anything; the other gets no memory.
+    // Only the policy's own tiers hold anything; the others get no memory.
     TierBlocks caps;
-    if (pages()) (tier_ == Tier::kHost ? caps.host : caps.peer) = tier_cap_;
+    for (Tier t : chain_) {
+      double gib = t == Tier::kHost ? cfg.host_tier_gib : cfg.peer_tier_gib;
+      cap(t) = static_cast<uint64_t>(std::floor(gib * 1073741824.0 / block_logical_));
+      (t == Tier::kHost ? caps.host : caps.peer) = cap(t);
+    }
+    if (cfg.watermark < 0 || cfg.watermark >= 1) throw InputError(fmt::format("watermark {} outside [0, 1)", cfg.watermark));
+    watermark_blocks_ = static_cast<uint64_t>(cfg.watermark * pool_blocks_);
+    credit_s_ = cfg.paging_credit_cap_s;
     pager_ = make_pager ? make_pager(pool_, caps) : std::make_unique<PagingEngineKvPager>(pool_, caps);
     for (BlockId b = pool_blocks_; b > 0; --b) free_.push_back(b - 1);
     seqs_.resize(reqs.size());
@@ -138,8 +147,25 @@ class Engine {
     res_.starvation_bound_slice_s = slice_bound_s();
     res_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   }
+  // Where a preempted sequence's KV goes, in order; recompute when every tier is full.
+  static std::vector<Tier> tier_chain(Policy p) {
+    if (p == Policy::kAquaHost) return {Tier::kHost};
+    if (p == Policy::kAquaFabric || p == Policy::kAqua) return {Tier::kPeer, Tier::kHost};
+    return {};
+  }
   bool preemptive() const { return policy_ != Policy::kFcfs; }
-  bool pages() const { return policy_ == Policy::kAquaHost || policy_ == Policy::kAquaFabric; }
+  bool pages() const { return !chain_.empty(); }
+  bool vllm_admission() const { return policy_ == Policy::kVllm03 || policy_ == Policy::kAqua; }
+  uint64_t& cap(Tier t) { return tier_cap_[t == Tier::kHost ? 0 : 1]; }
+  uint64_t& used(Tier t) { return tier_used_[t == Tier::kHost ? 0 : 1]; }
+  // The first tier of the chain with room for `blocks`, if any.
+  const Tier* tier_for(uint64_t blocks) {
+    for (const Tier& t : chain_)
+      if (used(t) + blocks <= cap(t)) return &t;
+    return nullptr;
+  }
+  // A long sequence streams its spilled blocks through the first tier of the chain.
+  Tier spill_tier() const { return chain_.empty() ? Tier::kPeer : chain_.front(); }
 
   void violation(std::string what) { res_.violations.push_back(std::move(what)); }
 
@@ -149,13 +175,13 @@ class Engine {
     return n;
   }
 
-  double bandwidth(double now) const {
-    if (tier_ == Tier::kHost) return cfg_.pcie_bytes_s * cfg_.pcie_efficiency;
+  double bandwidth(double now, Tier tier) const {
+    if (tier == Tier::kHost) return cfg_.pcie_bytes_s * cfg_.pcie_efficiency;
     return fabric_->live_circuits(cfg_.pager_xpu, cfg_.peer_xpu, now) * fabric_->lane_gbps() * 1e9 / 8.0 *
            cfg_.fabric.link_efficiency;
   }
-  double transfer_s(uint64_t blocks, double now) const {
-    return static_cast<double>(blocks) * block_logical_ / bandwidth(now);
+  double transfer_s(uint64_t blocks, double now, Tier tier) const {
+    return static_cast<double>(blocks) * block_logical_ / bandwidth(now, tier);
   }
 
   // Blocks a sequence must hold to take its next step (its KV plus the slot the step writes).
@@ -189,15 +215,29 @@ class Engine {
     blocks.clear();
   }
 
+  void reject(Seq& s, std::string why) {
+    s.st = St::kRejected;
+    s.rec.rejected = true;
+    s.rec.reject_reason = std::move(why);
+    ++done_;
+  }
+
   void arrive(Seq& s) {
     s.st = St::kWaiting;
     s.wait_since = s.r.arrival_s;
-    if (policy_ == Policy::kFcfs && need_full(s) > pool_blocks_) {
-      s.st = St::kRejected;
-      s.rec.rejected = true;
-      s.rec.reject_reason = fmt::format("needs {} KV blocks, the pool has {}", need_full(s), pool_blocks_);
-      ++done_;
-      return;
+    s.rec.in_burst = s.r.in_burst;
+    if (policy_ == Policy::kFcfs && need_full(s) > pool_blocks_)
+      return reject(s, fmt::format("needs {} KV blocks, the pool has {}", need_full(s), pool_blocks_));
+    if (vllm_admission()) {
+      // vLLM 0.3.2 ignores a prompt longer than its limit (min(max_model_len, max_num_batched_tokens))
+      // and one whose blocks would never leave the watermark free.
+      if (s.r.prompt_tokens > cfg_.max_batched_tokens)
+        return reject(s, fmt::format("prompt of {} tokens exceeds the prompt limit of {} (vLLM 0.3.2 ignores it)",
+                                     s.r.prompt_tokens, cfg_.max_batched_tokens));
+      if (ceil_div(s.r.prompt_tokens, bt_) + watermark_blocks_ > pool_blocks_)
+        return reject(s, fmt::format("needs {} KV blocks for its prompt, the pool has {} ({} kept free)",
+                                     ceil_div(s.r.prompt_tokens, bt_), pool_blocks_, watermark_blocks_));
+      waitq_.push_back(&s);
     }
     live_.push_back(&s);
   }
@@ -215,6 +255,7 @@ class Engine {
     s.promoted = false;
     s.slice_used = 0;
     s.st = St::kRunning;
+    s.run_order = ++run_counter_;
   }
 
   // One slice of the pool, measured so far: K decode steps, the prefill steps to refill the
@@ -244,7 +285,9 @@ class Engine {
       }
       return now;
     }
-    paging = schedule_preemptive(now);
+    if (policy_ == Policy::kVllm03) paging = schedule_vllm(now);
+    else if (policy_ == Policy::kAqua) paging = schedule_aqua(now);
+    else paging = schedule_preemptive(now);
     max_iter_paging_s_ = std::max(max_iter_paging_s_, paging);
     res_.paging_s += paging;
     res_.busy_s += paging;
@@ -331,10 +374,226 @@ class Engine {
     return paging;
   }
 
+  // ----- vLLM 0.3.2 and Aqua -------------------------------------------------------------------
+
+  // vLLM 0.3.2's admission (Scheduler._schedule, with no swapped sequences): waiting sequences in
+  // queue order while their prompt's blocks leave the watermark free, the batch's tokens (padded
+  // to its longest prompt) fit max_num_batched_tokens, its padding max_paddings and the running
+  // sequences max_num_seqs; stops at the first that does not fit. A sequence preempted by
+  // recompute comes back with its generated tokens as prompt. Returns how many were admitted.
+  size_t admit_vllm(double now) {
+    size_t running = running_count(), n = 0;
+    uint64_t free = free_.size(), longest = 0, sum = 0;
+    while (!waitq_.empty()) {
+      Seq* s = waitq_.front();
+      const bool fresh = s->st == St::kWaiting;
+      const uint64_t len = fresh ? s->r.prompt_tokens : s->kv_tokens;
+      const uint64_t blocks = ceil_div(len, bt_);
+      if (free < blocks + watermark_blocks_) break;
+      const uint64_t wide = std::max(longest, len);
+      // A recomputed sequence longer than the batch limit goes alone (its prefill is chunked).
+      if (n > 0 && ((n + 1) * wide > cfg_.max_batched_tokens || (n + 1) * wide - (sum + len) > cfg_.max_paddings))
+        break;
+      if (running + 1 > cfg_.max_seqs) break;
+      waitq_.pop_front();
+      s->blocks = alloc(blocks, now);
+      s->prefill_target = len;
+      s->prefill_done = 0;
+      s->fresh = fresh;
+      start_running(*s, now);
+      free -= blocks;
+      longest = wide;
+      sum += len;
+      ++n;
+      ++running;
+    }
+    return n;
+  }
+
+  // Gives a running decoder the block its next token goes to.
+  void grow(Seq& s, double now) {
+    uint64_t want = need(s);
+    if (s.blocks.size() < want) {
+      auto more = alloc(want - s.blocks.size(), now);
+      s.blocks.insert(s.blocks.end(), more.begin(), more.end());
+    }
+  }
+
+  // Preempts by recompute or paging; a sequence that must be recomputed waits at the queue's front.
+  double preempt_to_queue(Seq& s, double now) {
+    double t = preempt(s, now);
+    if (s.st == St::kDropped || s.st == St::kWaiting) waitq_.push_front(&s);
+    return t;
+  }
+
+  std::vector<Seq*> running_by(bool (*before)(const Seq*, const Seq*)) {
+    std::vector<Seq*> run;
+    for (auto* s : live_)
+      if (s->st == St::kRunning) run.push_back(s);
+    std::sort(run.begin(), run.end(), before);
+    return run;
+  }
+
+  // vLLM 0.3.2: prefill whatever the admission takes; otherwise decode every running sequence in
+  // arrival order, and when a sequence finds no free block (can_append_slot: one free block per
+  // sequence) preempt the newest running sequence by recompute (itself if it is the newest).
+  double schedule_vllm(double now) {
+    if (admit_vllm(now) > 0) return 0;
+    auto run = running_by([](const Seq* a, const Seq* b) { return a->r.id < b->r.id; });
+    for (size_t i = 0; i < run.size(); ++i) {
+      Seq* s = run[i];
+      bool kept = true;
+      while (free_.empty()) {
+        if (run.size() > i + 1) {
+          preempt_to_queue(*run.back(), now);
+          run.pop_back();
+        } else {
+          preempt_to_queue(*s, now);
+          run.pop_back();
+          kept = false;
+          break;
+        }
+      }
+      if (!kept) break;
+      grow(*s, now);
+    }
+    return 0;
+  }
+
+  // Optional paging (an arrival's preemptions, a re-pick) spends the budget's credit; a
+  // preemption needed to make progress does not wait for it.
+  double spend(double t) {
+    credit_s_ -= t;
+    return t;
+  }
+
+  // Aqua's CFS scheduler (the vLLM 0.3.2 fork of the Aqua authors): while a request waits, running
+  // sequences leave for the tiers (first admitted first) until the head's prompt fits, and the
+  // waiting prompts are prefilled first; otherwise decode, and every `repick_steps` iterations (or
+  // when nothing runs) re-pick the least served sequences (fewest tokens generated) that fit,
+  // paging the others out and the chosen ones in. mxtb's additions (docs/serve.md): the paging
+  // budget (optional preemptions only while credit is left), no arrival preemption whose victim
+  // would have to be recomputed, and a decoder that outgrows the pool pushes out the most served.
+  double schedule_aqua(double now) {
+    double paging = 0;
+    if (!waitq_.empty()) {
+      Seq* head = waitq_.front();
+      const uint64_t want = ceil_div(head->st == St::kWaiting ? head->r.prompt_tokens : head->kv_tokens, bt_);
+      while (free_.size() < want + watermark_blocks_) {
+        auto run = running_by([](const Seq* a, const Seq* b) { return a->run_order < b->run_order; });
+        if (run.empty()) break;
+        Seq* victim = run.front();
+        // Into the first tier, or the next while it stays half free: past that, arrivals wait as
+        // under vLLM (starting ever more work under overload fills the tiers, and then every
+        // further preemption is a recompute).
+        const uint64_t vb = ceil_div(victim->kv_tokens, bt_);
+        const Tier* to = tier_for(vb);
+        if (!to || victim->prefilling()) break;
+        if (*to != chain_.front() && 2 * (used(*to) + vb) > cap(*to)) {
+          ++res_.tier_deferrals;
+          break;
+        }
+        // An arrival's preemptions may borrow up to one credit cap ahead (a re-pick needs credit
+        // in hand), so that a re-pick never keeps a waiting request from its first token.
+        if (credit_s_ <= -cfg_.paging_credit_cap_s) {
+          ++res_.budget_deferrals;
+          break;
+        }
+        paging += spend(preempt(*victim, now + paging));
+      }
+      if (admit_vllm(now + paging) > 0) return paging;
+    }
+    const bool any = running_count() > 0;
+    if (any && repick_counter_ + 1 >= cfg_.repick_steps && credit_s_ > 0) {
+      paging += repick(now + paging, true, true);
+      repick_counter_ = 0;
+    } else {
+      if (any && repick_counter_ + 1 >= cfg_.repick_steps) ++res_.budget_deferrals;
+      // Between re-picks (and while the budget defers one) free blocks still take paged sequences
+      // in, least served first, displacing nobody: that is what keeps the batch full. Not while a
+      // request waits: blocks that fall free are its (Aqua admits waiting requests first).
+      if (waitq_.empty()) paging += repick(now + paging, false, false);
+      ++repick_counter_;
+    }
+    // A decoder whose next token needs a block the pool does not have: the most served leave.
+    for (;;) {
+      auto run = running_by([](const Seq* a, const Seq* b) {
+        return a->generated != b->generated ? a->generated < b->generated : a->r.id < b->r.id;
+      });
+      uint64_t short_by = 0;
+      for (auto* s : run) short_by += need(*s) > s->blocks.size() ? need(*s) - s->blocks.size() : 0;
+      if (short_by <= free_.size() || run.size() <= 1) break;
+      paging += preempt_to_queue(*run.back(), now + paging);
+    }
+    for (auto* s : live_)
+      if (s->st == St::kRunning && !s->prefilling()) grow(*s, now);
+    steer_fabric(now);
+    return paging;
+  }
+
+  // CFS order: least served first (fewest tokens generated), then oldest. mxtb's addition: a
+  // sequence off the device for max_wait_s or longer comes first (least served alone starves a
+  // long generation while shorter ones keep arriving).
+  bool cfs_before(const Seq* a, const Seq* b, double now) const {
+    const bool aa = a->st != St::kRunning && now - a->wait_since >= cfg_.max_wait_s;
+    const bool ba = b->st != St::kRunning && now - b->wait_since >= cfg_.max_wait_s;
+    if (aa != ba) return aa;
+    if (aa) return a->wait_since < b->wait_since;
+    return a->generated != b->generated ? a->generated < b->generated : a->r.id < b->r.id;
+  }
+
+  // Re-pick (Aqua: every repick_steps iterations): paged sequences that come before running ones
+  // in CFS order take their place, the most served running ones leaving for the tiers to make
+  // room (each brought in needs its blocks and one more). An optional re-pick moves at most what
+  // the paging credit pays for (in and out, at the first tier's bandwidth). Without `displace` it
+  // only fills free blocks (every iteration, and when nothing runs), paid but not limited.
+  double repick(double now, bool optional, bool displace) {
+    std::vector<Seq*> keep, waiting;
+    for (auto* s : live_) {
+      if (s->st == St::kRunning) keep.push_back(s);
+      else if (s->st == St::kPaged) waiting.push_back(s);
+    }
+    auto before = [&](const Seq* a, const Seq* b) { return cfs_before(a, b, now); };
+    std::sort(keep.begin(), keep.end(), before);
+    std::sort(waiting.begin(), waiting.end(), before);
+    const double cap_blocks = optional ? std::max(0.0, credit_s_) * bandwidth(now, chain_.front()) / block_logical_
+                                       : std::numeric_limits<double>::infinity();
+    uint64_t room = free_.size(), moved = 0;
+    // A re-pick only swaps: it never sends a sequence to be recomputed (the tiers' room, counting
+    // what the sequences brought in give back).
+    uint64_t tier_room = 0;
+    for (Tier t : chain_) tier_room += cap(t) - used(t);
+    size_t kept = keep.size();  // keep[0, kept) stay; keep[kept, ...) leave
+    std::vector<Seq*> in;
+    for (auto* p : waiting) {
+      if (kept + in.size() >= cfg_.max_seqs) break;
+      const uint64_t want = p->paged + 1;
+      uint64_t r = room, out = 0;
+      size_t k = kept;
+      while (displace && r < want && k > 0 && before(p, keep[k - 1])) {
+        --k;
+        r += keep[k]->blocks.size();
+        out += keep[k]->blocks.size();
+      }
+      if (r < want) break;  // it would displace sequences that come before it
+      if (out > tier_room + p->paged) break;
+      tier_room = tier_room + p->paged - out;
+      if (static_cast<double>(moved + out + p->paged) > cap_blocks) break;
+      moved += out + p->paged;
+      room = r - want;
+      kept = k;
+      in.push_back(p);
+    }
+    double paging = 0;
+    for (size_t i = kept; i < keep.size(); ++i) paging += preempt_to_queue(*keep[i], now + paging);
+    for (auto* p : in) paging += resume(*p, now + paging);
+    return optional ? spend(paging) : paging;
+  }
+
   // aqua-fabric takes extra circuits while a burst queues (or a long sequence streams) and gives
   // them back once the queue has drained to half the threshold.
   void steer_fabric(double now) {
-    if (policy_ != Policy::kAquaFabric) return;
+    if (policy_ != Policy::kAquaFabric && policy_ != Policy::kAqua) return;
     size_t queued = 0;
     bool streaming = false;
     for (auto* s : live_) {
@@ -382,19 +641,21 @@ class Engine {
       return 0;
     }
     uint64_t keep = ceil_div(s.kv_tokens, bt_);
-    if (pages() && tier_used_ + keep <= tier_cap_) {
+    if (const Tier* tier = tier_for(keep)) {
       std::vector<BlockId> out(s.blocks.begin(), s.blocks.begin() + static_cast<std::ptrdiff_t>(keep));
-      PageResult r = pager_->page_out(s.r.id, out, tier_);
+      PageResult r = pager_->page_out(s.r.id, out, *tier);
       if (!r.ok) violation(fmt::format("page-out: {}", r.error));
-      t = transfer_s(keep, now);
-      tier_used_ += keep;
+      t = transfer_s(keep, now, *tier);
+      used(*tier) += keep;
       s.paged = keep;
+      s.paged_tier = *tier;
       ++res_.page_outs;
+      res_.host_page_outs += *tier == Tier::kHost && chain_.front() != Tier::kHost;
       res_.logical_bytes_paged += static_cast<uint64_t>(static_cast<double>(keep) * block_logical_);
       res_.real_bytes_paged += r.real_bytes;
       s.st = St::kPaged;
     } else {
-      if (pages()) ++res_.fallback_drops;  // the tier is full: recompute instead
+      if (pages()) ++res_.fallback_drops;  // every tier is full: recompute instead
       s.st = St::kDropped;
     }
     free_blocks(s.blocks);
@@ -421,7 +682,7 @@ class Engine {
     } else if (s.st == St::kPaged) {
       s.blocks = alloc(need(s), now);
       std::vector<BlockId> in(s.blocks.begin(), s.blocks.begin() + static_cast<std::ptrdiff_t>(s.paged));
-      PageResult r = pager_->page_in(s.r.id, in, tier_);
+      PageResult r = pager_->page_in(s.r.id, in, s.paged_tier);
       if (!r.ok) violation(fmt::format("page-in: {}", r.error));
       // The sequence's state is exactly its tokens' KV: check every token's bytes.
       for (uint64_t tok = 0; tok < s.kv_tokens; ++tok)
@@ -429,8 +690,8 @@ class Engine {
           violation(fmt::format("request {} resumed with wrong KV bytes at token {}", s.r.id, tok));
           break;
         }
-      t = transfer_s(s.paged, now);
-      tier_used_ -= s.paged;
+      t = transfer_s(s.paged, now, s.paged_tier);
+      used(s.paged_tier) -= s.paged;
       ++res_.page_ins;
       res_.logical_bytes_paged += static_cast<uint64_t>(static_cast<double>(s.paged) * block_logical_);
       res_.real_bytes_paged += r.real_bytes;
@@ -450,10 +711,10 @@ class Engine {
       if (free_.empty()) {
         BlockId oldest = s.blocks.front();
         if (pages()) {
-          PageResult r = pager_->page_out(s.r.id, {oldest}, tier_);
+          PageResult r = pager_->page_out(s.r.id, {oldest}, spill_tier());
           if (!r.ok) violation(fmt::format("spill: {}", r.error));
-          t += transfer_s(1, now + t);
-          ++tier_used_;
+          t += transfer_s(1, now + t, spill_tier());
+          ++used(spill_tier());
           ++res_.page_outs;
           res_.logical_bytes_paged += static_cast<uint64_t>(block_logical_);
           res_.real_bytes_paged += r.real_bytes;
@@ -483,12 +744,12 @@ class Engine {
       recompute_in_step_ += t;
       return t;
     }
-    PageResult r = pager_->fetch(s.r.id, tier_);
+    PageResult r = pager_->fetch(s.r.id, spill_tier());
     if (!r.ok) violation(fmt::format("fetch: {}", r.error));
     ++res_.fetches;
     res_.logical_bytes_paged += static_cast<uint64_t>(static_cast<double>(s.spilled) * block_logical_);
     res_.real_bytes_paged += r.real_bytes;
-    double x = transfer_s(s.spilled, now);
+    double x = transfer_s(s.spilled, now, spill_tier());
     return std::max(compute_s, x) + x / cost_.model().layers - compute_s;
   }
 
@@ -528,6 +789,7 @@ class Engine {
           s->generated = 1;
           s->rec.first_token_s = now;
           res_.ttft_s.push_back(now - s->r.arrival_s);
+          if (s->r.in_burst) res_.burst_ttft_s.push_back(now - s->r.arrival_s);
           s->last_token_s = now;
           ++res_.output_tokens;
           if (s->generated == s->r.output_tokens) finish(*s, now);
@@ -555,6 +817,7 @@ class Engine {
       }
     }
     ++res_.steps;
+    credit_s_ = std::min(cfg_.paging_credit_cap_s, credit_s_ + cfg_.paging_budget * t);
     res_.busy_s += t + exposed;
     res_.paging_s += exposed - recompute_in_step_;
     recompute_in_step_ = 0;
@@ -565,8 +828,8 @@ class Engine {
   void finish(Seq& s, double now) {
     free_blocks(s.blocks);
     if (s.spilled && pages()) {
-      pager_->discard(s.r.id, tier_);
-      tier_used_ -= s.spilled;
+      pager_->discard(s.r.id, spill_tier());
+      used(spill_tier()) -= s.spilled;
     }
     s.st = St::kDone;
     s.rec.finish_s = now;
@@ -587,7 +850,8 @@ class Engine {
     if (held + free_.size() != pool_blocks_ || held > pool_blocks_)
       violation(fmt::format("t={:.6f}: KV books do not balance: {} held + {} free != {} blocks", now, held,
                             free_.size(), pool_blocks_));
-    if (tier_used_ > tier_cap_) violation(fmt::format("t={:.6f}: {} tier over capacity", now, tier_name(tier_)));
+    for (Tier t : chain_)
+      if (used(t) > cap(t)) violation(fmt::format("t={:.6f}: {} tier over capacity", now, tier_name(t)));
   }
 
   Policy policy_;
@@ -597,11 +861,16 @@ class Engine {
   double block_logical_;
   uint32_t pool_blocks_;
   DeviceKvPool pool_;
-  Tier tier_;
+  std::vector<Tier> chain_;
   std::unique_ptr<KvPager> pager_;
   std::unique_ptr<StaticFabricLinks> own_fabric_;
   FabricLinks* fabric_ = nullptr;
-  uint64_t tier_cap_ = 0, tier_used_ = 0;
+  uint64_t tier_cap_[2] = {0, 0}, tier_used_[2] = {0, 0};  // host, peer
+  uint64_t watermark_blocks_ = 0;
+  std::deque<Seq*> waitq_;  // vllm-0.3 and aqua: waiting sequences, preempted-for-recompute in front
+  uint64_t run_counter_ = 0;
+  uint64_t repick_counter_ = 0;
+  double credit_s_ = 0;  // aqua: paging time it may still spend on optional preemptions
   std::vector<BlockId> free_;
   std::vector<Seq> seqs_;
   std::vector<Seq*> live_;  // arrived, not finished, in arrival order

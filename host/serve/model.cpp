@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -188,7 +189,8 @@ std::vector<Request> synthetic_burst(uint64_t seed, double scale) {
     if (t >= 60) break;
     out.push_back({0, t, rng.between(256, 4096), rng.between(16, 256)});
   }
-  for (int i = 0; i < 200; ++i) out.push_back({0, 20.0 + rng.uniform(), rng.between(256, 4096), rng.between(16, 256)});
+  for (int i = 0; i < 200; ++i)
+    out.push_back({0, 20.0 + rng.uniform(), rng.between(256, 4096), rng.between(16, 256), true});
   for (auto& r : out) r.arrival_s /= scale;
   std::stable_sort(out.begin(), out.end(), [](const Request& a, const Request& b) { return a.arrival_s < b.arrival_s; });
   for (size_t i = 0; i < out.size(); ++i) out[i].id = i;
@@ -198,6 +200,101 @@ std::vector<Request> synthetic_burst(uint64_t seed, double scale) {
 std::vector<Request> long_prompt() {
   // A 64 Ki-token document and a 1,024-token answer (Llama 3.1 shapes take 128 Ki of context).
   return {{0, 0.0, 65536, 1024}};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Chat requests and bursts.
+
+namespace {
+double normal_cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
+
+// A standard normal deviate (Box-Muller; two uniforms per deviate keep draws reproducible).
+double normal(Rng& rng) {
+  double u = rng.uniform(), v = rng.uniform();
+  return std::sqrt(-2.0 * std::log(1.0 - u)) * std::cos(6.283185307179586 * v);
+}
+
+// Solves mu so that the truncated log-normal has the given mean (the mean grows with mu).
+double solve_mu(double mean, double sigma, double lo, double hi) {
+  double a = std::log(lo) - 5 * sigma, b = std::log(hi) + 5 * sigma;
+  for (int i = 0; i < 200; ++i) {
+    double m = 0.5 * (a + b);
+    (ChatLengths::truncated_mean(m, sigma, lo, hi) < mean ? a : b) = m;
+  }
+  return 0.5 * (a + b);
+}
+
+uint64_t lognormal_tokens(Rng& rng, double mu, double sigma, uint64_t lo, uint64_t hi) {
+  for (;;) {
+    double x = std::exp(mu + sigma * normal(rng));
+    if (x >= static_cast<double>(lo) - 0.5 && x < static_cast<double>(hi) + 0.5)
+      return std::min(hi, std::max(lo, static_cast<uint64_t>(std::llround(x))));
+  }
+}
+}  // namespace
+
+double ChatLengths::truncated_mean(double mu, double sigma, double lo, double hi) {
+  const double la = std::log(lo), lb = std::log(hi);
+  const double mass = normal_cdf((lb - mu) / sigma) - normal_cdf((la - mu) / sigma);
+  if (mass <= 0) return mu < la ? lo : hi;
+  return std::exp(mu + sigma * sigma / 2) *
+         (normal_cdf((lb - mu - sigma * sigma) / sigma) - normal_cdf((la - mu - sigma * sigma) / sigma)) / mass;
+}
+
+ChatLengths::ChatLengths()
+    : mu_prompt(solve_mu(kMeanPrompt, kSigma, kMin, kMaxPrompt)),
+      mu_output(solve_mu(kMeanOutput, kSigma, kMin, kMaxOutput)) {}
+
+LengthSampler chat_lengths(uint64_t seed) {
+  auto rng = std::make_shared<Rng>(Rng{seed * 0x9E3779B97F4A7C15ull + 7});
+  const ChatLengths c;
+  return [rng, c]() {
+    uint64_t p = lognormal_tokens(*rng, c.mu_prompt, ChatLengths::kSigma, ChatLengths::kMin, ChatLengths::kMaxPrompt);
+    uint64_t o = lognormal_tokens(*rng, c.mu_output, ChatLengths::kSigma, ChatLengths::kMin, ChatLengths::kMaxOutput);
+    return std::make_pair(p, o);
+  };
+}
+
+LengthSampler lengths_from(const std::vector<Request>& rows, uint64_t seed) {
+  if (rows.empty()) throw InputError("bursts need requests to draw lengths from");
+  auto rng = std::make_shared<Rng>(Rng{seed * 0xD1B54A32D192ED03ull + 11});
+  auto pool = std::make_shared<std::vector<std::pair<uint64_t, uint64_t>>>();
+  for (const auto& r : rows) pool->push_back({r.prompt_tokens, r.output_tokens});
+  return [rng, pool]() { return (*pool)[rng->next() % pool->size()]; };
+}
+
+std::vector<Request> chat_background(uint64_t seed, double rate_per_s, double duration_s) {
+  if (!(rate_per_s > 0) || !(duration_s > 0))
+    throw InputError(fmt::format("chat load: rate {} /s and duration {} s must be positive", rate_per_s, duration_s));
+  Rng rng{seed * 0x2545F4914F6CDD1Dull + 3};
+  auto lengths = chat_lengths(seed);
+  std::vector<Request> out;
+  for (double t = -std::log(1.0 - rng.uniform()) / rate_per_s; t < duration_s;
+       t += -std::log(1.0 - rng.uniform()) / rate_per_s) {
+    auto [p, o] = lengths();
+    out.push_back({out.size(), t, p, o});
+  }
+  return out;
+}
+
+std::vector<Request> add_bursts(std::vector<Request> base, const BurstSpec& spec, const LengthSampler& lengths,
+                                uint64_t seed) {
+  if (spec.requests == 0 || spec.count <= 0) return base;
+  if (!(spec.window_s > 0)) throw InputError(fmt::format("burst window {} s must be positive", spec.window_s));
+  double span = 0;
+  for (const auto& r : base) span = std::max(span, r.arrival_s);
+  if (!(span > 0)) span = spec.window_s * (spec.count + 1);
+  Rng rng{seed * 0x94D049BB133111EBull + 5};
+  for (int b = 0; b < spec.count; ++b) {
+    const double at = span * (b + 1) / (spec.count + 1);
+    for (size_t i = 0; i < spec.requests; ++i) {
+      auto [p, o] = lengths();
+      base.push_back({0, at + spec.window_s * rng.uniform(), p, o, true});
+    }
+  }
+  std::stable_sort(base.begin(), base.end(), [](const Request& a, const Request& b) { return a.arrival_s < b.arrival_s; });
+  for (size_t i = 0; i < base.size(); ++i) base[i].id = i;
+  return base;
 }
 
 }  // namespace mxtb::host::serve

@@ -15,18 +15,23 @@ const char* tier_name(Tier t) { return t == Tier::kHost ? "host" : "peer"; }
 
 Policy policy_by_name(const std::string& name) {
   if (name == "fcfs") return Policy::kFcfs;
+  if (name == "vllm-0.3") return Policy::kVllm03;
   if (name == "recompute") return Policy::kRecompute;
   if (name == "aqua-host") return Policy::kAquaHost;
   if (name == "aqua-fabric") return Policy::kAquaFabric;
-  throw InputError(fmt::format("unknown policy '{}': expected fcfs, recompute, aqua-host or aqua-fabric", name));
+  if (name == "aqua") return Policy::kAqua;
+  throw InputError(fmt::format(
+      "unknown policy '{}': expected fcfs, vllm-0.3, recompute, aqua-host, aqua-fabric or aqua", name));
 }
 
 const char* policy_name(Policy p) {
   switch (p) {
     case Policy::kFcfs: return "fcfs";
+    case Policy::kVllm03: return "vllm-0.3";
     case Policy::kRecompute: return "recompute";
     case Policy::kAquaHost: return "aqua-host";
     case Policy::kAquaFabric: return "aqua-fabric";
+    case Policy::kAqua: return "aqua";
   }
   return "?";
 }

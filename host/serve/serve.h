@@ -85,6 +85,7 @@ struct Request {
   double arrival_s = 0;
   uint64_t prompt_tokens = 0;
   uint64_t output_tokens = 0;  // tokens to generate (>= 1)
+  bool in_burst = false;       // added by add_bursts (TTFT is also reported over these alone)
 };
 
 // The Azure LLM inference trace (TIMESTAMP,ContextTokens,GeneratedTokens). Arrivals are relative
@@ -94,6 +95,36 @@ std::vector<Request> load_azure_trace(const std::string& path, double scale);
 std::vector<Request> synthetic_burst(uint64_t seed, double scale);
 // One long prompt (its length in docs/serve.md).
 std::vector<Request> long_prompt();
+
+// Chat requests (short prompts, long answers) with ShareGPT's length statistics as published with
+// vLLM (Kwon et al., SOSP 2023, arXiv:2309.06180, Fig. 11: mean input 161.31 tokens, mean output
+// 337.99 tokens): each length log-normal with sigma `kChatSigma` and the location that gives the
+// published mean after the pruning vLLM's benchmarks apply (prompt 4..1024, output 4..1024).
+struct ChatLengths {
+  static constexpr double kMeanPrompt = 161.31, kMeanOutput = 337.99;
+  static constexpr double kSigma = 1.0;  // spread: an assumption (the paper gives histograms, not parameters)
+  static constexpr uint64_t kMin = 4, kMaxPrompt = 1024, kMaxOutput = 1024;
+  double mu_prompt, mu_output;  // log-normal locations solved for the means above
+  ChatLengths();
+  // Mean of a log-normal(mu, sigma) truncated to [lo, hi].
+  static double truncated_mean(double mu, double sigma, double lo, double hi);
+};
+// `rate_per_s` Poisson arrivals for `duration_s` seconds of chat requests, seeded.
+std::vector<Request> chat_background(uint64_t seed, double rate_per_s, double duration_s);
+
+// Bursts on top of a load: `count` bursts of `requests` arrivals each, uniform within `window_s`,
+// at span x (i + 1) / (count + 1) of the load's span; lengths drawn by `lengths` (seeded). The
+// result is sorted by arrival and renumbered.
+struct BurstSpec {
+  size_t requests = 0;
+  int count = 1;
+  double window_s = 1.0;
+};
+using LengthSampler = std::function<std::pair<uint64_t, uint64_t>()>;  // (prompt, output) tokens
+LengthSampler chat_lengths(uint64_t seed);
+LengthSampler lengths_from(const std::vector<Request>& rows, uint64_t seed);  // rows drawn at random
+std::vector<Request> add_bursts(std::vector<Request> base, const BurstSpec& spec, const LengthSampler& lengths,
+                                uint64_t seed);
 
 // ---------------------------------------------------------------------------------------------
 // Seams
@@ -226,7 +257,14 @@ class StaticFabricLinks : public FabricLinks {
 // Engine
 // ---------------------------------------------------------------------------------------------
 
-enum class Policy { kFcfs, kRecompute, kAquaHost, kAquaFabric };
+// kFcfs: reserve prompt + output up front (mxtb's admission control). kVllm03: vLLM 0.3.2's
+// scheduler (prompt blocks + 1 % watermark at admission, blocks added as tokens grow, the newest
+// running sequence preempted by recompute). kRecompute, kAquaHost, kAquaFabric: mxtb's
+// time-sliced preemptive scheduler (pinned slices, least served first, aging). kAqua: Aqua's CFS
+// scheduler (preempt running sequences as soon as a request waits, prefill first, re-pick the
+// least served every few iterations) paging to the peer over the fabric, then host DRAM, then
+// recompute, within a paging budget. docs/serve.md.
+enum class Policy { kFcfs, kVllm03, kRecompute, kAquaHost, kAquaFabric, kAqua };
 Policy policy_by_name(const std::string& name);  // InputError names the policy and the choices
 const char* policy_name(Policy p);
 
@@ -236,8 +274,13 @@ struct ServeConfig {
   double kv_pool_gib = 8;  // KV budget on the serving accelerator (logical bytes)
   uint32_t block_tokens = 16;
   uint32_t real_bytes_per_token = 64;  // bytes actually moved per token (scaled down)
-  uint64_t max_batched_tokens = 8192;  // prefill tokens per step
+  uint64_t max_batched_tokens = 8192;  // prefill tokens per step (and vLLM's prompt limit)
   uint64_t max_seqs = 256;
+  uint64_t max_paddings = 256;  // vLLM 0.3.2: a prefill batch pads every prompt to its longest
+  double watermark = 0.01;      // vLLM 0.3.2: blocks kept free at admission (share of the pool)
+  uint64_t repick_steps = 5;    // aqua: decode iterations between re-picks of the least served
+  double paging_budget = 0.05;  // aqua: optional paging time per second of step time
+  double paging_credit_cap_s = 0.1;  // aqua: paging credit saved up at most
   uint64_t slice_steps = 16;  // decode steps a preempted-in sequence runs before it may be preempted
   double max_wait_s = 5;      // a runnable sequence waiting this long is promoted (aging)
   double pcie_bytes_s = 64e9;  // PCIe 5.0 x16, one direction
@@ -252,6 +295,7 @@ struct ServeConfig {
 
 struct SeqRecord {
   uint64_t id = 0;
+  bool in_burst = false;
   double arrival_s = 0, first_token_s = -1, finish_s = -1;
   uint64_t generated = 0, expected = 0;
   uint64_t preemptions = 0;
@@ -264,13 +308,16 @@ struct SeqRecord {
 struct RunResult {
   std::string policy;
   std::vector<SeqRecord> seqs;
-  std::vector<double> ttft_s, tbt_s;
+  std::vector<double> ttft_s, tbt_s, burst_ttft_s;
   double makespan_s = 0, first_arrival_s = 0;
   double busy_s = 0, paging_s = 0;  // simulated seconds stepping / paging (paging is inside busy)
   uint64_t output_tokens = 0, steps = 0, preemptions = 0, page_outs = 0, page_ins = 0, fetches = 0;
   uint64_t logical_bytes_paged = 0, real_bytes_paged = 0;
   uint64_t max_blocks_used = 0, pool_blocks = 0;
   uint64_t reconfigurations = 0, fallback_drops = 0;
+  uint64_t host_page_outs = 0;     // page-outs that went to host DRAM because the peer tier was full
+  uint64_t budget_deferrals = 0;   // aqua: re-picks or arrival preemptions put off by the paging budget
+  uint64_t tier_deferrals = 0;     // aqua: arrival preemptions refused because the tiers hold the backlog
   std::vector<double> reconfig_delays_s;  // each reconfiguration's delay as the fabric reported it
   double extra_circuit_s = 0;  // seconds extra circuits were held
   std::vector<std::string> violations;  // broken invariants (empty in a correct run)

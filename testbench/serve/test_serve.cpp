@@ -304,7 +304,8 @@ TEST_CASE("scheduler invariants hold under a burst for every policy") {
   // on every page-in every token's bytes are compared with what the sequence must hold.
   auto reqs = small_burst();
   ServeConfig cfg = small_config();
-  for (auto p : {Policy::kFcfs, Policy::kRecompute, Policy::kAquaHost, Policy::kAquaFabric}) {
+  for (auto p : {Policy::kFcfs, Policy::kVllm03, Policy::kRecompute, Policy::kAquaHost, Policy::kAquaFabric,
+                 Policy::kAqua}) {
     RunResult r = simulate(reqs, p, cfg);
     require_clean(r, reqs);
     if (p == Policy::kFcfs) {
@@ -312,13 +313,15 @@ TEST_CASE("scheduler invariants hold under a burst for every policy") {
     } else {
       CHECK(r.preemptions > 0);
     }
-    if (p == Policy::kAquaHost || p == Policy::kAquaFabric) {
+    if (p == Policy::kAquaHost || p == Policy::kAquaFabric || p == Policy::kAqua) {
       CHECK(r.page_ins > 0);
       CHECK(r.page_ins == r.page_outs);
       CHECK(r.real_bytes_paged > 0);
       CHECK(r.paging_s > 0);
     }
-    if (p != Policy::kFcfs) check_wait_bound(r, cfg);
+    if (p == Policy::kVllm03) CHECK(r.page_outs == 0);  // vLLM 0.3.2 preempts a single sequence by recompute
+    // The slice policies' aging bound; Aqua's CFS scheduler has no aging (least served first).
+    if (p != Policy::kFcfs && p != Policy::kVllm03 && p != Policy::kAqua) check_wait_bound(r, cfg);
   }
 }
 
@@ -393,4 +396,168 @@ TEST_CASE("percentile is nearest-rank") {
   for (int i = 1; i <= 100; ++i) v.push_back(i);
   CHECK(percentile(v, 99) == 99);
   CHECK(percentile(v, 100) == 100);
+}
+
+TEST_CASE("chat lengths: ShareGPT's published means after vLLM's pruning, deterministic per seed") {
+  ChatLengths c;
+  CHECK(ChatLengths::truncated_mean(c.mu_prompt, ChatLengths::kSigma, ChatLengths::kMin, ChatLengths::kMaxPrompt) ==
+        doctest::Approx(161.31).epsilon(1e-4));
+  CHECK(ChatLengths::truncated_mean(c.mu_output, ChatLengths::kSigma, ChatLengths::kMin, ChatLengths::kMaxOutput) ==
+        doctest::Approx(337.99).epsilon(1e-4));
+  // The truncated mean of a wide window is the plain log-normal mean.
+  CHECK(ChatLengths::truncated_mean(1.0, 0.5, 1e-9, 1e12) == doctest::Approx(std::exp(1.0 + 0.125)).epsilon(1e-6));
+  auto a = chat_lengths(7), b = chat_lengths(7), other = chat_lengths(8);
+  double sp = 0, so = 0;
+  bool differs = false;
+  const int n = 40000;
+  for (int i = 0; i < n; ++i) {
+    auto x = a(), y = b(), z = other();
+    REQUIRE(x == y);
+    differs |= x != z;
+    CHECK(x.first >= ChatLengths::kMin);
+    CHECK(x.first <= ChatLengths::kMaxPrompt);
+    CHECK(x.second >= ChatLengths::kMin);
+    CHECK(x.second <= ChatLengths::kMaxOutput);
+    sp += static_cast<double>(x.first);
+    so += static_cast<double>(x.second);
+  }
+  CHECK(differs);
+  CHECK(sp / n == doctest::Approx(161.31).epsilon(0.03));
+  CHECK(so / n == doctest::Approx(337.99).epsilon(0.03));
+  auto bg = chat_background(3, 10.0, 60.0);
+  CHECK(bg.size() > 450);
+  CHECK(bg.size() < 750);
+  for (size_t i = 1; i < bg.size(); ++i) CHECK(bg[i].arrival_s >= bg[i - 1].arrival_s);
+  CHECK_THROWS_AS(chat_background(3, 0, 60), InputError);
+}
+
+TEST_CASE("bursts on top of a load: counts, window, marks, order, lengths from the load") {
+  std::vector<Request> base;
+  for (uint64_t i = 0; i < 100; ++i) base.push_back({i, static_cast<double>(i), 1000 + i, 10 + i});
+  BurstSpec spec{50, 2, 1.0};
+  auto out = add_bursts(base, spec, lengths_from(base, 5), 5);
+  REQUIRE(out.size() == 200);
+  size_t marked = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    CHECK(out[i].id == i);
+    if (i) CHECK(out[i].arrival_s >= out[i - 1].arrival_s);
+    if (!out[i].in_burst) continue;
+    ++marked;
+    // Bursts at 1/3 and 2/3 of the 99 s span, each within its 1 s window.
+    bool first = out[i].arrival_s >= 33.0 && out[i].arrival_s < 34.0;
+    bool second = out[i].arrival_s >= 66.0 && out[i].arrival_s < 67.0;
+    CHECK((first || second));
+    CHECK(out[i].prompt_tokens >= 1000);
+    CHECK(out[i].prompt_tokens < 1100);
+    CHECK(out[i].output_tokens == out[i].prompt_tokens - 990);  // a row of the load, drawn whole
+  }
+  CHECK(marked == 100);
+  CHECK(add_bursts(base, BurstSpec{0, 1, 1.0}, lengths_from(base, 5), 5).size() == 100);
+  CHECK_THROWS_AS(lengths_from({}, 1), InputError);
+  // The synthetic burst marks its 200 burst requests.
+  auto sb = synthetic_burst(1, 1);
+  CHECK(std::count_if(sb.begin(), sb.end(), [](const Request& r) { return r.in_burst; }) == 200);
+}
+
+TEST_CASE("vllm-0.3: prompt blocks at admission, growth, the newest preempted by recompute") {
+  ServeConfig cfg = small_config();  // 128 blocks of 16 tokens, watermark 1 block
+  // Two prompts whose prompt + output do not both fit (fcfs runs them one after the other), whose
+  // prompts do (vLLM 0.3.2 admits both and preempts the newer when they outgrow the pool).
+  std::vector<Request> reqs{{0, 0.0, 900, 300}, {1, 0.001, 900, 300}};
+  RunResult f = simulate(reqs, Policy::kFcfs, cfg);
+  RunResult v = simulate(reqs, Policy::kVllm03, cfg);
+  require_clean(f, reqs);
+  require_clean(v, reqs);
+  CHECK(v.seqs[1].first_token_s < f.seqs[1].first_token_s);
+  CHECK(v.preemptions >= 1);
+  CHECK(v.seqs[1].preemptions >= 1);  // the newest leaves
+  CHECK(v.seqs[0].preemptions == 0);
+  CHECK(v.page_outs == 0);
+  // A prompt over the prompt limit, and one that can never leave the watermark free, are ignored.
+  std::vector<Request> big{{0, 0.0, 9000, 10}, {1, 0.0, 2040, 10}, {2, 0.1, 100, 10}};
+  ServeConfig wide = cfg;
+  wide.kv_pool_gib = 4;
+  RunResult r = simulate(big, Policy::kVllm03, wide);
+  CHECK(r.seqs[0].rejected);
+  CHECK(r.seqs[0].reject_reason.find("exceeds the prompt limit of 8192") != std::string::npos);
+  RunResult w = simulate({{0, 0.0, 2040, 10}}, Policy::kVllm03, cfg);
+  CHECK(w.seqs[0].rejected);
+  CHECK(w.seqs[0].reject_reason.find("1 kept free") != std::string::npos);
+  // Padding: 100 and 600 tokens pad by 500 > 256 and prefill in two steps; 500 and 600 in one.
+  RunResult apart = simulate({{0, 0.0, 100, 1}, {1, 0.0, 600, 1}}, Policy::kVllm03, wide);
+  RunResult together = simulate({{0, 0.0, 500, 1}, {1, 0.0, 600, 1}}, Policy::kVllm03, wide);
+  CHECK(apart.steps == 2);
+  CHECK(together.steps == 1);
+}
+
+TEST_CASE("aqua: an arrival preempts running sequences to the tiers and is prefilled first") {
+  ServeConfig cfg = small_config();
+  // A long generation holds most of the pool when a short request arrives.
+  std::vector<Request> reqs{{0, 0.0, 1800, 200}, {1, 0.5, 200, 20}};
+  RunResult v = simulate(reqs, Policy::kVllm03, cfg);
+  RunResult a = simulate(reqs, Policy::kAqua, cfg);
+  require_clean(v, reqs);
+  require_clean(a, reqs);
+  const double v_ttft = v.seqs[1].first_token_s - 0.5, a_ttft = a.seqs[1].first_token_s - 0.5;
+  MESSAGE("TTFT of the late request: vllm-0.3 ", v_ttft, " s, aqua ", a_ttft, " s");
+  CHECK(a_ttft < v_ttft / 4);
+  CHECK(a.page_outs >= 1);
+  CHECK(a.seqs[0].preemptions >= 1);
+  CHECK(a.fallback_drops == 0);
+}
+
+TEST_CASE("aqua: tiers peer, then host DRAM, then recompute") {
+  auto reqs = small_burst();
+  ServeConfig cfg = small_config();
+  cfg.peer_tier_gib = 0.05;  // a few sequences' worth
+  RunResult r = simulate(reqs, Policy::kAqua, cfg);
+  require_clean(r, reqs);
+  CHECK(r.host_page_outs > 0);
+  CHECK(r.fallback_drops == 0);
+  cfg.host_tier_gib = 0.02;
+  RunResult full = simulate(reqs, Policy::kAqua, cfg);
+  require_clean(full, reqs);
+  CHECK(full.fallback_drops > 0);  // both tiers full: recompute, and the run still completes
+  // aqua-fabric shares the chain: host DRAM before recompute.
+  ServeConfig f = small_config();
+  f.peer_tier_gib = 0.05;
+  RunResult fab = simulate(reqs, Policy::kAquaFabric, f);
+  require_clean(fab, reqs);
+  CHECK(fab.host_page_outs > 0);
+}
+
+TEST_CASE("aqua: the paging budget bounds optional preemptions") {
+  auto reqs = small_burst();
+  ServeConfig cfg = small_config();
+  RunResult free_run = simulate(reqs, Policy::kAqua, cfg);
+  cfg.paging_budget = 0;
+  cfg.paging_credit_cap_s = 0;
+  RunResult none = simulate(reqs, Policy::kAqua, cfg);
+  require_clean(free_run, reqs);
+  require_clean(none, reqs);
+  CHECK(none.budget_deferrals > 0);
+  CHECK(none.page_outs < free_run.page_outs);
+  // Re-picking every iteration pages more than every 50.
+  ServeConfig often = small_config(), rarely = small_config();
+  often.repick_steps = 1;
+  rarely.repick_steps = 50;
+  RunResult o = simulate(reqs, Policy::kAqua, often), r = simulate(reqs, Policy::kAqua, rarely);
+  require_clean(o, reqs);
+  require_clean(r, reqs);
+  CHECK(o.page_ins > r.page_ins);
+}
+
+TEST_CASE("aqua under sustained overload: no thrashing, throughput beside vllm-0.3's") {
+  // Arrivals faster than the pool drains for 3 s (the same load as the starvation test).
+  std::vector<Request> reqs;
+  for (uint64_t i = 0; i < 400; ++i)
+    reqs.push_back({i, 0.0075 * static_cast<double>(i), 200 + (i * 53) % 600, 30 + (i * 7) % 90});
+  ServeConfig cfg = small_config();
+  RunResult v = simulate(reqs, Policy::kVllm03, cfg);
+  RunResult a = simulate(reqs, Policy::kAqua, cfg);
+  require_clean(v, reqs);
+  require_clean(a, reqs);
+  MESSAGE("vllm-0.3 ", v.throughput(), " tok/s, aqua ", a.throughput(), " tok/s, paging share ", a.paging_share());
+  CHECK(a.throughput() >= 0.9 * v.throughput());
+  CHECK(a.fallback_drops == 0);
 }
