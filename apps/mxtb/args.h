@@ -19,6 +19,12 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Bad input that is no command-line mistake (a file's content, a name a library refused):
+// main.cpp prints "mxtb CMD: error: WHAT" without the usage, exit 2.
+struct InputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // The repository root (traces/ lives below it): $MXTB_ROOT, else the source tree built from.
 std::string source_root();
 

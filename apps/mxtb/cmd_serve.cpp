@@ -1,6 +1,17 @@
-// `mxtb serve`: runs a scenario under each policy, prints the figures side by side with the
-// goals' PASS/FAIL lines, writes JSON and a TTFT CDF plot.
+// `mxtb serve`: runs a load under each policy, prints the figures side by side with the goals'
+// PASS/FAIL lines, writes JSON and a TTFT CDF plot (host/serve/, docs/serve.md).
+#include "apps/mxtb/args.h"
 #include "apps/mxtb/commands.h"
+
+#include "host/fabric/board.h"
+#include "host/fabric/client.h"
+#include "host/fabric/emulator_process.h"
+#include "host/serve/fabric_ipbus.h"
+#include "host/serve/serve.h"
+#include "host/serve/study.h"
+#include "protocol/board_map.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,102 +21,13 @@
 #include <memory>
 #include <unistd.h>
 
-#include <fmt/format.h>
-
-#include "host/fabric/board.h"
-#include "protocol/board_map.h"
-#include "host/fabric/client.h"
-#include "host/fabric/emulator_process.h"
-#include "host/serve/fabric_ipbus.h"
-#include "host/serve/serve.h"
-#include "host/serve/study.h"
-
-
-namespace mxtb::host::serve {
+namespace mxtb::app {
 
 using nlohmann::json;
+using namespace host::serve;
+namespace fabric = host::fabric;
 
 namespace {
-
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-const char* kUsage =
-    "usage: mxtb serve --trace FILE|azure-code|azure-conv|chat-burst|synthetic-burst|long-prompt\n"
-    "                  [--policy NAME...] [--scale X|auto] [--json FILE] [--plot FILE.svg]\n"
-    "policies: fcfs vllm-0.3 recompute aqua-host aqua-fabric aqua (default: all six; commas also separate)\n"
-    "options: --model llama3-8b  --device h100|h200  --kv-gib G (KV pool; 8, chat-burst 2, long-prompt 4)\n"
-    "         --slice K (decode steps per time slice, 16)  --seed N (synthetic-burst, 1)\n"
-    "         --real-bytes-per-token B (64, a multiple of 8)  --max-wait S (aging, 5)\n"
-    "         --requests N (only the first N requests)\n"
-    "         --fabric emulator|static (emulator: circuits and reconfiguration delays from mxtb sim)\n"
-    "         --fabric-preset thermo_optic|electro_optic|mems (the emulated mesh; thermo_optic)\n"
-    "loads:   --burst N (requests per burst on top of the operating point; chat 400, traces 200; 0: none)\n"
-    "         --bursts K (1)  --rate R (chat-burst arrivals/s at scale 1, 1)  --duration S (chat-burst, 120)\n"
-    "         --no-overload (skip the sustained-overload run)  --paging-budget B (aqua, 0.05)\n"
-    "         --repick N (aqua: decode iterations between re-picks, 5)\n";
-
-
-struct Options {
-  std::map<std::string, std::string> values;
-  std::vector<std::string> policies;
-};
-
-Options parse(const std::vector<std::string>& args) {
-  static const std::vector<std::string> kValueFlags = {"--trace", "--scale", "--json",  "--plot",
-                                                       "--model", "--device", "--kv-gib", "--slice",
-                                                       "--seed",  "--real-bytes-per-token", "--max-wait",
-                                                       "--requests", "--fabric", "--fabric-preset",
-                                                       "--burst", "--bursts", "--rate", "--duration",
-                                                       "--paging-budget", "--repick"};
-  Options o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--policy") {
-      size_t before = o.policies.size();
-      for (; i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0; ++i) {
-        std::string v = args[i + 1];
-        for (size_t at = 0; at <= v.size();) {
-          size_t comma = v.find(',', at);
-          if (comma == std::string::npos) comma = v.size();
-          if (comma > at) o.policies.push_back(v.substr(at, comma - at));
-          at = comma + 1;
-        }
-      }
-      if (o.policies.size() == before) throw UsageError("--policy needs at least one policy name");
-    } else if (std::find(kValueFlags.begin(), kValueFlags.end(), a) != kValueFlags.end()) {
-      if (i + 1 >= args.size()) throw UsageError(fmt::format("{} needs a value", a));
-      o.values[a] = args[++i];
-    } else if (a == "--help" || a == "--no-overload") {
-      o.values[a] = "1";
-    } else {
-      throw UsageError(fmt::format("unknown argument '{}'", a));
-    }
-  }
-  return o;
-}
-
-double number(const Options& o, const std::string& flag, double def, double lo, double hi) {
-  auto it = o.values.find(flag);
-  if (it == o.values.end()) return def;
-  size_t pos = 0;
-  double v = 0;
-  try {
-    v = std::stod(it->second, &pos);
-  } catch (const std::exception&) {
-    pos = 0;
-  }
-  if (pos == 0 || pos != it->second.size()) throw UsageError(fmt::format("{} '{}' is not a number", flag, it->second));
-  if (!(v >= lo && v <= hi)) throw UsageError(fmt::format("{} {} is out of range [{}, {}]", flag, v, lo, hi));
-  return v;
-}
-
-struct Scenario {
-  std::string name, source;
-  double scale = 1;
-  std::vector<Request> reqs;
-};
 
 bool plot_ttft_cdf(const std::vector<RunResult>& runs, const std::string& svg) {
   std::string stem = svg.size() > 4 && svg.compare(svg.size() - 4, 4, ".svg") == 0 ? svg.substr(0, svg.size() - 4) : svg;
@@ -143,45 +65,42 @@ bool plot_ttft_cdf(const std::vector<RunResult>& runs, const std::string& svg) {
 
 }  // namespace
 
-int run_serve_command(const std::vector<std::string>& args) {
+int cmd_serve(const ArgList& argv) {
+  Args args(argv, ArgSpec{{"--trace", "--scale", "--json", "--plot", "--model", "--device", "--kv-gib", "--slice", "--seed",
+                           "--real-bytes-per-token", "--max-wait", "--requests", "--fabric", "--fabric-preset", "--burst",
+                           "--bursts", "--rate", "--duration", "--paging-budget", "--repick"},
+                          {"--no-overload"},
+                          {"--policy"},
+                          false});
   try {
-    Options o = parse(args);
-    if (o.values.count("--help")) {
-      fmt::print("{}", kUsage);
-      return 0;
-    }
-    if (!o.values.count("--trace"))
+    if (!args.has("--trace"))
       throw UsageError("--trace FILE|azure-code|azure-conv|chat-burst|synthetic-burst|long-prompt is required");
-    const std::string trace = o.values["--trace"];
+    const std::string trace = args.str("--trace");
     const bool file = trace != "synthetic-burst" && trace != "long-prompt" && trace != "chat-burst";
     const std::string path = trace == "azure-code"   ? mxtb::app::source_root() + "/traces/azure/AzureLLMInferenceTrace_code.csv"
                              : trace == "azure-conv" ? mxtb::app::source_root() + "/traces/azure/AzureLLMInferenceTrace_conv.csv"
                                                      : trace;
     std::vector<Policy> policies;
-    for (const auto& p : o.policies.empty() ? std::vector<std::string>{"fcfs", "vllm-0.3", "recompute", "aqua-host",
-                                                                       "aqua-fabric", "aqua"}
-                                            : o.policies)
+    for (const auto& p : args.list("--policy").empty()
+                             ? std::vector<std::string>{"fcfs", "vllm-0.3", "recompute", "aqua-host", "aqua-fabric", "aqua"}
+                             : args.list("--policy"))
       policies.push_back(policy_by_name(p));
 
     ServeConfig cfg;
-    cfg.model = o.values.count("--model") ? o.values["--model"] : cfg.model;
-    cfg.device = o.values.count("--device") ? o.values["--device"] : cfg.device;
+    cfg.model = args.str("--model", cfg.model);
+    cfg.device = args.str("--device", cfg.device);
     model_by_name(cfg.model);
     device_by_name(cfg.device);
-    cfg.kv_pool_gib = number(o, "--kv-gib", trace == "long-prompt" ? 4 : trace == "chat-burst" ? 2 : 8, 0.01, 4096);
-    cfg.slice_steps = static_cast<uint64_t>(number(o, "--slice", 16, 1, 1e6));
-    cfg.max_wait_s = number(o, "--max-wait", 5, 0.001, 1e6);
-    cfg.real_bytes_per_token = static_cast<uint32_t>(number(o, "--real-bytes-per-token", 64, 8, 4096));
+    cfg.kv_pool_gib = args.real("--kv-gib", trace == "long-prompt" ? 4 : trace == "chat-burst" ? 2 : 8, 0.01, 4096);
+    cfg.slice_steps = static_cast<uint64_t>(args.real("--slice", 16, 1, 1e6));
+    cfg.max_wait_s = args.real("--max-wait", 5, 0.001, 1e6);
+    cfg.real_bytes_per_token = static_cast<uint32_t>(args.real("--real-bytes-per-token", 64, 8, 4096));
     if (cfg.real_bytes_per_token % 8 != 0)
       throw UsageError(fmt::format("--real-bytes-per-token {} is not a multiple of 8", cfg.real_bytes_per_token));
-    const uint64_t seed = static_cast<uint64_t>(number(o, "--seed", 1, 0, 1e15));
-    const std::string fabric_kind = o.values.count("--fabric") ? o.values["--fabric"] : "emulator";
-    if (fabric_kind != "emulator" && fabric_kind != "static")
-      throw UsageError(fmt::format("--fabric must be emulator or static, got '{}'", fabric_kind));
-    const std::string preset = o.values.count("--fabric-preset") ? o.values["--fabric-preset"] : "thermo_optic";
-    if (preset != "thermo_optic" && preset != "electro_optic" && preset != "mems")
-      throw UsageError(fmt::format("--fabric-preset must be thermo_optic, electro_optic or mems, got '{}'", preset));
-    if (o.values.count("--fabric-preset") && fabric_kind != "emulator")
+    const uint64_t seed = static_cast<uint64_t>(args.real("--seed", 1, 0, 1e15));
+    const std::string fabric_kind = args.choice("--fabric", "emulator", {"emulator", "static"});
+    const std::string preset = args.choice("--fabric-preset", "thermo_optic", {"thermo_optic", "electro_optic", "mems"});
+    if (args.has("--fabric-preset") && fabric_kind != "emulator")
       throw UsageError("--fabric-preset needs --fabric emulator");
     // The load (docs/serve.md): a background the stronger baseline sustains, bursts on top of it,
     // and the sustained overload beside it.
@@ -189,16 +108,16 @@ int run_serve_command(const std::vector<std::string>& args) {
     spec.trace = file ? "file" : trace;
     spec.path = path;
     spec.seed = seed;
-    spec.chat_rate_per_s = number(o, "--rate", 1, 1e-6, 1e6);
-    spec.chat_duration_s = number(o, "--duration", 120, 1, 1e6);
-    spec.burst.requests = static_cast<size_t>(number(o, "--burst", trace == "chat-burst" ? 400 : 200, 0, 1e7));
-    spec.burst.count = static_cast<int>(number(o, "--bursts", 1, 1, 1000));
-    spec.max_requests = o.values.count("--requests") ? static_cast<size_t>(number(o, "--requests", 0, 1, 1e9)) : 0;
-    cfg.paging_budget = number(o, "--paging-budget", cfg.paging_budget, 0, 1);
-    cfg.repick_steps = static_cast<uint64_t>(number(o, "--repick", static_cast<double>(cfg.repick_steps), 1, 1e6));
+    spec.chat_rate_per_s = args.real("--rate", 1, 1e-6, 1e6);
+    spec.chat_duration_s = args.real("--duration", 120, 1, 1e6);
+    spec.burst.requests = static_cast<size_t>(args.real("--burst", trace == "chat-burst" ? 400 : 200, 0, 1e7));
+    spec.burst.count = static_cast<int>(args.real("--bursts", 1, 1, 1000));
+    spec.max_requests = static_cast<size_t>(args.u64("--requests", 0, 1, 1'000'000'000));
+    cfg.paging_budget = args.real("--paging-budget", cfg.paging_budget, 0, 1);
+    cfg.repick_steps = static_cast<uint64_t>(args.real("--repick", static_cast<double>(cfg.repick_steps), 1, 1e6));
     for (const char* k : {"--rate", "--duration"})
-      if (o.values.count(k) && trace != "chat-burst") throw UsageError(fmt::format("{} applies to --trace chat-burst", k));
-    const std::string scale_arg = o.values.count("--scale") ? o.values["--scale"] : (spec.has_background() ? "auto" : "1");
+      if (args.has(k) && trace != "chat-burst") throw UsageError(fmt::format("{} applies to --trace chat-burst", k));
+    const std::string scale_arg = args.str("--scale", spec.has_background() ? "auto" : "1");
 
     json out;
     double scale = 1, overload_scale = 0;
@@ -207,9 +126,9 @@ int run_serve_command(const std::vector<std::string>& args) {
       OperatingPoint op = find_operating_point(spec, cfg);
       out["operating_point_sweep"] = op.sweep;
       scale = op.sustained;
-      if (!o.values.count("--no-overload")) overload_scale = op.overload;
+      if (!args.has("--no-overload")) overload_scale = op.overload;
     } else {
-      scale = number(o, "--scale", 1, 1e-6, 1e6);
+      scale = args.real("--scale", 1, 1e-6, 1e6);
     }
     auto reqs = with_bursts(spec, background(spec, scale));
     CostModel cost(model_by_name(cfg.model), device_by_name(cfg.device));
@@ -368,30 +287,16 @@ int run_serve_command(const std::vector<std::string>& args) {
     out["policies"] = pol;
     out["goals"] = goals;
     out["invariants_ok"] = invariants_ok;
-    if (o.values.count("--json")) {
-      std::ofstream f(o.values["--json"]);
-      if (!f) throw std::runtime_error(fmt::format("cannot write JSON file '{}'", o.values["--json"]));
-      f << out.dump(2) << "\n";
-      fmt::print("wrote {}\n", o.values["--json"]);
+    if (args.has("--json")) {
+      std::ofstream f(args.str("--json"));
+      if (!(f << out.dump(2) << "\n")) throw std::runtime_error(fmt::format("cannot write JSON file '{}'", args.str("--json")));
+      fmt::print("wrote {}\n", args.str("--json"));
     }
-    if (o.values.count("--plot")) plot_ttft_cdf(runs, o.values["--plot"]);
+    if (args.has("--plot")) plot_ttft_cdf(runs, args.str("--plot"));
     return invariants_ok ? 0 : 1;
-  } catch (const UsageError& e) {
-    fmt::print("error: {}\n{}", e.what(), kUsage);
-    return 2;
-  } catch (const InputError& e) {
-    fmt::print("error: {}\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    fmt::print("error: {}\n", e.what());
-    return 1;
+  } catch (const host::serve::InputError& e) {
+    throw InputError(e.what());  // a name or a file the serving model refused: bad input, exit 2
   }
 }
-
-}  // namespace mxtb::host::serve
-
-namespace mxtb::app {
-
-int cmd_serve(const ArgList& args) { return host::serve::run_serve_command(args); }
 
 }  // namespace mxtb::app

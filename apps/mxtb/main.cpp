@@ -51,14 +51,18 @@ alloc --experiment frag-tpuv4|fragmented-32|spares --json FILE
     [--seed N] [--solver auto|ilp|heuristic] [--ilp-ms N] [--fibres F] [--requests N] [--load X]
     [--trials N] [--free F] [--util U] [--probes N] [--churn N] [--chips N] [--target P]
     [--plots PREFIX | --no-plots] [--no-check]
+    [--baseline aligned|torus-first-fit|both] [--morphlux server|neighbour|both]
+    fragmented-32: [--fill aligned|torus-first-fit|both] [--fill-mix 4|4/8|4/8/16/32|all]
     datacenter allocation: the torus allocator against Morphlux (docs/alloc.md))"},
     {"serve", mxtb::app::cmd_serve,
-     R"(serve --trace FILE|azure-code|synthetic-burst|long-prompt [--policy NAME...] [--scale X|auto]
-    [--json FILE] [--plot FILE.svg] [--model M] [--device h100|h200] [--kv-gib G] [--slice K]
-    [--seed N] [--real-bytes-per-token B] [--max-wait S] [--requests N]
+     R"(serve --trace FILE|azure-code|azure-conv|chat-burst|synthetic-burst|long-prompt [--policy NAME...]
+    [--scale X|auto] [--json FILE] [--plot FILE.svg] [--model M] [--device h100|h200] [--kv-gib G]
+    [--slice K] [--seed N] [--real-bytes-per-token B] [--max-wait S] [--requests N]
     [--fabric emulator|static] [--fabric-preset thermo_optic|electro_optic|mems]
-    LLM serving under bursts: admission control against Aqua-style preemption paging to host
-    memory or over the fabric (docs/serve.md))"},
+    [--burst N] [--bursts K] [--rate R] [--duration S] [--no-overload] [--paging-budget B] [--repick N]
+    LLM serving under bursts: policies fcfs, vllm-0.3, recompute, aqua-host, aqua-fabric, aqua
+    (default: all six); the load at an operating point the stronger baseline sustains, bursts on
+    top, and the sustained overload beside it (docs/serve.md))"},
     {"bench link", mxtb::app::cmd_bench_link,
      R"(bench link [--cycles N] [--batch N] [--json FILE]
     simulated cycles per second of a link pair: plain C++ loop against the SystemC harness)"},
@@ -146,6 +150,9 @@ int main(int argc, char** argv) {
     return cmd->run(args);
   } catch (const UsageError& e) {
     fmt::print(stderr, "mxtb {}: error: {}\n\n{}", name, e.what(), cmd ? "usage:\n" + usage_of(*cmd) : full_usage());
+    return 2;
+  } catch (const mxtb::app::InputError& e) {
+    fmt::print(stderr, "mxtb {}: error: {}\n", name, e.what());
     return 2;
   } catch (const mxtb::app::ScenarioError& e) {
     fmt::print(stderr, "mxtb {}: scenario error: {}\n", name, e.what());

@@ -67,12 +67,12 @@ struct Circuit {
   int hops() const { return static_cast<int>(path.size()); }
 };
 
-enum class SliceKind { kRackTorus, kRackFabric, kMultiRack };
+enum class SliceKind { RackTorus, RackFabric, MultiRack };
 
 struct Slice {
   int id = -1;
   Shape shape;           // requested logical shape
-  SliceKind kind = SliceKind::kRackTorus;
+  SliceKind kind = SliceKind::RackTorus;
   int rack = -1;         // in-rack slices
   std::vector<int> chips;  // global chip id of each logical chip
   std::vector<Circuit> circuits;  // Morphlux fabric slices only
@@ -129,18 +129,18 @@ class Datacenter {
 
 // ---------------------------------------------------------------------------------------------
 // Allocators. place() never mutates the datacenter; it returns a slice to commit, or nothing.
-enum class Policy { kBaseline, kMorphlux };
-enum class Solver { kAuto, kIlp, kHeuristic };
+enum class Policy { Baseline, Morphlux };
+enum class Solver { Auto, Ilp, Heuristic };
 const char* policy_name(Policy p);
 // How the baseline places an in-rack slice: every rotation and origin with wrap-around, first fit
 // (mxtb's torus allocator), or only the canonical grid-aligned shapes 2x2x1, 2x2x2, 2x2x4, 2x4x4,
 // 4x4x4 at origins that are multiples of their extents, no rotation (the Morphlux authors'
 // baseline; docs/alloc.md).
-enum class BaselineMode { kTorusFirstFit, kAligned };
+enum class BaselineMode { TorusFirstFit, Aligned };
 // How Morphlux places an in-rack slice: chips on any servers, circuits only between neighbouring
 // servers (kNeighbour, mxtb's fabric model), or whole free servers anywhere in the rack with
 // circuits routed over several server links (kServer, the authors' allocator).
-enum class FabricMode { kNeighbour, kServer };
+enum class FabricMode { Neighbour, Server };
 const char* baseline_mode_name(BaselineMode m);
 const char* fabric_mode_name(FabricMode m);
 BaselineMode parse_baseline_mode(const std::string& s);  // std::invalid_argument names the choices
@@ -152,12 +152,12 @@ struct IlpStats {
 };
 
 struct AllocOptions {
-  Policy policy = Policy::kMorphlux;
-  Solver solver = Solver::kAuto;
+  Policy policy = Policy::Morphlux;
+  Solver solver = Solver::Auto;
   int ilp_time_limit_ms = 100;
   int ilp_max_chips = 8;  // auto: larger slices go straight to the heuristic
-  BaselineMode baseline = BaselineMode::kTorusFirstFit;
-  FabricMode fabric = FabricMode::kNeighbour;
+  BaselineMode baseline = BaselineMode::TorusFirstFit;
+  FabricMode fabric = FabricMode::Neighbour;
 };
 // "baseline(aligned)", "morphlux(server)", ...: the policy with the mode that applies to it.
 std::string allocator_label(const AllocOptions& o);
@@ -217,7 +217,7 @@ RackView rack_view(const Datacenter& dc, int r);
 using ServerAssign = std::vector<int>;
 ServerAssign fabric_heuristic(const RackView& v, const Shape& shape);
 struct IlpResult {
-  enum Status { kOptimal, kFeasibleTimeout, kInfeasible, kTimeout, kError } status = kError;
+  enum class Status { Optimal, FeasibleTimeout, Infeasible, Timeout, Error } status = Status::Error;
   ServerAssign assign;
   double objective = 0;
   double ms = 0;
@@ -282,7 +282,8 @@ struct IatMix {
   double mean() const;
 };
 IatMix load_iat(const std::string& path);  // tpu_arrival_time.csv format
-std::string repo_root();
-std::string workload_path(const std::string& file);  // traces/workloads/<file>
+// `file` in the named workloads' folder `dir` (the program's traces/workloads/); throws
+// std::invalid_argument when `dir` is empty.
+std::string workload_path(const std::string& dir, const std::string& file);
 
 }  // namespace mxtb::host::alloc

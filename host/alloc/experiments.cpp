@@ -45,8 +45,8 @@ const std::vector<Shape>& rack_shapes(const AllocOptions& o) {
     }
     return v;
   }();
-  if (o.policy == Policy::kMorphlux) return fabric;
-  return o.baseline == BaselineMode::kAligned ? aligned : base;
+  if (o.policy == Policy::Morphlux) return fabric;
+  return o.baseline == BaselineMode::Aligned ? aligned : base;
 }
 
 double median(std::vector<double> v) {
@@ -65,8 +65,8 @@ double mean(const std::vector<double>& v) {
   return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
 
-AllocOptions alloc_options(Policy p, const CommonOptions& o, BaselineMode b = BaselineMode::kTorusFirstFit,
-                           FabricMode f = FabricMode::kNeighbour) {
+AllocOptions alloc_options(Policy p, const CommonOptions& o, BaselineMode b = BaselineMode::TorusFirstFit,
+                           FabricMode f = FabricMode::Neighbour) {
   AllocOptions a;
   a.policy = p;
   a.solver = o.solver;
@@ -89,7 +89,7 @@ void record_slice(PolicyRun& run, const Slice& s) {
   st.ar_sum += allreduce_seconds(s.shape, bw);
   st.step_sum += step_seconds(s.shape, bw);
   st.bw_n++;
-  if (s.kind == SliceKind::kRackFabric) {
+  if (s.kind == SliceKind::RackFabric) {
     const auto edges = logical_edges(s.shape);
     for (size_t i = 0; i < s.circuits.size(); ++i) {
       const auto& c = s.circuits[i];
@@ -153,7 +153,7 @@ Shape size_shape(int n) { return shape_for_chips(n); }
 json PolicyRun::to_json() const {
   json j;
   j["policy"] = allocator_label(alloc);
-  j["mode"] = alloc.policy == Policy::kBaseline ? baseline_mode_name(alloc.baseline) : fabric_mode_name(alloc.fabric);
+  j["mode"] = alloc.policy == Policy::Baseline ? baseline_mode_name(alloc.baseline) : fabric_mode_name(alloc.fabric);
   json sizes = json::array();
   for (const auto& [n, st] : by_size) {
     json s{{"size", n}, {"submitted", st.submitted}, {"accepted", st.accepted}, {"placed_slices", st.bw_n}};
@@ -185,10 +185,10 @@ json PolicyRun::to_json() const {
 std::vector<AllocOptions> allocators_for(const std::vector<Policy>& policies, const CommonOptions& o) {
   std::vector<AllocOptions> out;
   for (Policy p : policies) {
-    if (p == Policy::kBaseline)
+    if (p == Policy::Baseline)
       for (BaselineMode b : o.baselines) out.push_back(alloc_options(p, o, b));
     else
-      for (FabricMode f : o.fabrics) out.push_back(alloc_options(p, o, BaselineMode::kTorusFirstFit, f));
+      for (FabricMode f : o.fabrics) out.push_back(alloc_options(p, o, BaselineMode::TorusFirstFit, f));
   }
   return out;
 }
@@ -225,7 +225,7 @@ namespace {
 std::optional<Slice> random_place(const Datacenter& dc, const Shape& shape, BaselineMode b, std::mt19937_64& rng,
                                   bool shuffle_racks) {
   if (shape.volume() > kChipsPerRack) return place_multirack(dc, shape);
-  if (b == BaselineMode::kTorusFirstFit) return baseline_place_random(dc, shape, rng, shuffle_racks);
+  if (b == BaselineMode::TorusFirstFit) return baseline_place_random(dc, shape, rng, shuffle_racks);
   if (shuffle_racks) return aligned_place_random(dc, shape.volume(), rng);
   std::uniform_int_distribution<int> start(0, kServersPerRack - 1);
   for (int r = 0; r < dc.racks(); ++r)
@@ -260,10 +260,10 @@ void merge_ilp(PolicyRun& run, const IlpStats& s) {
 
 // The state builder's own allocator first, then the other baselines, then Morphlux's modes.
 std::vector<AllocOptions> measured_on(BaselineMode state, const CommonOptions& o) {
-  std::vector<AllocOptions> out{alloc_options(Policy::kBaseline, o, state)};
+  std::vector<AllocOptions> out{alloc_options(Policy::Baseline, o, state)};
   for (BaselineMode b : o.baselines)
-    if (b != state) out.push_back(alloc_options(Policy::kBaseline, o, b));
-  for (FabricMode f : o.fabrics) out.push_back(alloc_options(Policy::kMorphlux, o, BaselineMode::kTorusFirstFit, f));
+    if (b != state) out.push_back(alloc_options(Policy::Baseline, o, b));
+  for (FabricMode f : o.fabrics) out.push_back(alloc_options(Policy::Morphlux, o, BaselineMode::TorusFirstFit, f));
   return out;
 }
 
@@ -286,7 +286,7 @@ json experiment_frag_tpuv4(int racks, double free_frac, int trials, const Common
   if (racks <= 0) throw std::invalid_argument(fmt::format("--racks must be positive (got {})", racks));
   if (free_frac < 0 || free_frac > 1) throw std::invalid_argument("--free must be in [0,1]");
   if (o.baselines.empty()) throw std::invalid_argument("frag-tpuv4 needs at least one baseline mode");
-  ShapeMix mix = load_shape_mix(workload_path("tpu_job_size.csv"));
+  ShapeMix mix = load_shape_mix(workload_path(o.workload_dir, "tpu_job_size.csv"));
   const int patience = 64;  // "fill": until 64 requests in a row are refused (all racks full)
   json out{{"experiment", "frag-tpuv4"}, {"racks", racks}, {"chips", racks * kChipsPerRack},
            {"free_fraction", free_frac}, {"trials", trials}, {"seed", o.seed}, {"fibres", o.fibres},
@@ -384,8 +384,8 @@ json experiment_fragmented32(int racks, double util_after_free, int probes, int 
   for (const FillSpec& fs : fills) {
     if (fs.mix.empty()) throw std::invalid_argument("fill mix is empty");
     std::vector<AllocOptions> allocs;
-    for (BaselineMode b : o.baselines) allocs.push_back(alloc_options(Policy::kBaseline, o, b));
-    for (FabricMode f : o.fabrics) allocs.push_back(alloc_options(Policy::kMorphlux, o, BaselineMode::kTorusFirstFit, f));
+    for (BaselineMode b : o.baselines) allocs.push_back(alloc_options(Policy::Baseline, o, b));
+    for (FabricMode f : o.fabrics) allocs.push_back(alloc_options(Policy::Morphlux, o, BaselineMode::TorusFirstFit, f));
     std::vector<PolicyRun> runs;
     for (const auto& a : allocs) runs.push_back(new_run(a));
     std::vector<long> first_ok(runs.size(), 0);
@@ -554,7 +554,7 @@ json experiment_spares(int chips, double target, int trials, uint64_t seed) {
 
 // ---------------------------------------------------------------------------------------------
 namespace {
-enum class FileKind { kMix, kTrace };
+enum class FileKind { Mix, Trace };
 FileKind detect_kind(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error(fmt::format("cannot open workload file '{}'", path));
@@ -562,8 +562,8 @@ FileKind detect_kind(const std::string& path) {
   std::getline(in, line);
   std::string low = line;
   std::transform(low.begin(), low.end(), low.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (!low.empty() && low[0] == '#' && low.find("probability") != std::string::npos) return FileKind::kMix;
-  if (!low.empty() && low[0] == '#' && low.find("arrival") != std::string::npos) return FileKind::kTrace;
+  if (!low.empty() && low[0] == '#' && low.find("probability") != std::string::npos) return FileKind::Mix;
+  if (!low.empty() && low[0] == '#' && low.find("arrival") != std::string::npos) return FileKind::Trace;
   throw std::runtime_error(fmt::format(
       "workload file '{}': cannot tell its format from the first line '{}': expected a header "
       "'# slice id, topology, slice shape, slice size, duration (sec), probability (%)' (shape mix) or "
@@ -591,22 +591,23 @@ std::vector<Job> synth_jobs(const ShapeMix& mix, const IatMix& iat, size_t n, do
   return jobs;
 }
 
-std::vector<Job> workload_jobs(const WorkloadSpec& w, int racks, std::mt19937_64& rng, std::string* source) {
+std::vector<Job> workload_jobs(const WorkloadSpec& w, const std::string& dir, int racks, std::mt19937_64& rng,
+                               std::string* source) {
   if (w.requests == 0) throw std::invalid_argument("--requests must be positive");
   if (w.name == "tpuv4") {
     *source = "traces/workloads/tpu_job_size.csv + tpu_arrival_time.csv (synthetic arrivals)";
-    return synth_jobs(load_shape_mix(workload_path("tpu_job_size.csv")), load_iat(workload_path("tpu_arrival_time.csv")),
+    return synth_jobs(load_shape_mix(workload_path(dir, "tpu_job_size.csv")), load_iat(workload_path(dir, "tpu_arrival_time.csv")),
                       w.requests, w.load, racks * kChipsPerRack, rng);
   }
   if (w.name == "philly") {
     *source = "traces/workloads/philly_trace.csv";
-    return load_job_trace(workload_path("philly_trace.csv"), w.requests);
+    return load_job_trace(workload_path(dir, "philly_trace.csv"), w.requests);
   }
   if (w.name.find('/') == std::string::npos && w.name.find('.') == std::string::npos)
     throw std::invalid_argument(fmt::format("unknown workload '{}': expected tpuv4, philly or a CSV file path", w.name));
   *source = w.name;
-  if (detect_kind(w.name) == FileKind::kMix)
-    return synth_jobs(load_shape_mix(w.name), load_iat(workload_path("tpu_arrival_time.csv")), w.requests, w.load,
+  if (detect_kind(w.name) == FileKind::Mix)
+    return synth_jobs(load_shape_mix(w.name), load_iat(workload_path(dir, "tpu_arrival_time.csv")), w.requests, w.load,
                       racks * kChipsPerRack, rng);
   return load_job_trace(w.name, w.requests);
 }
@@ -653,10 +654,10 @@ json run_workload(int racks, const WorkloadSpec& w, const std::vector<AllocOptio
   if (racks <= 0) throw std::invalid_argument(fmt::format("--racks must be positive (got {})", racks));
   std::mt19937_64 rng(o.seed);
   std::string source;
-  auto jobs = workload_jobs(w, racks, rng, &source);
+  auto jobs = workload_jobs(w, o.workload_dir, racks, rng, &source);
   json out{{"experiment", "workload"}, {"workload", w.name}, {"source", source}, {"racks", racks},
            {"chips", racks * kChipsPerRack}, {"requests", jobs.size()}, {"seed", o.seed}, {"fibres", o.fibres},
-           {"solver", o.solver == Solver::kAuto ? "auto" : o.solver == Solver::kIlp ? "ilp" : "heuristic"}};
+           {"solver", o.solver == Solver::Auto ? "auto" : o.solver == Solver::Ilp ? "ilp" : "heuristic"}};
   if (w.name == "tpuv4" || source == w.name) out["offered_load"] = w.load;
   json pol = json::array();
   for (const AllocOptions& a : allocators) {
@@ -675,14 +676,14 @@ json run_bench(size_t requests, int racks, int ilp_instances, const CommonOption
            {"seed", o.seed}, {"fibres", o.fibres}};
   std::mt19937_64 rng(o.seed);
   CommonOptions h = o;
-  h.solver = Solver::kHeuristic;
+  h.solver = Solver::Heuristic;
   h.check = false;
   json traces = json::array();
   for (std::string wl : {"tpuv4", "philly"}) {
     WorkloadSpec w{wl, requests, 0.9};
     std::string source;
-    auto jobs = workload_jobs(w, racks, rng, &source);
-    for (Policy p : {Policy::kBaseline, Policy::kMorphlux}) {
+    auto jobs = workload_jobs(w, o.workload_dir, racks, rng, &source);
+    for (Policy p : {Policy::Baseline, Policy::Morphlux}) {
       double secs = 0;
       PolicyRun run = simulate(racks, jobs, alloc_options(p, h), h, 0, &secs);
       long acc = 0, sub = 0;
@@ -704,7 +705,7 @@ json run_bench(size_t requests, int racks, int ilp_instances, const CommonOption
     int optimal = 0, infeasible = 0, timeouts = 0, agree = 0, both = 0;
     for (int t = 0; t < ilp_instances; ++t) {
       Datacenter dc(1, o.fibres);
-      Allocator al({Policy::kMorphlux, Solver::kHeuristic});
+      Allocator al({Policy::Morphlux, Solver::Heuristic});
       int fill_to = std::uniform_int_distribution<int>(0, 48)(rng);
       while (kChipsPerRack - dc.free_chips() < fill_to) {
         auto s = al.place(dc, shape_for_chips(1 << std::uniform_int_distribution<int>(0, 4)(rng)));
@@ -717,11 +718,11 @@ json run_bench(size_t requests, int racks, int ilp_instances, const CommonOption
       Shape sh = shape_for_chips(n);
       IlpResult r = fabric_ilp(v, sh, o.ilp_time_limit_ms * 5);
       ms.push_back(r.ms);
-      optimal += r.status == IlpResult::kOptimal;
-      infeasible += r.status == IlpResult::kInfeasible;
-      timeouts += r.status == IlpResult::kTimeout || r.status == IlpResult::kFeasibleTimeout;
+      optimal += r.status == IlpResult::Status::Optimal;
+      infeasible += r.status == IlpResult::Status::Infeasible;
+      timeouts += r.status == IlpResult::Status::Timeout || r.status == IlpResult::Status::FeasibleTimeout;
       ServerAssign hs = fabric_heuristic(v, sh);
-      if (r.status == IlpResult::kOptimal && !hs.empty()) {
+      if (r.status == IlpResult::Status::Optimal && !hs.empty()) {
         ++both;
         agree += r.objective <= fabric_cost(sh, hs) + 1e-9;
       }

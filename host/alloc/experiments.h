@@ -35,13 +35,16 @@ struct PolicyRun {
 
 struct CommonOptions {
   uint64_t seed = 1;
-  Solver solver = Solver::kHeuristic;
+  Solver solver = Solver::Heuristic;
   int ilp_time_limit_ms = 100;
   int fibres = 4;
   bool check = true;  // run the invariant checker after every change (slow for big runs)
   // Modes compared (docs/alloc.md): the baseline's placements and Morphlux's.
-  std::vector<BaselineMode> baselines = {BaselineMode::kAligned, BaselineMode::kTorusFirstFit};
-  std::vector<FabricMode> fabrics = {FabricMode::kServer, FabricMode::kNeighbour};
+  std::vector<BaselineMode> baselines = {BaselineMode::Aligned, BaselineMode::TorusFirstFit};
+  std::vector<FabricMode> fabrics = {FabricMode::Server, FabricMode::Neighbour};
+  // The folder of the named workloads (tpu_job_size.csv, tpu_arrival_time.csv, philly_trace.csv):
+  // the program passes its traces/workloads/; the library does not look for the repository.
+  std::string workload_dir;
 };
 
 // Case 1: fill racks from the TPU v4 mix, free a fraction of the chips at random; one state per
@@ -52,7 +55,7 @@ nlohmann::json experiment_frag_tpuv4(int racks, double free_frac, int trials, co
 // placement fills the racks: aligned is the paper's protocol (server-aligned slices), torus-first-fit
 // mxtb's earlier variant; `mix` the slice sizes drawn uniformly (4; 4/8; 4/8/16/32).
 struct FillSpec {
-  BaselineMode fill = BaselineMode::kAligned;
+  BaselineMode fill = BaselineMode::Aligned;
   std::vector<int> mix = {4};
   std::string name() const;  // "aligned 4/8"
 };

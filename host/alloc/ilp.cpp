@@ -105,7 +105,7 @@ IlpResult fabric_ilp(const RackView& v, const Shape& shape, int time_limit_ms) {
     out.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return out;
   };
-  if (total < n) return finish(IlpResult::kInfeasible);
+  if (total < n) return finish(IlpResult::Status::Infeasible);
   std::vector<int> links;
   for (int k = 0; k < kLinksPerRack; ++k) {
     auto e = link_ends(k);
@@ -276,11 +276,11 @@ IlpResult fabric_ilp(const RackView& v, const Shape& shape, int time_limit_ms) {
   int sret = glp_simplex(P, &sm);
   if (sret == 0 && glp_get_status(P) == GLP_NOFEAS) {
     glp_term_hook(nullptr, nullptr);
-    return finish(IlpResult::kInfeasible);
+    return finish(IlpResult::Status::Infeasible);
   }
   if (sret != 0 || glp_get_status(P) != GLP_OPT) {
     glp_term_hook(nullptr, nullptr);
-    return finish(sret == GLP_ETMLIM ? IlpResult::kTimeout : IlpResult::kError);
+    return finish(sret == GLP_ETMLIM ? IlpResult::Status::Timeout : IlpResult::Status::Error);
   }
   glp_iocp parm;
   glp_init_iocp(&parm);
@@ -300,22 +300,22 @@ IlpResult fabric_ilp(const RackView& v, const Shape& shape, int time_limit_ms) {
         if (glp_mip_col_val(P, zcol(l, si)) > 0.5) out.assign[l] = servers[si];
     out.objective = glp_mip_obj_val(P);
   };
-  if (ret == GLP_ENOPFS || ret == GLP_ENODFS) return finish(IlpResult::kInfeasible);
+  if (ret == GLP_ENOPFS || ret == GLP_ENODFS) return finish(IlpResult::Status::Infeasible);
   if (ret == GLP_ETMLIM) {
     if (glp_mip_status(P) == GLP_FEAS) {
       extract();
-      return finish(IlpResult::kFeasibleTimeout);
+      return finish(IlpResult::Status::FeasibleTimeout);
     }
-    return finish(IlpResult::kTimeout);
+    return finish(IlpResult::Status::Timeout);
   }
-  if (ret != 0) return finish(IlpResult::kError);
+  if (ret != 0) return finish(IlpResult::Status::Error);
   int st = glp_mip_status(P);
   if (st == GLP_OPT) {
     extract();
-    return finish(IlpResult::kOptimal);
+    return finish(IlpResult::Status::Optimal);
   }
-  if (st == GLP_NOFEAS) return finish(IlpResult::kInfeasible);
-  return finish(IlpResult::kError);
+  if (st == GLP_NOFEAS) return finish(IlpResult::Status::Infeasible);
+  return finish(IlpResult::Status::Error);
 }
 
 }  // namespace mxtb::host::alloc

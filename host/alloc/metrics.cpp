@@ -12,7 +12,7 @@ namespace mxtb::host::alloc {
 double slice_bandwidth(const Slice& s) {
   const int n = s.shape.volume();
   if (n == 1) return 1.0;  // a single chip has no slice traffic: nothing is lost
-  if (s.kind == SliceKind::kRackFabric) {
+  if (s.kind == SliceKind::RackFabric) {
     long lanes = 0;
     for (const auto& c : s.circuits) lanes += 2L * c.lanes;
     return static_cast<double>(lanes) / (static_cast<double>(kPortsPerChip) * n);
@@ -55,15 +55,15 @@ double rack_fragmentation(const Datacenter& dc, int r, const AllocOptions& o, co
     for (const auto& sh : shapes) {
       if (sh.volume() > T || sh.volume() > kChipsPerRack || sh.volume() <= S) continue;
       bool fits = false;
-      if (o.policy == Policy::kBaseline && o.baseline == BaselineMode::kAligned) {
+      if (o.policy == Policy::Baseline && o.baseline == BaselineMode::Aligned) {
         // Only the canonical shapes exist for the aligned baseline.
         fits = aligned_shape(sh.volume()).volume() == sh.volume() &&
                aligned_place_in_rack(dc, r, sh.volume()).has_value();
       } else {
         // Morphlux can also take any contiguous box the baseline can (native torus links).
         fits = baseline_place_in_rack(dc, r, sh).has_value();
-        if (!fits && o.policy == Policy::kMorphlux)
-          fits = o.fabric == FabricMode::kServer ? server_place_in_rack(dc, r, sh).has_value()
+        if (!fits && o.policy == Policy::Morphlux)
+          fits = o.fabric == FabricMode::Server ? server_place_in_rack(dc, r, sh).has_value()
                                                  : !fabric_heuristic(v, sh).empty();
       }
       if (fits) S = sh.volume();
@@ -77,9 +77,9 @@ int blast_radius(const Datacenter& dc, int g, Policy p) {
   int id = dc.owner(g);
   if (id < 0) return 0;
   const Slice& s = dc.slice(id);
-  if (s.kind == SliceKind::kMultiRack) return kChipsPerRack;  // the OCS swaps in a whole cube
+  if (s.kind == SliceKind::MultiRack) return kChipsPerRack;  // the OCS swaps in a whole cube
   const int n = s.shape.volume();
-  if (p == Policy::kBaseline || s.kind == SliceKind::kRackTorus) return n;
+  if (p == Policy::Baseline || s.kind == SliceKind::RackTorus) return n;
   // Morphlux: a free chip of the rack takes the failed chip's place if every circuit of the
   // failed chip can be re-pointed at it (same server, or a neighbouring server with a fibre).
   const int r = s.rack;

@@ -117,22 +117,22 @@ std::vector<LogicalEdge> logical_edges(const Shape& s) {
   return out;
 }
 
-const char* policy_name(Policy p) { return p == Policy::kBaseline ? "baseline" : "morphlux"; }
-const char* baseline_mode_name(BaselineMode m) { return m == BaselineMode::kAligned ? "aligned" : "torus-first-fit"; }
-const char* fabric_mode_name(FabricMode m) { return m == FabricMode::kServer ? "server" : "neighbour"; }
+const char* policy_name(Policy p) { return p == Policy::Baseline ? "baseline" : "morphlux"; }
+const char* baseline_mode_name(BaselineMode m) { return m == BaselineMode::Aligned ? "aligned" : "torus-first-fit"; }
+const char* fabric_mode_name(FabricMode m) { return m == FabricMode::Server ? "server" : "neighbour"; }
 BaselineMode parse_baseline_mode(const std::string& s) {
-  if (s == "aligned") return BaselineMode::kAligned;
-  if (s == "torus-first-fit") return BaselineMode::kTorusFirstFit;
+  if (s == "aligned") return BaselineMode::Aligned;
+  if (s == "torus-first-fit") return BaselineMode::TorusFirstFit;
   throw std::invalid_argument(fmt::format("baseline mode '{}': expected aligned or torus-first-fit", s));
 }
 FabricMode parse_fabric_mode(const std::string& s) {
-  if (s == "server") return FabricMode::kServer;
-  if (s == "neighbour") return FabricMode::kNeighbour;
+  if (s == "server") return FabricMode::Server;
+  if (s == "neighbour") return FabricMode::Neighbour;
   throw std::invalid_argument(fmt::format("morphlux mode '{}': expected server or neighbour", s));
 }
 std::string allocator_label(const AllocOptions& o) {
   return fmt::format("{}({})", policy_name(o.policy),
-                     o.policy == Policy::kBaseline ? baseline_mode_name(o.baseline) : fabric_mode_name(o.fabric));
+                     o.policy == Policy::Baseline ? baseline_mode_name(o.baseline) : fabric_mode_name(o.fabric));
 }
 
 int server_distance(int s, int t) {
@@ -225,7 +225,7 @@ int Datacenter::commit(Slice s) {
     }
     if (link_hard_[i] + link_extra_[i] > fibres_) throw std::logic_error("commit: fibre capacity exceeded");
   }
-  if (s.kind == SliceKind::kRackFabric) rack_slices_[s.rack].push_back(id);
+  if (s.kind == SliceKind::RackFabric) rack_slices_[s.rack].push_back(id);
   s.id = id;
   for (int g : s.chips) {
     owner_[g] = id;
@@ -245,7 +245,7 @@ void Datacenter::release(int id) {
   for (auto [k, n] : hard_fibres(*opt)) link_hard_[static_cast<size_t>(opt->rack) * kLinksPerRack + k] -= n;
   for (const auto& c : opt->circuits)
     for (int k : c.path) link_extra_[static_cast<size_t>(opt->rack) * kLinksPerRack + k] -= c.lanes - 1;
-  if (opt->kind == SliceKind::kRackFabric) {
+  if (opt->kind == SliceKind::RackFabric) {
     auto& v = rack_slices_[opt->rack];
     v.erase(std::remove(v.begin(), v.end(), id), v.end());
   }
@@ -291,7 +291,7 @@ std::string check_slice(const Datacenter& dc, const Slice& s) {
   for (int g : s.chips)
     if (g < 0 || g >= dc.chips()) return fmt::format("slice {}: chip {} out of range", s.id, g);
   auto edges = logical_edges(s.shape);
-  if (s.kind == SliceKind::kRackTorus) {
+  if (s.kind == SliceKind::RackTorus) {
     for (int g : s.chips)
       if (g / kChipsPerRack != s.rack) return fmt::format("slice {}: chip outside rack", s.id);
     for (const auto& e : edges)
@@ -303,7 +303,7 @@ std::string check_slice(const Datacenter& dc, const Slice& s) {
     std::sort(want.begin(), want.end());
     std::sort(have.begin(), have.end());
     if (want != have) return fmt::format("slice {}: torus fibres held do not match its native links", s.id);
-  } else if (s.kind == SliceKind::kMultiRack) {
+  } else if (s.kind == SliceKind::MultiRack) {
     for (int x = 0; x < 3; ++x)
       if (s.shape.d[x] % kRackDim) return fmt::format("slice {}: multi-rack shape not whole cubes", s.id);
     std::map<int, int> per_rack;

@@ -67,7 +67,7 @@ std::optional<Slice> baseline_place_in_rack(const Datacenter& dc, int r, const S
       if (m & used) continue;
       Slice s;
       s.shape = shape;
-      s.kind = SliceKind::kRackTorus;
+      s.kind = SliceKind::RackTorus;
       s.rack = r;
       s.requested = shape.volume();
       s.decided_by = "first-fit";
@@ -111,7 +111,7 @@ std::optional<Slice> aligned_place_in_rack(const Datacenter& dc, int r, int n, i
     if (bm.m[BoxMasks::idx(d[0], d[1], d[2], local_chip(ox, oy, oz))] & used) continue;
     Slice s;
     s.shape = shape;
-    s.kind = SliceKind::kRackTorus;
+    s.kind = SliceKind::RackTorus;
     s.rack = r;
     s.requested = n;
     s.decided_by = "aligned";
@@ -161,7 +161,7 @@ std::optional<Slice> place_multirack(const Datacenter& dc, const Shape& shape) {
   if (static_cast<int>(racks.size()) < cubes) return std::nullopt;
   Slice s;
   s.shape = shape;
-  s.kind = SliceKind::kMultiRack;
+  s.kind = SliceKind::MultiRack;
   s.requested = shape.volume();
   s.decided_by = "ocs-cubes";
   s.chips.resize(shape.volume());
@@ -401,7 +401,7 @@ ServerAssign fabric_heuristic(const RackView& v, const Shape& shape) {
 Slice fabric_slice(const Datacenter& dc, int r, const Shape& shape, const ServerAssign& a) {
   Slice s;
   s.shape = shape;
-  s.kind = SliceKind::kRackFabric;
+  s.kind = SliceKind::RackFabric;
   s.rack = r;
   const int n = shape.volume();
   s.requested = n;
@@ -525,7 +525,7 @@ std::optional<Slice> server_place_in_rack(const Datacenter& dc, int r, const Sha
       if (dc.chip_free(r * kChipsPerRack + c)) free_chips[sv].push_back(c);
   Slice s;
   s.shape = shape;
-  s.kind = SliceKind::kRackFabric;
+  s.kind = SliceKind::RackFabric;
   s.rack = r;
   s.requested = n;
   s.decided_by = "server";
@@ -671,9 +671,9 @@ std::optional<Slice> server_place_in_rack(const Datacenter& dc, int r, const Sha
 std::optional<Slice> Allocator::place(const Datacenter& dc, const Shape& shape) {
   const int n = shape.volume();
   if (n > kChipsPerRack) return place_multirack(dc, shape);
-  if (opt_.policy == Policy::kBaseline) {
+  if (opt_.policy == Policy::Baseline) {
     for (int r = 0; r < dc.racks(); ++r) {
-      auto s = opt_.baseline == BaselineMode::kAligned ? aligned_place_in_rack(dc, r, n)
+      auto s = opt_.baseline == BaselineMode::Aligned ? aligned_place_in_rack(dc, r, n)
                                                        : baseline_place_in_rack(dc, r, shape);
       if (s) return s;
     }
@@ -698,27 +698,27 @@ std::optional<Slice> Allocator::place(const Datacenter& dc, const Shape& shape) 
       if (auto s = torus_box()) return s;
       continue;
     }
-    if (opt_.fabric == FabricMode::kServer) {
+    if (opt_.fabric == FabricMode::Server) {
       if (auto s = server_place_in_rack(dc, r, shape)) return s;
       memo[r] = dc.rack_version(r) + 1;
       if (auto s = torus_box()) return s;
       continue;
     }
     RackView v = rack_view(dc, r);
-    bool use_ilp = opt_.solver == Solver::kIlp ||
-                   (opt_.solver == Solver::kAuto && n <= opt_.ilp_max_chips);
-    if (opt_.solver == Solver::kAuto && !use_ilp) ilp_.skipped_large++;
+    bool use_ilp = opt_.solver == Solver::Ilp ||
+                   (opt_.solver == Solver::Auto && n <= opt_.ilp_max_chips);
+    if (opt_.solver == Solver::Auto && !use_ilp) ilp_.skipped_large++;
     ServerAssign a;
     std::string who;
     if (use_ilp) {
       ilp_.calls++;
       IlpResult res = fabric_ilp(v, shape, opt_.ilp_time_limit_ms);
       ilp_.solve_ms.push_back(res.ms);
-      if (res.status == IlpResult::kOptimal) {
+      if (res.status == IlpResult::Status::Optimal) {
         ilp_.optimal++;
         a = res.assign;
         who = "ilp";
-      } else if (res.status == IlpResult::kInfeasible) {
+      } else if (res.status == IlpResult::Status::Infeasible) {
         ilp_.infeasible++;
         memo[r] = dc.rack_version(r) + 1;
         if (auto s = torus_box()) return s;
@@ -727,7 +727,7 @@ std::optional<Slice> Allocator::place(const Datacenter& dc, const Shape& shape) 
         ilp_.timeouts++;
         a = fabric_heuristic(v, shape);
         who = "heuristic(ilp-timeout)";
-        if (a.empty() && res.status == IlpResult::kFeasibleTimeout) {
+        if (a.empty() && res.status == IlpResult::Status::FeasibleTimeout) {
           a = res.assign;
           who = "ilp(feasible,timeout)";
         }

@@ -10,9 +10,6 @@
 
 #include "alloc.h"
 
-#ifndef MXTB_SOURCE_DIR
-#define MXTB_SOURCE_DIR "."
-#endif
 
 namespace mxtb::host::alloc {
 
@@ -143,11 +140,10 @@ IatMix load_iat(const std::string& path) {
   return mix;
 }
 
-std::string repo_root() {
-  if (const char* e = std::getenv("MXTB_ROOT"); e && *e) return e;
-  return MXTB_SOURCE_DIR;
+std::string workload_path(const std::string& dir, const std::string& file) {
+  if (dir.empty())
+    throw std::invalid_argument(fmt::format("the named workloads' folder is not set (CommonOptions::workload_dir), so {} cannot be found", file));
+  return dir + "/" + file;
 }
-
-std::string workload_path(const std::string& file) { return repo_root() + "/traces/workloads/" + file; }
 
 }  // namespace mxtb::host::alloc

@@ -16,11 +16,11 @@ namespace mxtb::host::serve {
 
 namespace {
 
-enum class St { kFuture, kWaiting, kRunning, kPaged, kDropped, kDone, kRejected };
+enum class St { Future, Waiting, Running, Paged, Dropped, Done, Rejected };
 
 struct Seq {
   Request r;
-  St st = St::kFuture;
+  St st = St::Future;
   uint64_t generated = 0;
   uint64_t kv_tokens = 0;  // tokens whose KV exists (on the device, in a tier, or to be recomputed)
   uint64_t prefill_target = 0, prefill_done = 0;
@@ -35,7 +35,7 @@ struct Seq {
   double promoted_at = 0;
   double last_token_s = 0;
   uint64_t paged = 0;  // blocks in the tier after a preemption
-  Tier paged_tier = Tier::kPeer;  // where they are
+  Tier paged_tier = Tier::Remote;  // where they are
   uint64_t run_order = 0;         // when it last started running (aqua's preemption order)
   SeqRecord rec;
   bool prefilling() const { return prefill_done < prefill_target; }
@@ -70,9 +70,9 @@ class Engine {
     // Only the policy's own tiers hold anything; the others get no memory.
     TierBlocks caps;
     for (Tier t : chain_) {
-      double gib = t == Tier::kHost ? cfg.host_tier_gib : cfg.peer_tier_gib;
+      double gib = t == Tier::Host ? cfg.host_tier_gib : cfg.peer_tier_gib;
       cap(t) = static_cast<uint64_t>(std::floor(gib * 1073741824.0 / block_logical_));
-      (t == Tier::kHost ? caps.host : caps.peer) = cap(t);
+      (t == Tier::Host ? caps.host : caps.peer) = cap(t);
     }
     if (cfg.watermark < 0 || cfg.watermark >= 1) throw InputError(fmt::format("watermark {} outside [0, 1)", cfg.watermark));
     watermark_blocks_ = static_cast<uint64_t>(cfg.watermark * pool_blocks_);
@@ -137,9 +137,9 @@ class Engine {
     release_extra(now);
     res_.makespan_s = now;
     for (auto& s : seqs_) {
-      if (s.st != St::kDone && s.st != St::kRejected)
+      if (s.st != St::Done && s.st != St::Rejected)
         violation(fmt::format("request {} never completed ({} of {} tokens)", s.r.id, s.generated, s.r.output_tokens));
-      if (s.st == St::kDone && s.generated != s.r.output_tokens)
+      if (s.st == St::Done && s.generated != s.r.output_tokens)
         violation(fmt::format("request {} completed with {} tokens, wanted {}", s.r.id, s.generated, s.r.output_tokens));
       s.rec.generated = s.generated;
       res_.seqs.push_back(s.rec);
@@ -149,15 +149,15 @@ class Engine {
   }
   // Where a preempted sequence's KV goes, in order; recompute when every tier is full.
   static std::vector<Tier> tier_chain(Policy p) {
-    if (p == Policy::kAquaHost) return {Tier::kHost};
-    if (p == Policy::kAquaFabric || p == Policy::kAqua) return {Tier::kPeer, Tier::kHost};
+    if (p == Policy::AquaHost) return {Tier::Host};
+    if (p == Policy::AquaFabric || p == Policy::Aqua) return {Tier::Remote, Tier::Host};
     return {};
   }
-  bool preemptive() const { return policy_ != Policy::kFcfs; }
+  bool preemptive() const { return policy_ != Policy::Fcfs; }
   bool pages() const { return !chain_.empty(); }
-  bool vllm_admission() const { return policy_ == Policy::kVllm03 || policy_ == Policy::kAqua; }
-  uint64_t& cap(Tier t) { return tier_cap_[t == Tier::kHost ? 0 : 1]; }
-  uint64_t& used(Tier t) { return tier_used_[t == Tier::kHost ? 0 : 1]; }
+  bool vllm_admission() const { return policy_ == Policy::Vllm03 || policy_ == Policy::Aqua; }
+  uint64_t& cap(Tier t) { return tier_cap_[t == Tier::Host ? 0 : 1]; }
+  uint64_t& used(Tier t) { return tier_used_[t == Tier::Host ? 0 : 1]; }
   // The first tier of the chain with room for `blocks`, if any.
   const Tier* tier_for(uint64_t blocks) {
     for (const Tier& t : chain_)
@@ -165,18 +165,18 @@ class Engine {
     return nullptr;
   }
   // A long sequence streams its spilled blocks through the first tier of the chain.
-  Tier spill_tier() const { return chain_.empty() ? Tier::kPeer : chain_.front(); }
+  Tier spill_tier() const { return chain_.empty() ? Tier::Remote : chain_.front(); }
 
   void violation(std::string what) { res_.violations.push_back(std::move(what)); }
 
   size_t running_count() const {
     size_t n = 0;
-    for (auto* s : live_) n += s->st == St::kRunning;
+    for (auto* s : live_) n += s->st == St::Running;
     return n;
   }
 
   double bandwidth(double now, Tier tier) const {
-    if (tier == Tier::kHost) return cfg_.pcie_bytes_s * cfg_.pcie_efficiency;
+    if (tier == Tier::Host) return cfg_.pcie_bytes_s * cfg_.pcie_efficiency;
     return fabric_->live_circuits(cfg_.pager_xpu, cfg_.peer_xpu, now) * fabric_->lane_gbps() * 1e9 / 8.0 *
            cfg_.fabric.link_efficiency;
   }
@@ -186,8 +186,8 @@ class Engine {
 
   // Blocks a sequence must hold to take its next step (its KV plus the slot the step writes).
   uint64_t need(const Seq& s) const {
-    if (s.st == St::kWaiting) return ceil_div(s.r.prompt_tokens + 1, bt_);
-    if (s.st == St::kRunning && (s.prefilling() || s.spill_mode)) return s.blocks.size();
+    if (s.st == St::Waiting) return ceil_div(s.r.prompt_tokens + 1, bt_);
+    if (s.st == St::Running && (s.prefilling() || s.spill_mode)) return s.blocks.size();
     return ceil_div(s.kv_tokens + 1, bt_);
   }
   // FCFS reserves everything the request will ever hold: no preemption can be needed.
@@ -216,17 +216,17 @@ class Engine {
   }
 
   void reject(Seq& s, std::string why) {
-    s.st = St::kRejected;
+    s.st = St::Rejected;
     s.rec.rejected = true;
     s.rec.reject_reason = std::move(why);
     ++done_;
   }
 
   void arrive(Seq& s) {
-    s.st = St::kWaiting;
+    s.st = St::Waiting;
     s.wait_since = s.r.arrival_s;
     s.rec.in_burst = s.r.in_burst;
-    if (policy_ == Policy::kFcfs && need_full(s) > pool_blocks_)
+    if (policy_ == Policy::Fcfs && need_full(s) > pool_blocks_)
       return reject(s, fmt::format("needs {} KV blocks, the pool has {}", need_full(s), pool_blocks_));
     if (vllm_admission()) {
       // vLLM 0.3.2 ignores a prompt longer than its limit (min(max_model_len, max_num_batched_tokens))
@@ -254,7 +254,7 @@ class Engine {
     }
     s.promoted = false;
     s.slice_used = 0;
-    s.st = St::kRunning;
+    s.st = St::Running;
     s.run_order = ++run_counter_;
   }
 
@@ -270,11 +270,11 @@ class Engine {
 
   double schedule(double now) {
     double paging = 0;
-    if (policy_ == Policy::kFcfs) {
+    if (policy_ == Policy::Fcfs) {
       uint64_t held = pool_blocks_ - free_.size();
       size_t running = running_count();
       for (auto* s : live_) {  // live_ is in arrival order
-        if (s->st != St::kWaiting) continue;
+        if (s->st != St::Waiting) continue;
         if (held + need_full(*s) > pool_blocks_ || running >= cfg_.max_seqs) break;  // admission control
         s->blocks = alloc(need_full(*s), now);
         held += need_full(*s);
@@ -285,8 +285,8 @@ class Engine {
       }
       return now;
     }
-    if (policy_ == Policy::kVllm03) paging = schedule_vllm(now);
-    else if (policy_ == Policy::kAqua) paging = schedule_aqua(now);
+    if (policy_ == Policy::Vllm03) paging = schedule_vllm(now);
+    else if (policy_ == Policy::Aqua) paging = schedule_aqua(now);
     else paging = schedule_preemptive(now);
     max_iter_paging_s_ = std::max(max_iter_paging_s_, paging);
     res_.paging_s += paging;
@@ -299,15 +299,15 @@ class Engine {
     std::vector<Seq*> pinned, cands;
     size_t promoted_waiting = 0;
     for (auto* s : live_)
-      if (s->st != St::kRunning && s->promoted) ++promoted_waiting;
+      if (s->st != St::Running && s->promoted) ++promoted_waiting;
     for (auto* s : live_) {
-      if (s->st != St::kRunning && !s->promoted && now - s->wait_since >= cfg_.max_wait_s) {
+      if (s->st != St::Running && !s->promoted && now - s->wait_since >= cfg_.max_wait_s) {
         s->promoted = true;
         s->promo_order = ++promo_counter_;
         s->promoted_at = now;
         s->promoted_ahead = promoted_waiting++;
       }
-      bool pin = s->st == St::kRunning && (s->slice_used < cfg_.slice_steps || s->prefilling() || s->spill_mode);
+      bool pin = s->st == St::Running && (s->slice_used < cfg_.slice_steps || s->prefilling() || s->spill_mode);
       (pin ? pinned : cands).push_back(s);
     }
     auto before = [](const Seq* a, const Seq* b) {
@@ -349,7 +349,7 @@ class Engine {
     uint64_t demand = used;
     std::vector<Seq*> stay;
     for (auto* s : cands)
-      if (s->st == St::kRunning && std::find(target.begin(), target.end(), s) == target.end()) stay.push_back(s);
+      if (s->st == St::Running && std::find(target.begin(), target.end(), s) == target.end()) stay.push_back(s);
     for (auto* s : stay) demand += need(*s);
     while (demand > pool_blocks_ && !stay.empty()) {
       Seq* s = stay.back();  // least important first
@@ -358,12 +358,12 @@ class Engine {
       paging += preempt(*s, now + paging);
     }
     for (auto* s : target) {
-      if (s->st == St::kRunning) continue;
+      if (s->st == St::Running) continue;
       paging += resume(*s, now + paging);
     }
     // Growth: every running decoder holds the block its next token goes to.
     for (auto* s : live_) {
-      if (s->st != St::kRunning || s->prefilling() || s->spill_mode) continue;
+      if (s->st != St::Running || s->prefilling() || s->spill_mode) continue;
       uint64_t want = need(*s);
       if (s->blocks.size() < want) {
         auto more = alloc(want - s->blocks.size(), now);
@@ -386,7 +386,7 @@ class Engine {
     uint64_t free = free_.size(), longest = 0, sum = 0;
     while (!waitq_.empty()) {
       Seq* s = waitq_.front();
-      const bool fresh = s->st == St::kWaiting;
+      const bool fresh = s->st == St::Waiting;
       const uint64_t len = fresh ? s->r.prompt_tokens : s->kv_tokens;
       const uint64_t blocks = ceil_div(len, bt_);
       if (free < blocks + watermark_blocks_) break;
@@ -422,14 +422,14 @@ class Engine {
   // Preempts by recompute or paging; a sequence that must be recomputed waits at the queue's front.
   double preempt_to_queue(Seq& s, double now) {
     double t = preempt(s, now);
-    if (s.st == St::kDropped || s.st == St::kWaiting) waitq_.push_front(&s);
+    if (s.st == St::Dropped || s.st == St::Waiting) waitq_.push_front(&s);
     return t;
   }
 
   std::vector<Seq*> running_by(bool (*before)(const Seq*, const Seq*)) {
     std::vector<Seq*> run;
     for (auto* s : live_)
-      if (s->st == St::kRunning) run.push_back(s);
+      if (s->st == St::Running) run.push_back(s);
     std::sort(run.begin(), run.end(), before);
     return run;
   }
@@ -478,7 +478,7 @@ class Engine {
     double paging = 0;
     if (!waitq_.empty()) {
       Seq* head = waitq_.front();
-      const uint64_t want = ceil_div(head->st == St::kWaiting ? head->r.prompt_tokens : head->kv_tokens, bt_);
+      const uint64_t want = ceil_div(head->st == St::Waiting ? head->r.prompt_tokens : head->kv_tokens, bt_);
       while (free_.size() < want + watermark_blocks_) {
         auto run = running_by([](const Seq* a, const Seq* b) { return a->run_order < b->run_order; });
         if (run.empty()) break;
@@ -526,7 +526,7 @@ class Engine {
       paging += preempt_to_queue(*run.back(), now + paging);
     }
     for (auto* s : live_)
-      if (s->st == St::kRunning && !s->prefilling()) grow(*s, now);
+      if (s->st == St::Running && !s->prefilling()) grow(*s, now);
     steer_fabric(now);
     return paging;
   }
@@ -535,8 +535,8 @@ class Engine {
   // sequence off the device for max_wait_s or longer comes first (least served alone starves a
   // long generation while shorter ones keep arriving).
   bool cfs_before(const Seq* a, const Seq* b, double now) const {
-    const bool aa = a->st != St::kRunning && now - a->wait_since >= cfg_.max_wait_s;
-    const bool ba = b->st != St::kRunning && now - b->wait_since >= cfg_.max_wait_s;
+    const bool aa = a->st != St::Running && now - a->wait_since >= cfg_.max_wait_s;
+    const bool ba = b->st != St::Running && now - b->wait_since >= cfg_.max_wait_s;
     if (aa != ba) return aa;
     if (aa) return a->wait_since < b->wait_since;
     return a->generated != b->generated ? a->generated < b->generated : a->r.id < b->r.id;
@@ -550,8 +550,8 @@ class Engine {
   double repick(double now, bool optional, bool displace) {
     std::vector<Seq*> keep, waiting;
     for (auto* s : live_) {
-      if (s->st == St::kRunning) keep.push_back(s);
-      else if (s->st == St::kPaged) waiting.push_back(s);
+      if (s->st == St::Running) keep.push_back(s);
+      else if (s->st == St::Paged) waiting.push_back(s);
     }
     auto before = [&](const Seq* a, const Seq* b) { return cfs_before(a, b, now); };
     std::sort(keep.begin(), keep.end(), before);
@@ -593,12 +593,12 @@ class Engine {
   // aqua-fabric takes extra circuits while a burst queues (or a long sequence streams) and gives
   // them back once the queue has drained to half the threshold.
   void steer_fabric(double now) {
-    if (policy_ != Policy::kAquaFabric && policy_ != Policy::kAqua) return;
+    if (policy_ != Policy::AquaFabric && policy_ != Policy::Aqua) return;
     size_t queued = 0;
     bool streaming = false;
     for (auto* s : live_) {
-      queued += s->st != St::kRunning;
-      streaming |= s->st == St::kRunning && s->spill_mode;
+      queued += s->st != St::Running;
+      streaming |= s->st == St::Running && s->spill_mode;
     }
     bool burst = queued >= static_cast<size_t>(cfg_.burst_queue_threshold) || streaming;
     if (burst && !extra_held_) {
@@ -633,10 +633,10 @@ class Engine {
       // Half-done prefill: its partial KV is dropped and redone (cheaper than paging it).
       free_blocks(s.blocks);
       if (s.fresh) {
-        s.st = St::kWaiting;
+        s.st = St::Waiting;
         s.prefill_target = s.prefill_done = 0;
       } else {
-        s.st = St::kDropped;
+        s.st = St::Dropped;
       }
       return 0;
     }
@@ -650,13 +650,13 @@ class Engine {
       s.paged = keep;
       s.paged_tier = *tier;
       ++res_.page_outs;
-      res_.host_page_outs += *tier == Tier::kHost && chain_.front() != Tier::kHost;
+      res_.host_page_outs += *tier == Tier::Host && chain_.front() != Tier::Host;
       res_.logical_bytes_paged += static_cast<uint64_t>(static_cast<double>(keep) * block_logical_);
       res_.real_bytes_paged += r.real_bytes;
-      s.st = St::kPaged;
+      s.st = St::Paged;
     } else {
       if (pages()) ++res_.fallback_drops;  // every tier is full: recompute instead
-      s.st = St::kDropped;
+      s.st = St::Dropped;
     }
     free_blocks(s.blocks);
     return t;
@@ -669,17 +669,17 @@ class Engine {
       s.prefill_target = s.r.prompt_tokens;
       s.prefill_done = 0;
       s.fresh = true;
-    } else if (s.st == St::kWaiting) {
+    } else if (s.st == St::Waiting) {
       s.blocks = alloc(need(s), now);
       s.prefill_target = s.r.prompt_tokens;
       s.prefill_done = 0;
       s.fresh = true;
-    } else if (s.st == St::kDropped) {
+    } else if (s.st == St::Dropped) {
       s.blocks = alloc(need(s), now);
       s.prefill_target = s.kv_tokens;
       s.prefill_done = 0;
       s.fresh = false;
-    } else if (s.st == St::kPaged) {
+    } else if (s.st == St::Paged) {
       s.blocks = alloc(need(s), now);
       std::vector<BlockId> in(s.blocks.begin(), s.blocks.begin() + static_cast<std::ptrdiff_t>(s.paged));
       PageResult r = pager_->page_in(s.r.id, in, s.paged_tier);
@@ -756,7 +756,7 @@ class Engine {
   double step(double now) {
     std::vector<Seq*> run;
     for (auto* s : live_)
-      if (s->st == St::kRunning) run.push_back(s);
+      if (s->st == St::Running) run.push_back(s);
     std::vector<Seq*> pre;
     for (auto* s : run)
       if (s->prefilling()) pre.push_back(s);
@@ -821,7 +821,7 @@ class Engine {
     res_.busy_s += t + exposed;
     res_.paging_s += exposed - recompute_in_step_;
     recompute_in_step_ = 0;
-    live_.erase(std::remove_if(live_.begin(), live_.end(), [](Seq* s) { return s->st == St::kDone; }), live_.end());
+    live_.erase(std::remove_if(live_.begin(), live_.end(), [](Seq* s) { return s->st == St::Done; }), live_.end());
     return now;
   }
 
@@ -831,7 +831,7 @@ class Engine {
       pager_->discard(s.r.id, spill_tier());
       used(spill_tier()) -= s.spilled;
     }
-    s.st = St::kDone;
+    s.st = St::Done;
     s.rec.finish_s = now;
     ++done_;
   }
@@ -840,10 +840,10 @@ class Engine {
   void check(double now) {
     uint64_t held = 0;
     for (auto* s : live_) {
-      if (s->st != St::kRunning && !s->blocks.empty())
+      if (s->st != St::Running && !s->blocks.empty())
         violation(fmt::format("t={:.6f}: request {} holds blocks while not running", now, s->r.id));
       held += s->blocks.size();
-      if (s->st == St::kRunning && !s->prefilling() && !s->spill_mode && s->blocks.size() * bt_ < s->kv_tokens)
+      if (s->st == St::Running && !s->prefilling() && !s->spill_mode && s->blocks.size() * bt_ < s->kv_tokens)
         violation(fmt::format("t={:.6f}: request {} has {} tokens of KV in {} blocks", now, s->r.id, s->kv_tokens,
                               s->blocks.size()));
     }

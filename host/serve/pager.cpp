@@ -11,27 +11,26 @@
 
 namespace mxtb::host::serve {
 
-const char* tier_name(Tier t) { return t == Tier::kHost ? "host" : "peer"; }
 
 Policy policy_by_name(const std::string& name) {
-  if (name == "fcfs") return Policy::kFcfs;
-  if (name == "vllm-0.3") return Policy::kVllm03;
-  if (name == "recompute") return Policy::kRecompute;
-  if (name == "aqua-host") return Policy::kAquaHost;
-  if (name == "aqua-fabric") return Policy::kAquaFabric;
-  if (name == "aqua") return Policy::kAqua;
+  if (name == "fcfs") return Policy::Fcfs;
+  if (name == "vllm-0.3") return Policy::Vllm03;
+  if (name == "recompute") return Policy::Recompute;
+  if (name == "aqua-host") return Policy::AquaHost;
+  if (name == "aqua-fabric") return Policy::AquaFabric;
+  if (name == "aqua") return Policy::Aqua;
   throw InputError(fmt::format(
       "unknown policy '{}': expected fcfs, vllm-0.3, recompute, aqua-host, aqua-fabric or aqua", name));
 }
 
 const char* policy_name(Policy p) {
   switch (p) {
-    case Policy::kFcfs: return "fcfs";
-    case Policy::kVllm03: return "vllm-0.3";
-    case Policy::kRecompute: return "recompute";
-    case Policy::kAquaHost: return "aqua-host";
-    case Policy::kAquaFabric: return "aqua-fabric";
-    case Policy::kAqua: return "aqua";
+    case Policy::Fcfs: return "fcfs";
+    case Policy::Vllm03: return "vllm-0.3";
+    case Policy::Recompute: return "recompute";
+    case Policy::AquaHost: return "aqua-host";
+    case Policy::AquaFabric: return "aqua-fabric";
+    case Policy::Aqua: return "aqua";
   }
   return "?";
 }
@@ -88,7 +87,6 @@ bool DeviceKvPool::token_matches(BlockId b, uint32_t slot, SeqId seq, uint64_t t
 // ---------------------------------------------------------------------------------------------
 
 namespace {
-paging::Tier engine_tier(Tier t) { return t == Tier::kHost ? paging::Tier::Host : paging::Tier::Remote; }
 }  // namespace
 
 struct PagingEngineKvPager::Impl {
@@ -178,7 +176,7 @@ PageResult PagingEngineKvPager::page_out(SeqId seq, const std::vector<BlockId>& 
   // the run comes back to staging and only the new blocks are copied out (the engine's dirty
   // tracking), instead of one engine sequence per block.
   // A full tier is refused before anything moves, so that the sequence's paged runs stay as they were.
-  paging::BlockPool& dst = eng.pool(engine_tier(tier));
+  paging::BlockPool& dst = eng.pool(tier);
   if (dst.available() < blocks.size()) {
     if (p.runs.empty()) impl_->tiers.erase({seq, tier});
     return {0, 0, false,
@@ -197,7 +195,7 @@ PageResult PagingEngineKvPager::page_out(SeqId seq, const std::vector<BlockId>& 
     for (size_t i = 0; i < blocks.size(); ++i) impl_->scatter(pool_.block(blocks[i]), run.id, first + i);
     std::vector<uint64_t> digests;
     for (size_t i = 0; i < blocks.size(); ++i) digests.push_back(impl_->digest(run.id, first + i));
-    moved += eng.page_out(run.id, engine_tier(tier)).bytes_moved;
+    moved += eng.page_out(run.id, tier).bytes_moved;
     run.digests.insert(run.digests.end(), digests.begin(), digests.end());
   } catch (const std::exception& e) {
     // Not reached for a full tier (checked above); a new run is dropped, the tier keeps what it had.
@@ -248,7 +246,7 @@ PageResult PagingEngineKvPager::page_in(SeqId seq, const std::vector<BlockId>& b
           impl_->scatter(impl_->staging.data(), rest.id, i - take);
           rest.digests.push_back(run.digests[i]);
         }
-        eng.page_out(rest.id, engine_tier(tier));
+        eng.page_out(rest.id, tier);
         eng.free(run.id);
         run = std::move(rest);
       } else {
@@ -283,7 +281,7 @@ PageResult PagingEngineKvPager::fetch(SeqId seq, Tier tier) {
         }
       }
       // Nothing was written: the engine's dirty tracking copies no bytes back, the tier copy stays.
-      eng.page_out(run.id, engine_tier(tier));
+      eng.page_out(run.id, tier);
     }
   } catch (const std::exception& e) {
     return {index, res.real_bytes, false, fmt::format("seq {}: fetch from {}: {}", seq, tier_name(tier), e.what())};

@@ -1,5 +1,5 @@
 // Preemptive LLM serving over the fabric (docs/serve.md): a roofline cost model of one
-// accelerator serving one model, a discrete-event serving engine with four scheduling policies,
+// accelerator serving one model, a discrete-event serving engine with its scheduling policies,
 // and the two seams the engine pages through (KvPager: the bytes; FabricLinks: the bandwidth).
 #pragma once
 
@@ -12,9 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace mxtb::paging {
-class PagingEngine;
-}
+#include "cuda/paging.h"
 
 namespace mxtb::host::serve {
 
@@ -130,8 +128,10 @@ std::vector<Request> add_bursts(std::vector<Request> base, const BurstSpec& spec
 // Seams
 // ---------------------------------------------------------------------------------------------
 
-enum class Tier { kHost, kPeer };
-const char* tier_name(Tier t);
+// Where a preempted sequence's KV goes: the paging engine's tiers (cuda/paging.h), one concept for
+// both: Tier::Remote is a peer accelerator's memory (Aqua's offload tier), Tier::Host host DRAM.
+using paging::Tier;
+using paging::tier_name;
 
 using SeqId = uint64_t;
 using BlockId = uint32_t;
@@ -264,7 +264,7 @@ class StaticFabricLinks : public FabricLinks {
 // scheduler (preempt running sequences as soon as a request waits, prefill first, re-pick the
 // least served every few iterations) paging to the peer over the fabric, then host DRAM, then
 // recompute, within a paging budget. docs/serve.md.
-enum class Policy { kFcfs, kVllm03, kRecompute, kAquaHost, kAquaFabric, kAqua };
+enum class Policy { Fcfs, Vllm03, Recompute, AquaHost, AquaFabric, Aqua };
 Policy policy_by_name(const std::string& name);  // InputError names the policy and the choices
 const char* policy_name(Policy p);
 

@@ -51,8 +51,8 @@ OperatingPoint find_operating_point(const LoadSpec& spec, const ServeConfig& cfg
   bool responsive = true;
   for (double s : {1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0}) {
     auto reqs = background(spec, s);
-    RunResult f = simulate(reqs, Policy::kFcfs, cfg);
-    RunResult v = simulate(reqs, Policy::kVllm03, cfg);
+    RunResult f = simulate(reqs, Policy::Fcfs, cfg);
+    RunResult v = simulate(reqs, Policy::Vllm03, cfg);
     // The stronger baseline: the higher throughput (the lower TTFT p50 on a tie).
     const bool v_best = v.throughput() > f.throughput() ||
                         (v.throughput() == f.throughput() && percentile(v.ttft_s, 50) < percentile(f.ttft_s, 50));

@@ -6,7 +6,7 @@
 #include "cuda/device_probe.h"
 #include "cuda/paged_attention.h"
 #include "cuda/paging_cuda.h"
-#include "testbench/paging/pattern.h"
+#include "testbench/cuda/pattern.h"
 
 #include <cmath>
 #include <cstdio>

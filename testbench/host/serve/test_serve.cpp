@@ -120,7 +120,7 @@ TEST_CASE("unknown model, device and policy are named in the error") {
   CHECK_THROWS_WITH_AS(model_by_name("gpt5"), doctest::Contains("unknown model 'gpt5'"), InputError);
   CHECK_THROWS_WITH_AS(device_by_name("tpu9"), doctest::Contains("unknown device 'tpu9'"), InputError);
   CHECK_THROWS_WITH_AS(policy_by_name("lifo"), doctest::Contains("unknown policy 'lifo'"), InputError);
-  for (auto p : {Policy::kFcfs, Policy::kRecompute, Policy::kAquaHost, Policy::kAquaFabric})
+  for (auto p : {Policy::Fcfs, Policy::Recompute, Policy::AquaHost, Policy::AquaFabric})
     CHECK(policy_by_name(policy_name(p)) == p);
 }
 
@@ -172,7 +172,7 @@ void fill(DeviceKvPool& pool, SeqId seq, uint64_t n, BlockId first = 0) {
 }
 
 TEST_CASE("PagingEngineKvPager: bytes come back exactly through both tiers, into other blocks") {
-  for (Tier tier : {Tier::kPeer, Tier::kHost}) {
+  for (Tier tier : {Tier::Remote, Tier::Host}) {
     INFO(tier_name(tier));
     DeviceKvPool pool(8, 16, 64);
     PagingEngineKvPager pager(pool, {16, 16});
@@ -180,10 +180,10 @@ TEST_CASE("PagingEngineKvPager: bytes come back exactly through both tiers, into
     auto r = pager.page_out(9, {0, 1, 2}, tier);
     CHECK(r.ok);
     CHECK(r.real_bytes == 3 * 16 * 64);  // through the engine's descriptors, all of it
-    Tier other = tier == Tier::kPeer ? Tier::kHost : Tier::kPeer;
+    Tier other = tier == Tier::Remote ? Tier::Host : Tier::Remote;
     CHECK(pager.paged_blocks(9, tier) == 3);
     CHECK(pager.paged_blocks(9, other) == 0);
-    auto et = tier == Tier::kPeer ? mxtb::paging::Tier::Remote : mxtb::paging::Tier::Host;
+    auto et = tier == Tier::Remote ? mxtb::paging::Tier::Remote : mxtb::paging::Tier::Host;
     CHECK(pager.engine().pool(et).used() == 3);
     CHECK(pager.engine().pool(mxtb::paging::Tier::Device).used() == 0);  // staging given back
     for (BlockId b = 0; b < 3; ++b) std::memset(pool.block(b), 0, pool.block_bytes());
@@ -207,17 +207,17 @@ TEST_CASE("PagingEngineKvPager: appended page-outs (a spilling sequence) and a p
   DeviceKvPool pool(8, 16, 64);
   PagingEngineKvPager pager(pool, {16, 0});
   fill(pool, 3, 16 * 4);
-  for (BlockId b = 0; b < 4; ++b) CHECK(pager.page_out(3, {b}, Tier::kPeer).ok);  // one run per block
-  CHECK(pager.paged_blocks(3, Tier::kPeer) == 4);
-  CHECK(pager.fetch(3, Tier::kPeer).ok);
-  auto r = pager.page_in(3, {7, 6}, Tier::kPeer);  // the first two of four
+  for (BlockId b = 0; b < 4; ++b) CHECK(pager.page_out(3, {b}, Tier::Remote).ok);  // one run per block
+  CHECK(pager.paged_blocks(3, Tier::Remote) == 4);
+  CHECK(pager.fetch(3, Tier::Remote).ok);
+  auto r = pager.page_in(3, {7, 6}, Tier::Remote);  // the first two of four
   CHECK(r.ok);
   for (uint64_t t = 0; t < 32; ++t) CHECK(pool.token_matches(t < 16 ? 7 : 6, t % 16, 3, t));
-  CHECK(pager.paged_blocks(3, Tier::kPeer) == 2);
-  r = pager.page_in(3, {5, 4}, Tier::kPeer);
+  CHECK(pager.paged_blocks(3, Tier::Remote) == 2);
+  r = pager.page_in(3, {5, 4}, Tier::Remote);
   CHECK(r.ok);
   for (uint64_t t = 32; t < 64; ++t) CHECK(pool.token_matches(t < 48 ? 5 : 4, t % 16, 3, t));
-  pager.discard(3, Tier::kPeer);
+  pager.discard(3, Tier::Remote);
   CHECK(pager.engine().pool(mxtb::paging::Tier::Remote).used() == 0);
 }
 
@@ -225,29 +225,29 @@ TEST_CASE("PagingEngineKvPager: a corrupted byte in the tier is caught on page-i
   DeviceKvPool pool(4, 16, 64);
   PagingEngineKvPager pager(pool, {4, 0});
   fill(pool, 1, 32);
-  REQUIRE(pager.page_out(1, {0, 1}, Tier::kPeer).ok);
+  REQUIRE(pager.page_out(1, {0, 1}, Tier::Remote).ok);
   // The tier pool is block-major: block 0's bytes are the first ones.
   pager.engine().pool(mxtb::paging::Tier::Remote).data()[5] ^= std::byte{0x10};
-  auto f = pager.fetch(1, Tier::kPeer);
+  auto f = pager.fetch(1, Tier::Remote);
   CHECK_FALSE(f.ok);
-  CHECK(f.error.find("seq 1: block 0 fetched from peer differs") != std::string::npos);
-  auto r = pager.page_in(1, {2, 3}, Tier::kPeer);
+  CHECK(f.error.find("seq 1: block 0 fetched from remote differs") != std::string::npos);
+  auto r = pager.page_in(1, {2, 3}, Tier::Remote);
   CHECK_FALSE(r.ok);
-  CHECK(r.error.find("seq 1: block 0 paged in from peer differs") != std::string::npos);
+  CHECK(r.error.find("seq 1: block 0 paged in from remote differs") != std::string::npos);
 }
 
 TEST_CASE("PagingEngineKvPager: a full tier is reported and changes nothing") {
   DeviceKvPool pool(8, 16, 64);
   PagingEngineKvPager pager(pool, {2, 0});
   fill(pool, 4, 48);
-  auto r = pager.page_out(4, {0, 1, 2}, Tier::kPeer);
+  auto r = pager.page_out(4, {0, 1, 2}, Tier::Remote);
   CHECK_FALSE(r.ok);
-  CHECK(r.error.find("seq 4: page-out of 3 blocks to peer") != std::string::npos);
+  CHECK(r.error.find("seq 4: page-out of 3 blocks to remote") != std::string::npos);
   CHECK(r.error.find("is full") != std::string::npos);
-  CHECK(pager.paged_blocks(4, Tier::kPeer) == 0);
+  CHECK(pager.paged_blocks(4, Tier::Remote) == 0);
   CHECK(pager.engine().pool(mxtb::paging::Tier::Device).used() == 0);
-  CHECK(pager.page_out(4, {0, 1}, Tier::kPeer).ok);  // what fits still goes
-  CHECK_FALSE(pager.page_out(4, {2}, Tier::kHost).ok);  // no host tier in this run
+  CHECK(pager.page_out(4, {0, 1}, Tier::Remote).ok);  // what fits still goes
+  CHECK_FALSE(pager.page_out(4, {2}, Tier::Host).ok);  // no host tier in this run
   DeviceKvPool odd(1, 16, 12);  // 12 B a token is no whole number of fp16 K/V elements per layer
   CHECK_THROWS_AS(static_cast<void>(PagingEngineKvPager(odd, TierBlocks{})), InputError);
 }
@@ -304,32 +304,32 @@ TEST_CASE("scheduler invariants hold under a burst for every policy") {
   // on every page-in every token's bytes are compared with what the sequence must hold.
   auto reqs = small_burst();
   ServeConfig cfg = small_config();
-  for (auto p : {Policy::kFcfs, Policy::kVllm03, Policy::kRecompute, Policy::kAquaHost, Policy::kAquaFabric,
-                 Policy::kAqua}) {
+  for (auto p : {Policy::Fcfs, Policy::Vllm03, Policy::Recompute, Policy::AquaHost, Policy::AquaFabric,
+                 Policy::Aqua}) {
     RunResult r = simulate(reqs, p, cfg);
     require_clean(r, reqs);
-    if (p == Policy::kFcfs) {
+    if (p == Policy::Fcfs) {
       CHECK(r.preemptions == 0);
     } else {
       CHECK(r.preemptions > 0);
     }
-    if (p == Policy::kAquaHost || p == Policy::kAquaFabric || p == Policy::kAqua) {
+    if (p == Policy::AquaHost || p == Policy::AquaFabric || p == Policy::Aqua) {
       CHECK(r.page_ins > 0);
       CHECK(r.page_ins == r.page_outs);
       CHECK(r.real_bytes_paged > 0);
       CHECK(r.paging_s > 0);
     }
-    if (p == Policy::kVllm03) CHECK(r.page_outs == 0);  // vLLM 0.3.2 preempts a single sequence by recompute
+    if (p == Policy::Vllm03) CHECK(r.page_outs == 0);  // vLLM 0.3.2 preempts a single sequence by recompute
     // The slice policies' aging bound; Aqua's CFS scheduler has no aging (least served first).
-    if (p != Policy::kFcfs && p != Policy::kVllm03 && p != Policy::kAqua) check_wait_bound(r, cfg);
+    if (p != Policy::Fcfs && p != Policy::Vllm03 && p != Policy::Aqua) check_wait_bound(r, cfg);
   }
 }
 
 TEST_CASE("aqua-fabric pages faster than aqua-host and takes circuits during the burst") {
   auto reqs = small_burst();
   ServeConfig cfg = small_config();
-  RunResult host = simulate(reqs, Policy::kAquaHost, cfg);
-  RunResult fab = simulate(reqs, Policy::kAquaFabric, cfg);
+  RunResult host = simulate(reqs, Policy::AquaHost, cfg);
+  RunResult fab = simulate(reqs, Policy::AquaFabric, cfg);
   CHECK(fab.reconfigurations >= 2);  // asked for circuits, gave them back
   CHECK(fab.extra_circuit_s > 0);
   CHECK(host.reconfigurations == 0);
@@ -338,7 +338,7 @@ TEST_CASE("aqua-fabric pages faster than aqua-host and takes circuits during the
 
 TEST_CASE("a resumed sequence with a wrong byte is caught") {
   auto reqs = small_burst();
-  RunResult r = simulate(reqs, Policy::kAquaFabric, small_config(),
+  RunResult r = simulate(reqs, Policy::AquaFabric, small_config(),
                          [](DeviceKvPool& p, TierBlocks c) { return std::make_unique<CorruptingPager>(p, c); });
   REQUIRE_FALSE(r.violations.empty());
   CHECK(r.violations[0].find("resumed with wrong KV bytes") != std::string::npos);
@@ -351,7 +351,7 @@ TEST_CASE("no starvation under sustained overload beyond the stated bound") {
   for (uint64_t i = 0; i < 400; ++i)
     reqs.push_back({i, 0.0075 * static_cast<double>(i), 200 + (i * 53) % 600, 30 + (i * 7) % 90});
   ServeConfig cfg = small_config();
-  for (auto p : {Policy::kRecompute, Policy::kAquaFabric}) {
+  for (auto p : {Policy::Recompute, Policy::AquaFabric}) {
     RunResult r = simulate(reqs, p, cfg);
     require_clean(r, reqs);
     check_wait_bound(r, cfg);
@@ -365,15 +365,15 @@ TEST_CASE("a prompt longer than the pool: fcfs rejects it, the others stream or 
   ServeConfig cfg;
   cfg.kv_pool_gib = 0.5;  // 4,096 tokens
   std::vector<Request> reqs{{0, 0, 10000, 40}};
-  RunResult f = simulate(reqs, Policy::kFcfs, cfg);
+  RunResult f = simulate(reqs, Policy::Fcfs, cfg);
   REQUIRE(f.seqs[0].rejected);
   CHECK(f.seqs[0].reject_reason.find("needs 628 KV blocks, the pool has 256") != std::string::npos);
   double tput[3];
   int i = 0;
-  for (auto p : {Policy::kRecompute, Policy::kAquaHost, Policy::kAquaFabric}) {
+  for (auto p : {Policy::Recompute, Policy::AquaHost, Policy::AquaFabric}) {
     RunResult r = simulate(reqs, p, cfg);
     require_clean(r, reqs);
-    if (p != Policy::kRecompute) CHECK(r.fetches > 0);
+    if (p != Policy::Recompute) CHECK(r.fetches > 0);
     tput[i++] = r.throughput();
   }
   CHECK(tput[2] > tput[1]);  // the fabric streams faster than PCIe
@@ -382,8 +382,8 @@ TEST_CASE("a prompt longer than the pool: fcfs rejects it, the others stream or 
 
 TEST_CASE("runs are deterministic") {
   auto reqs = small_burst();
-  RunResult a = simulate(reqs, Policy::kAquaFabric, small_config());
-  RunResult b = simulate(reqs, Policy::kAquaFabric, small_config());
+  RunResult a = simulate(reqs, Policy::AquaFabric, small_config());
+  RunResult b = simulate(reqs, Policy::AquaFabric, small_config());
   CHECK(a.makespan_s == b.makespan_s);
   CHECK(a.ttft_s == b.ttft_s);
   CHECK(a.preemptions == b.preemptions);
@@ -464,8 +464,8 @@ TEST_CASE("vllm-0.3: prompt blocks at admission, growth, the newest preempted by
   // Two prompts whose prompt + output do not both fit (fcfs runs them one after the other), whose
   // prompts do (vLLM 0.3.2 admits both and preempts the newer when they outgrow the pool).
   std::vector<Request> reqs{{0, 0.0, 900, 300}, {1, 0.001, 900, 300}};
-  RunResult f = simulate(reqs, Policy::kFcfs, cfg);
-  RunResult v = simulate(reqs, Policy::kVllm03, cfg);
+  RunResult f = simulate(reqs, Policy::Fcfs, cfg);
+  RunResult v = simulate(reqs, Policy::Vllm03, cfg);
   require_clean(f, reqs);
   require_clean(v, reqs);
   CHECK(v.seqs[1].first_token_s < f.seqs[1].first_token_s);
@@ -477,15 +477,15 @@ TEST_CASE("vllm-0.3: prompt blocks at admission, growth, the newest preempted by
   std::vector<Request> big{{0, 0.0, 9000, 10}, {1, 0.0, 2040, 10}, {2, 0.1, 100, 10}};
   ServeConfig wide = cfg;
   wide.kv_pool_gib = 4;
-  RunResult r = simulate(big, Policy::kVllm03, wide);
+  RunResult r = simulate(big, Policy::Vllm03, wide);
   CHECK(r.seqs[0].rejected);
   CHECK(r.seqs[0].reject_reason.find("exceeds the prompt limit of 8192") != std::string::npos);
-  RunResult w = simulate({{0, 0.0, 2040, 10}}, Policy::kVllm03, cfg);
+  RunResult w = simulate({{0, 0.0, 2040, 10}}, Policy::Vllm03, cfg);
   CHECK(w.seqs[0].rejected);
   CHECK(w.seqs[0].reject_reason.find("1 kept free") != std::string::npos);
   // Padding: 100 and 600 tokens pad by 500 > 256 and prefill in two steps; 500 and 600 in one.
-  RunResult apart = simulate({{0, 0.0, 100, 1}, {1, 0.0, 600, 1}}, Policy::kVllm03, wide);
-  RunResult together = simulate({{0, 0.0, 500, 1}, {1, 0.0, 600, 1}}, Policy::kVllm03, wide);
+  RunResult apart = simulate({{0, 0.0, 100, 1}, {1, 0.0, 600, 1}}, Policy::Vllm03, wide);
+  RunResult together = simulate({{0, 0.0, 500, 1}, {1, 0.0, 600, 1}}, Policy::Vllm03, wide);
   CHECK(apart.steps == 2);
   CHECK(together.steps == 1);
 }
@@ -494,8 +494,8 @@ TEST_CASE("aqua: an arrival preempts running sequences to the tiers and is prefi
   ServeConfig cfg = small_config();
   // A long generation holds most of the pool when a short request arrives.
   std::vector<Request> reqs{{0, 0.0, 1800, 200}, {1, 0.5, 200, 20}};
-  RunResult v = simulate(reqs, Policy::kVllm03, cfg);
-  RunResult a = simulate(reqs, Policy::kAqua, cfg);
+  RunResult v = simulate(reqs, Policy::Vllm03, cfg);
+  RunResult a = simulate(reqs, Policy::Aqua, cfg);
   require_clean(v, reqs);
   require_clean(a, reqs);
   const double v_ttft = v.seqs[1].first_token_s - 0.5, a_ttft = a.seqs[1].first_token_s - 0.5;
@@ -510,18 +510,18 @@ TEST_CASE("aqua: tiers peer, then host DRAM, then recompute") {
   auto reqs = small_burst();
   ServeConfig cfg = small_config();
   cfg.peer_tier_gib = 0.05;  // a few sequences' worth
-  RunResult r = simulate(reqs, Policy::kAqua, cfg);
+  RunResult r = simulate(reqs, Policy::Aqua, cfg);
   require_clean(r, reqs);
   CHECK(r.host_page_outs > 0);
   CHECK(r.fallback_drops == 0);
   cfg.host_tier_gib = 0.02;
-  RunResult full = simulate(reqs, Policy::kAqua, cfg);
+  RunResult full = simulate(reqs, Policy::Aqua, cfg);
   require_clean(full, reqs);
   CHECK(full.fallback_drops > 0);  // both tiers full: recompute, and the run still completes
   // aqua-fabric shares the chain: host DRAM before recompute.
   ServeConfig f = small_config();
   f.peer_tier_gib = 0.05;
-  RunResult fab = simulate(reqs, Policy::kAquaFabric, f);
+  RunResult fab = simulate(reqs, Policy::AquaFabric, f);
   require_clean(fab, reqs);
   CHECK(fab.host_page_outs > 0);
 }
@@ -529,10 +529,10 @@ TEST_CASE("aqua: tiers peer, then host DRAM, then recompute") {
 TEST_CASE("aqua: the paging budget bounds optional preemptions") {
   auto reqs = small_burst();
   ServeConfig cfg = small_config();
-  RunResult free_run = simulate(reqs, Policy::kAqua, cfg);
+  RunResult free_run = simulate(reqs, Policy::Aqua, cfg);
   cfg.paging_budget = 0;
   cfg.paging_credit_cap_s = 0;
-  RunResult none = simulate(reqs, Policy::kAqua, cfg);
+  RunResult none = simulate(reqs, Policy::Aqua, cfg);
   require_clean(free_run, reqs);
   require_clean(none, reqs);
   CHECK(none.budget_deferrals > 0);
@@ -541,7 +541,7 @@ TEST_CASE("aqua: the paging budget bounds optional preemptions") {
   ServeConfig often = small_config(), rarely = small_config();
   often.repick_steps = 1;
   rarely.repick_steps = 50;
-  RunResult o = simulate(reqs, Policy::kAqua, often), r = simulate(reqs, Policy::kAqua, rarely);
+  RunResult o = simulate(reqs, Policy::Aqua, often), r = simulate(reqs, Policy::Aqua, rarely);
   require_clean(o, reqs);
   require_clean(r, reqs);
   CHECK(o.page_ins > r.page_ins);
@@ -553,8 +553,8 @@ TEST_CASE("aqua under sustained overload: no thrashing, throughput beside vllm-0
   for (uint64_t i = 0; i < 400; ++i)
     reqs.push_back({i, 0.0075 * static_cast<double>(i), 200 + (i * 53) % 600, 30 + (i * 7) % 90});
   ServeConfig cfg = small_config();
-  RunResult v = simulate(reqs, Policy::kVllm03, cfg);
-  RunResult a = simulate(reqs, Policy::kAqua, cfg);
+  RunResult v = simulate(reqs, Policy::Vllm03, cfg);
+  RunResult a = simulate(reqs, Policy::Aqua, cfg);
   require_clean(v, reqs);
   require_clean(a, reqs);
   MESSAGE("vllm-0.3 ", v.throughput(), " tok/s, aqua ", a.throughput(), " tok/s, paging share ", a.paging_share());

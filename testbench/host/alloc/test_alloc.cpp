@@ -15,6 +15,9 @@ using namespace mxtb::host::alloc;
 
 namespace {
 
+// The named workloads, as the program passes them (CommonOptions::workload_dir).
+const std::string kWorkloads = std::string(MXTB_SOURCE_DIR) + "/traces/workloads";
+
 const std::vector<Shape> kShapes = {parse_shape("1x1x1"), parse_shape("1x1x2"), parse_shape("1x2x2"),
                                     parse_shape("2x2x2"), parse_shape("2x2x4"), parse_shape("2x4x4"),
                                     parse_shape("4x4x4"), parse_shape("1x1x4"), parse_shape("1x4x4"),
@@ -45,7 +48,7 @@ void churn(Datacenter& dc, Allocator& al, std::mt19937_64& rng, int steps, const
 Slice one_chip(int g) {
   Slice s;
   s.shape = parse_shape("1x1x1");
-  s.kind = SliceKind::kRackTorus;
+  s.kind = SliceKind::RackTorus;
   s.rack = g / kChipsPerRack;
   s.chips = {g};
   return s;
@@ -89,9 +92,9 @@ TEST_CASE("baseline allocator keeps its invariants on random churn") {
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     std::mt19937_64 rng(seed);
     Datacenter dc(6, 4);
-    Allocator al({Policy::kBaseline, Solver::kHeuristic});
+    Allocator al({Policy::Baseline, Solver::Heuristic});
     churn(dc, al, rng, 400, kShapes);
-    for (int id : dc.live_ids()) CHECK(dc.slice(id).kind != SliceKind::kRackFabric);
+    for (int id : dc.live_ids()) CHECK(dc.slice(id).kind != SliceKind::RackFabric);
   }
 }
 
@@ -99,7 +102,7 @@ TEST_CASE("morphlux heuristic keeps its invariants on random churn, any fibre co
   for (int fibres : {1, 2, 4}) {
     std::mt19937_64 rng(100 + fibres);
     Datacenter dc(6, fibres);
-    Allocator al({Policy::kMorphlux, Solver::kHeuristic});
+    Allocator al({Policy::Morphlux, Solver::Heuristic});
     churn(dc, al, rng, 400, kShapes);
   }
 }
@@ -107,7 +110,7 @@ TEST_CASE("morphlux heuristic keeps its invariants on random churn, any fibre co
 TEST_CASE("morphlux with the integer program keeps its invariants") {
   std::mt19937_64 rng(7);
   Datacenter dc(1, 2);
-  AllocOptions o{Policy::kMorphlux, Solver::kIlp, 2000, 8};
+  AllocOptions o{Policy::Morphlux, Solver::Ilp, 2000, 8};
   Allocator al(o);
   churn(dc, al, rng, 40, {parse_shape("1x1x2"), parse_shape("1x2x2"), parse_shape("2x2x2"), parse_shape("1x1x4")});
   CHECK(al.ilp_stats().calls > 0);
@@ -117,7 +120,7 @@ TEST_CASE("checker and commit reject broken slices") {
   Datacenter dc(2, 4);
   Slice bad;
   bad.shape = parse_shape("1x1x2");
-  bad.kind = SliceKind::kRackTorus;
+  bad.kind = SliceKind::RackTorus;
   bad.rack = 0;
   bad.chips = {local_chip(0, 0, 0), local_chip(2, 2, 0)};  // not torus neighbours
   CHECK(check_slice(dc, bad) != "");
@@ -154,7 +157,7 @@ TEST_CASE("integer program agrees with the heuristic on small racks") {
   for (int t = 0; t < 24; ++t) {
     int fibres = 1 + static_cast<int>(rng() % 4);
     Datacenter dc(1, fibres);
-    Allocator al({Policy::kMorphlux, Solver::kHeuristic});
+    Allocator al({Policy::Morphlux, Solver::Heuristic});
     int fill_to = static_cast<int>(rng() % 56);
     while (kChipsPerRack - dc.free_chips() < fill_to) {
       auto s = al.place(dc, shape_for_chips(1 << (rng() % 4)));
@@ -167,9 +170,9 @@ TEST_CASE("integer program agrees with the heuristic on small racks") {
     Shape sh = shape_for_chips(1 << (1 + rng() % 3));  // 2, 4 or 8 chips
     ServerAssign h = fabric_heuristic(v, sh);
     IlpResult r = fabric_ilp(v, sh, 5000);
-    REQUIRE(r.status != IlpResult::kError);
-    if (!h.empty()) CHECK(r.status != IlpResult::kInfeasible);  // the ILP is exact for its model
-    if (r.status == IlpResult::kOptimal) {
+    REQUIRE(r.status != IlpResult::Status::Error);
+    if (!h.empty()) CHECK(r.status != IlpResult::Status::Infeasible);  // the ILP is exact for its model
+    if (r.status == IlpResult::Status::Optimal) {
       ++optimal;
       Slice s = fabric_slice(dc, 0, sh, r.assign);
       CHECK(check_slice(dc, s) == "");
@@ -205,7 +208,7 @@ TEST_CASE("spare sizing: dynamic program matches brute force") {
 }
 
 TEST_CASE("fragmentation: a checkerboard rack is fragmented for the torus, not for Morphlux") {
-  for (Policy p : {Policy::kBaseline, Policy::kMorphlux}) {
+  for (Policy p : {Policy::Baseline, Policy::Morphlux}) {
     Datacenter dc(1, 4);
     CHECK(rack_fragmentation(dc, 0, p, kShapes) == doctest::Approx(0.0));
     for (int l = 0; l < kChipsPerRack; ++l) {
@@ -216,7 +219,7 @@ TEST_CASE("fragmentation: a checkerboard rack is fragmented for the torus, not f
     double f = rack_fragmentation(dc, 0, p, {parse_shape("2x4x4"), parse_shape("2x2x4"), parse_shape("1x1x2"),
                                               parse_shape("1x1x1")},
                                   &largest);
-    if (p == Policy::kBaseline) {
+    if (p == Policy::Baseline) {
       CHECK(largest == 1);
       CHECK(f == doctest::Approx(1.0 - 1.0 / 32));
     } else {
@@ -239,7 +242,7 @@ TEST_CASE("morphlux accepts every request the baseline accepts on the same state
     for (uint64_t seed = 1; seed <= 60; ++seed) {
       std::mt19937_64 rng(seed * 7919 + static_cast<uint64_t>(fibres));
       Datacenter dc(4, fibres);
-      Allocator fab({Policy::kMorphlux, Solver::kHeuristic, 100, 8});
+      Allocator fab({Policy::Morphlux, Solver::Heuristic, 100, 8});
       std::uniform_int_distribution<size_t> pick(0, 6);  // in-rack shapes
       const int steps = 20 + static_cast<int>(rng() % 60);
       for (int i = 0; i < steps; ++i) {
@@ -254,8 +257,8 @@ TEST_CASE("morphlux accepts every request the baseline accepts on the same state
       REQUIRE(check_invariants(dc) == "");
       ++states;
       for (const auto& sh : shapes) {
-        Allocator base({Policy::kBaseline, Solver::kHeuristic, 100, 8});
-        Allocator mx({Policy::kMorphlux, Solver::kHeuristic, 100, 8});
+        Allocator base({Policy::Baseline, Solver::Heuristic, 100, 8});
+        Allocator mx({Policy::Morphlux, Solver::Heuristic, 100, 8});
         bool b = base.place(dc, sh).has_value();
         auto m = mx.place(dc, sh);
         if (b) {
@@ -267,10 +270,10 @@ TEST_CASE("morphlux accepts every request the baseline accepts on the same state
         if (m) CHECK(check_slice(dc, *m) == "");
       }
       for (int r = 0; r < dc.racks(); ++r)
-        CHECK(rack_fragmentation(dc, r, Policy::kMorphlux, {parse_shape("2x4x4"), parse_shape("2x2x4"),
+        CHECK(rack_fragmentation(dc, r, Policy::Morphlux, {parse_shape("2x4x4"), parse_shape("2x2x4"),
                                                               parse_shape("2x2x2"), parse_shape("1x2x2"),
                                                               parse_shape("1x1x2"), parse_shape("1x1x1")}) <=
-              rack_fragmentation(dc, r, Policy::kBaseline, {parse_shape("2x4x4"), parse_shape("2x2x4"),
+              rack_fragmentation(dc, r, Policy::Baseline, {parse_shape("2x4x4"), parse_shape("2x2x4"),
                                                               parse_shape("2x2x2"), parse_shape("1x2x2"),
                                                               parse_shape("1x1x2"), parse_shape("1x1x1")}) + 1e-12);
     }
@@ -285,17 +288,17 @@ TEST_CASE("morphlux falls back to the contiguous box when the fabric has no fibr
   // fibres = 1: a fabric layout of a 4x4x4 slice needs 4 fibres on some links; the native torus
   // links of an empty rack still carry it as a contiguous box.
   Datacenter dc(1, 1);
-  Allocator mx({Policy::kMorphlux, Solver::kHeuristic, 100, 8});
+  Allocator mx({Policy::Morphlux, Solver::Heuristic, 100, 8});
   auto s = mx.place(dc, parse_shape("4x4x4"));
   REQUIRE(s.has_value());
-  CHECK(s->kind == SliceKind::kRackTorus);
+  CHECK(s->kind == SliceKind::RackTorus);
   CHECK(s->decided_by == "torus-box");
   CHECK(check_slice(dc, *s) == "");
 }
 
 TEST_CASE("bandwidth, all-reduce model and blast radius") {
   Datacenter b(2, 4), m(2, 4);
-  Allocator ab({Policy::kBaseline, Solver::kHeuristic}), am({Policy::kMorphlux, Solver::kHeuristic});
+  Allocator ab({Policy::Baseline, Solver::Heuristic}), am({Policy::Morphlux, Solver::Heuristic});
   auto sb = ab.place(b, parse_shape("1x1x4"));
   auto sm = am.place(m, parse_shape("1x1x4"));
   REQUIRE(sb);
@@ -311,8 +314,8 @@ TEST_CASE("bandwidth, all-reduce model and blast radius") {
   int gb = sb->chips[0], gm = sm->chips[0];
   b.commit(*sb);
   m.commit(*sm);
-  CHECK(blast_radius(b, gb, Policy::kBaseline) == 4);
-  CHECK(blast_radius(m, gm, Policy::kMorphlux) == 1);  // a free chip of the rack takes over
+  CHECK(blast_radius(b, gb, Policy::Baseline) == 4);
+  CHECK(blast_radius(m, gm, Policy::Morphlux) == 1);  // a free chip of the rack takes over
 }
 
 TEST_CASE("workload files: malformed rows are reported with file and line") {
@@ -335,18 +338,21 @@ TEST_CASE("workload files: malformed rows are reported with file and line") {
   }
   CHECK_THROWS_WITH_AS(load_job_trace(path, 10), doctest::Contains("size 'abc'"), std::runtime_error);
   std::remove(path.c_str());
-  auto mix = load_shape_mix(workload_path("tpu_job_size.csv"));
+  auto mix = load_shape_mix(workload_path(kWorkloads, "tpu_job_size.csv"));
   double sum = 0;
   for (double w : mix.weight) sum += w;
   CHECK(sum == doctest::Approx(1.0));
   CHECK(mix.shapes.size() == 30);
-  CHECK(load_job_trace(workload_path("philly_trace.csv"), 100).size() == 100);
+  CHECK(load_job_trace(workload_path(kWorkloads, "philly_trace.csv"), 100).size() == 100);
+  // The library does not look for the repository: without the folder it says what is missing.
+  CHECK_THROWS_WITH_AS(workload_path("", "philly_trace.csv"), doctest::Contains("CommonOptions::workload_dir"),
+                       std::invalid_argument);
 }
 
 TEST_CASE("experiments are reproducible for a seed and record it") {
   CommonOptions o;
   o.seed = 9;
-  const std::vector<FillSpec> fills = {{BaselineMode::kAligned, {4}}, {BaselineMode::kTorusFirstFit, {4, 8, 16, 32}}};
+  const std::vector<FillSpec> fills = {{BaselineMode::Aligned, {4}}, {BaselineMode::TorusFirstFit, {4, 8, 16, 32}}};
   auto a = experiment_fragmented32(4, 0.3, 4, 2, -1, fills, o);
   auto b = experiment_fragmented32(4, 0.3, 4, 2, -1, fills, o);
   CHECK(a == b);
@@ -370,6 +376,7 @@ TEST_CASE("experiments are reproducible for a seed and record it") {
         CHECK(p["first_probe_acceptance"].get<double>() >= best_base);
   }
   CHECK(a["goals"].size() == 2);
+  o.workload_dir = kWorkloads;
   auto c = experiment_frag_tpuv4(8, 0.2, 2, o);
   REQUIRE(c["states"].size() == 2);
   // Per state: the state's own baseline comes first; Morphlux's index never exceeds it.
@@ -423,9 +430,9 @@ TEST_CASE("aligned baseline: canonical shapes at aligned origins only") {
   auto m = server_place_in_rack(h, 0, parse_shape("2x4x4"));
   REQUIRE(m);
   CHECK(check_slice(h, *m) == "");
-  Allocator aligned({Policy::kBaseline, Solver::kHeuristic, 100, 8, BaselineMode::kAligned});
+  Allocator aligned({Policy::Baseline, Solver::Heuristic, 100, 8, BaselineMode::Aligned});
   CHECK_FALSE(aligned.place(h, parse_shape("2x4x4")).has_value());
-  CHECK(allocator_label(AllocOptions{Policy::kBaseline, Solver::kHeuristic, 100, 8, BaselineMode::kAligned}) ==
+  CHECK(allocator_label(AllocOptions{Policy::Baseline, Solver::Heuristic, 100, 8, BaselineMode::Aligned}) ==
         "baseline(aligned)");
 }
 
@@ -505,17 +512,17 @@ TEST_CASE("morphlux server mode keeps its invariants on random churn and is a su
   for (int fibres : {1, 2, 4}) {
     std::mt19937_64 rng(500 + fibres);
     Datacenter dc(4, fibres);
-    Allocator al({Policy::kMorphlux, Solver::kHeuristic, 100, 8, BaselineMode::kTorusFirstFit, FabricMode::kServer});
+    Allocator al({Policy::Morphlux, Solver::Heuristic, 100, 8, BaselineMode::TorusFirstFit, FabricMode::Server});
     churn(dc, al, rng, 300, kShapes);
     for (const auto& sh : kShapes) {
-      Allocator mx({Policy::kMorphlux, Solver::kHeuristic, 100, 8, BaselineMode::kTorusFirstFit, FabricMode::kServer});
-      Allocator tff({Policy::kBaseline, Solver::kHeuristic});
-      Allocator al2({Policy::kBaseline, Solver::kHeuristic, 100, 8, BaselineMode::kAligned});
+      Allocator mx({Policy::Morphlux, Solver::Heuristic, 100, 8, BaselineMode::TorusFirstFit, FabricMode::Server});
+      Allocator tff({Policy::Baseline, Solver::Heuristic});
+      Allocator al2({Policy::Baseline, Solver::Heuristic, 100, 8, BaselineMode::Aligned});
       bool m = mx.place(dc, sh).has_value();
       if (tff.place(dc, sh)) CHECK(m);
       if (sh.volume() <= kChipsPerRack && al2.place(dc, sh)) {
         // The aligned baseline rounds up to a canonical shape: its box is a torus-first-fit box.
-        Allocator mx2({Policy::kMorphlux, Solver::kHeuristic, 100, 8, BaselineMode::kTorusFirstFit, FabricMode::kServer});
+        Allocator mx2({Policy::Morphlux, Solver::Heuristic, 100, 8, BaselineMode::TorusFirstFit, FabricMode::Server});
         CHECK(mx2.place(dc, aligned_shape(sh.volume())).has_value());
       }
     }
@@ -528,7 +535,7 @@ TEST_CASE("the paper's fragmented-32 protocol: aligned fill of one-server slices
   CommonOptions o;
   o.seed = 3;
   o.check = true;
-  auto r = experiment_fragmented32(16, 0.3, 8, 4, 0, {{BaselineMode::kAligned, {4}}}, o);
+  auto r = experiment_fragmented32(16, 0.3, 8, 4, 0, {{BaselineMode::Aligned, {4}}}, o);
   std::map<std::string, double> rej;
   for (const auto& p : r["states"][0]["policies"]) rej[p["policy"]] = p["rejected"];
   CHECK(rej.at("baseline(aligned)") > 0.4);

@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
     mxtb::sim::save_calibration(
         argv[1], cal,
         fmt::format("true element codes of the mesh model, {} ports, seed {}, default spread; "
-                    "written by mesh_gen_calibration (testbench/mesh/gen_calibration.cpp)",
+                    "written by mesh_gen_calibration (testbench/sim/gen_calibration.cpp)",
                     ports, seed));
     fmt::print("wrote {} ({} elements)\n", argv[1], cal.elements.size());
   } catch (const std::exception& e) {
