@@ -2,6 +2,7 @@
 
 #include "Vlink_endpoint.h"
 #include "Vlink_endpoint_trace.h"
+#include "rtl/cov/coverage_dump.h"
 #include "verilated.h"
 #include "verilated_fst_c.h"
 
@@ -249,6 +250,7 @@ class PairSim final : public LinkPair::Impl {
   TraceOptions trace_;
   VerilatedContext ctx_;
   std::unique_ptr<V> a_, b_, c_;
+  rtl::CoverageDump cov_{ctx_, "link_pair"};  // after the models: writes before they go
   std::unique_ptr<VerilatedFstC> fst_;
   LaneChannel ch_ab_, ch_ba_;
   TrafficSource src_a_, src_b_;

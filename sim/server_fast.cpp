@@ -42,6 +42,7 @@
 #include "Vocs_controller_l32___024root.h"
 #include "Vocs_controller_trace.h"
 #include "Vocs_controller_trace___024root.h"
+#include "rtl/cov/coverage_dump.h"
 #include "verilated.h"
 #include "verilated_fst_c.h"
 
@@ -390,6 +391,7 @@ class FastEngine final : public ServerSim::Impl {
   VerilatedContext ctx_;
   std::unique_ptr<Ctl> ctl_;
   std::vector<std::unique_ptr<Ep>> ep_;
+  rtl::CoverageDump cov_{ctx_, "server"};  // after the models: writes before they go
   AxilMaster<Ctl> bus_;
   std::vector<TrafficSource> sources_;
   std::vector<Scoreboard> boards_;

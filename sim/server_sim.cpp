@@ -12,6 +12,7 @@
 #endif
 #include "Vlink_endpoint_trace.h"
 #include "Vocs_controller_trace.h"
+#include "rtl/cov/coverage_dump.h"
 #include "verilated.h"
 #include "verilated_fst_c.h"
 
@@ -113,6 +114,7 @@ class ReferenceEngine final : public ServerSim::Impl {
   VerilatedContext ctx;
   std::unique_ptr<Ctl> ctl;
   std::vector<std::unique_ptr<Ep>> ep;
+  rtl::CoverageDump cov{ctx, "server"};  // after the models: writes before they go
   AxilMaster<Ctl> bus;
   std::unique_ptr<VerilatedFstC> fst;
   bool dumping = false;

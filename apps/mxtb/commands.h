@@ -15,6 +15,7 @@ int cmd_demo(const ArgList& args);
 int cmd_bench_reconfig(const ArgList& args);
 int cmd_bench_server(const ArgList& args);
 int cmd_regress(const ArgList& args);
+int cmd_cover(const ArgList& args);
 int cmd_alloc(const ArgList& args);
 int cmd_bench_alloc(const ArgList& args);
 int cmd_serve(const ArgList& args);

@@ -31,6 +31,12 @@ const Command kCommands[] = {
      R"(regress --seeds N [--jobs J] [--first-seed S] [--out DIR] [--json FILE] [--junit FILE] [--quiet]
     N random failover scenarios through the demo, J at a time: p50/p99/max of every phase, JSON,
     JUnit XML, and the command that reruns each failing seed)"},
+    {"cover", mxtb::app::cmd_cover,
+     R"(cover [--seeds N] [--build DIR] [--no-build] [--tests PROG,..] [--jobs J] [--first-seed S]
+    [--waivers FILE] [--out DIR] [--json FILE] [--no-html] [--min-line PCT]
+    the RTL's coverage: the RTL testbenches and N regression seeds (default 50) on the coverage
+    build (DIR, default build-cover/, configured with -DMXTB_COVERAGE=ON), merged; line, toggle and
+    COVER points per module, every point never hit, lcov data and an HTML report (docs/coverage.md))"},
     {"sim", mxtb::app::cmd_sim,
      R"(sim [--scenario FILE | --preset P] [--listen ADDR:PORT] [--time-mode lockstep|paced|free] [--rtf X]
     [--seed N] [--fst FILE] [--stop-after-s S] [--calibration FILE] [--engine reference|fast] [--threads N]

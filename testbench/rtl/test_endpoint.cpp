@@ -3,6 +3,7 @@
 // software peer speaks block by block, so each test controls exactly what the RTL sees.
 // Expectations use link_endpoint's default parameters (rtl/link/link_endpoint.sv).
 #include "Vlink_endpoint.h"
+#include "rtl/cov/coverage_dump.h"
 #include "sim/link_codec.h"
 #include "verilated.h"
 
@@ -154,6 +155,7 @@ class PeerBench {
 
   VerilatedContext ctx;
   Vlink_endpoint m{&ctx};
+  mxtb::rtl::CoverageDump cov{ctx, "rtl_endpoint"};
   Scrambler58 scr;
   Descrambler58 dscr;
   std::deque<Block> to_dut;

@@ -6,6 +6,7 @@
 // <mxtb/ocs_regs.h>; the default-parameter model Vocs_controller gets a smoke test.
 #include "Vocs_controller.h"
 #include "Vocs_ctl_small.h"
+#include "rtl/cov/coverage_dump.h"
 #include "verilated.h"
 
 #include <mxtb/link_defs.h>
@@ -222,6 +223,7 @@ class Bench {
 
   VerilatedContext ctx;
   M m{&ctx};
+  mxtb::rtl::CoverageDump cov{ctx, "rtl_ocs"};
   uint64_t cycle = 0;
   std::vector<int16_t> pd_dbm;
   int pd_latency = 3;

@@ -3,6 +3,7 @@
 #include "Vcrc32_d64.h"
 #include "Vlink_block_lock.h"
 #include "Vscrambler_pair_tb.h"
+#include "rtl/cov/coverage_dump.h"
 #include "sim/lane_channel.h"
 #include "sim/link_codec.h"
 #include "verilated.h"
@@ -16,6 +17,7 @@ using namespace mxtb::sim;
 TEST_CASE("crc32_d64 equals the software CRC for random states and words") {
   VerilatedContext ctx;
   Vcrc32_d64 m(&ctx);
+  mxtb::rtl::CoverageDump cov{ctx, "rtl_units"};
   std::mt19937_64 rng(1);
   for (int i = 0; i < 20000; ++i) {
     uint32_t state = static_cast<uint32_t>(rng());
@@ -40,6 +42,7 @@ void tick(Vscrambler_pair_tb& m) {
 TEST_CASE("scrambler58 matches the bit-serial reference and the descrambler undoes it") {
   VerilatedContext ctx;
   Vscrambler_pair_tb m(&ctx);
+  mxtb::rtl::CoverageDump cov{ctx, "rtl_units"};
   m.en_i = 1;
   m.clk_i = 0;
   m.rst_ni = 1;
@@ -66,6 +69,7 @@ TEST_CASE("scrambler58 matches the bit-serial reference and the descrambler undo
 TEST_CASE("descrambler58 resynchronizes one word after a corrupted word") {
   VerilatedContext ctx;
   Vscrambler_pair_tb m(&ctx);
+  mxtb::rtl::CoverageDump cov{ctx, "rtl_units"};
   m.en_i = 1;
   m.rst_ni = 1;
   m.eval();
@@ -97,6 +101,7 @@ namespace {
 struct LockBench {
   VerilatedContext ctx;
   Vlink_block_lock m{&ctx};
+  mxtb::rtl::CoverageDump cov{ctx, "rtl_units"};
   LaneChannel ch;
   Scrambler58 scr;
   std::vector<Raw66> sent;
