@@ -1,0 +1,494 @@
+#!/usr/bin/env python3
+"""Mutation score of the RTL verification (docs/coverage.md, "Mutation").
+
+Generates source-level mutants of the controller (rtl/ocs) and link-layer (rtl/link) RTL: swapped
+comparisons and logic operators, inverted conditions, off-by-one constants, stuck bits. Each mutant
+is verilated into the model the directed testbenches use (the shrunk controller, the link endpoint),
+linked against the already-built testbench objects of an ordinary build, and run under a time
+budget; with --formal, the formal proofs (`make -f Makefile.verilator formal`) run against it too.
+A mutant is killed when a run fails, survives when all pass, and is stillborn when it does not
+build. Reports per module, with every survivor's diff, as JSON and Markdown.
+
+    tools/mutate.py --build build --count 100 --out out/mutate
+
+The build directory must hold the ordinary build's rtl_ocs_tests and rtl_tests.
+"""
+import argparse
+import difflib
+import json
+import os
+import random
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Which model a mutated file is rebuilt into, and which testbench runs it. `archive`: the model's
+# library in the test's link line, replaced by the mutant's.
+GROUPS = {
+    "ocs": {
+        "files": ["rtl/ocs/ocs_axil_slave.sv", "rtl/ocs/ocs_event_log.sv", "rtl/ocs/ocs_sequencer.sv",
+                  "rtl/ocs/ocs_link_map.sv", "rtl/ocs/ocs_controller.sv"],
+        "model_dir": "rtl/CMakeFiles/mxtb_rtl_ocs_small.dir/Vocs_ctl_small.dir",
+        "prefix": "Vocs_ctl_small",
+        "test_dir": "testbench/rtl",
+        "test": "rtl_ocs_tests",
+        "archive": "../../rtl/libmxtb_rtl_ocs_small.a",
+    },
+    "link": {
+        "files": ["rtl/link/link_block_lock.sv", "rtl/link/link_tx.sv", "rtl/link/link_rx.sv",
+                  "rtl/link/link_train.sv", "rtl/link/link_endpoint.sv"],
+        "model_dir": "rtl/CMakeFiles/mxtb_rtl_link.dir/Vlink_endpoint.dir",
+        "prefix": "Vlink_endpoint",
+        "test_dir": "testbench/rtl",
+        "test": "rtl_tests",
+        "archive": "../../rtl/libmxtb_rtl_link.a",
+    },
+}
+
+
+class UsageError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------- mutation sites
+
+DECL = re.compile(r"^\s*(input|output|inout|logic|wire|reg|bit|int|integer|localparam|parameter|typedef|"
+                  r"module|import|function|automatic|genvar|`include|`define|`ifn?def|`else|`endif)\b")
+SIZED = re.compile(r"\b(\d+)'([dhb])([0-9a-fA-F_]+)\b")
+# A statement `x <= value;` (after a line start, begin, else, a condition's `)` or a case label's
+# `:`), not a comparison inside parentheses.
+NBA = re.compile(r"(?:^|\bbegin\b|\belse\b|\)|:)\s*([A-Za-z_][\w.]*(?:\[[^\]]*\])*)\s*<=\s*([^;]+);")
+PLAIN_INT = re.compile(r"(?<![\w'.$])(\d+)(?![\w'.])")
+
+
+def code_lines(text):
+    """Yields (index, code) for each line: comments blanked, lines in assertion-only code skipped."""
+    in_block = False
+    skip_depth = 0  # inside `ifdef MXTB_ASSERT_ON / FORMAL: checking code, not design
+    depth_stack = []
+    for i, raw in enumerate(text.split("\n")):
+        line = raw
+        out = []
+        j = 0
+        while j < len(line):
+            if in_block:
+                end = line.find("*/", j)
+                if end < 0:
+                    out.append(" " * (len(line) - j))
+                    j = len(line)
+                else:
+                    out.append(" " * (end + 2 - j))
+                    j = end + 2
+                    in_block = False
+            elif line.startswith("/*", j):
+                in_block = True
+            elif line.startswith("//", j):
+                out.append(" " * (len(line) - j))
+                j = len(line)
+            elif line[j] == '"':
+                end = line.find('"', j + 1)
+                end = len(line) - 1 if end < 0 else end
+                out.append(" " * (end + 1 - j))
+                j = end + 1
+            else:
+                out.append(line[j])
+                j += 1
+        code = "".join(out)
+        s = code.strip()
+        m = re.match(r"`(ifdef|ifndef)\s+(\w+)", s)
+        if m:
+            checking = m.group(1) == "ifdef" and m.group(2) in ("MXTB_ASSERT_ON", "FORMAL")
+            depth_stack.append(checking)
+            skip_depth += checking
+            continue
+        if s.startswith("`endif") and depth_stack:
+            skip_depth -= depth_stack.pop()
+            continue
+        if s.startswith("`else") and depth_stack:
+            was = depth_stack.pop()
+            skip_depth -= was
+            depth_stack.append(False)
+            continue
+        if skip_depth or not s or DECL.match(code) or re.search(r"`(ASSERT|ASSUME|COVER)", code) \
+                or re.search(r"\b(assert|assume|cover)\b", code):
+            continue
+        yield i, code
+
+
+def matching_paren(code, open_at):
+    depth = 0
+    for k in range(open_at, len(code)):
+        if code[k] == "(":
+            depth += 1
+        elif code[k] == ")":
+            depth -= 1
+            if depth == 0:
+                return k
+    return -1
+
+
+def sites(text):
+    """Every mutation of one file: (line, start, end, replacement, operator)."""
+    out = []
+    for i, code in code_lines(text):
+        def add(start, end, repl, op):
+            out.append((i, start, end, repl, op))
+
+        for m in re.finditer(r"==|!=", code):
+            if code[m.start() - 1:m.start()] in "=!<>" and m.start() > 0:
+                continue
+            if code[m.end():m.end() + 1] == "=":
+                continue
+            add(m.start(), m.end(), "!=" if m.group() == "==" else "==", "eq-swap")
+        for m in re.finditer(r"(?<![<>=!-])([<>])(?![<>=])", code):
+            op = m.group(1)
+            if op == ">" and code[m.start() - 1:m.start()] in ("-", "="):
+                continue
+            if op == "<" and code[m.start() - 1:m.start()] == "<":
+                continue
+            add(m.start(), m.end(), op + "=", "rel-widen")
+        for m in re.finditer(r"(?<![<>=!])>=", code):
+            add(m.start(), m.end(), ">", "rel-narrow")
+        for m in re.finditer(r"&&|\|\|", code):
+            add(m.start(), m.end(), "||" if m.group() == "&&" else "&&", "logic-swap")
+        for m in re.finditer(r"(?<=[\w)\]] )([+-])(?= [\w(])", code):
+            add(m.start(), m.end(), "-" if m.group(1) == "+" else "+", "arith-swap")
+        for m in re.finditer(r"(?<=[\w)\]] )([&|^])(?= [\w(~])", code):
+            add(m.start(), m.end(), {"&": "|", "|": "&", "^": "&"}[m.group(1)], "bit-swap")
+        for m in re.finditer(r"\b(if|while)\s*\(", code):
+            o = m.end() - 1
+            c = matching_paren(code, o)
+            if c > 0:
+                add(o, c + 1, "(!" + code[o:c + 1] + ")", "cond-invert")
+        for m in re.finditer(r"!(?!=)(?=[\w(])", code):
+            add(m.start(), m.end(), "", "not-drop")
+        for m in SIZED.finditer(code):
+            width, base, digits = int(m.group(1)), m.group(2), m.group(3).replace("_", "")
+            try:
+                v = int(digits, {"d": 10, "h": 16, "b": 2}[base])
+            except ValueError:
+                continue
+            top = (1 << width) - 1 if width < 64 else None
+            fmt = {"d": "{}'d{}", "h": "{}'h{:x}", "b": "{}'b{:b}"}[base]
+            if width == 1:
+                add(m.start(), m.end(), fmt.format(1, 1 - v), "stuck-bit")
+                continue
+            if top is None or v + 1 <= top:
+                add(m.start(), m.end(), fmt.format(width, v + 1), "const-inc")
+            if v > 0:
+                add(m.start(), m.end(), fmt.format(width, v - 1), "const-dec")
+        for m in NBA.finditer(code):
+            # A nonblocking assignment's value stuck at zero.
+            rhs = m.group(2).strip()
+            if rhs not in ("'0", "0", "1'b0", "'b0"):
+                add(m.start(2), m.start(2) + len(m.group(2).rstrip()), "'0", "stuck-zero")
+        for m in PLAIN_INT.finditer(code):
+            if "[" in code[:m.start()] and "]" in code[m.end():] and code[:m.start()].rfind("[") > code[:m.start()].rfind("]"):
+                continue  # a bit select or width
+            if re.search(r"#\s*\($", code[:m.start()].rstrip()) or "'" in code[max(0, m.start() - 1):m.start()]:
+                continue
+            v = int(m.group(1))
+            add(m.start(), m.end(), str(v + 1), "const-inc")
+            if v > 0:
+                add(m.start(), m.end(), str(v - 1), "const-dec")
+    return out
+
+
+def apply(text, site):
+    lines = text.split("\n")
+    i, start, end, repl, _ = site
+    lines[i] = lines[i][:start] + repl + lines[i][end:]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- building and running
+
+def run(cmd, log, timeout=None, cwd=None, env=None):
+    """Runs cmd (a list, or a string for the shell) appending to log; returns (rc, seconds, timed_out)."""
+    t0 = time.monotonic()
+    with open(log, "a") as f:
+        f.write("$ " + (cmd if isinstance(cmd, str) else shlex.join(cmd)) + "\n")
+        f.flush()
+        try:
+            p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=cwd, env=env,
+                                 shell=isinstance(cmd, str), start_new_session=True)
+            rc = p.wait(timeout=timeout)
+            return rc, time.monotonic() - t0, False
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, 9)
+            p.wait()
+            return None, time.monotonic() - t0, True
+
+
+def read_cmake_list(path):
+    return Path(path).read_text().split(";")
+
+
+class Group:
+    def __init__(self, name, spec, build):
+        self.name, self.spec, self.build = name, spec, build
+        args_file = build / spec["model_dir"] / "verilator_args.txt"
+        link_file = build / spec["test_dir"] / "CMakeFiles" / (spec["test"] + ".dir") / "link.txt"
+        for f in (args_file, link_file):
+            if not f.exists():
+                raise UsageError(f"--build {build}: {f.relative_to(build)} is missing (build {spec['test']} there first)")
+        self.vargs = read_cmake_list(args_file)
+        self.link = link_file.read_text().strip()
+        if spec["archive"] not in self.link.split():
+            raise UsageError(f"{link_file}: the link line has no {spec['archive']}")
+
+    def build_mutant(self, work, mutated, log, opt):
+        """Verilates the model with `mutated` (repo path -> mutant file), compiles it and links the
+        testbench. Returns the test program, or None when it does not build."""
+        obj = work / "obj"
+        obj.mkdir(parents=True, exist_ok=True)
+        args = list(self.vargs)
+        for i, a in enumerate(args):
+            if a == "--Mdir":
+                args[i + 1] = str(obj)
+            if a == "--make":
+                args[i + 1] = "gmake"
+            for orig, mut in mutated.items():
+                if a == str(ROOT / orig) or a == orig:
+                    args[i] = str(mut)
+        rc, _, _ = run(args, log)
+        if rc != 0:
+            return None
+        cxx = "ccache g++" if shutil.which("ccache") else "g++"
+        rc, _, _ = run(["make", "-s", "-C", str(obj), "-f", self.spec["prefix"] + ".mk", f"CXX={cxx}",
+                        f"OPT_FAST={opt}", f"OPT_SLOW={opt}", f"OPT_GLOBAL={opt}", "VM_PARALLEL_BUILDS=1",
+                        self.spec["prefix"] + "__ALL.a"], log)
+        if rc != 0:
+            return None
+        words = self.link.split()
+        exe = work / self.spec["test"]
+        new = []
+        for k, w in enumerate(words):
+            if w == self.spec["archive"]:
+                w = str(obj / (self.spec["prefix"] + "__ALL.a"))
+            if k > 0 and words[k - 1] == "-o":
+                w = str(exe)
+            new.append(w)
+        # The mutant's archive needs the Verilator runtime from the other models' archives.
+        first_lib = next(k for k, w in enumerate(new) if w.endswith(".a") or w.endswith(".so") or ".so." in w)
+        new = new[:first_lib] + ["-Wl,--start-group"] + new[first_lib:] + ["-Wl,--end-group"]
+        rc, _, _ = run(new, log, cwd=self.build / self.spec["test_dir"])
+        return exe if rc == 0 else None
+
+
+def has_formal(tree):
+    r = subprocess.run(["make", "-n", "-f", "Makefile.verilator", "formal"], cwd=tree,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return r.returncode == 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=str(ROOT / "build"), help="ordinary build directory (default build/)")
+    ap.add_argument("--count", type=int, default=100, help="mutants to run (default 100)")
+    ap.add_argument("--seed", type=int, default=1, help="which mutants are drawn (default 1)")
+    ap.add_argument("--groups", default="ocs,link", help="ocs, link or both (default ocs,link)")
+    ap.add_argument("--files", default="", help="only mutate these files (comma-separated, repository paths)")
+    ap.add_argument("--budget-s", type=float, default=120, help="test time per mutant before it counts as timed out")
+    ap.add_argument("--jobs", type=int, default=1, help="mutants at a time (default 1)")
+    ap.add_argument("--opt", default="-O0", help="compiler optimisation for the mutant models (default -O0)")
+    ap.add_argument("--formal", action="store_true", help="also run `make -f Makefile.verilator formal` on each mutant")
+    ap.add_argument("--rerun", default="", help="run again the survivors of an earlier JSON report (after adding tests)")
+    ap.add_argument("--list", action="store_true", help="print the number of sites per file and stop")
+    ap.add_argument("--out", default="out/mutate", help="output folder (default out/mutate)")
+    ap.add_argument("--json", default="", help="JSON report (default OUT/mutate.json)")
+    ap.add_argument("--markdown", default="", help="Markdown report (default OUT/mutate.md)")
+    ap.add_argument("--min-score", type=float, default=None, help="exit 1 if the kill percentage is below this")
+    a = ap.parse_args()
+    try:
+        return run_mutation(a)
+    except UsageError as e:
+        print(f"mutate.py: error: {e}", file=sys.stderr)
+        return 2
+
+
+def run_mutation(a):
+    if a.count < 1 or a.count > 100000:
+        raise UsageError(f"--count must be in [1, 100000], got {a.count}")
+    if a.jobs < 1 or a.jobs > 64:
+        raise UsageError(f"--jobs must be in [1, 64], got {a.jobs}")
+    if a.budget_s <= 0:
+        raise UsageError(f"--budget-s must be positive, got {a.budget_s}")
+    names = [g for g in a.groups.split(",") if g]
+    for g in names:
+        if g not in GROUPS:
+            raise UsageError(f"--groups: unknown group '{g}' (ocs, link)")
+    build = Path(a.build).resolve()
+    only = [f for f in a.files.split(",") if f]
+    all_files = [f for g in names for f in GROUPS[g]["files"]]
+    for f in only:
+        if f not in all_files:
+            raise UsageError(f"--files: {f} is not one of {', '.join(all_files)}")
+
+    candidates = []
+    per_file = {}
+    for g in names:
+        for f in GROUPS[g]["files"]:
+            if only and f not in only:
+                continue
+            text = (ROOT / f).read_text()
+            s = sites(text)
+            per_file[f] = len(s)
+            candidates += [(g, f, site) for site in s]
+    if a.list:
+        for f, n in per_file.items():
+            print(f"{n:5d}  {f}")
+        print(f"{sum(per_file.values()):5d}  in all")
+        return 0
+    if a.rerun:
+        try:
+            before = json.loads(Path(a.rerun).read_text())
+        except (OSError, ValueError) as e:
+            raise UsageError(f"--rerun {a.rerun}: {e}")
+        chosen = []
+        for r in before.get("mutants", []):
+            if r.get("status") != "survived":
+                continue
+            if "site" not in r:
+                raise UsageError(f"--rerun {a.rerun}: mutant {r.get('id')} has no site (an older report)")
+            line = (ROOT / r["file"]).read_text().split("\n")[r["site"][0]]
+            if line != r["original"]:
+                raise UsageError(f"--rerun: {r['file']}:{r['line']} changed since that run; draw new mutants")
+            chosen.append((r["group"], r["file"], tuple(r["site"])))
+        names = sorted({g for g, _, _ in chosen}) or names
+    else:
+        rng = random.Random(a.seed)
+        chosen = rng.sample(candidates, min(a.count, len(candidates)))
+    groups = {g: Group(g, GROUPS[g], build) for g in names}
+    out = Path(a.out).resolve()
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    formal = a.formal and has_formal(ROOT)
+    if a.formal and not formal:
+        print("mutate.py: no formal target in Makefile.verilator here: tests only")
+
+    # The pipeline on unmutated sources first: it must build and pass, and its time sets the budget.
+    baseline = {}
+    for g, grp in groups.items():
+        work = out / f"baseline-{g}"
+        log = work / "log.txt"
+        work.mkdir()
+        t0 = time.monotonic()
+        exe = grp.build_mutant(work, {}, log, a.opt)
+        build_s = time.monotonic() - t0
+        if exe is None:
+            raise UsageError(f"the unmutated {g} model does not build this way: {log}")
+        rc, test_s, to = run([str(exe), "--abort-after=1"], log, timeout=a.budget_s)
+        if rc != 0:
+            raise UsageError(f"the unmutated {g} testbench fails ({'timed out' if to else f'exit {rc}'}): {log}")
+        baseline[g] = {"build_s": round(build_s, 1), "test_s": round(test_s, 1)}
+        print(f"baseline {g}: build {build_s:.1f} s, tests {test_s:.1f} s", flush=True)
+        shutil.rmtree(work / "obj", ignore_errors=True)
+
+    results = []
+    t_start = time.monotonic()
+
+    def one(k, g, f, site):
+        grp = groups[g]
+        work = out / f"m{k:04d}"
+        work.mkdir()
+        text = (ROOT / f).read_text()
+        mutant = apply(text, site)
+        mfile = work / Path(f).name
+        mfile.write_text(mutant)
+        diff = "".join(difflib.unified_diff(text.splitlines(True), mutant.splitlines(True), f"a/{f}", f"b/{f}", n=1))
+        (work / "mutant.diff").write_text(diff)
+        log = work / "log.txt"
+        r = {"id": k, "group": g, "file": f, "module": Path(f).stem, "line": site[0] + 1, "operator": site[4],
+             "diff": diff, "site": list(site), "original": text.split("\n")[site[0]]}
+        t0 = time.monotonic()
+        exe = grp.build_mutant(work, {f: mfile}, log, a.opt)
+        r["build_s"] = round(time.monotonic() - t0, 1)
+        if exe is None:
+            r["status"] = "stillborn"
+        else:
+            # Time budget: the baseline's time several times over, at least --budget-s.
+            budget = max(a.budget_s, 5 * baseline[g]["test_s"])
+            rc, s, to = run([str(exe), "--abort-after=1"], log, timeout=budget)
+            r["test_s"] = round(s, 1)
+            r["status"] = "timed_out" if to else ("killed" if rc != 0 else "survived")
+            r["killed_by"] = "tests" if rc not in (0, None) else None
+            if r["status"] == "survived" and formal:
+                tree = work / "tree"
+                shutil.copytree(ROOT / "rtl", tree / "rtl")
+                shutil.copy(ROOT / "Makefile.verilator", tree / "Makefile.verilator")
+                for extra in ("tools", "protocol"):
+                    if (ROOT / extra).exists():
+                        os.symlink(ROOT / extra, tree / extra)
+                (tree / f).write_text(mutant)
+                rc2, s2, to2 = run(["make", "-s", "-f", "Makefile.verilator", "formal", f"OUT={work / 'formal'}"],
+                                   log, timeout=budget * 4, cwd=tree)
+                r["formal_s"] = round(s2, 1)
+                if rc2 != 0:
+                    r["status"] = "killed"
+                    r["killed_by"] = "formal (timed out)" if to2 else "formal"
+                shutil.rmtree(tree, ignore_errors=True)
+            shutil.rmtree(work / "obj", ignore_errors=True)
+            exe.unlink(missing_ok=True)
+        r["seconds"] = round(time.monotonic() - t0, 1)
+        return r
+
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=a.jobs) as pool:
+        futures = [pool.submit(one, k, g, f, site) for k, (g, f, site) in enumerate(chosen)]
+        for n, fut in enumerate(futures):
+            r = fut.result()
+            results.append(r)
+            print(f"[{n + 1}/{len(chosen)}] {r['status']:<9} {r['file']}:{r['line']} {r['operator']} "
+                  f"({r['seconds']:.0f} s)", flush=True)
+            write_reports(a, out, results, baseline, formal, time.monotonic() - t_start, len(chosen))
+    summary = write_reports(a, out, results, baseline, formal, time.monotonic() - t_start, len(chosen))
+    print(summary["text"])
+    if a.min_score is not None and summary["score_pct"] < a.min_score:
+        print(f"FAIL: mutation score {summary['score_pct']:.1f}% below --min-score {a.min_score}")
+        return 1
+    return 0
+
+
+def write_reports(a, out, results, baseline, formal, wall, planned):
+    per = {}
+    for r in results:
+        m = per.setdefault(r["module"], {"killed": 0, "survived": 0, "timed_out": 0, "stillborn": 0})
+        m[r["status"]] += 1
+    tot = {k: sum(m[k] for m in per.values()) for k in ("killed", "survived", "timed_out", "stillborn")}
+    valid = tot["killed"] + tot["survived"] + tot["timed_out"]
+    # A timed-out mutant is detected (the design hangs where it must not) but listed apart.
+    score = 100.0 * (tot["killed"] + tot["timed_out"]) / valid if valid else 0.0
+    survivors = [r for r in results if r["status"] == "survived"]
+    data = {"count": len(results), "planned": planned, "seed": a.seed, "opt": a.opt, "formal": formal,
+            "budget_s": a.budget_s, "wall_s": round(wall, 1), "baseline": baseline, "totals": tot,
+            "valid": valid, "score_pct": round(score, 1), "per_module": per, "mutants": results}
+    Path(a.json or out / "mutate.json").write_text(json.dumps(data, indent=2) + "\n")
+    md = [f"# Mutation run: {len(results)} of {planned} mutants, seed {a.seed}", "",
+          f"Score: {tot['killed'] + tot['timed_out']} of {valid} valid mutants detected = **{score:.1f}%** "
+          f"(killed {tot['killed']}, timed out {tot['timed_out']}, survived {tot['survived']}; "
+          f"{tot['stillborn']} did not build). Tests{' and formal proofs' if formal else ''}; "
+          f"models at {a.opt}; wall {wall / 60:.1f} min.", "",
+          "| module | killed | timed out | survived | stillborn |", "|---|---|---|---|---|"]
+    for mod in sorted(per):
+        m = per[mod]
+        md.append(f"| {mod} | {m['killed']} | {m['timed_out']} | {m['survived']} | {m['stillborn']} |")
+    md += ["", "## Survivors", ""]
+    if not survivors:
+        md.append("None.")
+    for r in survivors:
+        md += [f"### {r['file']}:{r['line']} ({r['operator']})", "", "```diff", r["diff"].rstrip(), "```", ""]
+    Path(a.markdown or out / "mutate.md").write_text("\n".join(md) + "\n")
+    text = "\n".join(md[:len(per) + 6])
+    return {"score_pct": score, "text": text}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
