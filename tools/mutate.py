@@ -470,7 +470,10 @@ def write_reports(a, out, results, baseline, formal, wall, planned):
     data = {"count": len(results), "planned": planned, "seed": a.seed, "opt": a.opt, "formal": formal,
             "budget_s": a.budget_s, "wall_s": round(wall, 1), "baseline": baseline, "totals": tot,
             "valid": valid, "score_pct": round(score, 1), "per_module": per, "mutants": results}
-    Path(a.json or out / "mutate.json").write_text(json.dumps(data, indent=2) + "\n")
+    # Through a temporary file: the reports are rewritten after every mutant and may be read meanwhile.
+    jpath = Path(a.json or out / "mutate.json")
+    jpath.with_suffix(".tmp").write_text(json.dumps(data, indent=2) + "\n")
+    jpath.with_suffix(".tmp").replace(jpath)
     md = [f"# Mutation run: {len(results)} of {planned} mutants, seed {a.seed}", "",
           f"Score: {tot['killed'] + tot['timed_out']} of {valid} valid mutants detected = **{score:.1f}%** "
           f"(killed {tot['killed']}, timed out {tot['timed_out']}, survived {tot['survived']}; "

@@ -76,8 +76,15 @@ int cmd_cover(const ArgList& argv) {
   std::vector<std::string> tests = args.list("--tests");
   if (tests.empty()) tests = {"testbench/rtl/rtl_tests", "testbench/rtl/rtl_ocs_tests"};
   if (!default_waivers && !fs::exists(waiver_path)) throw UsageError(fmt::format("--waivers {}: no such file", waiver_path));
+  // Read first: a bad waiver file should not cost a whole run.
+  std::vector<coverage::Waiver> waivers;
+  if (fs::exists(waiver_path)) waivers = coverage::parse_waivers(read_text(waiver_path), waiver_path);
   for (const char* tool : {"verilator_coverage"})
     if (!have_program(tool)) throw InputError(fmt::format("{} not found (Debian package verilator)", tool));
+
+  if (args.has("--no-build"))
+    for (const auto& t : tests)
+      if (!fs::exists(fs::path(build) / t)) throw UsageError(fmt::format("--tests: {} is not built in {}", t, build));
 
   fs::create_directories(out);
   std::string log = out + "/cover.log";
@@ -166,8 +173,6 @@ int cmd_cover(const ArgList& argv) {
     }
   }
 
-  std::vector<coverage::Waiver> waivers;
-  if (fs::exists(waiver_path)) waivers = coverage::parse_waivers(read_text(waiver_path), waiver_path);
   coverage::Summary sum = coverage::summarize(coverage::parse_dat(merged, out + "/merged.dat"), waivers, root);
 
   fmt::print("mxtb cover: {} coverage files merged into {}\n{}", files, out + "/merged.dat", coverage::format_summary(sum));

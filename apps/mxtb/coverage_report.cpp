@@ -4,8 +4,6 @@
 
 #include <fmt/format.h>
 
-#include <fnmatch.h>
-
 #include <algorithm>
 #include <set>
 #include <sstream>
@@ -50,9 +48,14 @@ std::string folder_of(const std::string& rel) {
   return slash == std::string::npos ? "." : rel.substr(0, slash);
 }
 
-bool glob(const std::string& pattern, const std::string& name) {
-  return fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
+// * and ? only: signal names carry brackets (dbg_i[3]) that fnmatch would read as a set.
+bool glob(const char* p, const char* n) {
+  if (!*p) return !*n;
+  if (*p == '*') return glob(p + 1, n) || (*n && glob(p, n + 1));
+  return *n && (*p == '?' || *p == *n) && glob(p + 1, n + 1);
 }
+
+bool glob(const std::string& pattern, const std::string& name) { return glob(pattern.c_str(), name.c_str()); }
 
 }  // namespace
 

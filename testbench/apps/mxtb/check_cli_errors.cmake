@@ -24,6 +24,12 @@ expect_error("--counts wants comma-separated non-negative integers, got 'x'" ben
 expect_error("--seeds N is required" regress)
 expect_error("--seeds must be in [1, 100000], got 0" regress --seeds 0)
 expect_error("--jobs must be in [1, 256], got 0" regress --seeds 2 --jobs 0)
+expect_error("--waivers no-such-waivers.txt: no such file" cover --waivers no-such-waivers.txt)
+expect_error("--min-line" cover --min-line 150)
+expect_error("--tests: testbench/rtl/rtl_tests is not built in" cover --build no-such-build --no-build --seeds 0)
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/bad-waivers.txt "# a waiver without its reason\ncover ocs_sequencer.c_idle\n")
+expect_error("bad-waivers.txt:2: waiver of ocs_sequencer.c_idle gives no reason"
+             cover --waivers ${CMAKE_CURRENT_BINARY_DIR}/bad-waivers.txt --no-build)
 expect_error("give either --scenario or --scenario-seed, not both" demo --scenario x.json --scenario-seed 3)
 expect_error("--time-mode must be lockstep, paced or free, got 'fast'" demo --time-mode fast)
 expect_error("the demo measures in lockstep" demo --time-mode free)
