@@ -28,26 +28,28 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Which model a mutated file is rebuilt into, and which testbench runs it. `archive`: the model's
-# library in the test's link line, replaced by the mutant's.
+# Which models a mutated file is rebuilt into, and which testbench runs them. Each model: its
+# Verilator command in the build (model_dir), and the library of the test's link line whose copy
+# of the model the mutant's replaces (`archive`); `only`: rebuilt only for mutants of these files.
 GROUPS = {
     "ocs": {
         "files": ["rtl/ocs/ocs_axil_slave.sv", "rtl/ocs/ocs_event_log.sv", "rtl/ocs/ocs_sequencer.sv",
                   "rtl/ocs/ocs_link_map.sv", "rtl/ocs/ocs_controller.sv"],
-        "model_dir": "rtl/CMakeFiles/mxtb_rtl_ocs_small.dir/Vocs_ctl_small.dir",
-        "prefix": "Vocs_ctl_small",
+        "models": [{"model_dir": "rtl/CMakeFiles/mxtb_rtl_ocs_small.dir/Vocs_ctl_small.dir",
+                    "prefix": "Vocs_ctl_small", "archive": "../../rtl/libmxtb_rtl_ocs_small.a"}],
         "test_dir": "testbench/rtl",
         "test": "rtl_ocs_tests",
-        "archive": "../../rtl/libmxtb_rtl_ocs_small.a",
     },
     "link": {
         "files": ["rtl/link/link_block_lock.sv", "rtl/link/link_tx.sv", "rtl/link/link_rx.sv",
                   "rtl/link/link_train.sv", "rtl/link/link_endpoint.sv"],
-        "model_dir": "rtl/CMakeFiles/mxtb_rtl_link.dir/Vlink_endpoint.dir",
-        "prefix": "Vlink_endpoint",
+        "models": [{"model_dir": "rtl/CMakeFiles/mxtb_rtl_link.dir/Vlink_endpoint.dir",
+                    "prefix": "Vlink_endpoint", "archive": "../../rtl/libmxtb_rtl_link.a"},
+                   {"model_dir": "rtl/CMakeFiles/mxtb_rtl_units.dir/Vlink_block_lock.dir",
+                    "prefix": "Vlink_block_lock", "archive": "../../rtl/libmxtb_rtl_units.a",
+                    "only": ["rtl/link/link_block_lock.sv"]}],
         "test_dir": "testbench/rtl",
         "test": "rtl_tests",
-        "archive": "../../rtl/libmxtb_rtl_link.a",
     },
 }
 
@@ -233,22 +235,21 @@ def read_cmake_list(path):
 class Group:
     def __init__(self, name, spec, build):
         self.name, self.spec, self.build = name, spec, build
-        args_file = build / spec["model_dir"] / "verilator_args.txt"
         link_file = build / spec["test_dir"] / "CMakeFiles" / (spec["test"] + ".dir") / "link.txt"
-        for f in (args_file, link_file):
-            if not f.exists():
-                raise UsageError(f"--build {build}: {f.relative_to(build)} is missing (build {spec['test']} there first)")
-        self.vargs = read_cmake_list(args_file)
+        if not link_file.exists():
+            raise UsageError(f"--build {build}: {link_file.relative_to(build)} is missing (build {spec['test']} there first)")
         self.link = link_file.read_text().strip()
-        if spec["archive"] not in self.link.split():
-            raise UsageError(f"{link_file}: the link line has no {spec['archive']}")
+        self.vargs = {}
+        for m in spec["models"]:
+            args_file = build / m["model_dir"] / "verilator_args.txt"
+            if not args_file.exists():
+                raise UsageError(f"--build {build}: {args_file.relative_to(build)} is missing (build {spec['test']} there first)")
+            if m["archive"] not in self.link.split():
+                raise UsageError(f"{link_file}: the link line has no {m['archive']}")
+            self.vargs[m["prefix"]] = read_cmake_list(args_file)
 
-    def build_mutant(self, work, mutated, log, opt):
-        """Verilates the model with `mutated` (repo path -> mutant file), compiles it and links the
-        testbench. Returns the test program, or None when it does not build."""
-        obj = work / "obj"
-        obj.mkdir(parents=True, exist_ok=True)
-        args = list(self.vargs)
+    def build_model(self, model, obj, mutated, log, opt):
+        args = list(self.vargs[model["prefix"]])
         for i, a in enumerate(args):
             if a == "--Mdir":
                 args[i + 1] = str(obj)
@@ -261,21 +262,35 @@ class Group:
         if rc != 0:
             return None
         cxx = "ccache g++" if shutil.which("ccache") else "g++"
-        rc, _, _ = run(["make", "-s", "-C", str(obj), "-f", self.spec["prefix"] + ".mk", f"CXX={cxx}",
-                        f"OPT_FAST={opt}", f"OPT_SLOW={opt}", f"OPT_GLOBAL={opt}", "VM_PARALLEL_BUILDS=1",
-                        self.spec["prefix"] + "__ALL.a"], log)
-        if rc != 0:
-            return None
+        target = model["prefix"] + "__ALL.a"
+        rc, _, _ = run(["make", "-s", "-C", str(obj), "-f", model["prefix"] + ".mk", f"CXX={cxx}",
+                        f"OPT_FAST={opt}", f"OPT_SLOW={opt}", f"OPT_GLOBAL={opt}", target], log)
+        return obj / target if rc == 0 else None
+
+    def build_mutant(self, work, mutated, log, opt):
+        """Verilates the models with `mutated` (repo path -> mutant file), compiles them and links
+        the testbench. Returns the test program, or None when it does not build."""
         words = self.link.split()
         exe = work / self.spec["test"]
+        replace = {}
+        for model in self.spec["models"]:
+            if "only" in model and not any(f in model["only"] for f in mutated):
+                continue
+            obj = work / ("obj-" + model["prefix"])
+            obj.mkdir(parents=True, exist_ok=True)
+            lib = self.build_model(model, obj, mutated, log, opt)
+            if lib is None:
+                return None
+            replace[model["archive"]] = str(lib)
         new = []
         for k, w in enumerate(words):
-            if w == self.spec["archive"]:
-                w = str(obj / (self.spec["prefix"] + "__ALL.a"))
+            if w in replace:
+                # Before the original archive: the linker takes the mutant's model from the first.
+                new.append(replace[w])
             if k > 0 and words[k - 1] == "-o":
                 w = str(exe)
             new.append(w)
-        # The mutant's archive needs the Verilator runtime from the other models' archives.
+        # The mutants' archives need the Verilator runtime from the other models' archives.
         first_lib = next(k for k, w in enumerate(new) if w.endswith(".a") or w.endswith(".so") or ".so." in w)
         new = new[:first_lib] + ["-Wl,--start-group"] + new[first_lib:] + ["-Wl,--end-group"]
         rc, _, _ = run(new, log, cwd=self.build / self.spec["test_dir"])
@@ -365,6 +380,7 @@ def run_mutation(a):
     else:
         rng = random.Random(a.seed)
         chosen = rng.sample(candidates, min(a.count, len(candidates)))
+    names = [g for g in names if any(cg == g for cg, _, _ in chosen)]
     groups = {g: Group(g, GROUPS[g], build) for g in names}
     out = Path(a.out).resolve()
     if out.exists():
@@ -390,7 +406,8 @@ def run_mutation(a):
             raise UsageError(f"the unmutated {g} testbench fails ({'timed out' if to else f'exit {rc}'}): {log}")
         baseline[g] = {"build_s": round(build_s, 1), "test_s": round(test_s, 1)}
         print(f"baseline {g}: build {build_s:.1f} s, tests {test_s:.1f} s", flush=True)
-        shutil.rmtree(work / "obj", ignore_errors=True)
+        for o in work.glob("obj-*"):
+            shutil.rmtree(o, ignore_errors=True)
 
     results = []
     t_start = time.monotonic()
@@ -435,7 +452,8 @@ def run_mutation(a):
                     r["status"] = "killed"
                     r["killed_by"] = "formal (timed out)" if to2 else "formal"
                 shutil.rmtree(tree, ignore_errors=True)
-            shutil.rmtree(work / "obj", ignore_errors=True)
+            for o in work.glob("obj-*"):
+                shutil.rmtree(o, ignore_errors=True)
             exe.unlink(missing_ok=True)
         r["seconds"] = round(time.monotonic() - t0, 1)
         return r
