@@ -248,6 +248,25 @@ class Group:
                 raise UsageError(f"{link_file}: the link line has no {m['archive']}")
             self.vargs[m["prefix"]] = read_cmake_list(args_file)
 
+    def snapshot(self, into):
+        """Copies the testbench's objects and libraries, so that rebuilding the build folder while
+        mutants run (a new test, say) changes nothing under them."""
+        into.mkdir(parents=True, exist_ok=True)
+        test_dir = self.build / self.spec["test_dir"]
+        words = self.link.split()
+        archives = {m["archive"] for m in self.spec["models"]}
+        for k, w in enumerate(words):
+            if (w.endswith(".o") or w.endswith(".a")) and not (k > 0 and words[k - 1] == "-o"):
+                src = (test_dir / w).resolve()
+                dst = into / f"{k:03d}-{src.name}"
+                shutil.copy2(src, dst)
+                words[k] = str(dst)
+                if w in archives:
+                    for m in self.spec["models"]:
+                        if m["archive"] == w:
+                            m["archive"] = str(dst)
+        self.link = " ".join(words)
+
     def build_model(self, model, obj, mutated, log, opt):
         args = list(self.vargs[model["prefix"]])
         for i, a in enumerate(args):
@@ -381,11 +400,13 @@ def run_mutation(a):
         rng = random.Random(a.seed)
         chosen = rng.sample(candidates, min(a.count, len(candidates)))
     names = [g for g in names if any(cg == g for cg, _, _ in chosen)]
-    groups = {g: Group(g, GROUPS[g], build) for g in names}
+    groups = {g: Group(g, json.loads(json.dumps(GROUPS[g])), build) for g in names}
     out = Path(a.out).resolve()
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
+    for g, grp in groups.items():
+        grp.snapshot(out / "snapshot" / g)
     formal = a.formal and has_formal(ROOT)
     if a.formal and not formal:
         print("mutate.py: no formal target in Makefile.verilator here: tests only")

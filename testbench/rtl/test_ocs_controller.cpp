@@ -609,6 +609,30 @@ TEST_CASE("ocs: event log order, timestamps, overflow marker and dropped count")
   CHECK(b.rd(reg::event_dropped::kOffset) == 0);
 }
 
+// One link event waits per link; the log takes one a cycle, lowest link first. A link that changes
+// again while its last change still waits loses the new change, and each loss is counted.
+TEST_CASE("ocs: a link changing again before its last change was logged: dropped and counted one by one") {
+  Small b;
+  b.drain_events();
+  b.rd(reg::event_dropped::kOffset);  // read clears
+  for (size_t i = 0; i < 4; ++i) b.links[i] = 1;
+  b.tick();
+  b.links[3] = 2;  // link 3's first change waits behind links 0, 1 and 2
+  b.tick();
+  b.links[3] = 3;
+  b.tick();
+  b.run(10);
+  CHECK(b.rd(reg::event_dropped::kOffset) == 2);
+  auto ev = b.drain_events();
+  REQUIRE(ev.size() == 4);
+  for (uint32_t i = 0; i < 4; ++i) {
+    CHECK(ev[i].type() == Event::LinkChange);
+    CHECK(ev[i].index() == i);
+    CHECK(ev[i].code() == 1);  // link 3's later changes are the ones lost
+  }
+  CHECK(ev[3].ts == ev[0].ts);  // stamped when the change was seen, not when logged
+}
+
 TEST_CASE("ocs: link changes are logged with reason; link down and up raise interrupts; mask and w1c") {
   Small b;
   b.wr(reg::irq_mask::kOffset, 0x20);
