@@ -95,6 +95,7 @@ class Bench {
     m.eval();
     ++cycle;
     if (m.dac_valid_o) {
+      ++dac_total;
       dac.push_back({cycle, m.dac_elem_o, static_cast<int>(m.dac_code_o)});
       REQUIRE(m.dac_elem_o < kElems);
       mesh[m.dac_elem_o] = m.dac_code_o;
@@ -231,6 +232,7 @@ class Bench {
   std::deque<std::pair<uint64_t, int>> pd_pending;
   std::vector<std::pair<uint64_t, int>> pd_reqs;
   std::vector<DacWrite> dac;
+  uint64_t dac_total = 0;  // every DAC write since reset (dac is cleared by tests)
   int mesh[kElems] = {};
   std::vector<int> links, reasons;
   uint64_t safe_seen = 0;
@@ -507,6 +509,39 @@ TEST_CASE("ocs: only changed elements are written, one per update slot; settle i
   CHECK(b.rd(reg::active_map::addr(0)) == (reg::active_map::kValidMask | (kPorts - 1)));
 }
 
+// Validate takes max(N_PORTS, N_ELEMS) cycles, one entry and one code each (docs/ocs-controller.md).
+TEST_CASE("ocs: validate checks every entry in max(N_PORTS, N_ELEMS) cycles, the last one too") {
+  Small b;
+  commit_baseline(b);
+  b.stage_map(0, kPorts - 2);  // a map change only (ports 0 and 1 swap targets): nothing to program
+  b.stage_map(1, kPorts - 1);
+  b.commit(2);
+  REQUIRE(b.last_err() == Error::None);
+  auto ev = b.drain_events();
+  REQUIRE(Small::types(ev).size() >= 2);
+  REQUIRE(ev[0].type() == Event::CommitStart);
+  REQUIRE(ev[1].type() == Event::ProgramDone);
+  // Validate: one cycle per entry, max(N_PORTS, N_ELEMS) = 20; program scans the 20 elements; one
+  // more to leave (289 at the default 144 elements, docs/ocs-controller.md).
+  CHECK(ev[1].ts - ev[0].ts == 2 * static_cast<uint64_t>(kElems) + 1);
+  // A changed element within the scan costs no more.
+  b.stage_map(0, kPorts - 1);
+  b.stage_map(1, kPorts - 2);
+  b.stage_dac(kElems - 1, 77);
+  b.commit(3);
+  REQUIRE(b.last_err() == Error::None);
+  ev = b.drain_events();
+  REQUIRE(ev[1].type() == Event::ProgramDone);
+  CHECK(ev[1].ts - ev[0].ts == 2 * static_cast<uint64_t>(kElems) + 1);
+  SUBCASE("an error in the last element is found") {
+    b.stage_dac(kElems - 1, 4095);
+    b.wr(reg::dac_max::kOffset, 4000);
+    b.commit(4);
+    CHECK(b.last_err() == Error::DacRange);
+    CHECK(reg::error::kFields[1].get(b.rd(reg::error::kOffset)) == static_cast<uint32_t>(kElems - 1));
+  }
+}
+
 TEST_CASE("ocs: verify failure rolls back the changed elements and reports") {
   Small b;
   commit_baseline(b);
@@ -524,6 +559,7 @@ TEST_CASE("ocs: verify failure rolls back the changed elements and reports") {
   uint32_t vf = b.rd(reg::verify_fail::kOffset);
   CHECK(reg::verify_fail::kFields[0].get(vf) == 5);
   CHECK(static_cast<int16_t>(reg::verify_fail::kFields[1].get(vf)) == -1500);
+  CHECK(vf == ((static_cast<uint32_t>(static_cast<uint16_t>(-1500)) << 16) | 5u));  // nothing between the fields
   uint32_t err = b.rd(reg::error::kOffset);
   CHECK(reg::error::kFields[1].get(err) == 2);
   // program wrote 3, rollback re-wrote the same 3 with their old codes
@@ -534,6 +570,8 @@ TEST_CASE("ocs: verify failure rolls back the changed elements and reports") {
   }
   for (int e = 0; e < kElems; ++e) CHECK(b.mesh[e] == static_cast<int>(dac0[e]));
   CHECK(b.rd(reg::write_count::kOffset) == ((3u << 16) | 3u));
+  CHECK(b.rd(reg::write_total::kOffset) == b.dac_total);  // the baseline's 5, then 3 + 3
+  CHECK(b.dac_total == 11);
   auto ev = b.drain_events();
   CHECK(Small::types(ev) == std::vector<Event>{Event::CommitStart, Event::ProgramDone, Event::SettleDone,
                                                Event::VerifyFail, Event::RollbackDone});
@@ -552,6 +590,17 @@ TEST_CASE("ocs: verify failure rolls back the changed elements and reports") {
     CHECK(b.last_err() == Error::PdTimeout);
     CHECK(b.dac.size() == 6);
     CHECK(b.active_gen() == 1);
+  }
+  SUBCASE("a reading exactly at VERIFY_MIN_DBM passes, one below fails") {
+    b.pd_dbm[5] = -1000;  // -10.00 dBm, the reset threshold
+    b.commit(3);
+    CHECK(b.last_err() == Error::None);
+    CHECK(b.active_gen() == 3);
+    b.stage_dac(2, 1999);
+    b.pd_dbm[5] = -1001;
+    b.commit(4);
+    CHECK(b.last_err() == Error::VerifyLow);
+    CHECK(b.active_gen() == 3);
   }
   SUBCASE("and passes once the light is there") {
     b.pd_dbm[5] = -999;
