@@ -188,7 +188,7 @@ def sites(text):
         for m in NBA.finditer(code):
             # A nonblocking assignment's value stuck at zero.
             rhs = m.group(2).strip()
-            if rhs not in ("'0", "0", "1'b0", "'b0"):
+            if not re.fullmatch(r"(\d*'[dhb]?)?0+|'0", rhs):  # already zero: no mutant
                 add(m.start(2), m.start(2) + len(m.group(2).rstrip()), "'0", "stuck-zero")
         for m in PLAIN_INT.finditer(code):
             if "[" in code[:m.start()] and "]" in code[m.end():] and code[:m.start()].rfind("[") > code[:m.start()].rfind("]"):

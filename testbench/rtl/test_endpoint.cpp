@@ -24,6 +24,7 @@ namespace {
 
 constexpr int kTsCount = 16, kHbPeriod = 256, kHbTimeout = 2048, kReplayTimeout = 1024;
 constexpr int kMaxReplays = 8, kTsTimeout = 8192, kRetrainHold = 256, kDetectTimeout = 65536;
+constexpr int kResetCycles = 16;
 constexpr uint16_t kSelfXpu = 1, kPeerXpu = 2;
 constexpr EndpointIdentity kSelf{kSelfXpu, 0};
 
@@ -120,9 +121,9 @@ class PeerBench {
   }
 
   // Plays a well-behaved peer through training: TS1, TS2, CreditInit, as the RTL asks for them.
-  void train(uint16_t credit = 8, uint16_t peer_xpu = kPeerXpu) {
+  void train(uint16_t credit = 8, uint16_t peer_xpu = kPeerXpu, uint8_t peer_lane = 0) {
     peer_credit = credit;
-    peer_id = EndpointIdentity{peer_xpu, 0};
+    peer_id = EndpointIdentity{peer_xpu, peer_lane};
     REQUIRE(run_until([&] { return state() == LinkState::Ts1; }, 5000));
     auto feed = [&](LinkState s, CtlType t, uint32_t fields) {
       for (int i = 0; i < 5000 && state() == s; ++i) {
@@ -130,8 +131,9 @@ class PeerBench {
         tick();
       }
     };
-    feed(LinkState::Ts1, CtlType::Ts1, peer_xpu);
-    feed(LinkState::Ts2, CtlType::Ts2, peer_xpu);
+    uint32_t ts = peer_xpu | (uint32_t{peer_lane} << 16);  // TS fields: {lane, xpu}
+    feed(LinkState::Ts1, CtlType::Ts1, ts);
+    feed(LinkState::Ts2, CtlType::Ts2, ts);
     feed(LinkState::CreditInit, CtlType::CreditInit, ack_fields());
     auto_hb = true;
   }
@@ -191,6 +193,63 @@ TEST_CASE("training walks every state in order, exchanges identities and raises 
   b.m.irq_clear_i = 0;
   b.tick();
   CHECK_FALSE(b.m.irq_o);
+}
+
+TEST_CASE("out of reset the lane stays dark for RESET_CYCLES, then Detect") {
+  PeerBench b;
+  REQUIRE(b.state() == LinkState::Reset);
+  uint64_t t0 = b.cycle;
+  while (b.state() == LinkState::Reset && b.cycle - t0 < 100) {
+    CHECK_FALSE(b.m.laser_o);
+    b.tick();
+  }
+  CHECK(b.state() == LinkState::Detect);
+  CHECK(b.cycle - t0 >= kResetCycles);
+  CHECK(b.cycle - t0 <= kResetCycles + 2);
+  CHECK(b.m.laser_o);
+}
+
+TEST_CASE("training takes exactly TS_COUNT training sets from the peer in Ts1 and in Ts2; TS1s do not count in Ts2") {
+  PeerBench b;
+  REQUIRE(b.run_until([&] { return b.state() == LinkState::Ts1; }, 5000));
+  b.push_ctl(CtlType::Ts1, kPeerXpu, kTsCount - 1);
+  b.run(4 * kTsCount);  // then idles
+  CHECK(b.state() == LinkState::Ts1);
+  b.push_ctl(CtlType::Ts1, kPeerXpu);
+  REQUIRE(b.run_until([&] { return b.state() == LinkState::Ts2; }, 10));
+  for (int i = 0; i < kTsCount - 1; ++i) {
+    b.push_ctl(CtlType::Ts2, kPeerXpu);
+    b.push_ctl(CtlType::Ts1, kPeerXpu);
+  }
+  b.run(6 * kTsCount);
+  CHECK(b.state() == LinkState::Ts2);
+  b.push_ctl(CtlType::Ts2, kPeerXpu);
+  CHECK(b.run_until([&] { return b.state() == LinkState::CreditInit; }, 10));
+}
+
+TEST_CASE("a peer on another lane than 0 trains when it is the expected one") {
+  PeerBench b;
+  b.m.expect_lane_i = 3;
+  b.train(8, kPeerXpu, 3);
+  CHECK(b.state() == LinkState::Active);
+  CHECK(b.m.peer_lane_o == 3);
+}
+
+TEST_CASE("a retrain request pulls an Active link into Retrain, dark, and it trains again") {
+  PeerBench b;
+  b.train();
+  REQUIRE(b.state() == LinkState::Active);
+  b.m.retrain_req_i = 1;
+  b.tick();
+  CHECK(b.state() == LinkState::Retrain);
+  CHECK(b.reason() == Reason::RetrainRequest);
+  b.tick();
+  CHECK_FALSE(b.m.laser_o);  // a requested retrain goes dark, so the peer notices too
+  b.auto_hb = false;
+  b.to_dut.clear();
+  b.train();
+  CHECK(b.state() == LinkState::Active);
+  CHECK(b.m.cnt_retrains_o == 1);
 }
 
 TEST_CASE("a link to the wrong peer goes to Disabled with WrongPeer and never to Active") {
@@ -419,7 +478,10 @@ TEST_CASE("heartbeats go out every HB_PERIOD; a silent peer times out") {
   b.run(2000);
   auto hbs = b.ctl_sent(mark, CtlType::Heartbeat);
   REQUIRE(hbs.size() >= 5);
-  for (size_t i = 1; i < hbs.size(); ++i) CHECK(hbs[i].first - hbs[i - 1].first <= kHbPeriod + 2);
+  for (size_t i = 1; i < hbs.size(); ++i) {
+    CHECK(hbs[i].first - hbs[i - 1].first <= kHbPeriod + 2);
+    CHECK(hbs[i].first - hbs[i - 1].first >= kHbPeriod);  // not more often either
+  }
   b.auto_hb = false;
   uint64_t t0 = b.cycle;
   REQUIRE(b.run_until([&] { return b.state() != LinkState::Active; }, kHbTimeout + 300));
