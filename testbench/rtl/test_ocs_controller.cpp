@@ -278,10 +278,29 @@ TEST_CASE("ocs: reset values, read-only and read/write registers, SLVERR, strobe
   CHECK(b.rd(reg::watchdog_timeout::kOffset) == 0);
   CHECK_FALSE(b.m.irq_o);
   CHECK_FALSE(b.m.safe_o);
+  CHECK(b.rd(reg::safe_code::kOffset) == reg::safe_code::kReset);
+  CHECK(b.rd(reg::write_total::kOffset) == 0);
+  CHECK(b.dac_total == 0);  // no element written out of reset
 
-  // rw round trip
+  // rw round trip, every configuration register
   b.wr(reg::settle_cycles::kOffset, 123456);
   CHECK(b.rd(reg::settle_cycles::kOffset) == 123456);
+  const std::pair<uint32_t, uint32_t> rw[] = {
+      {reg::dac_min::kOffset, 17},        {reg::dac_max::kOffset, 4000},         {reg::safe_code::kOffset, 2048},
+      {reg::dac_update_cycles::kOffset, 9}, {reg::pd_timeout::kOffset, 77},     {reg::verify_min_dbm::kOffset, 0xFB00},
+      {reg::irq_mask::kOffset, 0x5},      {reg::watchdog_timeout::kOffset, 0}};
+  for (auto [addr, v] : rw) {
+    INFO(addr);
+    b.wr(addr, v);
+    CHECK(b.rd(addr) == v);
+  }
+  b.wr(reg::dac_min::kOffset, reg::dac_min::kReset);
+  b.wr(reg::dac_max::kOffset, 4095);
+  b.wr(reg::safe_code::kOffset, reg::safe_code::kReset);
+  b.wr(reg::dac_update_cycles::kOffset, kUpdate);
+  b.wr(reg::pd_timeout::kOffset, 32);
+  b.wr(reg::verify_min_dbm::kOffset, 0xFC18);
+  b.wr(reg::irq_mask::kOffset, reg::irq_mask::kReset);
   // ro: SLVERR and unchanged
   CHECK(b.write_resp(reg::id::kOffset, 0) == kSlverr);
   CHECK(b.rd(reg::id::kOffset) == reg::id::kReset);
@@ -843,6 +862,7 @@ TEST_CASE("ocs: watchdog expiry drives the safe state; only SAFE_CLEAR leaves it
   CHECK(ev[0].ts == kicked + 100);
   CHECK(ev[0].code() == static_cast<uint32_t>(State::Idle));
   CHECK(ev[1].type() == Event::SafeDone);
+  CHECK(b.rd(reg::write_total::kOffset) == b.dac_total);  // the safe sweep's writes count too
   // stays safe: no commit, kicks do not help
   CHECK(b.write_resp(reg::commit::kOffset, 9) == kSlverr);
   b.wr(reg::watchdog_kick::kOffset, 0);
