@@ -198,6 +198,7 @@ TEST_CASE("training walks every state in order, exchanges identities and raises 
 TEST_CASE("out of reset the lane stays dark for RESET_CYCLES, then Detect") {
   PeerBench b;
   REQUIRE(b.state() == LinkState::Reset);
+  CHECK_FALSE(b.m.irq_o);  // no state change yet
   uint64_t t0 = b.cycle;
   while (b.state() == LinkState::Reset && b.cycle - t0 < 100) {
     CHECK_FALSE(b.m.laser_o);
@@ -333,6 +334,45 @@ TEST_CASE("deframer: a frame failing its CRC is dropped, counted and NAKed; the 
   b.push_frame(0, {1, 2, 3}, true);
   b.run(100);
   CHECK(b.delivered.size() == 3);
+}
+
+TEST_CASE("deframer: a frame longer than its SOF said is dropped even with a good CRC") {
+  PeerBench b;
+  b.train();
+  const std::vector<uint64_t> words{11, 22, 33};
+  uint64_t sof = make_ctl(CtlType::Sof, 0u | (2u << 16) | (1u << 24), b.peer_id);  // seq 0, 2 words, eom
+  // The CRC covers the sender's identity, the SOF's low 40 bits and every data word sent.
+  uint64_t identity = (uint64_t{b.peer_id.xpu} << 48) | (uint64_t{b.peer_id.lane} << 40);
+  uint32_t crc = crc32_advance(0xFFFFFFFFu, identity | (sof & ((uint64_t{1} << 40) - 1)));
+  b.to_dut.push_back({static_cast<uint8_t>(mxtb::link::kSyncCtrl), sof});
+  for (uint64_t w : words) {
+    crc = crc32_advance(crc, w);
+    b.to_dut.push_back({static_cast<uint8_t>(mxtb::link::kSyncData), w});
+  }
+  b.to_dut.push_back({static_cast<uint8_t>(mxtb::link::kSyncCtrl), make_ctl(CtlType::Eof, ~crc, b.peer_id)});
+  b.run(100);
+  CHECK(b.delivered.empty());
+  b.push_frame(0, {11, 22}, true);
+  b.run(100);
+  REQUIRE(b.delivered.size() == 2);
+  CHECK(b.delivered[1].first == 22);
+}
+
+TEST_CASE("deframer: a peer ignoring its credit: the frame past the receive buffer is not stored") {
+  PeerBench b;
+  b.train();
+  b.m.rx_ready_i = 0;  // the XPU drains nothing
+  for (uint16_t s = 0; s < 9; ++s) b.push_frame(s, {100u + s}, true);  // 8 slots, 9 frames
+  b.run(200);
+  CHECK(b.delivered.empty());
+  b.m.rx_ready_i = 1;
+  b.run(100);
+  REQUIRE(b.delivered.size() == 8);
+  for (size_t i = 0; i < 8; ++i) CHECK(b.delivered[i].first == 100 + i);
+  b.push_frame(8, {108}, true);  // its replay, now that there is room
+  b.run(100);
+  REQUIRE(b.delivered.size() == 9);
+  CHECK(b.delivered[8].first == 108);
 }
 
 TEST_CASE("deframer: a duplicate is dropped and acknowledged again; a gap is NAKed") {
