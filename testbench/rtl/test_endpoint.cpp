@@ -438,8 +438,18 @@ TEST_CASE("framer: a message longer than a frame is split and reassembled with o
   b.run(200);
   CHECK(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2});  // 16 + 16 + 8 words
   auto sofs = b.ctl_sent(0, CtlType::Sof);
+  REQUIRE(sofs.size() == 3);
   CHECK(((sofs[0].second.fields >> 24) & 1) == 0);
+  CHECK(((sofs[1].second.fields >> 24) & 1) == 0);
   CHECK(((sofs[2].second.fields >> 24) & 1) == 1);
+  CHECK(((sofs[0].second.fields >> 16) & 0xFF) == 16);  // full frames carry MAX_WORDS
+  CHECK(((sofs[1].second.fields >> 16) & 0xFF) == 16);
+  CHECK(((sofs[2].second.fields >> 16) & 0xFF) == 8);
+  std::vector<uint64_t> sent;
+  for (auto& s : b.from_dut)
+    if (s.block.sync == mxtb::link::kSyncData) sent.push_back(s.block.payload);
+  REQUIRE(sent.size() == 40);
+  for (size_t i = 0; i < sent.size(); ++i) CHECK(sent[i] == i);
 }
 
 TEST_CASE("credits: the transmitter sends no new frame beyond the peer's credit limit") {
