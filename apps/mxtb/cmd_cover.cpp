@@ -60,7 +60,7 @@ double since(std::chrono::steady_clock::time_point t0) {
 
 int cmd_cover(const ArgList& argv) {
   Args args(argv, ArgSpec{{"--build", "--seeds", "--jobs", "--first-seed", "--waivers", "--out", "--json", "--min-line"},
-                          {"--no-build", "--no-html"},
+                          {"--no-build", "--no-html", "--keep"},
                           {"--tests"},
                           false});
   std::string root = source_root();
@@ -115,7 +115,9 @@ int cmd_cover(const ArgList& argv) {
   if (seeds > 0 && !fs::exists(build + "/mxtb")) throw UsageError(fmt::format("--seeds: {}/mxtb is not built", build));
 
   std::string dat_dir = out + "/dat";
-  fs::remove_all(dat_dir);
+  // --keep: the files of earlier runs stay, so runs accumulate (more seeds with --first-seed, or
+  // the testbenches again after new tests).
+  if (!args.has("--keep")) fs::remove_all(dat_dir);
   fs::create_directories(dat_dir);
   setenv("MXTB_COVERAGE_DIR", dat_dir.c_str(), 1);
 
@@ -197,6 +199,7 @@ int cmd_cover(const ArgList& argv) {
   report["summary"] = coverage::to_json(sum);
   report["goals"] = goals;
   report["files_merged"] = files;
+  report["kept_earlier_runs"] = args.has("--keep");
   report["merged"] = out + "/merged.dat";
   report["lcov"] = out + "/coverage.info";
   report["html"] = html.empty() ? nlohmann::json(nullptr) : nlohmann::json(html);

@@ -33,7 +33,7 @@ const Command kCommands[] = {
     JUnit XML, and the command that reruns each failing seed)"},
     {"cover", mxtb::app::cmd_cover,
      R"(cover [--seeds N] [--build DIR] [--no-build] [--tests PROG,..] [--jobs J] [--first-seed S]
-    [--waivers FILE] [--out DIR] [--json FILE] [--no-html] [--min-line PCT]
+    [--waivers FILE] [--out DIR] [--json FILE] [--no-html] [--min-line PCT] [--keep]
     the RTL's coverage: the RTL testbenches and N regression seeds (default 50) on the coverage
     build (DIR, default build-cover/, configured with -DMXTB_COVERAGE=ON), merged; line, toggle and
     COVER points per module, every point never hit, lcov data and an HTML report (docs/coverage.md))"},
