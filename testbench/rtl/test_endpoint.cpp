@@ -336,23 +336,21 @@ TEST_CASE("deframer: a frame failing its CRC is dropped, counted and NAKed; the 
   CHECK(b.delivered.size() == 3);
 }
 
-TEST_CASE("deframer: a frame longer than its SOF said is dropped even with a good CRC") {
+TEST_CASE("deframer: a frame longer than its SOF said is dropped, even when its CRC fits the words the SOF announced") {
   PeerBench b;
   b.train();
-  const std::vector<uint64_t> words{11, 22, 33};
   uint64_t sof = make_ctl(CtlType::Sof, 0u | (2u << 16) | (1u << 24), b.peer_id);  // seq 0, 2 words, eom
-  // The CRC covers the sender's identity, the SOF's low 40 bits and every data word sent.
+  // The CRC covers the sender's identity, the SOF's low 40 bits and the two announced words; a
+  // third data block follows them.
   uint64_t identity = (uint64_t{b.peer_id.xpu} << 48) | (uint64_t{b.peer_id.lane} << 40);
   uint32_t crc = crc32_advance(0xFFFFFFFFu, identity | (sof & ((uint64_t{1} << 40) - 1)));
+  crc = crc32_advance(crc32_advance(crc, 11), 22);
   b.to_dut.push_back({static_cast<uint8_t>(mxtb::link::kSyncCtrl), sof});
-  for (uint64_t w : words) {
-    crc = crc32_advance(crc, w);
-    b.to_dut.push_back({static_cast<uint8_t>(mxtb::link::kSyncData), w});
-  }
+  for (uint64_t w : {11, 22, 33}) b.to_dut.push_back({static_cast<uint8_t>(mxtb::link::kSyncData), w});
   b.to_dut.push_back({static_cast<uint8_t>(mxtb::link::kSyncCtrl), make_ctl(CtlType::Eof, ~crc, b.peer_id)});
   b.run(100);
   CHECK(b.delivered.empty());
-  b.push_frame(0, {11, 22}, true);
+  b.push_frame(0, {11, 22}, true);  // the same frame as announced: delivered
   b.run(100);
   REQUIRE(b.delivered.size() == 2);
   CHECK(b.delivered[1].first == 22);

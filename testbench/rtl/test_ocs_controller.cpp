@@ -260,6 +260,10 @@ void commit_baseline(Small& b, uint32_t gen = 1) {
 
 TEST_CASE("ocs: reset values, read-only and read/write registers, SLVERR, strobes, scratch RAM, time") {
   Small b;
+  // Out of reset, before any clock: no element write, no photodiode request, no interrupt.
+  CHECK_FALSE(b.m.dac_valid_o);
+  CHECK_FALSE(b.m.pd_req_o);
+  CHECK_FALSE(b.m.irq_o);
   CHECK(b.rd(reg::id::kOffset) == reg::id::kReset);
   CHECK(b.rd(reg::version::kOffset) == reg::version::kReset);
   uint32_t params = b.rd(reg::params::kOffset);
