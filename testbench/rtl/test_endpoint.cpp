@@ -496,6 +496,25 @@ TEST_CASE("replay: without an acknowledgement the frame goes out again after the
   CHECK(b.m.cnt_frames_tx_o == 1);  // a replay is not a new frame
 }
 
+TEST_CASE("replay: a frame acknowledged by an Ack block, or by heartbeats alone, is not sent again") {
+  for (bool by_ack : {true, false}) {
+    INFO(by_ack);
+    PeerBench b;
+    b.train();
+    b.xpu_tx.push_back({42, true});
+    b.run(40);
+    REQUIRE(b.sof_seqs() == std::vector<uint16_t>{0});
+    b.peer_expect = 1;  // what the heartbeats acknowledge from now on
+    if (by_ack) {
+      b.auto_hb = false;
+      b.push_ctl(CtlType::Ack, b.ack_fields());
+    }
+    b.run(kReplayTimeout + 300);
+    CHECK(b.sof_seqs() == std::vector<uint16_t>{0});
+    CHECK(b.m.cnt_replays_o == 0);
+  }
+}
+
 TEST_CASE("replay: a NAK goes back at once to the first frame it did not acknowledge") {
   PeerBench b;
   b.train();
