@@ -373,6 +373,23 @@ TEST_CASE("deframer: a peer ignoring its credit: the frame past the receive buff
   CHECK(b.delivered[8].first == 108);
 }
 
+TEST_CASE("deframer: a stray frame outside the window leaves a frame waiting in its slot untouched") {
+  PeerBench b;
+  b.train();
+  b.m.rx_ready_i = 0;
+  b.push_frame(0, {1, 2, 3}, false);  // waits in slot 0
+  b.run(60);
+  b.push_frame(8, {9}, true);  // slot 0 again, 8 frames ahead: not accepted
+  b.run(60);
+  b.m.rx_ready_i = 1;
+  b.run(60);
+  REQUIRE(b.delivered.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(b.delivered[i].first == i + 1);
+    CHECK_FALSE(b.delivered[i].second);  // no end of message: frame 0 did not carry one
+  }
+}
+
 TEST_CASE("deframer: a duplicate is dropped and acknowledged again; a gap is NAKed") {
   PeerBench b;
   b.train();
@@ -513,6 +530,26 @@ TEST_CASE("replay: a frame acknowledged by an Ack block, or by heartbeats alone,
     CHECK(b.sof_seqs() == std::vector<uint16_t>{0});
     CHECK(b.m.cnt_replays_o == 0);
   }
+}
+
+TEST_CASE("replay: an acknowledgement past the last frame sent is ignored") {
+  PeerBench b;
+  b.train();
+  b.xpu_tx.push_back({1, true});
+  b.xpu_tx.push_back({2, true});
+  b.run(60);
+  b.peer_expect = 2;  // both acknowledged
+  b.run(300);
+  b.peer_expect = 5;  // beyond anything sent: must not count
+  b.run(300);
+  b.peer_expect = 2;
+  size_t mark = b.from_dut.size();
+  b.xpu_tx.push_back({3, true});  // frame 2, never acknowledged: replayed after the timeout
+  b.run(kReplayTimeout + 300);
+  auto seqs = b.sof_seqs(mark);
+  REQUIRE(seqs.size() >= 2);
+  CHECK(seqs[0] == 2);
+  CHECK(seqs[1] == 2);
 }
 
 TEST_CASE("replay: a NAK goes back at once to the first frame it did not acknowledge") {

@@ -14,6 +14,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <deque>
 #include <ios>
 #include <type_traits>
@@ -476,8 +477,9 @@ TEST_CASE("ocs: only changed elements are written, one per update slot; settle i
   Small b;
   commit_baseline(b);
   uint32_t gen = 2;
-  for (int update : {kUpdate, 11}) {
+  for (int update : {kUpdate, 11, 1, 0}) {
     INFO("update " << update);
+    const int slot = std::max(update, 1);  // 0 acts as 1 (docs/ocs-controller.md)
     b.wr(reg::dac_update_cycles::kOffset, static_cast<uint32_t>(update));
     b.dac.clear();
     b.pd_reqs.clear();
@@ -495,9 +497,9 @@ TEST_CASE("ocs: only changed elements are written, one per update slot; settle i
     for (int i = 0; i < 4; ++i) {
       CHECK(b.dac[i].elem == elems[i]);
       CHECK(b.dac[i].code == base + elems[i]);
-      if (i) CHECK(b.dac[i].cycle - b.dac[i - 1].cycle >= static_cast<uint64_t>(update));
+      if (i) CHECK(b.dac[i].cycle - b.dac[i - 1].cycle >= static_cast<uint64_t>(slot));
     }
-    CHECK(b.dac[2].cycle - b.dac[1].cycle == static_cast<uint64_t>(update));  // 7 and 8: back to back slots
+    CHECK(b.dac[2].cycle - b.dac[1].cycle == static_cast<uint64_t>(slot));  // 7 and 8: back to back slots
     CHECK(b.rd(reg::write_count::kOffset) == 4);
     // settle: the first photodiode request comes SETTLE_CYCLES after the last write, plus the scan
     REQUIRE(b.pd_reqs.size() == static_cast<size_t>(kPorts));
