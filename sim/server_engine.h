@@ -11,9 +11,12 @@
 
 #include "sim/lane_channel.h"
 
+#include "verilated_fst_c.h"
+
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 
 namespace mxtb::sim {
@@ -63,6 +66,17 @@ inline uint64_t fault_rng_seed(uint64_t seed, int link) { return seed * 13 + sta
 
 // Light within this of its target phase counts as settled (the mesh is then no longer re-traced).
 constexpr double kSettleToleranceRad = 1e-3;
+
+// Both engines' waveform: the controller and every endpoint traced into one FST file.
+template <class Ctl, class Endpoints>
+std::unique_ptr<VerilatedFstC> open_server_waveform(Ctl& ctl, Endpoints& endpoints, const std::string& path) {
+  auto fst = std::make_unique<VerilatedFstC>();
+  ctl.trace(fst.get(), 99);
+  for (auto& e : endpoints) e->trace(fst.get(), 99);
+  fst->open(path.c_str());
+  if (!fst->isOpen()) throw std::runtime_error("cannot open waveform file " + path);
+  return fst;
+}
 
 std::unique_ptr<ServerSim::Impl> make_reference_engine(ServerSim& s);
 std::unique_ptr<ServerSim::Impl> make_fast_engine(ServerSim& s);

@@ -1124,16 +1124,7 @@ void FastEngine<Ctl, Ep, kTrace>::finish() {
 template <class Ctl, class Ep, bool kTrace>
 void FastEngine<Ctl, Ep, kTrace>::start_waveform(const std::string& path) {
   if constexpr (kTrace) {
-    if (!fst_) {
-      fst_ = std::make_unique<VerilatedFstC>();
-      ctl_->trace(fst_.get(), 99);
-      for (auto& e : ep_) e->trace(fst_.get(), 99);
-      fst_->open(path.c_str());
-      if (!fst_->isOpen()) {
-        fst_.reset();
-        throw std::runtime_error("cannot open waveform file " + path);
-      }
-    }
+    if (!fst_) fst_ = open_server_waveform(*ctl_, ep_, path);
     dumping_ = true;
   } else {
     (void)path;

@@ -210,16 +210,7 @@ class ReferenceEngine final : public ServerSim::Impl {
   }
   void start_waveform(const std::string& path) override {
     if constexpr (kTrace) {
-      if (!fst) {
-        fst = std::make_unique<VerilatedFstC>();
-        ctl->trace(fst.get(), 99);
-        for (auto& e : ep) e->trace(fst.get(), 99);
-        fst->open(path.c_str());
-        if (!fst->isOpen()) {
-          fst.reset();
-          throw std::runtime_error("cannot open waveform file " + path);
-        }
-      }
+      if (!fst) fst = open_server_waveform(*ctl, ep, path);
       dumping = true;
     } else {
       (void)path;
