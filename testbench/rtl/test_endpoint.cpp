@@ -320,6 +320,21 @@ TEST_CASE("deframer: a good frame is delivered whole and acknowledged") {
   CHECK((acks.back().second.fields >> 16) == 9);  // credit returned once the XPU drained it
 }
 
+TEST_CASE("deframer: an acknowledgement due while the transmitter sends frames goes out once it is free") {
+  PeerBench b;
+  b.train();
+  for (int i = 0; i < 48; ++i) b.xpu_tx.push_back({static_cast<uint64_t>(i), i == 47});  // 3 full frames
+  b.run(8);  // the transmitter is inside its first frame
+  size_t mark = b.from_dut.size();
+  b.push_frame(0, {5}, true);  // its EOF arrives while frames go out
+  b.run(120);
+  REQUIRE(b.delivered.size() == 1);
+  auto acks = b.ctl_sent(mark, CtlType::Ack);
+  REQUIRE_FALSE(acks.empty());
+  CHECK((acks[0].second.fields & 0xFFFF) == 1);
+  CHECK(acks[0].first - b.from_dut[mark].cycle < 100);  // not left to the next heartbeat
+}
+
 TEST_CASE("deframer: a frame failing its CRC is dropped, counted and NAKed; the resend is delivered") {
   PeerBench b;
   b.train();
