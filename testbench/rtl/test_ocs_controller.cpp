@@ -323,6 +323,10 @@ TEST_CASE("ocs: reset values, read-only and read/write registers, SLVERR, strobe
   CHECK(b.read_resp(reg::staged_map::addr(kPorts - 1)).first == kOkay);
   // DAC codes past DAC_BITS
   CHECK(b.write_resp(reg::dac_min::kOffset, 4096) == kSlverr);
+  CHECK(b.write_resp(reg::dac_max::kOffset, 4096) == kSlverr);
+  CHECK(b.write_resp(reg::safe_code::kOffset, 0x1000) == kSlverr);
+  CHECK(b.rd(reg::dac_max::kOffset) == 4095);
+  CHECK(b.rd(reg::safe_code::kOffset) == reg::safe_code::kReset);
   CHECK(b.write_resp(reg::staged_dac::addr(3), 0x1000) == kSlverr);
   CHECK(b.rd(reg::staged_dac::addr(3)) == 0);
   // wo reads give 0
