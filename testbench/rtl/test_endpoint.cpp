@@ -372,6 +372,31 @@ TEST_CASE("deframer: an acknowledgement due while the transmitter sends frames g
   CHECK(acks[0].first - b.from_dut[mark].cycle < 100);  // not left to the next heartbeat
 }
 
+TEST_CASE("deframer: data words that look like control types are data") {
+  PeerBench b;
+  b.train();
+  // Low bytes equal to the SOF, EOF and Ack type codes: only the sync header makes a block control.
+  const std::vector<uint64_t> words{0x1234'5678'9ABC'DE78ull, 0x78, 0x87, 0x4B};
+  b.push_frame(0, words, true);
+  b.run(100);
+  REQUIRE(b.delivered.size() == words.size());
+  for (size_t i = 0; i < words.size(); ++i) CHECK(b.delivered[i].first == words[i]);
+  CHECK(b.m.cnt_crc_err_o == 0);
+}
+
+TEST_CASE("deframer: a control block of an unknown type with a good check counts as a bad block and nothing else") {
+  PeerBench b;
+  b.train();
+  uint32_t bad_before = b.m.cnt_bad_blocks_o;
+  b.to_dut.push_back({static_cast<uint8_t>(mxtb::link::kSyncCtrl), make_ctl(static_cast<CtlType>(0x99), 0, b.peer_id)});
+  b.run(20);
+  CHECK(b.m.cnt_bad_blocks_o == bad_before + 1);
+  CHECK(b.state() == LinkState::Active);
+  b.push_frame(0, {3}, true);
+  b.run(60);
+  CHECK(b.delivered.size() == 1);
+}
+
 TEST_CASE("deframer: a frame failing its CRC is dropped, counted and NAKed; the resend is delivered") {
   PeerBench b;
   b.train();

@@ -469,6 +469,8 @@ TEST_CASE("ocs: committing the active generation again writes nothing") {
   REQUIRE(ev.size() == 1);
   CHECK(ev[0].type() == Event::CommitNoop);
   CHECK(ev[0].data() == 7);
+  CHECK(ev[0].index() == 0);
+  CHECK(ev[0].code() == 0);
   CHECK((b.rd(reg::irq_status::kOffset) & reg::irq_status::kCommitDoneMask) != 0);
   // a new generation does write it
   b.commit(8);
@@ -521,7 +523,7 @@ TEST_CASE("ocs: only changed elements are written, one per update slot; settle i
                                                  Event::VerifyPass});
     CHECK(ev[1].index() == 4);
     for (auto& e : ev) CHECK(e.data() == gen);
-    CHECK(ev[2].ts - ev[1].ts >= static_cast<uint64_t>(kSettle));
+    CHECK(ev[2].ts - ev[1].ts == static_cast<uint64_t>(kSettle) + 1);  // 101 at 100 (docs/ocs-controller.md)
     ++gen;
   }
   // a longer settle moves verify out accordingly
@@ -676,6 +678,8 @@ TEST_CASE("ocs: event log order, timestamps, overflow marker and dropped count")
   }
   CHECK(ev[7].type() == Event::Overflow);
   CHECK(ev[7].code() == static_cast<uint32_t>(Event::LinkChange));
+  CHECK(ev[7].index() == 0);  // the marker carries only the first lost event's type
+  CHECK(ev[7].data() == 0);
   CHECK(ev[7].ts - ev[6].ts == 3);
   // room again: logging resumes
   b.links[1] = 6;
@@ -871,6 +875,9 @@ TEST_CASE("ocs: watchdog expiry drives the safe state; only SAFE_CLEAR leaves it
   CHECK(ev[0].type() == Event::WatchdogExpired);
   CHECK(ev[0].ts == kicked + 100);
   CHECK(ev[0].code() == static_cast<uint32_t>(State::Idle));
+  CHECK(ev[0].index() == 0);
+  CHECK(ev[0].data() == 0);
+  CHECK(reg::error::kFields[2].get(b.rd(reg::error::kOffset)) == 0);  // no commit was running: generation 0
   CHECK(ev[1].type() == Event::SafeDone);
   CHECK(b.rd(reg::write_total::kOffset) == b.dac_total);  // the safe sweep's writes count too
   // stays safe: no commit, kicks do not help
