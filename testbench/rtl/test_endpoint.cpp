@@ -491,11 +491,16 @@ TEST_CASE("deframer: a duplicate is dropped and acknowledged again; a gap is NAK
 TEST_CASE("deframer: a frame with a broken sync header inside is dropped") {
   PeerBench b;
   b.train();
+  size_t mark = b.from_dut.size();
   b.push_frame(0, {1, 2, 3}, true);
   b.to_dut[2].sync = 3;  // second data block arrives with an invalid header
   b.run(80);
   CHECK(b.delivered.empty());
   CHECK(b.m.cnt_bad_blocks_o == 1);
+  CHECK(b.m.cnt_crc_err_o == 0);  // dropped for its header, not counted again as a CRC error
+  auto naks = b.ctl_sent(mark, CtlType::Nak);
+  REQUIRE_FALSE(naks.empty());  // the loss is NAKed at once, not left to the replay timer
+  CHECK(naks[0].first - b.from_dut[mark].cycle < 60);
 }
 
 TEST_CASE("framer: XPU words leave as SOF, data, EOF exactly as the reference encodes them") {
