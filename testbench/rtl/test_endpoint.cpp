@@ -686,6 +686,18 @@ TEST_CASE("the error-rate window retrains a link whose bad blocks exceed the thr
   CHECK(b.reason() == Reason::ErrorRate);
 }
 
+TEST_CASE("bad blocks under the threshold in every window never retrain, however many in all") {
+  PeerBench b;
+  b.train();
+  // 20 a window (ERR_WINDOW 4096, ERR_THRESHOLD 32) for five windows: 100 in all.
+  for (int i = 0; i < 5 * 4096; ++i) {
+    if (i % 205 == 0) b.to_dut.push_back({3, 0});
+    b.tick();
+  }
+  CHECK(b.state() == LinkState::Active);
+  CHECK(b.m.cnt_bad_blocks_o >= 99);
+}
+
 TEST_CASE("a peer that restarts training pulls an Active link into Retrain") {
   PeerBench b;
   b.train();
