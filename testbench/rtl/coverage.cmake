@@ -1,3 +1,7 @@
+# The directed testbenches own models: in a coverage build they write their counters.
+target_link_libraries(rtl_tests PRIVATE mxtb_rtl_coverage)
+target_link_libraries(rtl_ocs_tests PRIVATE mxtb_rtl_coverage)
+
 # The controller's directed testbench on the coverage variant of the shrunk model
 # (cmake/coverage.cmake); the default-parameter smoke test in it runs the ordinary model.
 add_executable(rtl_ocs_tests_cov ${MXTB_DOCTEST_MAIN} test_ocs_controller.cpp)
