@@ -184,7 +184,10 @@ TEST_CASE("training walks every state in order, exchanges identities and raises 
   CHECK(b.m.irq_o);
   auto ts1 = b.ctl_sent(0, CtlType::Ts1);
   REQUIRE(ts1.size() >= kTsCount);
-  CHECK((ts1[0].second.fields & 0xFFFF) == kSelfXpu);
+  CHECK(ts1[0].second.fields == kSelfXpu);  // {0, lane 0, xpu}: nothing else in the fields
+  auto idles = b.ctl_sent(0, CtlType::Idle);
+  REQUIRE_FALSE(idles.empty());
+  CHECK(idles[0].second.fields == 0);
   auto ci = b.ctl_sent(0, CtlType::CreditInit);
   REQUIRE_FALSE(ci.empty());
   CHECK((ci[0].second.fields >> 16) == 8);  // credit limit: the receive buffer's 8 frames

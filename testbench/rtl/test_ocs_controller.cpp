@@ -313,6 +313,7 @@ TEST_CASE("ocs: reset values, read-only and read/write registers, SLVERR, strobe
   CHECK(b.write_resp(reg::status::kOffset, 0xFFFF) == kSlverr);
   // unmapped, and windows past the parameters
   CHECK(b.read_resp(0x003C).first == kSlverr);
+  CHECK(b.read_resp(0x003C).second == 0);  // an error read returns no data
   CHECK(b.write_resp(0x003C, 1) == kSlverr);
   CHECK(b.read_resp(0xFFFC).first == kSlverr);
   CHECK(b.read_resp(reg::staged_map::addr(kPorts)).first == kSlverr);
@@ -522,6 +523,8 @@ TEST_CASE("ocs: only changed elements are written, one per update slot; settle i
     CHECK(Small::types(ev) == std::vector<Event>{Event::CommitStart, Event::ProgramDone, Event::SettleDone,
                                                  Event::VerifyPass});
     CHECK(ev[1].index() == 4);
+    CHECK(ev[0].code() == 0);
+    CHECK(ev[0].index() == 0);
     for (auto& e : ev) CHECK(e.data() == gen);
     CHECK(ev[2].ts - ev[1].ts == static_cast<uint64_t>(kSettle) + 1);  // 101 at 100 (docs/ocs-controller.md)
     ++gen;
@@ -621,6 +624,13 @@ TEST_CASE("ocs: verify failure rolls back the changed elements and reports") {
     CHECK(b.last_err() == Error::PdTimeout);
     CHECK(b.dac.size() == 6);
     CHECK(b.active_gen() == 1);
+  }
+  SUBCASE("the entry after an unused one is verified too") {
+    b.pd_dbm[5] = -999;   // entry 2's port: fine now
+    b.pd_dbm[3] = -2000;  // entry 4 (after the unused entry 3) -> port 3: dark
+    b.commit(3);
+    CHECK(b.last_err() == Error::VerifyLow);
+    CHECK(reg::verify_fail::kFields[0].get(b.rd(reg::verify_fail::kOffset)) == 3);
   }
   SUBCASE("a reading exactly at VERIFY_MIN_DBM passes, one below fails") {
     b.pd_dbm[5] = -1000;  // -10.00 dBm, the reset threshold
@@ -879,6 +889,9 @@ TEST_CASE("ocs: watchdog expiry drives the safe state; only SAFE_CLEAR leaves it
   CHECK(ev[0].data() == 0);
   CHECK(reg::error::kFields[2].get(b.rd(reg::error::kOffset)) == 0);  // no commit was running: generation 0
   CHECK(ev[1].type() == Event::SafeDone);
+  CHECK(ev[1].index() == static_cast<uint32_t>(kElems));  // every element swept
+  CHECK(ev[1].data() == 0);
+  CHECK(ev[1].code() == 0);
   CHECK(b.rd(reg::write_total::kOffset) == b.dac_total);  // the safe sweep's writes count too
   // stays safe: no commit, kicks do not help
   CHECK(b.write_resp(reg::commit::kOffset, 9) == kSlverr);
@@ -893,6 +906,10 @@ TEST_CASE("ocs: watchdog expiry drives the safe state; only SAFE_CLEAR leaves it
   b.wr(reg::safe_clear::kOffset, 1);
   CHECK_FALSE(b.m.safe_o);
   CHECK(b.state() == State::Idle);
+  auto cleared = b.drain_events();
+  REQUIRE_FALSE(cleared.empty());
+  CHECK(cleared.back().type() == Event::SafeCleared);
+  CHECK((cleared.back().info >> 4) == 0);  // no code, index or data
   b.wr(reg::watchdog_timeout::kOffset, 0);
   // a fresh commit writes every element that differs from the safe code
   b.dac.clear();
