@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -168,6 +170,19 @@ std::vector<Waiver> parse_waivers(const std::string& text, const std::string& wh
         throw InputError(fmt::format("{}: {} waiver wants MODULE.NAME, got '{}'", where, w.kind, target));
       w.module = target.substr(0, dot);
       w.pattern = target.substr(dot + 1);
+    } else if (w.kind == "line" && target.find(":/") != std::string::npos) {
+      // Anchored: the text may hold spaces, so it is taken from the raw line.
+      static const std::regex anchored(R"(^\s*line\s+([^\s:]+):/(.+?)/(?:\+(\d+))?(?:\s+(.*))?$)");
+      std::smatch m;
+      if (!std::regex_match(line, m, anchored))
+        throw InputError(fmt::format("{}: anchored line waiver wants FILE:/TEXT/[+N] REASON", where));
+      w.file = m[1];
+      w.text = m[2];
+      w.after = m[3].matched ? to_int(m[3], where) : 0;
+      w.reason = m[4].matched ? std::string(m[4]) : "";
+      w.reason.erase(0, w.reason.find_first_not_of(" \t"));
+      if (w.reason.empty()) throw InputError(fmt::format("{}: waiver of {}:/{}/ gives no reason", where, w.file, w.text));
+      if (w.after < 0 || w.after > 1000) throw InputError(fmt::format("{}: +{} lines is out of range", where, w.after));
     } else if (w.kind == "line") {
       size_t colon = target.rfind(':');
       if (colon == std::string::npos || colon == 0)
@@ -189,6 +204,22 @@ std::vector<Waiver> parse_waivers(const std::string& text, const std::string& wh
 
 Summary summarize(const std::vector<Point>& points, std::vector<Waiver> waivers, const std::string& root) {
   Summary s;
+  // Anchored line waivers become spans: every line of the file that contains the text.
+  std::vector<Waiver> spans;
+  for (auto& w : waivers) {
+    if (w.kind != "line" || w.text.empty()) continue;
+    std::ifstream in(root + "/" + w.file);
+    std::string text;
+    int n = 0;
+    while (std::getline(in, text)) {
+      ++n;
+      if (text.find(w.text) == std::string::npos) continue;
+      Waiver span = w;
+      span.first = n;
+      span.last = n + w.after;
+      spans.push_back(span);
+    }
+  }
   std::map<std::string, ModuleSummary> mods;  // by module
   // Lines: a source line counts as reached when every line and branch point spanning it counted,
   // as lcov's line data (and so the HTML report) has it: an `else` never taken leaves its line open.
@@ -254,9 +285,15 @@ Summary summarize(const std::vector<Point>& points, std::vector<Waiver> waivers,
       if (hit) continue;
       bool waived = false;
       for (auto& w : waivers)
-        if (w.kind == "line" && w.file == rel && l >= w.first && l <= w.last) {
+        if (w.kind == "line" && w.text.empty() && w.file == rel && l >= w.first && l <= w.last) {
           ++w.used;
           waived = true;
+        }
+      for (auto& sp : spans)
+        if (sp.file == rel && l >= sp.first && l <= sp.last) {
+          waived = true;
+          for (auto& w : waivers)
+            if (w.at == sp.at) ++w.used;
         }
       if (waived) ++s.waived_lines;
       else s.unhit_lines[rel].push_back(l);

@@ -37,12 +37,16 @@ std::string line_points_only(const std::string& text);
 //   cover  MODULE.NAME        REASON   (NAME may use * and ?)
 //   toggle MODULE.SIGNAL      REASON   (SIGNAL may use * and ?, e.g. dbg_i[*])
 //   line   FILE:LINE[-LAST]   REASON   (FILE relative to the repository root)
+//   line   FILE:/TEXT/[+N]    REASON   (every line of FILE containing TEXT, and the N lines after
+//                                       it: survives edits that move lines)
 struct Waiver {
   std::string kind;    // cover, toggle, line
   std::string module;  // cover and toggle
   std::string pattern; // cover and toggle
   std::string file;    // line
   int first = 0, last = 0;
+  std::string text;  // line, anchored form: first and last unused
+  int after = 0;
   std::string reason;
   int at = 0;  // its line in the waiver file
   int used = 0;
@@ -77,7 +81,7 @@ struct Summary {
   std::vector<Waiver> stale;  // waivers that matched nothing: the point is gone or now hit
 };
 
-// `root`: the repository root, stripped from file names.
+// `root`: the repository root, stripped from file names; anchored line waivers read FILE under it.
 Summary summarize(const std::vector<Point>& points, std::vector<Waiver> waivers, const std::string& root);
 nlohmann::json to_json(const Summary& s);
 // The table and the lists the command prints.

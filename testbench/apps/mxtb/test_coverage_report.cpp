@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 using namespace mxtb::app::coverage;
@@ -136,4 +138,29 @@ TEST_CASE("coverage: the lcov input keeps line and branch points only; line rang
   CHECK(only.rfind("# SystemC::Coverage-3", 0) == 0);
   CHECK(ranges({3, 4, 5, 9, 11, 12}) == "3-5,9,11-12");
   CHECK(ranges({}).empty());
+}
+
+TEST_CASE("coverage: an anchored line waiver follows its text wherever the lines move") {
+  namespace fs = std::filesystem;
+  fs::path root = fs::temp_directory_path() / "mxtb-coverage-anchor";
+  fs::create_directories(root / "rtl/link");
+  {
+    std::ofstream f(root / "rtl/link/link_train.sv");
+    for (int i = 1; i <= 30; ++i) f << (i == 21 ? "      default: st_d = StReset;" : "      x = y;") << "\n";
+  }
+  std::string dat = "# SystemC::Coverage-3\n" + point((root / "rtl/link/link_train.sv").string(), 21, "v_line/link_train", "case", "21-22", "TOP", 0) +
+                    point((root / "rtl/link/link_train.sv").string(), 25, "v_line/link_train", "block", "25", "TOP", 0);
+  auto w = parse_waivers("line rtl/link/link_train.sv:/default: st_d = StReset;/+1  the default arm: every state has one\n"
+                         "line rtl/link/link_train.sv:/no such text/  gone\n", "w");
+  REQUIRE(w.size() == 2);
+  CHECK(w[0].text == "default: st_d = StReset;");
+  CHECK(w[0].after == 1);
+  Summary s = summarize(parse_dat(dat, "x.dat"), w, root.string());
+  CHECK(s.waived_lines == 2);  // 21 and 22
+  CHECK(s.unhit_lines.at("rtl/link/link_train.sv") == std::vector<int>{25});
+  REQUIRE(s.stale.size() == 1);
+  CHECK(s.stale[0].at == 2);
+  CHECK_THROWS_WITH_AS(parse_waivers("line rtl/a.sv:/text/\n", "w"), doctest::Contains("w:1: waiver of rtl/a.sv:/text/ gives no reason"), InputError);
+  CHECK_THROWS_WITH_AS(parse_waivers("line rtl/a.sv:/text/+x why\n", "w"), doctest::Contains("w:1: anchored line waiver wants FILE:/TEXT/[+N] REASON"), InputError);
+  fs::remove_all(root);
 }
