@@ -6,6 +6,8 @@
 // four pointers walk that space: ack_q (oldest unacknowledged) <= send_q (next to put on the
 // lane) <= hi_q (one past the highest ever sent) and fill_q (next slot the XPU fills). A frame at
 // or beyond hi_q is new and needs a credit; one below it is a replay and does not.
+`include "mxtb_assert.svh"
+
 module link_tx
 #(
   parameter int MAX_WORDS      = 16,   // payload words per frame; power of two
@@ -268,5 +270,21 @@ module link_tx
       consec_q    <= consec_d;
     end
   end
+
+  // ---------------------------------------------------------------- assertions
+  // Environment: training flushes only outside Active (link_train asserts it).
+  `ASSUME(env_no_flush_active, !(flush_i && active_i))
+  // Pointers in sequence space: acknowledged <= sent <= filled, at most REPLAY_DEPTH held.
+  `ASSERT(tx_replay_occupancy, (hi_q - ack_q) <= (fill_q - ack_q) && (fill_q - ack_q) <= 16'(REPLAY_DEPTH))
+  `ASSERT(tx_new_frame_has_room, !(st_q != StIdle && send_q == hi_q) || (hi_q - ack_q) < (fill_q - ack_q))
+  // A new frame (not a replay) starts only inside the peer's credit limit.
+  `ASSERT(tx_new_frame_within_credit, !(send_sof && send_q == hi_q) ||
+          ((credit_d - send_q) != 16'h0 && (credit_d - send_q) < 16'h8000))
+  `ASSERT(tx_ack_moves_forward, (ack_d - ack_q) <= (hi_q - ack_q))
+  `COVER(cov_tx_replay, replay_o)
+  `COVER(cov_tx_replay_exhausted, replay_exhausted_o && active_i)
+  `COVER(cov_tx_credit_stall, active_i && st_q == StIdle && send_q != fill_q && send_q == hi_q &&
+         (credit_d - send_q) == 16'h0)
+  `COVER(cov_tx_buffer_full, !tx_ready_o)
 
 endmodule

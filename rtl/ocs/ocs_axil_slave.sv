@@ -6,6 +6,8 @@
 // handshake, rd_data_i/rd_err_i are captured, and r* holds them until rready. Read side effects
 // (pop, read-clear, latch) therefore happen exactly once per read. When a read and a write are
 // both offered in the same cycle the write goes first.
+`include "mxtb_assert.svh"
+
 module ocs_axil_slave #(
   parameter int AW = 16
 ) (
@@ -87,5 +89,29 @@ module ocs_axil_slave #(
       end
     end
   end
+
+  // ---------------------------------------------------------------- assertions
+  // AXI4-Lite slave rules (docs/verification.md): a response only for a request, held with its
+  // payload until taken, one transaction outstanding per channel (so responses come in order).
+  `ASSERT(axil_b_only_after_request, !$past(rst_ni) || !(bvalid_q && !$past(bvalid_q)) || $past(wr_req_o))
+  `ASSERT(axil_r_only_after_request, !$past(rst_ni) || !(rvalid_q && !$past(rvalid_q)) || $past(rd_req_o))
+  `ASSERT(axil_b_held_until_ready, !$past(rst_ni) || !$past(bvalid_q && !s_axil_bready) ||
+          (bvalid_q && $stable(bresp_q)))
+  `ASSERT(axil_r_held_until_ready, !$past(rst_ni) || !$past(rvalid_q && !s_axil_rready) ||
+          (rvalid_q && $stable(rresp_q) && $stable(rdata_q)))
+  `ASSERT(axil_one_write_outstanding, !(wr_req_o && bvalid_q))
+  `ASSERT(axil_one_read_outstanding, !(rd_req_o && rvalid_q))
+  `ASSERT(axil_aw_w_together, s_axil_awready == s_axil_wready)
+  `ASSERT(axil_ready_needs_valid, !(s_axil_awready && !(s_axil_awvalid && s_axil_wvalid)) &&
+          !(s_axil_arready && !s_axil_arvalid))
+  `ASSERT(axil_resp_legal, (bresp_q == RespOkay || bresp_q == RespSlverr) &&
+          (rresp_q == RespOkay || rresp_q == RespSlverr))
+  `ASSERT(axil_slverr_reads_zero, !(rvalid_q && rresp_q == RespSlverr) || rdata_q == 32'h0)
+  `COVER(cov_axil_write_okay, s_axil_bvalid && s_axil_bready && s_axil_bresp == RespOkay)
+  `COVER(cov_axil_write_slverr, s_axil_bvalid && s_axil_bready && s_axil_bresp == RespSlverr)
+  `COVER(cov_axil_read_okay, s_axil_rvalid && s_axil_rready && s_axil_rresp == RespOkay)
+  `COVER(cov_axil_read_slverr, s_axil_rvalid && s_axil_rready && s_axil_rresp == RespSlverr)
+  `COVER(cov_axil_write_beats_read, s_axil_arvalid && wr_req_o)
+  `COVER(cov_axil_b_backpressure, s_axil_bvalid && !s_axil_bready)
 
 endmodule

@@ -1,0 +1,67 @@
+// Assertion macros for the RTL: one spelling, expanded per tool.
+//
+//   `ASSERT(name, prop)        prop holds at every rising clock edge out of reset
+//   `ASSERT_NEVER(name, prop)  prop never holds there
+//   `ASSUME(name, prop)        what the environment promises (formal: a constraint; simulation:
+//                              checked like an assertion, so a testbench breaking it is caught)
+//   `COVER(name, prop)         a point coverage counts (Verilator --coverage-user) and formal
+//                              cover mode can reach
+//
+// prop is a boolean expression sampled at the clock edge; $past() and $stable() refer to the
+// previous edge. It may contain commas inside parentheses. The clock and active-low reset are
+// clk_i and rst_ni unless a module defines ASSERT_CLK / ASSERT_RST_N before including this file.
+//
+// Expansions:
+//   FORMAL (Yosys read_verilog -formal): immediate assert/assume/cover in always @(posedge clk),
+//     which yosys-smtbmc proves. Checked before SYNTHESIS because Yosys defines both.
+//   VERILATOR: concurrent `assert property` (needs --assert); a failure prints its name, the
+//     instance and the time, and stops the model (the C++ side reports the rerun command).
+//   SYNTHESIS, MXTB_ASSERT_OFF (the models `bench link` compares against), Icarus and anything
+//   else: nothing.
+// MXTB_ASSERT_ON is defined when assertions are compiled, for the small shadow models some
+// properties need: they sit under `ifdef MXTB_ASSERT_ON and never reach synthesis.
+`ifndef MXTB_ASSERT_SVH
+`define MXTB_ASSERT_SVH
+
+`ifndef ASSERT_CLK
+`define ASSERT_CLK clk_i
+`endif
+`ifndef ASSERT_RST_N
+`define ASSERT_RST_N rst_ni
+`endif
+
+`ifdef MXTB_ASSERT_OFF
+  `define ASSERT(name, prop)
+  `define ASSUME(name, prop)
+  `define COVER(name, prop)
+`elsif FORMAL
+  `define MXTB_ASSERT_ON
+  `define ASSERT(name, prop) \
+    always @(posedge `ASSERT_CLK) if (`ASSERT_RST_N) name: assert (prop);
+  `define ASSUME(name, prop) \
+    always @(posedge `ASSERT_CLK) if (`ASSERT_RST_N) name: assume (prop);
+  `define COVER(name, prop) \
+    always @(posedge `ASSERT_CLK) if (`ASSERT_RST_N) name: cover (prop);
+`elsif SYNTHESIS
+  `define ASSERT(name, prop)
+  `define ASSUME(name, prop)
+  `define COVER(name, prop)
+`elsif VERILATOR
+  `define MXTB_ASSERT_ON
+  `define ASSERT(name, prop) \
+    /*verilator lint_off SYNCASYNCNET*/ name: assert property (@(posedge `ASSERT_CLK) disable iff (!`ASSERT_RST_N) (prop)) /*verilator lint_on SYNCASYNCNET*/ \
+      else $error("assertion %s failed", `"name`");
+  `define ASSUME(name, prop) \
+    /*verilator lint_off SYNCASYNCNET*/ name: assume property (@(posedge `ASSERT_CLK) disable iff (!`ASSERT_RST_N) (prop)) /*verilator lint_on SYNCASYNCNET*/ \
+      else $error("assumption %s failed", `"name`");
+  `define COVER(name, prop) \
+    /*verilator lint_off SYNCASYNCNET*/ name: cover property (@(posedge `ASSERT_CLK) disable iff (!`ASSERT_RST_N) (prop)) /*verilator lint_on SYNCASYNCNET*/;
+`else
+  `define ASSERT(name, prop)
+  `define ASSUME(name, prop)
+  `define COVER(name, prop)
+`endif
+
+`define ASSERT_NEVER(name, prop) `ASSERT(name, !(prop))
+
+`endif
