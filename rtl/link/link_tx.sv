@@ -184,7 +184,9 @@ module link_tx
       end
     end else begin
       hb_d = (hb_q == 16'hFFFF) ? hb_q : hb_q + 16'd1;
-      unique case (st_q)
+      // Plain case (the items are distinct constants, with a default): with --assert, Verilator's
+      // unique-case check keeps this block whole, and the tx/rx/train blocks then form a loop.
+      case (st_q)
         StIdle: begin
           // A go-back with nothing on the lane takes effect at once.
           if (goback || (send_q - ack_d) > (hi_q - ack_d)) send_d = ack_d;
@@ -277,14 +279,18 @@ module link_tx
   // Pointers in sequence space: acknowledged <= sent <= filled, at most REPLAY_DEPTH held.
   `ASSERT(tx_replay_occupancy, (hi_q - ack_q) <= (fill_q - ack_q) && (fill_q - ack_q) <= 16'(REPLAY_DEPTH))
   `ASSERT(tx_new_frame_has_room, !(st_q != StIdle && send_q == hi_q) || (hi_q - ack_q) < (fill_q - ack_q))
-  // A new frame (not a replay) starts only inside the peer's credit limit.
-  `ASSERT(tx_new_frame_within_credit, !(send_sof && send_q == hi_q) ||
-          ((credit_d - send_q) != 16'h0 && (credit_d - send_q) < 16'h8000))
-  `ASSERT(tx_ack_moves_forward, (ack_d - ack_q) <= (hi_q - ack_q))
+  // A new frame (not a replay) starts only inside the peer's credit limit: checked the cycle
+  // after its SOF went out (registered values only: reading this block's combinational
+  // decisions here would make Verilator treat the tx/rx/train loop as one).
+  `ASSERT(tx_new_frame_within_credit, !$past(rst_ni) ||
+          !(st_q == StData && $past(st_q == StIdle && active_i) && send_q == hi_q) ||
+          ((credit_q - send_q) != 16'h0 && (credit_q - send_q) < 16'h8000))
+  `ASSERT(tx_ack_moves_forward, !$past(rst_ni) || $past(flush_i) ||
+          (ack_q - $past(ack_q)) <= ($past(hi_q) - $past(ack_q)))
   `COVER(cov_tx_replay, replay_o)
   `COVER(cov_tx_replay_exhausted, replay_exhausted_o && active_i)
   `COVER(cov_tx_credit_stall, active_i && st_q == StIdle && send_q != fill_q && send_q == hi_q &&
-         (credit_d - send_q) == 16'h0)
+         (credit_q - send_q) == 16'h0)
   `COVER(cov_tx_buffer_full, !tx_ready_o)
 
 endmodule

@@ -513,14 +513,14 @@ module ocs_sequencer #(
   // the safe code still while a commit or the safe sweep uses them (docs/ocs-controller.md).
   `ASSUME(env_no_staged_write_busy, !((map_we_i || dac_we_i) && busy_o))
   `ASSUME(env_commit_only_idle, !(commit_i && !idle_o))
-  `ASSUME(env_range_still, !(st_q inside {SVal, SProg}) || ($stable(dac_min_i) && $stable(dac_max_i)))
+  `ASSUME(env_range_still, !((st_q == SVal || st_q == SProg)) || ($stable(dac_min_i) && $stable(dac_max_i)))
   `ASSUME(env_safe_code_still, !(st_q == SSafe && !phase_q) || $stable(safe_code_i))
   `ASSUME(env_update_still, !busy_o || $stable(update_cycles_i))
 
   `ASSERT(seq_state_legal, st_q <= SSafe)
   `ASSERT(seq_idx_bound, idx_q <= 9'(MAXN))
   `ASSERT(seq_active_map_perm, f_perm(map_act_q, N_PORTS))
-  `ASSERT(seq_staged_map_perm_committing, !(st_q inside {SProg, SSet, SVer}) || f_perm(map_stg_q, N_PORTS))
+  `ASSERT(seq_staged_map_perm_committing, !((st_q == SProg || st_q == SSet || st_q == SVer)) || f_perm(map_stg_q, N_PORTS))
   `ASSERT(seq_validate_prefix, st_q != SVal ||
           (f_perm(map_stg_q, 32'(idx_q)) && seen_q == f_seen(map_stg_q, 32'(idx_q)) &&
            f_in_range(dac_stg_q, 32'(idx_q), dac_min_i, dac_max_i)))
@@ -528,7 +528,7 @@ module ocs_sequencer #(
   // A COMMIT of the generation already active stays Idle: nothing is validated or written.
   `ASSERT(seq_noop_commit_stays_idle,
           !(st_q == SIdle && commit_i && commit_gen_i == act_gen_q && !safe_enter_i) || st_d == SIdle)
-  `ASSERT(seq_dac_write_states, !dac_valid_d || st_q inside {SProg, SRb, SSafe})
+  `ASSERT(seq_dac_write_states, !dac_valid_d || (st_q == SProg || st_q == SRb || st_q == SSafe))
   `ASSERT(seq_dac_code_program_in_range,
           !(dac_valid_d && st_q == SProg) || (dac_code_d >= dac_min_i && dac_code_d <= dac_max_i))
   `ASSERT(seq_dac_code_rollback_active, !(dac_valid_d && st_q == SRb) || dac_code_d == cur_act)
@@ -543,7 +543,7 @@ module ocs_sequencer #(
   `ASSERT(seq_mesh_is_active_when_idle, !(st_q == SIdle || st_q == SVal || (st_q == SSafe && phase_q)) ||
           f_mesh_q == dac_act_q)
   `ASSERT(seq_mesh_program, st_q != SProg || f_split(f_mesh_q, dac_stg_q, dac_act_q, 32'(idx_q)))
-  `ASSERT(seq_mesh_staged, !(st_q inside {SSet, SVer}) || f_mesh_q == dac_stg_q)
+  `ASSERT(seq_mesh_staged, !((st_q == SSet || st_q == SVer)) || f_mesh_q == dac_stg_q)
   `ASSERT(seq_mesh_rollback, !(st_q == SRb && !phase_q) || f_split(f_mesh_q, dac_act_q, dac_stg_q, 32'(idx_q)))
   `ASSERT(seq_mesh_rollback_settle, !(st_q == SRb && phase_q) || f_mesh_q == dac_act_q)
   `ASSERT(seq_mesh_safe_sweep, !(st_q == SSafe && !phase_q) || f_split(f_mesh_q, f_safe_all, f_mesh_q, 32'(idx_q)))
