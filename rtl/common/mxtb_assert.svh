@@ -14,8 +14,10 @@
 // Expansions:
 //   FORMAL (Yosys read_verilog -formal): immediate assert/assume/cover in always @(posedge clk),
 //     which yosys-smtbmc proves. Checked before SYNTHESIS because Yosys defines both.
-//   VERILATOR: concurrent `assert property` (needs --assert); a failure prints its name, the
-//     instance and the time, and stops the model (the C++ side reports the rerun command).
+//   VERILATOR (needs --assert): assertions and assumptions as immediate assertions in
+//     always @(posedge clk), covers as `cover property` (counted by --coverage-user); a failure
+//     prints its name, the instance and the time, and stops the model (the C++ side reports the
+//     rerun command).
 //   SYNTHESIS, MXTB_ASSERT_OFF (the models `bench link` compares against), Icarus and anything
 //   else: nothing.
 // MXTB_ASSERT_ON is defined when assertions are compiled, for the small shadow models some
@@ -48,12 +50,15 @@
   `define COVER(name, prop)
 `elsif VERILATOR
   `define MXTB_ASSERT_ON
+  // Immediate assertions in a clocked block: the same sampling as a concurrent property (values
+  // before the edge), but Verilator 5.006 miscompiles the sampled copies of wide vectors that
+  // concurrent properties make, and these cost less per cycle.
   `define ASSERT(name, prop) \
-    /*verilator lint_off SYNCASYNCNET*/ name: assert property (@(posedge `ASSERT_CLK) disable iff (!`ASSERT_RST_N) (prop)) /*verilator lint_on SYNCASYNCNET*/ \
-      else $error("assertion %s failed", `"name`");
+    /*verilator lint_off SYNCASYNCNET*/ always @(posedge `ASSERT_CLK) if (`ASSERT_RST_N) name: assert (prop) \
+      else $error("assertion %s failed", `"name`"); /*verilator lint_on SYNCASYNCNET*/
   `define ASSUME(name, prop) \
-    /*verilator lint_off SYNCASYNCNET*/ name: assume property (@(posedge `ASSERT_CLK) disable iff (!`ASSERT_RST_N) (prop)) /*verilator lint_on SYNCASYNCNET*/ \
-      else $error("assumption %s failed", `"name`");
+    /*verilator lint_off SYNCASYNCNET*/ always @(posedge `ASSERT_CLK) if (`ASSERT_RST_N) name: assume (prop) \
+      else $error("assumption %s failed", `"name`"); /*verilator lint_on SYNCASYNCNET*/
   `define COVER(name, prop) \
     /*verilator lint_off SYNCASYNCNET*/ name: cover property (@(posedge `ASSERT_CLK) disable iff (!`ASSERT_RST_N) (prop)) /*verilator lint_on SYNCASYNCNET*/;
 `else

@@ -517,14 +517,36 @@ module ocs_sequencer #(
   `ASSUME(env_safe_code_still, !(st_q == SSafe && !phase_q) || $stable(safe_code_i))
   `ASSUME(env_update_still, !busy_o || $stable(update_cycles_i))
 
+  // Wide predicates as single bits: Verilator 5.006 miscompiles the sampled copies of wide
+  // vectors that a concurrent assertion reads directly.
+  logic [N_PORTS*7-1:0]        f_prev_map_act_q;
+  logic [N_ELEMS*DAC_BITS-1:0] f_prev_dac_act_q;
+  always_ff @(posedge clk_i) begin
+    f_prev_map_act_q <= map_act_q;
+    f_prev_dac_act_q <= dac_act_q;
+  end
+  logic f_act_perm, f_stg_perm, f_val_prefix, f_stg_in_range, f_act_stable;
+  logic f_mesh_act, f_mesh_stg, f_mesh_prog, f_mesh_rb, f_mesh_safe;
+  always_comb begin
+    f_act_perm     = f_perm(map_act_q, N_PORTS);
+    f_stg_perm     = f_perm(map_stg_q, N_PORTS);
+    f_val_prefix   = f_perm(map_stg_q, 32'(idx_q)) && seen_q == f_seen(map_stg_q, 32'(idx_q)) &&
+                     f_in_range(dac_stg_q, 32'(idx_q), dac_min_i, dac_max_i);
+    f_stg_in_range = f_in_range(dac_stg_q, N_ELEMS, dac_min_i, dac_max_i);
+    f_act_stable   = map_act_q == f_prev_map_act_q && dac_act_q == f_prev_dac_act_q;
+    f_mesh_act     = f_mesh_q == dac_act_q;
+    f_mesh_stg     = f_mesh_q == dac_stg_q;
+    f_mesh_prog    = f_split(f_mesh_q, dac_stg_q, dac_act_q, 32'(idx_q));
+    f_mesh_rb      = f_split(f_mesh_q, dac_act_q, dac_stg_q, 32'(idx_q));
+    f_mesh_safe    = f_split(f_mesh_q, f_safe_all, f_mesh_q, 32'(idx_q));
+  end
+
   `ASSERT(seq_state_legal, st_q <= SSafe)
   `ASSERT(seq_idx_bound, idx_q <= 9'(MAXN))
-  `ASSERT(seq_active_map_perm, f_perm(map_act_q, N_PORTS))
-  `ASSERT(seq_staged_map_perm_committing, !((st_q == SProg || st_q == SSet || st_q == SVer)) || f_perm(map_stg_q, N_PORTS))
-  `ASSERT(seq_validate_prefix, st_q != SVal ||
-          (f_perm(map_stg_q, 32'(idx_q)) && seen_q == f_seen(map_stg_q, 32'(idx_q)) &&
-           f_in_range(dac_stg_q, 32'(idx_q), dac_min_i, dac_max_i)))
-  `ASSERT(seq_staged_codes_in_range_program, st_q != SProg || f_in_range(dac_stg_q, N_ELEMS, dac_min_i, dac_max_i))
+  `ASSERT(seq_active_map_perm, f_act_perm)
+  `ASSERT(seq_staged_map_perm_committing, !(st_q == SProg || st_q == SSet || st_q == SVer) || f_stg_perm)
+  `ASSERT(seq_validate_prefix, st_q != SVal || f_val_prefix)
+  `ASSERT(seq_staged_codes_in_range_program, st_q != SProg || f_stg_in_range)
   // A COMMIT of the generation already active stays Idle: nothing is validated or written.
   `ASSERT(seq_noop_commit_stays_idle,
           !(st_q == SIdle && commit_i && commit_gen_i == act_gen_q && !safe_enter_i) || st_d == SIdle)
@@ -535,18 +557,16 @@ module ocs_sequencer #(
   `ASSERT(seq_dac_code_safe, !(dac_valid_d && st_q == SSafe) || dac_code_d == safe_code_i)
   `ASSERT(seq_dac_elem_range, !dac_valid_d || ei < 9'(N_ELEMS))
   // The active tables change only when a verify passes or the safe sweep ends.
-  `ASSERT(seq_active_changes_only_on_pass_or_safe,
-          !$past(rst_ni) || ($stable(map_act_q) && $stable(dac_act_q)) || $past(apply_pass || apply_safe))
+  `ASSERT(seq_active_changes_only_on_pass_or_safe, !$past(rst_ni) || f_act_stable || $past(apply_pass || apply_safe))
   // The mesh: the active codes whenever no commit or sweep is under way; during Program the
   // staged codes below idx; after Program (Settle, Verify) the staged codes; during Rollback
   // the active codes below idx and the staged ones above; during the sweep SAFE_CODE below idx.
-  `ASSERT(seq_mesh_is_active_when_idle, !(st_q == SIdle || st_q == SVal || (st_q == SSafe && phase_q)) ||
-          f_mesh_q == dac_act_q)
-  `ASSERT(seq_mesh_program, st_q != SProg || f_split(f_mesh_q, dac_stg_q, dac_act_q, 32'(idx_q)))
-  `ASSERT(seq_mesh_staged, !((st_q == SSet || st_q == SVer)) || f_mesh_q == dac_stg_q)
-  `ASSERT(seq_mesh_rollback, !(st_q == SRb && !phase_q) || f_split(f_mesh_q, dac_act_q, dac_stg_q, 32'(idx_q)))
-  `ASSERT(seq_mesh_rollback_settle, !(st_q == SRb && phase_q) || f_mesh_q == dac_act_q)
-  `ASSERT(seq_mesh_safe_sweep, !(st_q == SSafe && !phase_q) || f_split(f_mesh_q, f_safe_all, f_mesh_q, 32'(idx_q)))
+  `ASSERT(seq_mesh_is_active_when_idle, !(st_q == SIdle || st_q == SVal || (st_q == SSafe && phase_q)) || f_mesh_act)
+  `ASSERT(seq_mesh_program, st_q != SProg || f_mesh_prog)
+  `ASSERT(seq_mesh_staged, !(st_q == SSet || st_q == SVer) || f_mesh_stg)
+  `ASSERT(seq_mesh_rollback, !(st_q == SRb && !phase_q) || f_mesh_rb)
+  `ASSERT(seq_mesh_rollback_settle, !(st_q == SRb && phase_q) || f_mesh_act)
+  `ASSERT(seq_mesh_safe_sweep, !(st_q == SSafe && !phase_q) || f_mesh_safe)
   // Watchdog: Safe the cycle after safe_enter_i; the sweep advances one element per free slot
   // and the slot counts down, so it ends within N_ELEMS slots (docs: N_ELEMS * DAC_UPDATE_CYCLES).
   `ASSERT(seq_safe_entered, !$past(rst_ni) || !$past(safe_enter_i && st_q != SSafe) || st_q == SSafe)
