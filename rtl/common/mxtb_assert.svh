@@ -4,6 +4,8 @@
 //   `ASSERT_NEVER(name, prop)  prop never holds there
 //   `ASSUME(name, prop)        what the environment promises (formal: a constraint; simulation:
 //                              checked like an assertion, so a testbench breaking it is caught)
+//   `ASSERT_RESET_START        once per module: formal runs start in reset (every register at
+//                              its reset value); nothing elsewhere
 //   `COVER(name, prop)         a point coverage counts (Verilator --coverage-user) and formal
 //                              cover mode can reach
 //
@@ -44,6 +46,7 @@
     always @(posedge `ASSERT_CLK) if (`ASSERT_RST_N) name: assume (prop);
   `define COVER(name, prop) \
     always @(posedge `ASSERT_CLK) if (`ASSERT_RST_N) name: cover (prop);
+  `define ASSERT_RESET_START initial assume (!`ASSERT_RST_N);
 `elsif SYNTHESIS
   `define ASSERT(name, prop)
   `define ASSUME(name, prop)
@@ -67,6 +70,9 @@
   `define COVER(name, prop)
 `endif
 
+`ifndef ASSERT_RESET_START
+  `define ASSERT_RESET_START
+`endif
 `define ASSERT_NEVER(name, prop) `ASSERT(name, !(prop))
 
 `endif

@@ -168,6 +168,7 @@ module link_endpoint
   end
 
   // ---------------------------------------------------------------- assertions
+  `ASSERT_RESET_START
   // MAX_REPLAYS replays in a row without progress retrain the link: once exhausted it is not
   // Active the next cycle.
   `ASSERT(link_replays_bounded, !$past(rst_ni) || !$past(active && replay_exhausted) || !active)

@@ -266,6 +266,7 @@ module link_rx
   end
 
   // ---------------------------------------------------------------- assertions
+  `ASSERT_RESET_START
 `ifdef MXTB_ASSERT_ON
   // Shadow: the sequence number of the frame each receive slot holds.
   logic [15:0] f_slot_seq_q [RX_SLOTS];

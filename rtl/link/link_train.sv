@@ -299,6 +299,7 @@ module link_train
   end
 
   // ---------------------------------------------------------------- assertions
+  `ASSERT_RESET_START
 `ifdef MXTB_ASSERT_ON
   localparam logic [3:0] TReset = link_pkg::StReset, TDetect = link_pkg::StDetect,
                          TLock = link_pkg::StBlockLock, TTs1 = link_pkg::StTs1, TTs2 = link_pkg::StTs2,

@@ -274,6 +274,7 @@ module link_tx
   end
 
   // ---------------------------------------------------------------- assertions
+  `ASSERT_RESET_START
   // Environment: training flushes only outside Active (link_train asserts it).
   `ASSUME(env_no_flush_active, !(flush_i && active_i))
   // Pointers in sequence space: acknowledged <= sent <= filled, at most REPLAY_DEPTH held.

@@ -91,6 +91,7 @@ module ocs_axil_slave #(
   end
 
   // ---------------------------------------------------------------- assertions
+  `ASSERT_RESET_START
   // AXI4-Lite slave rules (docs/verification.md): a response only for a request, held with its
   // payload until taken, one transaction outstanding per channel (so responses come in order).
   `ASSERT(axil_b_only_after_request, !$past(rst_ni) || !(bvalid_q && !$past(bvalid_q)) || $past(wr_req_o))

@@ -381,6 +381,7 @@ module ocs_controller #(
   );
 
   // ---------------------------------------------------------------- assertions
+  `ASSERT_RESET_START
   // The register block keeps the sequencer's promises (its env_* assumptions).
   `ASSERT(ctl_no_staged_write_busy, !((map_we || dac_we) && seq_busy))
   `ASSERT(ctl_commit_only_idle, !(commit && !seq_idle))

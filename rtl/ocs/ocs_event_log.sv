@@ -180,6 +180,7 @@ module ocs_event_log #(
   assign link_up_o   = up;
 
   // ---------------------------------------------------------------- assertions
+  `ASSERT_RESET_START
 `ifdef MXTB_ASSERT_ON
   // Shadow: the newest entry in the FIFO is an Overflow marker.
   logic f_last_marker_q;

@@ -452,6 +452,7 @@ module ocs_sequencer #(
   assign pd_port_o    = pd_port_q;
 
   // ---------------------------------------------------------------- assertions
+  `ASSERT_RESET_START
   // docs/verification.md lists each property, its proof status and where the shadow state comes
   // from. The shadow models below exist only where assertions are compiled.
 `ifdef MXTB_ASSERT_ON
