@@ -310,7 +310,7 @@ module link_train
     f_legal = a == b ||
               (b == TDisabled) ||                                       // enable_i low, wrong peer
               (a == TDisabled && b == TDetect) ||
-              (b == TRetrain && a != TReset && a != TDetect && a != TDisabled) ||
+              (b == TRetrain && a != TReset && a != TDisabled) ||           // retrain_req_i, lost lane, timeouts
               (a == TReset && b == TDetect) ||
               (a == TDetect && b == TLock) ||
               (a == TLock && b == TTs1) ||
@@ -365,7 +365,8 @@ module link_train
           (peer_xpu_q == f_prev_cand_xpu_q && peer_lane_q == f_prev_cand_lane_q))
   `ASSERT(train_peer_learnt_only_at_ts1, !$past(rst_ni) ||
           ($stable(peer_xpu_q) && $stable(peer_lane_q)) || f_ts1_to_ts2)
-  `ASSERT(train_active_peer_expected, !((st_q == TTs2 || st_q == TInit || st_q == TActive) && f_checked_q) ||
+  `ASSERT(train_active_peer_expected, !((st_q == TTs2 || st_q == TInit || st_q == TActive) && !f_ts1_to_ts2 &&
+          f_checked_q) ||
           (peer_xpu_q == f_exp_xpu_q && peer_lane_q == f_exp_lane_q))
   `ASSERT(train_active_laser_on, st_q != TActive || laser_o)
 
