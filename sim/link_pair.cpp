@@ -1,4 +1,5 @@
 #include "link_pair.h"
+#include "sim/rtl_assert.h"
 
 #include "Vlink_endpoint.h"
 #include "Vlink_endpoint_trace.h"
@@ -52,6 +53,7 @@ class PairSim final : public LinkPair::Impl {
         sb_b_(cfg.seed * 2 + 1, cfg.traffic_ab, cfg.seed ^ 0x1111),
         sb_a_(cfg.seed * 2 + 2, cfg.traffic_ba, cfg.seed ^ 0x2222) {
     ctx_.randReset(0);
+    catch_assertions(ctx_);
     if constexpr (kTrace) ctx_.traceEverOn(true);
     a_ = std::make_unique<V>(&ctx_, "a");
     b_ = std::make_unique<V>(&ctx_, "b");
@@ -233,6 +235,7 @@ class PairSim final : public LinkPair::Impl {
       retrain_pulse_ = 0;
     }
     ++cycle_;
+    check_assertions(ctx_, cycle_);
     note_state('a', *a_, last_a_);
     note_state('b', *b_, last_b_);
   }
