@@ -2,6 +2,7 @@
 #include "sim/rtl_assert.h"
 
 #include "Vlink_endpoint.h"
+#include "Vlink_endpoint_noassert.h"
 #include "Vlink_endpoint_trace.h"
 #include "verilated.h"
 #include "verilated_fst_c.h"
@@ -269,7 +270,9 @@ LinkPair::LinkPair(const LinkPairConfig& cfg, const TraceOptions& trace, bool ap
     : cfg_(cfg), apply_actions_(apply_actions_itself) {
   std::stable_sort(cfg_.actions.begin(), cfg_.actions.end(),
                    [](const LinkAction& x, const LinkAction& y) { return x.cycle < y.cycle; });
-  if (trace.fst_path.empty())
+  if (trace.fst_path.empty() && !cfg_.assertions)
+    impl_ = std::make_unique<PairSim<Vlink_endpoint_noassert, false>>(cfg_, trace);
+  else if (trace.fst_path.empty())
     impl_ = std::make_unique<PairSim<Vlink_endpoint, false>>(cfg_, trace);
   else
     impl_ = std::make_unique<PairSim<Vlink_endpoint_trace, true>>(cfg_, trace);
