@@ -510,13 +510,14 @@ module ocs_sequencer #(
   assign f_safe_all = {N_ELEMS{safe_code_i}};
 
   // Environment: the controller's register block answers SLVERR to staged-table writes while
-  // busy and to COMMIT unless Idle (asserted there); the host keeps the range, the slot length and
-  // the safe code still while a commit or the safe sweep uses them (docs/ocs-controller.md).
+  // busy and to COMMIT unless Idle (asserted there); the host keeps DAC_MIN/DAC_MAX still while a
+  // commit validates and programs, and SAFE_CODE while the sweep writes it: the register block
+  // allows those writes, and a range or safe code changed halfway would leave elements checked
+  // or written against two values (docs/verification.md).
   `ASSUME(env_no_staged_write_busy, !((map_we_i || dac_we_i) && busy_o))
   `ASSUME(env_commit_only_idle, !(commit_i && !idle_o))
   `ASSUME(env_range_still, !((st_q == SVal || st_q == SProg)) || ($stable(dac_min_i) && $stable(dac_max_i)))
   `ASSUME(env_safe_code_still, !(st_q == SSafe && !phase_q) || $stable(safe_code_i))
-  `ASSUME(env_update_still, !busy_o || $stable(update_cycles_i))
 
   // Wide predicates as single bits: Verilator 5.006 miscompiles the sampled copies of wide
   // vectors that a concurrent assertion reads directly.
