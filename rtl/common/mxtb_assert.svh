@@ -6,11 +6,18 @@
 //                              checked like an assertion, so a testbench breaking it is caught)
 //   `ASSERT_RESET_START        once per module: formal runs start in reset (every register at
 //                              its reset value); nothing elsewhere
+//   `ASSERT_PAST(name, width, expr)   a register `name` holding expr from the previous edge: what
+//                              $past(expr) means, for properties to use instead of $past and
+//                              $stable (Verilator 5.006 samples $past of a combinational
+//                              expression after the edge when its inputs change in the same
+//                              eval() as the clock, which the emulator does)
+//   `ASSERT_PAST_RESET         declares f_past_rst_n: low at the first edge out of reset (the
+//                              guard for ASSERT_PAST values, which hold reset-time values then)
 //   `COVER(name, prop)         a point coverage counts (Verilator --coverage-user) and formal
 //                              cover mode can reach
 //
 // prop is a boolean expression sampled at the clock edge; $past() and $stable() refer to the
-// previous edge. It may contain commas inside parentheses. The clock and active-low reset are
+// previous edge in the formal tools; the RTL uses ASSERT_PAST registers instead. It may contain commas inside parentheses. The clock and active-low reset are
 // clk_i and rst_ni unless a module defines ASSERT_CLK / ASSERT_RST_N before including this file.
 //
 // Expansions:
@@ -72,6 +79,18 @@
 
 `ifndef ASSERT_RESET_START
   `define ASSERT_RESET_START
+`endif
+`ifdef MXTB_ASSERT_ON
+  `define ASSERT_PAST(name, width, expr) \
+    logic [(width)-1:0] name; \
+    always_ff @(posedge `ASSERT_CLK) name <= (expr);
+  `define ASSERT_PAST_RESET \
+    logic f_past_rst_n; \
+    always_ff @(posedge `ASSERT_CLK or negedge `ASSERT_RST_N) \
+      if (!`ASSERT_RST_N) f_past_rst_n <= 1'b0; else f_past_rst_n <= 1'b1;
+`else
+  `define ASSERT_PAST(name, width, expr)
+  `define ASSERT_PAST_RESET
 `endif
 `define ASSERT_NEVER(name, prop) `ASSERT(name, !(prop))
 

@@ -171,7 +171,9 @@ module link_endpoint
   `ASSERT_RESET_START
   // MAX_REPLAYS replays in a row without progress retrain the link: once exhausted it is not
   // Active the next cycle.
-  `ASSERT(link_replays_bounded, !$past(rst_ni) || !$past(active && replay_exhausted) || !active)
+  `ASSERT_PAST_RESET
+  `ASSERT_PAST(f_past_exhausted, 1, active && replay_exhausted)
+  `ASSERT(link_replays_bounded, !f_past_rst_n || !f_past_exhausted || !active)
   `ASSERT(link_flush_outside_active, !(flush && active))
 
 endmodule

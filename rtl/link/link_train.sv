@@ -363,8 +363,10 @@ module link_train
           (peer_xpu_q == f_prev_exp_xpu_q && peer_lane_q == f_prev_exp_lane_q))
   `ASSERT(train_peer_is_candidate, !f_ts1_to_ts2 ||
           (peer_xpu_q == f_prev_cand_xpu_q && peer_lane_q == f_prev_cand_lane_q))
-  `ASSERT(train_peer_learnt_only_at_ts1, !$past(rst_ni) ||
-          ($stable(peer_xpu_q) && $stable(peer_lane_q)) || f_ts1_to_ts2)
+  `ASSERT_PAST_RESET
+  `ASSERT_PAST(f_past_peer, 24, {peer_xpu_q, peer_lane_q})
+  `ASSERT(train_peer_learnt_only_at_ts1, !f_past_rst_n || f_past_peer == {peer_xpu_q, peer_lane_q} ||
+          f_ts1_to_ts2)
   `ASSERT(train_active_peer_expected, !((st_q == TTs2 || st_q == TInit || st_q == TActive) && !f_ts1_to_ts2 &&
           f_checked_q) ||
           (peer_xpu_q == f_exp_xpu_q && peer_lane_q == f_exp_lane_q))

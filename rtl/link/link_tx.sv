@@ -279,15 +279,22 @@ module link_tx
   `ASSUME(env_no_flush_active, !(flush_i && active_i))
   // Pointers in sequence space: acknowledged <= sent <= filled, at most REPLAY_DEPTH held.
   `ASSERT(tx_replay_occupancy, (hi_q - ack_q) <= (fill_q - ack_q) && (fill_q - ack_q) <= 16'(REPLAY_DEPTH))
+`ifdef FORMAL
+  // A helper the induction needs, proven there.
   `ASSERT(tx_new_frame_has_room, !(st_q != StIdle && send_q == hi_q) || (hi_q - ack_q) < (fill_q - ack_q))
+`endif
   // A new frame (not a replay) starts only inside the peer's credit limit: checked the cycle
   // after its SOF went out (registered values only: reading this block's combinational
   // decisions here would make Verilator treat the tx/rx/train loop as one).
-  `ASSERT(tx_new_frame_within_credit, !$past(rst_ni) ||
-          !(st_q == StData && $past(st_q == StIdle && active_i) && send_q == hi_q) ||
+  `ASSERT_PAST_RESET
+  `ASSERT_PAST(f_past_idle_active, 1, st_q == StIdle && active_i)
+  `ASSERT_PAST(f_past_flush, 1, flush_i)
+  `ASSERT_PAST(f_past_ack, 16, ack_q)
+  `ASSERT_PAST(f_past_hi, 16, hi_q)
+  `ASSERT(tx_new_frame_within_credit, !f_past_rst_n ||
+          !(st_q == StData && f_past_idle_active && send_q == hi_q) ||
           ((credit_q - send_q) != 16'h0 && (credit_q - send_q) < 16'h8000))
-  `ASSERT(tx_ack_moves_forward, !$past(rst_ni) || $past(flush_i) ||
-          (ack_q - $past(ack_q)) <= ($past(hi_q) - $past(ack_q)))
+  `ASSERT(tx_ack_moves_forward, !f_past_rst_n || f_past_flush || (ack_q - f_past_ack) <= (f_past_hi - f_past_ack))
   `COVER(cov_tx_replay, replay_o)
   `COVER(cov_tx_replay_exhausted, replay_exhausted_o && active_i)
   `COVER(cov_tx_credit_stall, active_i && st_q == StIdle && send_q != fill_q && send_q == hi_q &&

@@ -94,12 +94,16 @@ module ocs_axil_slave #(
   `ASSERT_RESET_START
   // AXI4-Lite slave rules (docs/verification.md): a response only for a request, held with its
   // payload until taken, one transaction outstanding per channel (so responses come in order).
-  `ASSERT(axil_b_only_after_request, !$past(rst_ni) || !(bvalid_q && !$past(bvalid_q)) || $past(wr_req_o))
-  `ASSERT(axil_r_only_after_request, !$past(rst_ni) || !(rvalid_q && !$past(rvalid_q)) || $past(rd_req_o))
-  `ASSERT(axil_b_held_until_ready, !$past(rst_ni) || !$past(bvalid_q && !s_axil_bready) ||
-          (bvalid_q && $stable(bresp_q)))
-  `ASSERT(axil_r_held_until_ready, !$past(rst_ni) || !$past(rvalid_q && !s_axil_rready) ||
-          (rvalid_q && $stable(rresp_q) && $stable(rdata_q)))
+  `ASSERT_PAST_RESET
+  `ASSERT_PAST(f_past_b, 4, {bvalid_q, s_axil_bready, bresp_q})
+  `ASSERT_PAST(f_past_r, 36, {rvalid_q, s_axil_rready, rresp_q, rdata_q})
+  `ASSERT_PAST(f_past_req, 2, {wr_req_o, rd_req_o})
+  `ASSERT(axil_b_only_after_request, !f_past_rst_n || !(bvalid_q && !f_past_b[3]) || f_past_req[1])
+  `ASSERT(axil_r_only_after_request, !f_past_rst_n || !(rvalid_q && !f_past_r[35]) || f_past_req[0])
+  `ASSERT(axil_b_held_until_ready, !f_past_rst_n || !(f_past_b[3] && !f_past_b[2]) ||
+          (bvalid_q && bresp_q == f_past_b[1:0]))
+  `ASSERT(axil_r_held_until_ready, !f_past_rst_n || !(f_past_r[35] && !f_past_r[34]) ||
+          (rvalid_q && rresp_q == f_past_r[33:32] && rdata_q == f_past_r[31:0]))
   `ASSERT(axil_one_write_outstanding, !(wr_req_o && bvalid_q))
   `ASSERT(axil_one_read_outstanding, !(rd_req_o && rvalid_q))
   `ASSERT(axil_aw_w_together, s_axil_awready == s_axil_wready)

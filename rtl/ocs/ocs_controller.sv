@@ -387,9 +387,12 @@ module ocs_controller #(
   `ASSERT(ctl_commit_only_idle, !(commit && !seq_idle))
   // Watchdog expiry: Safe (safe_o) the next cycle, the watchdog held while safe, and every
   // element write from then on carries SAFE_CODE.
-  `ASSERT(ctl_watchdog_to_safe, !$past(rst_ni) || !$past(wd_expire) || safe_o)
+  `ASSERT_PAST_RESET
+  `ASSERT_PAST(f_past_expire, 1, wd_expire)
+  `ASSERT_PAST(f_past_safe_code, DAC_BITS, safe_code_q)
+  `ASSERT(ctl_watchdog_to_safe, !f_past_rst_n || !f_past_expire || safe_o)
   `ASSERT(ctl_watchdog_held_safe, !seq_safe || !wd_expire)
-  `ASSERT(ctl_safe_writes_safe_code, !(safe_o && dac_valid_o) || dac_code_o == $past(safe_code_q))
+  `ASSERT(ctl_safe_writes_safe_code, !(safe_o && dac_valid_o) || dac_code_o == f_past_safe_code)
   `ASSERT(ctl_irq_level, irq_o == |({ev_count != 16'd0, irq_q} & ~mask_q))
   `ASSERT(ctl_write_error_no_effect, !wr_err || !(commit || map_we || dac_we || scratch_we || we_dac_min ||
           we_dac_max || we_safe_code))

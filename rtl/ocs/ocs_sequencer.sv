@@ -516,8 +516,13 @@ module ocs_sequencer #(
   // or written against two values (docs/verification.md).
   `ASSUME(env_no_staged_write_busy, !((map_we_i || dac_we_i) && busy_o))
   `ASSUME(env_commit_only_idle, !(commit_i && !idle_o))
-  `ASSUME(env_range_still, !((st_q == SVal || st_q == SProg)) || ($stable(dac_min_i) && $stable(dac_max_i)))
-  `ASSUME(env_safe_code_still, !(st_q == SSafe && !phase_q) || $stable(safe_code_i))
+  `ASSERT_PAST_RESET
+  `ASSERT_PAST(f_past_range, 2*DAC_BITS, {dac_min_i, dac_max_i})
+  `ASSERT_PAST(f_past_safe_code, DAC_BITS, safe_code_i)
+  `ASSERT_PAST(f_past_applied, 1, apply_pass || apply_safe)
+  `ASSERT_PAST(f_past_safe_enter, 1, safe_enter_i && st_q != SSafe)
+  `ASSUME(env_range_still, !((st_q == SVal || st_q == SProg)) || !f_past_rst_n || f_past_range == {dac_min_i, dac_max_i})
+  `ASSUME(env_safe_code_still, !(st_q == SSafe && !phase_q) || !f_past_rst_n || f_past_safe_code == safe_code_i)
 
   // Wide predicates as single bits: Verilator 5.006 miscompiles the sampled copies of wide
   // vectors that a concurrent assertion reads directly.
@@ -559,7 +564,7 @@ module ocs_sequencer #(
   `ASSERT(seq_dac_code_safe, !(dac_valid_d && st_q == SSafe) || dac_code_d == safe_code_i)
   `ASSERT(seq_dac_elem_range, !dac_valid_d || ei < 9'(N_ELEMS))
   // The active tables change only when a verify passes or the safe sweep ends.
-  `ASSERT(seq_active_changes_only_on_pass_or_safe, !$past(rst_ni) || f_act_stable || $past(apply_pass || apply_safe))
+  `ASSERT(seq_active_changes_only_on_pass_or_safe, !f_past_rst_n || f_act_stable || f_past_applied)
   // The mesh: the active codes whenever no commit or sweep is under way; during Program the
   // staged codes below idx; after Program (Settle, Verify) the staged codes; during Rollback
   // the active codes below idx and the staged ones above; during the sweep SAFE_CODE below idx.
@@ -571,7 +576,7 @@ module ocs_sequencer #(
   `ASSERT(seq_mesh_safe_sweep, !(st_q == SSafe && !phase_q) || f_mesh_safe)
   // Watchdog: Safe the cycle after safe_enter_i; the sweep advances one element per free slot
   // and the slot counts down, so it ends within N_ELEMS slots (docs: N_ELEMS * DAC_UPDATE_CYCLES).
-  `ASSERT(seq_safe_entered, !$past(rst_ni) || !$past(safe_enter_i && st_q != SSafe) || st_q == SSafe)
+  `ASSERT(seq_safe_entered, !f_past_rst_n || !f_past_safe_enter || st_q == SSafe)
   `ASSERT(seq_safe_sweep_progress, !(st_q == SSafe && !phase_q && !safe_enter_i && slot_q == 16'd0 &&
           idx_q < 9'(N_ELEMS)) || (dac_valid_d && idx_d == idx_q + 9'd1))
   `ASSERT(seq_slot_counts_down, slot_q == 16'd0 || slot_d == slot_q - 16'd1 || dac_valid_d)

@@ -92,7 +92,7 @@ TEST_CASE("rtl assertions: a model driven against its assumption stops, naming t
   });
   CHECK(failed_at == 11);
   CHECK(b.ctx.gotError());
-  INFO("Verilator printed: " << out);
+  MESSAGE("Verilator printed: " << out);
   CHECK(out.find("env_no_flush_active") != std::string::npos);  // the assertion
   CHECK(out.find("tx.link_tx") != std::string::npos);            // the instance
   CHECK(out.find("[20]") != std::string::npos);                  // the time: the 11th rising edge
