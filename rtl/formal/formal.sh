@@ -24,6 +24,7 @@ RTL="$(cd "$HERE/.." && pwd)"
 GEN=""
 OUT="build-formal"
 SOLVER="z3"
+RTL_GIVEN=0
 
 # name | top | parameters (-chparam ...) | mode depth | files (relative to rtl/, @gen/ for generated)
 GROUPS_TABLE='
@@ -45,7 +46,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --gen) GEN="${2:?--gen wants a folder}"; shift 2 ;;
     --out) OUT="${2:?--out wants a folder}"; shift 2 ;;
-    --rtl) RTL="${2:?--rtl wants a folder}"; shift 2 ;;
+    --rtl) RTL="${2:?--rtl wants a folder}"; RTL_GIVEN=1; shift 2 ;;
     --solver) SOLVER="${2:?--solver wants a name}"; shift 2 ;;
     --list) echo "$GROUPS_TABLE" | sed '/^$/d' | cut -d'|' -f1,2,4 | tr '|' '\t'; exit 0 ;;
     -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
@@ -69,8 +70,9 @@ if [ "${groups[0]}" = all ]; then
 fi
 
 rerun_cmd() {
-  local cmd="rtl/formal/formal.sh --gen $GEN --out $OUT"
-  [ "$RTL" != "$(cd "$HERE/.." && pwd)" ] && cmd+=" --rtl $RTL"
+  local cmd="$0 --gen $GEN --out $OUT"
+  [ "$RTL_GIVEN" = 1 ] && cmd+=" --rtl $RTL"
+  [ "$SOLVER" != z3 ] && cmd+=" --solver $SOLVER"
   echo "$cmd $1"
 }
 
