@@ -1,6 +1,8 @@
 #include "link_pair.h"
+#include "sim/rtl_assert.h"
 
 #include "Vlink_endpoint.h"
+#include "Vlink_endpoint_noassert.h"
 #include "Vlink_endpoint_trace.h"
 #include "rtl/cov/coverage_dump.h"
 #include "verilated.h"
@@ -53,6 +55,7 @@ class PairSim final : public LinkPair::Impl {
         sb_b_(cfg.seed * 2 + 1, cfg.traffic_ab, cfg.seed ^ 0x1111),
         sb_a_(cfg.seed * 2 + 2, cfg.traffic_ba, cfg.seed ^ 0x2222) {
     ctx_.randReset(0);
+    catch_assertions(ctx_);
     if constexpr (kTrace) ctx_.traceEverOn(true);
     a_ = std::make_unique<V>(&ctx_, "a");
     b_ = std::make_unique<V>(&ctx_, "b");
@@ -234,6 +237,7 @@ class PairSim final : public LinkPair::Impl {
       retrain_pulse_ = 0;
     }
     ++cycle_;
+    check_assertions(ctx_, cycle_);
     note_state('a', *a_, last_a_);
     note_state('b', *b_, last_b_);
   }
@@ -268,7 +272,9 @@ LinkPair::LinkPair(const LinkPairConfig& cfg, const TraceOptions& trace, bool ap
     : cfg_(cfg), apply_actions_(apply_actions_itself) {
   std::stable_sort(cfg_.actions.begin(), cfg_.actions.end(),
                    [](const LinkAction& x, const LinkAction& y) { return x.cycle < y.cycle; });
-  if (trace.fst_path.empty())
+  if (trace.fst_path.empty() && !cfg_.assertions)
+    impl_ = std::make_unique<PairSim<Vlink_endpoint_noassert, false>>(cfg_, trace);
+  else if (trace.fst_path.empty())
     impl_ = std::make_unique<PairSim<Vlink_endpoint, false>>(cfg_, trace);
   else
     impl_ = std::make_unique<PairSim<Vlink_endpoint_trace, true>>(cfg_, trace);

@@ -42,6 +42,10 @@ struct LinkPairConfig {
   link::LinkState expect_state_b = link::LinkState::Active;
   std::optional<link::Reason> expect_reason_a;
   bool expect_all_delivered = true;
+  // false: the endpoints built without assertions (Vlink_endpoint_noassert), only for `mxtb bench
+  // link`, which reports what the assertions cost. Ignored with a waveform (the traced models
+  // have them).
+  bool assertions = true;
 };
 
 struct TraceOptions {

@@ -31,6 +31,7 @@
 // are delivered L clocks on; each thread computes its own receivers' at the next window's start,
 // except when a garbled output needs the server's one noise generator in the reference's order.
 #include "sim/server_engine.h"
+#include "sim/rtl_assert.h"
 
 #include "Vlink_endpoint.h"
 #include "Vlink_endpoint___024root.h"
@@ -465,6 +466,7 @@ FastEngine<Ctl, Ep, kTrace>::FastEngine(ServerSim& s)
   const ServerConfig& cfg = cfg_;
   period_ps_ = static_cast<uint64_t>(std::llround(1e6 / cfg.clock_mhz));
   ctx_.randReset(0);
+  catch_assertions(ctx_);
   if constexpr (kTrace) {
     ctx_.traceEverOn(true);
     ctx_.timeunit(-12);
@@ -819,6 +821,7 @@ void FastEngine<Ctl, Ep, kTrace>::cycle_single() {
     }
   }
   sim_.cycle_ = t + 1;
+  check_assertions(ctx_, sim_.cycle_);
   if (ev.bus_result) {
     sim_.bus_result_ = ev.bus_result;
     sim_.bus_done_ = true;
@@ -1087,6 +1090,7 @@ uint64_t FastEngine<Ctl, Ep, kTrace>::run_window(uint64_t T, uint32_t W) {
   std::swap(stage_.routes, route_log_);
   if (stage_.routes.garbled()) flush_stage();
   sim_.cycle_ = E;
+  check_assertions(ctx_, sim_.cycle_);
   if (ev.bus_result) {
     sim_.bus_result_ = ev.bus_result;
     sim_.bus_done_ = true;

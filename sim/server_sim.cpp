@@ -1,5 +1,6 @@
 // ServerSim and its reference engine: the emulated server as first written (server_engine.h).
 #include "server_sim.h"
+#include "sim/rtl_assert.h"
 
 #include "sim/server_engine.h"
 
@@ -274,6 +275,7 @@ void ReferenceEngine<Ctl, Ep, kTrace>::build(ServerSim& sim) {
   const int n_links = sim.n_links_;
   period_ps = static_cast<uint64_t>(std::llround(1e6 / cfg.clock_mhz));
   ctx.randReset(0);
+  catch_assertions(ctx);
   if constexpr (kTrace) {
     ctx.traceEverOn(true);
     ctx.timeunit(-12);
@@ -490,6 +492,7 @@ void ReferenceEngine<Ctl, Ep, kTrace>::one_cycle(ServerSim& sim) {
 
   m.clock_all(cycle_);
   ++cycle_;
+  check_assertions(m.ctx, cycle_);
 
   if (auto r = m.bus.sample()) {
     bus_result_ = r;

@@ -174,17 +174,37 @@ int cmd_bench_link(const ArgList& argv) {
   fmt::print("  (b) SystemC harness:   {:.3f} s ({} batches of up to {} cycles)\n", sc_s, sc_batches, batch);
   run_loop();
   fmt::print("  (a) plain C++ loop:    {:.3f} s\n", loop_s.back());
+  // The cost of the RTL assertions: the same loop on endpoints built without them, twice (its
+  // faster run), after the runs with them, so both see the same warm machine.
+  LinkPairResult off_r;
+  std::vector<double> off_s;
+  for (int i = 0; i < 2; ++i) {
+    LinkPairConfig off = cfg;
+    off.assertions = false;
+    LinkPair pair(off);
+    off_s.push_back(timed([&] { pair.run(); }));
+    off_r = pair.result();
+    fmt::print("  (c) loop, no asserts:  {:.3f} s\n", off_s.back());
+  }
 
   double loop_best = std::min(loop_s[0], loop_s[1]);
   double a_rate = loop_r.cycles / loop_best;
   double b_rate = sc_r.cycles / sc_s;
   double ratio = b_rate / a_rate;
-  bool identical = to_json(loop_r) == to_json(sc_r);
+  bool identical = to_json(loop_r) == to_json(sc_r) && to_json(loop_r) == to_json(off_r);
+  const double off_best = std::min(off_s[0], off_s[1]);
+  const double c_rate = off_r.cycles / off_best;
+  // How much longer the same cycles take with assertions than without.
+  const double assert_cost_pct = 100.0 * (loop_best / off_best - 1.0);
+  const double assert_goal_pct = 15.0;
   fmt::print("\n  {:<22} {:>12} {:>14}\n", "harness", "cycles", "cycles/s");
   fmt::print("  {:<22} {:>12} {:>14.0f}\n", "(a) plain C++ loop", loop_r.cycles, a_rate);
   fmt::print("  {:<22} {:>12} {:>14.0f}\n", "(b) SystemC, batched", sc_r.cycles, b_rate);
+  fmt::print("  {:<22} {:>12} {:>14.0f}\n", "(c) loop, no asserts", off_r.cycles, c_rate);
   fmt::print("  ratio b/a: {:.3f} (goal >= 0.5: {})\n", ratio, ratio >= 0.5 ? "met" : "NOT met");
-  fmt::print("  both harnesses simulated the same thing: {}\n", identical ? "yes (identical results)" : "NO");
+  fmt::print("  assertions cost: {:+.1f} % wall time, a against c (goal <= {:.0f} %: {})\n", assert_cost_pct,
+             assert_goal_pct, assert_cost_pct <= assert_goal_pct ? "met" : "NOT met");
+  fmt::print("  all runs simulated the same thing: {}\n", identical ? "yes (identical results)" : "NO");
   fmt::print("  traffic delivered: A->B {} messages, B->A {} messages\n", loop_r.ab.messages_delivered,
              loop_r.ba.messages_delivered);
   if (args.has("--json")) {
@@ -195,6 +215,10 @@ int cmd_bench_link(const ArgList& argv) {
            {"plain_loop", {{"wall_s", loop_s}, {"best_wall_s", loop_best}, {"cycles_per_s", a_rate}}},
            {"systemc", {{"wall_s", sc_s}, {"cycles_per_s", b_rate}, {"batches", sc_batches}, {"max_batch", batch}}},
            {"ratio_b_over_a", ratio},
+           {"assertions_off", {{"wall_s", off_s}, {"best_wall_s", off_best}, {"cycles_per_s", c_rate}}},
+           {"assertion_cost_pct", assert_cost_pct},
+           {"goal_assertion_cost_pct", assert_goal_pct},
+           {"assertion_goal_met", assert_cost_pct <= assert_goal_pct},
            {"goal_ratio", 0.5},
            {"goal_met", ratio >= 0.5},
            {"identical_results", identical},

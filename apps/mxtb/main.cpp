@@ -3,7 +3,9 @@
 // else arrives here. docs/cli.md.
 #include "apps/mxtb/args.h"
 #include "apps/mxtb/commands.h"
+#include "apps/mxtb/rtl_rerun.h"
 #include "apps/mxtb/scenario.h"
+#include "sim/rtl_assert.h"
 
 #include <fmt/format.h>
 
@@ -163,6 +165,10 @@ int main(int argc, char** argv) {
   } catch (const mxtb::app::ScenarioError& e) {
     fmt::print(stderr, "mxtb {}: scenario error: {}\n", name, e.what());
     return 2;
+  } catch (const mxtb::sim::RtlAssertionFailure& e) {
+    fmt::print(stderr, "mxtb {}: error: {}\n  rerun: {}\n", name, e.what(),
+               mxtb::app::rtl_assert_rerun(name, args, e.cycle()));
+    return 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "mxtb {}: error: {}\n", name, e.what());
     return 1;

@@ -4,6 +4,8 @@
 //   XPU tx_* -> link_tx (replay buffer, framer) -> scrambler58 -> lane_tx_o
 //   lane_rx_i -> link_block_lock -> descrambler58 -> link_rx (deframer, receive buffer) -> rx_*
 //   link_train watches both and owns the state, reason and laser.
+`include "mxtb_assert.svh"
+
 module link_endpoint
 #(
   parameter int MAX_WORDS      = 16,
@@ -164,5 +166,14 @@ module link_endpoint
       bad_blocks_q <= bad_blocks_q + 32'(bad_block);
     end
   end
+
+  // ---------------------------------------------------------------- assertions
+  `ASSERT_RESET_START
+  // MAX_REPLAYS replays in a row without progress retrain the link: once exhausted it is not
+  // Active the next cycle.
+  `ASSERT_PAST_RESET
+  `ASSERT_PAST(f_past_exhausted, 1, active && replay_exhausted)
+  `ASSERT(link_replays_bounded, !f_past_rst_n || !f_past_exhausted || !active)
+  `ASSERT(link_flush_outside_active, !(flush && active))
 
 endmodule

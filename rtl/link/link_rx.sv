@@ -3,6 +3,8 @@
 // visible on rx_* after its EOF checked, so nothing corrupted or out of order is ever delivered.
 // It tells the local transmitter what to acknowledge or NAK, and passes on what the peer sent
 // (training sets, acknowledgements, credits).
+`include "mxtb_assert.svh"
+
 module link_rx
 #(
   parameter int MAX_WORDS = 16,  // payload words per frame; power of two
@@ -144,7 +146,9 @@ module link_rx
       bad_block_o = 1'b1;
       frame_bad   = st_q == StData;
     end else if (ctl_ok) begin
-      unique case (ctl_type)
+      // Plain case (the items are distinct constants, with a default): with --assert, Verilator's
+      // unique-case check keeps this block whole, and the tx/rx/train blocks then form a loop.
+      case (ctl_type)
         link_pkg::CtlIdle: idle_o = 1'b1;
         link_pkg::CtlTs1:  ts1_o  = 1'b1;
         link_pkg::CtlTs2:  ts2_o  = 1'b1;
@@ -260,5 +264,53 @@ module link_rx
       nak_sent_q <= nak_sent_d;
     end
   end
+
+  // ---------------------------------------------------------------- assertions
+  `ASSERT_RESET_START
+`ifdef MXTB_ASSERT_ON
+  // Shadow: the sequence number of the frame each receive slot holds.
+  logic [15:0] f_slot_seq_q [RX_SLOTS];
+  always_ff @(posedge clk_i) begin
+    if (frame_ok_o) f_slot_seq_q[seq_q[SlotW-1:0]] <= seq_q;
+  end
+  // Every frame between rd and expect (buffered, not yet drained) sits in its slot.
+  function automatic logic f_buffered_in_place(input logic [15:0] rd, input logic [15:0] ex);
+    f_buffered_in_place = 1'b1;
+    for (int k = 0; k < RX_SLOTS; k++) begin
+      if (16'(k) < ex - rd && f_slot_seq_q[SlotW'(rd + 16'(k))] != rd + 16'(k)) f_buffered_in_place = 1'b0;
+    end
+  endfunction
+
+  logic [15:0] f_rd_slot_seq;
+  assign f_rd_slot_seq = f_slot_seq_q[rd_slot];
+
+  // Environment: training flushes only outside Active (link_train asserts it).
+  `ASSUME(env_no_flush_active, !(flush_i && active_i))
+
+  // Credits: the frames the peer may still send (credit limit - expect) stay in [0, RX_SLOTS].
+  `ASSERT(rx_credits_in_range, (expect_q - rd_q) <= 16'(RX_SLOTS))
+`ifdef FORMAL
+  // Helpers the induction needs, proven there; simulation checks what they support (the loop
+  // over every slot would cost each simulated cycle).
+  logic f_in_place;
+  assign f_in_place = f_buffered_in_place(rd_q, expect_q);
+  `ASSERT(rx_accepted_frame_has_room, !(st_q == StData && accept_q) ||
+          (seq_q == expect_q && (expect_q - rd_q) < 16'(RX_SLOTS)))
+  `ASSERT(rx_frames_in_place, f_in_place)
+`endif
+  // In order, each once: expect and the drain pointer only step by one (or restart on a flush),
+  // and the frame delivered at rd is the one with sequence number rd.
+  `ASSERT_PAST_RESET
+  `ASSERT_PAST(f_past_flush, 1, flush_i)
+  `ASSERT_PAST(f_past_expect, 16, expect_q)
+  `ASSERT_PAST(f_past_rd, 16, rd_q)
+  `ASSERT(rx_expect_steps, !f_past_rst_n || f_past_flush || expect_q == f_past_expect ||
+          expect_q == f_past_expect + 16'd1)
+  `ASSERT(rx_drain_steps, !f_past_rst_n || f_past_flush || rd_q == f_past_rd || rd_q == f_past_rd + 16'd1)
+  `ASSERT(rx_delivers_in_order, !rx_valid_o || f_rd_slot_seq == rd_q)
+  `COVER(cov_rx_buffer_full, (expect_q - rd_q) == 16'(RX_SLOTS))
+  `COVER(cov_rx_crc_error, crc_err_o)
+  `COVER(cov_rx_nak, nak_sent_i)
+`endif
 
 endmodule

@@ -4,6 +4,8 @@
 // the heartbeat timeout, an error-rate window, replay exhaustion and the peer restarting training.
 // Retrain after dropping an Active link turns the laser off, so the peer sees loss of signal and retrains as well.
 // States and reason codes come from link_pkg (generated from rtl/link/link_defs.json).
+`include "mxtb_assert.svh"
+
 module link_train
 #(
   parameter int RESET_CYCLES   = 16,
@@ -295,5 +297,106 @@ module link_train
       err_cnt_q   <= err_cnt_d;
     end
   end
+
+  // ---------------------------------------------------------------- assertions
+  `ASSERT_RESET_START
+`ifdef MXTB_ASSERT_ON
+  localparam logic [3:0] TReset = link_pkg::StReset, TDetect = link_pkg::StDetect,
+                         TLock = link_pkg::StBlockLock, TTs1 = link_pkg::StTs1, TTs2 = link_pkg::StTs2,
+                         TInit = link_pkg::StCreditInit, TActive = link_pkg::StActive,
+                         TRetrain = link_pkg::StRetrain, TDisabled = link_pkg::StDisabled;
+  // The transitions docs/link-layer.md draws, and no others.
+  function automatic logic f_legal(input logic [3:0] a, input logic [3:0] b);
+    f_legal = a == b ||
+              (b == TDisabled) ||                                       // enable_i low, wrong peer
+              (a == TDisabled && b == TDetect) ||
+              (b == TRetrain && a != TReset && a != TDisabled) ||           // retrain_req_i, lost lane, timeouts
+              (a == TReset && b == TDetect) ||
+              (a == TDetect && b == TLock) ||
+              (a == TLock && b == TTs1) ||
+              (a == TTs1 && b == TTs2) ||
+              (a == TTs2 && b == TInit) ||
+              (a == TInit && b == TActive) ||
+              (a == TRetrain && b == TDetect);
+  endfunction
+  // Checked on registered values, one cycle late: reading st_d here would make Verilator treat
+  // the tx/rx/train combinational loop as one block.
+  logic [3:0]  f_prev_st_q;
+  logic        f_prev_check_q, f_checked_q;
+  logic [15:0] f_prev_exp_xpu_q, f_prev_cand_xpu_q, f_exp_xpu_q;
+  logic [7:0]  f_prev_exp_lane_q, f_prev_cand_lane_q, f_exp_lane_q;
+  logic        f_ts1_to_ts2;
+  assign f_ts1_to_ts2 = f_prev_st_q == TTs1 && st_q == TTs2;
+  // Shadow: the expectation in force when Ts1 accepted the peer.
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      f_prev_st_q        <= TReset;
+      f_prev_check_q     <= 1'b0;
+      f_prev_exp_xpu_q   <= '0;
+      f_prev_exp_lane_q  <= '0;
+      f_prev_cand_xpu_q  <= '0;
+      f_prev_cand_lane_q <= '0;
+      f_checked_q        <= 1'b0;
+      f_exp_xpu_q        <= '0;
+      f_exp_lane_q       <= '0;
+    end else begin
+      f_prev_st_q        <= st_q;
+      f_prev_check_q     <= check_peer_i;
+      f_prev_exp_xpu_q   <= expect_xpu_i;
+      f_prev_exp_lane_q  <= expect_lane_i;
+      f_prev_cand_xpu_q  <= cand_xpu_q;
+      f_prev_cand_lane_q <= cand_lane_q;
+      if (f_ts1_to_ts2) begin
+        f_checked_q  <= f_prev_check_q;
+        f_exp_xpu_q  <= f_prev_exp_xpu_q;
+        f_exp_lane_q <= f_prev_exp_lane_q;
+      end
+    end
+  end
+
+  `ASSERT(train_state_legal, st_q <= TDisabled)
+  `ASSERT(train_transition_legal, f_legal(f_prev_st_q, st_q))
+  `ASSERT(train_active_only_from_credit_init, !(st_q == TActive && f_prev_st_q != TActive) || f_prev_st_q == TInit)
+  // Never Active with a peer other than the expected one: the peer is learnt only when Ts1
+  // accepts it, is checked then, and does not change until the next Ts1.
+  `ASSERT(train_peer_checked_at_ts1, !(f_ts1_to_ts2 && f_prev_check_q) ||
+          (peer_xpu_q == f_prev_exp_xpu_q && peer_lane_q == f_prev_exp_lane_q))
+  `ASSERT(train_peer_is_candidate, !f_ts1_to_ts2 ||
+          (peer_xpu_q == f_prev_cand_xpu_q && peer_lane_q == f_prev_cand_lane_q))
+  `ASSERT_PAST_RESET
+  `ASSERT_PAST(f_past_peer, 24, {peer_xpu_q, peer_lane_q})
+  `ASSERT(train_peer_learnt_only_at_ts1, !f_past_rst_n || f_past_peer == {peer_xpu_q, peer_lane_q} ||
+          f_ts1_to_ts2)
+  `ASSERT(train_active_peer_expected, !((st_q == TTs2 || st_q == TInit || st_q == TActive) && !f_ts1_to_ts2 &&
+          f_checked_q) ||
+          (peer_xpu_q == f_exp_xpu_q && peer_lane_q == f_exp_lane_q))
+  `ASSERT(train_active_laser_on, st_q != TActive || laser_o)
+
+  `COVER(cov_train_reset, st_q == TReset)
+  `COVER(cov_train_detect, st_q == TDetect)
+  `COVER(cov_train_block_lock, st_q == TLock)
+  `COVER(cov_train_ts1, st_q == TTs1)
+  `COVER(cov_train_ts2, st_q == TTs2)
+  `COVER(cov_train_credit_init, st_q == TInit)
+  `COVER(cov_train_active, st_q == TActive)
+  `COVER(cov_train_retrain, st_q == TRetrain)
+  `COVER(cov_train_disabled, st_q == TDisabled)
+  `COVER(cov_tr_reset_detect, f_prev_st_q == TReset && st_q == TDetect)
+  `COVER(cov_tr_detect_lock, f_prev_st_q == TDetect && st_q == TLock)
+  `COVER(cov_tr_detect_timeout, st_q == TDetect && rsn_q == link_pkg::RsnDetectTimeout)
+  `COVER(cov_tr_lock_ts1, f_prev_st_q == TLock && st_q == TTs1)
+  `COVER(cov_tr_lock_retrain, f_prev_st_q == TLock && st_q == TRetrain)
+  `COVER(cov_tr_ts1_ts2, f_prev_st_q == TTs1 && st_q == TTs2)
+  `COVER(cov_tr_ts1_retrain, f_prev_st_q == TTs1 && st_q == TRetrain)
+  `COVER(cov_tr_ts1_wrong_peer, f_prev_st_q == TTs1 && st_q == TDisabled && rsn_q == link_pkg::RsnWrongPeer)
+  `COVER(cov_tr_ts2_credit_init, f_prev_st_q == TTs2 && st_q == TInit)
+  `COVER(cov_tr_ts2_retrain, f_prev_st_q == TTs2 && st_q == TRetrain)
+  `COVER(cov_tr_credit_init_active, f_prev_st_q == TInit && st_q == TActive)
+  `COVER(cov_tr_credit_init_retrain, f_prev_st_q == TInit && st_q == TRetrain)
+  `COVER(cov_tr_active_retrain, f_prev_st_q == TActive && st_q == TRetrain)
+  `COVER(cov_tr_active_disabled, f_prev_st_q == TActive && st_q == TDisabled)
+  `COVER(cov_tr_retrain_detect, f_prev_st_q == TRetrain && st_q == TDetect)
+  `COVER(cov_tr_disabled_detect, f_prev_st_q == TDisabled && st_q == TDetect)
+  `endif
 
 endmodule

@@ -6,6 +6,8 @@
 // four pointers walk that space: ack_q (oldest unacknowledged) <= send_q (next to put on the
 // lane) <= hi_q (one past the highest ever sent) and fill_q (next slot the XPU fills). A frame at
 // or beyond hi_q is new and needs a credit; one below it is a replay and does not.
+`include "mxtb_assert.svh"
+
 module link_tx
 #(
   parameter int MAX_WORDS      = 16,   // payload words per frame; power of two
@@ -182,7 +184,9 @@ module link_tx
       end
     end else begin
       hb_d = (hb_q == 16'hFFFF) ? hb_q : hb_q + 16'd1;
-      unique case (st_q)
+      // Plain case (the items are distinct constants, with a default): with --assert, Verilator's
+      // unique-case check keeps this block whole, and the tx/rx/train blocks then form a loop.
+      case (st_q)
         StIdle: begin
           // A go-back with nothing on the lane takes effect at once.
           if (goback || (send_q - ack_d) > (hi_q - ack_d)) send_d = ack_d;
@@ -268,5 +272,33 @@ module link_tx
       consec_q    <= consec_d;
     end
   end
+
+  // ---------------------------------------------------------------- assertions
+  `ASSERT_RESET_START
+  // Environment: training flushes only outside Active (link_train asserts it).
+  `ASSUME(env_no_flush_active, !(flush_i && active_i))
+  // Pointers in sequence space: acknowledged <= sent <= filled, at most REPLAY_DEPTH held.
+  `ASSERT(tx_replay_occupancy, (hi_q - ack_q) <= (fill_q - ack_q) && (fill_q - ack_q) <= 16'(REPLAY_DEPTH))
+`ifdef FORMAL
+  // A helper the induction needs, proven there.
+  `ASSERT(tx_new_frame_has_room, !(st_q != StIdle && send_q == hi_q) || (hi_q - ack_q) < (fill_q - ack_q))
+`endif
+  // A new frame (not a replay) starts only inside the peer's credit limit: checked the cycle
+  // after its SOF went out (registered values only: reading this block's combinational
+  // decisions here would make Verilator treat the tx/rx/train loop as one).
+  `ASSERT_PAST_RESET
+  `ASSERT_PAST(f_past_idle_active, 1, st_q == StIdle && active_i)
+  `ASSERT_PAST(f_past_flush, 1, flush_i)
+  `ASSERT_PAST(f_past_ack, 16, ack_q)
+  `ASSERT_PAST(f_past_hi, 16, hi_q)
+  `ASSERT(tx_new_frame_within_credit, !f_past_rst_n ||
+          !(st_q == StData && f_past_idle_active && send_q == hi_q) ||
+          ((credit_q - send_q) != 16'h0 && (credit_q - send_q) < 16'h8000))
+  `ASSERT(tx_ack_moves_forward, !f_past_rst_n || f_past_flush || (ack_q - f_past_ack) <= (f_past_hi - f_past_ack))
+  `COVER(cov_tx_replay, replay_o)
+  `COVER(cov_tx_replay_exhausted, replay_exhausted_o && active_i)
+  `COVER(cov_tx_credit_stall, active_i && st_q == StIdle && send_q != fill_q && send_q == hi_q &&
+         (credit_q - send_q) == 16'h0)
+  `COVER(cov_tx_buffer_full, !tx_ready_o)
 
 endmodule

@@ -6,6 +6,8 @@
 // handshake, rd_data_i/rd_err_i are captured, and r* holds them until rready. Read side effects
 // (pop, read-clear, latch) therefore happen exactly once per read. When a read and a write are
 // both offered in the same cycle the write goes first.
+`include "mxtb_assert.svh"
+
 module ocs_axil_slave #(
   parameter int AW = 16
 ) (
@@ -87,5 +89,34 @@ module ocs_axil_slave #(
       end
     end
   end
+
+  // ---------------------------------------------------------------- assertions
+  `ASSERT_RESET_START
+  // AXI4-Lite slave rules (docs/verification.md): a response only for a request, held with its
+  // payload until taken, one transaction outstanding per channel (so responses come in order).
+  `ASSERT_PAST_RESET
+  `ASSERT_PAST(f_past_b, 4, {bvalid_q, s_axil_bready, bresp_q})
+  `ASSERT_PAST(f_past_r, 36, {rvalid_q, s_axil_rready, rresp_q, rdata_q})
+  `ASSERT_PAST(f_past_req, 2, {wr_req_o, rd_req_o})
+  `ASSERT(axil_b_only_after_request, !f_past_rst_n || !(bvalid_q && !f_past_b[3]) || f_past_req[1])
+  `ASSERT(axil_r_only_after_request, !f_past_rst_n || !(rvalid_q && !f_past_r[35]) || f_past_req[0])
+  `ASSERT(axil_b_held_until_ready, !f_past_rst_n || !(f_past_b[3] && !f_past_b[2]) ||
+          (bvalid_q && bresp_q == f_past_b[1:0]))
+  `ASSERT(axil_r_held_until_ready, !f_past_rst_n || !(f_past_r[35] && !f_past_r[34]) ||
+          (rvalid_q && rresp_q == f_past_r[33:32] && rdata_q == f_past_r[31:0]))
+  `ASSERT(axil_one_write_outstanding, !(wr_req_o && bvalid_q))
+  `ASSERT(axil_one_read_outstanding, !(rd_req_o && rvalid_q))
+  `ASSERT(axil_aw_w_together, s_axil_awready == s_axil_wready)
+  `ASSERT(axil_ready_needs_valid, !(s_axil_awready && !(s_axil_awvalid && s_axil_wvalid)) &&
+          !(s_axil_arready && !s_axil_arvalid))
+  `ASSERT(axil_resp_legal, (bresp_q == RespOkay || bresp_q == RespSlverr) &&
+          (rresp_q == RespOkay || rresp_q == RespSlverr))
+  `ASSERT(axil_slverr_reads_zero, !(rvalid_q && rresp_q == RespSlverr) || rdata_q == 32'h0)
+  `COVER(cov_axil_write_okay, s_axil_bvalid && s_axil_bready && s_axil_bresp == RespOkay)
+  `COVER(cov_axil_write_slverr, s_axil_bvalid && s_axil_bready && s_axil_bresp == RespSlverr)
+  `COVER(cov_axil_read_okay, s_axil_rvalid && s_axil_rready && s_axil_rresp == RespOkay)
+  `COVER(cov_axil_read_slverr, s_axil_rvalid && s_axil_rready && s_axil_rresp == RespSlverr)
+  `COVER(cov_axil_write_beats_read, s_axil_arvalid && wr_req_o)
+  `COVER(cov_axil_b_backpressure, s_axil_bvalid && !s_axil_bready)
 
 endmodule

@@ -2,6 +2,8 @@
 // from rtl/ocs/ocs_regs.json into ocs_reg_pkg), staged/active tables and the commit sequencer,
 // DAC port to the mesh, monitor photodiodes, link monitor and event log, interrupts, host watchdog
 // and safe state, free-running cycle counter, scratch RAM.
+`include "mxtb_assert.svh"
+
 module ocs_controller #(
   parameter int N_PORTS             = 32,   // port-map entries / photodiodes, at most 64
   parameter int N_ELEMS             = 144,  // switch elements: Benes (2*log2(N)-1)*N/2, at most 256
@@ -377,5 +379,28 @@ module ocs_controller #(
     .link_state_i, .link_reason_i,
     .link_check_o, .link_expect_xpu_o, .link_expect_lane_o, .link_retrain_o
   );
+
+  // ---------------------------------------------------------------- assertions
+  `ASSERT_RESET_START
+  // The register block keeps the sequencer's promises (its env_* assumptions).
+  `ASSERT(ctl_no_staged_write_busy, !((map_we || dac_we) && seq_busy))
+  `ASSERT(ctl_commit_only_idle, !(commit && !seq_idle))
+  // Watchdog expiry: Safe (safe_o) the next cycle, the watchdog held while safe, and every
+  // element write from then on carries SAFE_CODE.
+  `ASSERT_PAST_RESET
+  `ASSERT_PAST(f_past_expire, 1, wd_expire)
+  `ASSERT_PAST(f_past_safe_code, DAC_BITS, safe_code_q)
+  `ASSERT(ctl_watchdog_to_safe, !f_past_rst_n || !f_past_expire || safe_o)
+  `ASSERT(ctl_watchdog_held_safe, !seq_safe || !wd_expire)
+  `ASSERT(ctl_safe_writes_safe_code, !(safe_o && dac_valid_o) || dac_code_o == f_past_safe_code)
+  `ASSERT(ctl_irq_level, irq_o == |({ev_count != 16'd0, irq_q} & ~mask_q))
+  `ASSERT(ctl_write_error_no_effect, !wr_err || !(commit || map_we || dac_we || scratch_we || we_dac_min ||
+          we_dac_max || we_safe_code))
+  `COVER(cov_ctl_watchdog_expiry, wd_expire)
+  `COVER(cov_ctl_safe_clear, safe_clear && seq_safe)
+  `COVER(cov_ctl_commit_busy_slverr, wr_req && wa == ocs_reg_pkg::COMMIT_OFFSET && wr_err)
+  `COVER(cov_ctl_staged_busy_slverr, wr_req && seq_busy && wr_err)
+  `COVER(cov_ctl_read_unmapped, rd_req && rd_err)
+  `COVER(cov_ctl_irq, irq_o)
 
 endmodule

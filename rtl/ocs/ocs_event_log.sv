@@ -13,6 +13,8 @@
 // an Overflow marker instead (code: the dropped event's type, timestamp: when it was dropped), and
 // every event after it is dropped until the host pops. dropped_o counts every dropped event
 // (the one the marker replaced included), saturating; dropped_clear_i clears it.
+`include "mxtb_assert.svh"
+
 module ocs_event_log #(
   parameter int N_LINKS = 20,
   parameter int DEPTH   = 64    // at least 2
@@ -176,5 +178,48 @@ module ocs_event_log #(
   assign dropped_o   = dropped_q;
   assign link_down_o = down;
   assign link_up_o   = up;
+
+  // ---------------------------------------------------------------- assertions
+  `ASSERT_RESET_START
+`ifdef MXTB_ASSERT_ON
+  // Shadow: the newest entry in the FIFO is an Overflow marker.
+  logic f_last_marker_q;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) f_last_marker_q <= 1'b0;
+    else if (wr_en) f_last_marker_q <= wr_entry[3:0] == 4'(ocs_reg_pkg::EvOverflow);
+  end
+  logic [31:0] f_drop_sum;
+  assign f_drop_sum = 32'(link_drops) + 32'(fifo_drop);
+
+  `ASSERT(log_count_bound, count_q <= 16'(DEPTH))
+  `ASSERT(log_pointers_agree, 32'(wr_ptr_q) == (32'(rd_ptr_q) + 32'(count_q)) % DEPTH)
+  `ASSERT(log_ptr_range, 32'(rd_ptr_q) < DEPTH && 32'(wr_ptr_q) < DEPTH)
+  // A full log ends with its Overflow marker, so a dropped event always has one after the last
+  // entry that was kept.
+  `ASSERT(log_full_ends_with_marker, count_q != 16'(DEPTH) || f_last_marker_q)
+  `ASSERT(log_drop_has_marker, !fifo_drop || (wr_en && wr_entry[3:0] == 4'(ocs_reg_pkg::EvOverflow)) ||
+          (f_last_marker_q && eff_count == 16'(DEPTH)))
+  `ASSERT(log_drop_only_when_full, !fifo_drop || eff_count >= 16'(DEPTH - 1))
+  // EVENT_DROPPED counts every drop (saturating) until read.
+  `ASSERT(log_dropped_counts, dropped_clear_i ||
+          dropped_d == ((dropped_q > ~f_drop_sum) ? 32'hFFFF_FFFF : dropped_q + f_drop_sum))
+  `ASSERT(log_pop_only_nonempty, !do_pop || count_q != 16'd0)
+
+  `COVER(cov_ev_link_change, wr_en && wr_entry[3:0] == 4'(ocs_reg_pkg::EvLinkChange))
+  `COVER(cov_ev_commit_start, wr_en && wr_entry[3:0] == 4'(ocs_reg_pkg::EvCommitStart))
+  `COVER(cov_ev_program_done, wr_en && wr_entry[3:0] == 4'(ocs_reg_pkg::EvProgramDone))
+  `COVER(cov_ev_settle_done, wr_en && wr_entry[3:0] == 4'(ocs_reg_pkg::EvSettleDone))
+  `COVER(cov_ev_verify_pass, wr_en && wr_entry[3:0] == 4'(ocs_reg_pkg::EvVerifyPass))
+  `COVER(cov_ev_verify_fail, wr_en && wr_entry[3:0] == 4'(ocs_reg_pkg::EvVerifyFail))
+  `COVER(cov_ev_rollback_done, wr_en && wr_entry[3:0] == 4'(ocs_reg_pkg::EvRollbackDone))
+  `COVER(cov_ev_commit_rejected, wr_en && wr_entry[3:0] == 4'(ocs_reg_pkg::EvCommitRejected))
+  `COVER(cov_ev_commit_noop, wr_en && wr_entry[3:0] == 4'(ocs_reg_pkg::EvCommitNoop))
+  `COVER(cov_ev_watchdog_expired, wr_en && wr_entry[3:0] == 4'(ocs_reg_pkg::EvWatchdogExpired))
+  `COVER(cov_ev_safe_done, wr_en && wr_entry[3:0] == 4'(ocs_reg_pkg::EvSafeDone))
+  `COVER(cov_ev_safe_cleared, wr_en && wr_entry[3:0] == 4'(ocs_reg_pkg::EvSafeCleared))
+  `COVER(cov_ev_overflow, wr_en && wr_entry[3:0] == 4'(ocs_reg_pkg::EvOverflow))
+  `COVER(cov_log_drop_after_marker, fifo_drop && !wr_en)
+  `COVER(cov_log_link_slot_drop, link_drops != 6'd0)
+`endif
 
 endmodule

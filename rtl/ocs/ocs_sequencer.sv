@@ -19,6 +19,8 @@
 //   any      --watchdog--> Safe (WatchdogExpired): writes SAFE_CODE to every element, then the
 //             active tables become {all SAFE_CODE, no map entries, generation 0} (SafeDone);
 //             SAFE_CLEAR --> Idle (SafeCleared)
+`include "mxtb_assert.svh"
+
 module ocs_sequencer #(
   parameter int N_PORTS         = 32,   // at most 64
   parameter int N_ELEMS         = 144,  // at most 256
@@ -448,5 +450,170 @@ module ocs_sequencer #(
   assign dac_code_o   = dac_code_q;
   assign pd_req_o     = pd_req_q;
   assign pd_port_o    = pd_port_q;
+
+  // ---------------------------------------------------------------- assertions
+  `ASSERT_RESET_START
+  // docs/verification.md lists each property, its proof status and where the shadow state comes
+  // from. The shadow models below exist only where assertions are compiled.
+`ifdef MXTB_ASSERT_ON
+  localparam logic [2:0] SIdle = ocs_reg_pkg::StIdle, SVal = ocs_reg_pkg::StValidate,
+                         SProg = ocs_reg_pkg::StProgram, SSet = ocs_reg_pkg::StSettle,
+                         SVer = ocs_reg_pkg::StVerify, SRb = ocs_reg_pkg::StRollback,
+                         SSafe = ocs_reg_pkg::StSafe;
+
+  // Valid entries of map's first n ports have in-range, distinct targets.
+  function automatic logic f_perm(input logic [N_PORTS*7-1:0] m, input int n);
+    logic [63:0] seen;
+    f_perm = 1'b1;
+    seen   = '0;
+    for (int p = 0; p < N_PORTS; p++) begin
+      if (p < n && m[7*p + 6]) begin
+        if ({1'b0, m[7*p +: 6]} >= 7'(N_PORTS) || seen[m[7*p +: 6]]) f_perm = 1'b0;
+        seen[m[7*p +: 6]] = 1'b1;
+      end
+    end
+  endfunction
+  // The targets of map's first n ports' valid entries.
+  function automatic logic [63:0] f_seen(input logic [N_PORTS*7-1:0] m, input int n);
+    f_seen = '0;
+    for (int p = 0; p < N_PORTS; p++) begin
+      if (p < n && m[7*p + 6]) f_seen[m[7*p +: 6]] = 1'b1;
+    end
+  endfunction
+  // The first n codes lie in [lo, hi].
+  function automatic logic f_in_range(input logic [N_ELEMS*DAC_BITS-1:0] c, input int n,
+                                      input logic [DAC_BITS-1:0] lo, input logic [DAC_BITS-1:0] hi);
+    f_in_range = 1'b1;
+    for (int e = 0; e < N_ELEMS; e++) begin
+      if (e < n && (c[DAC_BITS*e +: DAC_BITS] < lo || c[DAC_BITS*e +: DAC_BITS] > hi)) f_in_range = 1'b0;
+    end
+  endfunction
+  // Element-wise: the mesh equals a for e < n and b for e >= n.
+  function automatic logic f_split(input logic [N_ELEMS*DAC_BITS-1:0] mesh,
+                                   input logic [N_ELEMS*DAC_BITS-1:0] a,
+                                   input logic [N_ELEMS*DAC_BITS-1:0] b, input int n);
+    f_split = 1'b1;
+    for (int e = 0; e < N_ELEMS; e++) begin
+      if (mesh[DAC_BITS*e +: DAC_BITS] != ((e < n) ? a[DAC_BITS*e +: DAC_BITS] : b[DAC_BITS*e +: DAC_BITS]))
+        f_split = 1'b0;
+    end
+  endfunction
+
+  // Shadow of the mesh: the code each element holds, from the writes this block decides.
+  logic [N_ELEMS*DAC_BITS-1:0] f_mesh_q;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) f_mesh_q <= {N_ELEMS{DAC_BITS'(SAFE_CODE_RESET)}};
+    else if (dac_valid_d) f_mesh_q[DAC_BITS*32'(ei) +: DAC_BITS] <= dac_code_d;
+  end
+  // SAFE_CODE in every element: what the sweep leaves.
+  logic [N_ELEMS*DAC_BITS-1:0] f_safe_all;
+  assign f_safe_all = {N_ELEMS{safe_code_i}};
+
+  // Environment: the controller's register block answers SLVERR to staged-table writes while
+  // busy and to COMMIT unless Idle (asserted there); the host keeps DAC_MIN/DAC_MAX still while a
+  // commit validates and programs, and SAFE_CODE while the sweep writes it: the register block
+  // allows those writes, and a range or safe code changed halfway would leave elements checked
+  // or written against two values (docs/verification.md).
+  `ASSUME(env_no_staged_write_busy, !((map_we_i || dac_we_i) && busy_o))
+  `ASSUME(env_commit_only_idle, !(commit_i && !idle_o))
+  `ASSERT_PAST_RESET
+  `ASSERT_PAST(f_past_range, 2*DAC_BITS, {dac_min_i, dac_max_i})
+  `ASSERT_PAST(f_past_safe_code, DAC_BITS, safe_code_i)
+  `ASSERT_PAST(f_past_applied, 1, apply_pass || apply_safe)
+  `ASSERT_PAST(f_past_safe_enter, 1, safe_enter_i && st_q != SSafe)
+  `ASSUME(env_range_still, !((st_q == SVal || st_q == SProg)) || !f_past_rst_n || f_past_range == {dac_min_i, dac_max_i})
+  `ASSUME(env_safe_code_still, !(st_q == SSafe && !phase_q) || !f_past_rst_n || f_past_safe_code == safe_code_i)
+
+  // Wide predicates as single bits: Verilator 5.006 miscompiles the sampled copies of wide
+  // vectors that a concurrent assertion reads directly.
+  logic [N_PORTS*7-1:0]        f_prev_map_act_q;
+  logic [N_ELEMS*DAC_BITS-1:0] f_prev_dac_act_q;
+  always_ff @(posedge clk_i) begin
+    f_prev_map_act_q <= map_act_q;
+    f_prev_dac_act_q <= dac_act_q;
+  end
+  logic f_act_perm, f_stg_perm, f_val_prefix, f_stg_in_range, f_act_stable;
+  logic f_mesh_act, f_mesh_stg, f_mesh_prog, f_mesh_rb, f_mesh_safe;
+  always_comb begin
+    f_act_perm     = f_perm(map_act_q, N_PORTS);
+    f_stg_perm     = f_perm(map_stg_q, N_PORTS);
+    f_val_prefix   = f_perm(map_stg_q, 32'(idx_q)) && seen_q == f_seen(map_stg_q, 32'(idx_q)) &&
+                     f_in_range(dac_stg_q, 32'(idx_q), dac_min_i, dac_max_i);
+    f_stg_in_range = f_in_range(dac_stg_q, N_ELEMS, dac_min_i, dac_max_i);
+    f_act_stable   = map_act_q == f_prev_map_act_q && dac_act_q == f_prev_dac_act_q;
+    f_mesh_act     = f_mesh_q == dac_act_q;
+    f_mesh_stg     = f_mesh_q == dac_stg_q;
+    f_mesh_prog    = f_split(f_mesh_q, dac_stg_q, dac_act_q, 32'(idx_q));
+    f_mesh_rb      = f_split(f_mesh_q, dac_act_q, dac_stg_q, 32'(idx_q));
+    f_mesh_safe    = f_split(f_mesh_q, f_safe_all, f_mesh_q, 32'(idx_q));
+  end
+
+  `ASSERT(seq_state_legal, st_q <= SSafe)
+  `ASSERT(seq_idx_bound, idx_q <= 9'(MAXN))
+  `ASSERT(seq_active_map_perm, f_act_perm)
+  `ASSERT(seq_staged_map_perm_committing, !(st_q == SProg || st_q == SSet || st_q == SVer) || f_stg_perm)
+  `ASSERT(seq_validate_prefix, st_q != SVal || f_val_prefix)
+  `ASSERT(seq_staged_codes_in_range_program, st_q != SProg || f_stg_in_range)
+  // A COMMIT of the generation already active stays Idle: nothing is validated or written.
+  `ASSERT(seq_noop_commit_stays_idle,
+          !(st_q == SIdle && commit_i && commit_gen_i == act_gen_q && !safe_enter_i) || st_d == SIdle)
+  `ASSERT(seq_dac_write_states, !dac_valid_d || (st_q == SProg || st_q == SRb || st_q == SSafe))
+  `ASSERT(seq_dac_code_program_in_range,
+          !(dac_valid_d && st_q == SProg) || (dac_code_d >= dac_min_i && dac_code_d <= dac_max_i))
+  `ASSERT(seq_dac_code_rollback_active, !(dac_valid_d && st_q == SRb) || dac_code_d == cur_act)
+  `ASSERT(seq_dac_code_safe, !(dac_valid_d && st_q == SSafe) || dac_code_d == safe_code_i)
+  `ASSERT(seq_dac_elem_range, !dac_valid_d || ei < 9'(N_ELEMS))
+  // The active tables change only when a verify passes or the safe sweep ends.
+  `ASSERT(seq_active_changes_only_on_pass_or_safe, !f_past_rst_n || f_act_stable || f_past_applied)
+  // The mesh: the active codes whenever no commit or sweep is under way; during Program the
+  // staged codes below idx; after Program (Settle, Verify) the staged codes; during Rollback
+  // the active codes below idx and the staged ones above; during the sweep SAFE_CODE below idx.
+  `ASSERT(seq_mesh_is_active_when_idle, !(st_q == SIdle || st_q == SVal || (st_q == SSafe && phase_q)) || f_mesh_act)
+  `ASSERT(seq_mesh_program, st_q != SProg || f_mesh_prog)
+  `ASSERT(seq_mesh_staged, !(st_q == SSet || st_q == SVer) || f_mesh_stg)
+  `ASSERT(seq_mesh_rollback, !(st_q == SRb && !phase_q) || f_mesh_rb)
+  `ASSERT(seq_mesh_rollback_settle, !(st_q == SRb && phase_q) || f_mesh_act)
+  `ASSERT(seq_mesh_safe_sweep, !(st_q == SSafe && !phase_q) || f_mesh_safe)
+  // Watchdog: Safe the cycle after safe_enter_i; the sweep advances one element per free slot
+  // and the slot counts down, so it ends within N_ELEMS slots (docs: N_ELEMS * DAC_UPDATE_CYCLES).
+  `ASSERT(seq_safe_entered, !f_past_rst_n || !f_past_safe_enter || st_q == SSafe)
+  `ASSERT(seq_safe_sweep_progress, !(st_q == SSafe && !phase_q && !safe_enter_i && slot_q == 16'd0 &&
+          idx_q < 9'(N_ELEMS)) || (dac_valid_d && idx_d == idx_q + 9'd1))
+  `ASSERT(seq_slot_counts_down, slot_q == 16'd0 || slot_d == slot_q - 16'd1 || dac_valid_d)
+  `ASSERT(seq_one_event_per_cycle, !(done && fail))
+  `ASSERT(seq_pd_one_outstanding, !(pd_req_d && pd_wait_q))
+
+  // Coverage: every state, every transition, every event, rollback, watchdog.
+  `COVER(cov_st_idle, st_q == SIdle)
+  `COVER(cov_st_validate, st_q == SVal)
+  `COVER(cov_st_program, st_q == SProg)
+  `COVER(cov_st_settle, st_q == SSet)
+  `COVER(cov_st_verify, st_q == SVer)
+  `COVER(cov_st_rollback, st_q == SRb)
+  `COVER(cov_st_safe, st_q == SSafe)
+  `COVER(cov_tr_idle_validate, st_q == SIdle && st_d == SVal)
+  `COVER(cov_tr_idle_noop, st_q == SIdle && ev_valid && ev_info[3:0] == ocs_reg_pkg::EvCommitNoop)
+  `COVER(cov_tr_validate_idle, st_q == SVal && st_d == SIdle)
+  `COVER(cov_tr_validate_program, st_q == SVal && st_d == SProg)
+  `COVER(cov_tr_program_settle, st_q == SProg && st_d == SSet)
+  `COVER(cov_tr_settle_verify, st_q == SSet && st_d == SVer)
+  `COVER(cov_tr_verify_idle, st_q == SVer && st_d == SIdle)
+  `COVER(cov_tr_verify_rollback, st_q == SVer && st_d == SRb)
+  `COVER(cov_tr_rollback_idle, st_q == SRb && st_d == SIdle)
+  `COVER(cov_tr_idle_safe, st_q == SIdle && st_d == SSafe)
+  `COVER(cov_tr_validate_safe, st_q == SVal && st_d == SSafe)
+  `COVER(cov_tr_program_safe, st_q == SProg && st_d == SSafe)
+  `COVER(cov_tr_settle_safe, st_q == SSet && st_d == SSafe)
+  `COVER(cov_tr_verify_safe, st_q == SVer && st_d == SSafe)
+  `COVER(cov_tr_rollback_safe, st_q == SRb && st_d == SSafe)
+  `COVER(cov_tr_safe_idle, st_q == SSafe && st_d == SIdle)
+  `COVER(cov_rej_target_range, rej && rej_code == ocs_reg_pkg::ErrTargetRange)
+  `COVER(cov_rej_dup_target, rej && rej_code == ocs_reg_pkg::ErrDupTarget)
+  `COVER(cov_rej_dac_range, rej && rej_code == ocs_reg_pkg::ErrDacRange)
+  `COVER(cov_vfail_low, vfail && vfail_code == ocs_reg_pkg::ErrVerifyLow)
+  `COVER(cov_vfail_timeout, vfail && vfail_code == ocs_reg_pkg::ErrPdTimeout)
+  `COVER(cov_rollback_write, dac_valid_d && st_q == SRb)
+  `COVER(cov_program_slot_stall, st_q == SProg && cur_stg != cur_act && slot_q != 16'd0)
+`endif
 
 endmodule
