@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <deque>
 #include <ios>
+#include <set>
 #include <type_traits>
 #include <vector>
 
@@ -940,6 +941,35 @@ TEST_CASE("ocs: the watchdog abandons a commit in progress") {
   CHECK(static_cast<Error>(err & 0xF) == Error::Watchdog);
   CHECK(reg::error::kFields[2].get(err) == 2);
   CHECK(b.write_resp(reg::staged_dac::addr(0), 1) == kOkay);  // sweep is done by now
+}
+
+// The watchdog must win from every state a commit passes through, a failing one included (the
+// sequencer's cover points for each state's transition to Safe): sweep its timeout across the
+// commit and collect the state each expiry names.
+TEST_CASE("ocs: the watchdog reaches the safe state from every commit state, rollback included") {
+  std::set<State> expired_in;
+  for (uint32_t timeout = 4; timeout <= 420; timeout += 2) {
+    Small b;
+    commit_baseline(b);
+    b.stage_dac(2, 2002);
+    b.stage_map(3, 0, false);
+    b.pd_dbm[4] = -3000;
+    b.pd_dbm[5] = -1500;  // entry 2 -> port 5 fails verify: the commit rolls back
+    b.wr(reg::watchdog_timeout::kOffset, timeout);
+    b.wr(reg::commit::kOffset, 2);
+    b.run(500);
+    INFO("timeout " << timeout);
+    REQUIRE(b.m.safe_o);
+    for (const auto& e : b.drain_events())
+      if (e.type() == Event::WatchdogExpired) expired_in.insert(static_cast<State>(e.code()));
+    const std::vector<int> before(std::begin(b.mesh), std::end(b.mesh));
+    b.run(100);
+    CHECK(std::vector<int>(std::begin(b.mesh), std::end(b.mesh)) == before);  // nothing after the safe sweep
+  }
+  for (State s : {State::Idle, State::Validate, State::Program, State::Settle, State::Verify, State::Rollback}) {
+    INFO("state " << static_cast<int>(s));
+    CHECK(expired_in.count(s) == 1);
+  }
 }
 
 TEST_CASE("ocs: busy rejects COMMIT and staged writes with SLVERR") {
