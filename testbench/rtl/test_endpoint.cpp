@@ -312,6 +312,7 @@ TEST_CASE("a peer that stops after Ts1 times out of Ts2, or of CreditInit after 
     CHECK(b.cycle - t0 >= kTsTimeout - 2);
     CHECK(b.state() == LinkState::Retrain);
     CHECK(b.reason() == (reach_credit_init ? Reason::CreditTimeout : Reason::Ts2Timeout));
+    b.run(2);  // the transition's cover point samples at the next edge
   }
 }
 
@@ -329,6 +330,7 @@ TEST_CASE("loss of signal in Ts2 or CreditInit retrains with LossOfSignal") {
     b.light = false;
     REQUIRE(b.run_until([&] { return b.state() == LinkState::Retrain; }, 10));
     CHECK(b.reason() == Reason::LossOfSignal);
+    b.run(2);  // the transition's cover point samples at the next edge
   }
 }
 
@@ -722,6 +724,22 @@ TEST_CASE("loss of signal while Active retrains with LossOfSignal; disabling win
   b.run(2);
   CHECK(b.state() == LinkState::Disabled);
   CHECK(b.reason() == Reason::AdminDisabled);
+}
+
+TEST_CASE("disabling an Active link takes it straight to Disabled, dark, and enabling trains it again") {
+  PeerBench b;
+  b.train();
+  REQUIRE(b.state() == LinkState::Active);
+  const size_t seen = b.states.size();
+  b.m.enable_i = 0;
+  b.run(3);
+  CHECK(b.state() == LinkState::Disabled);
+  CHECK(b.reason() == Reason::AdminDisabled);
+  CHECK_FALSE(b.m.laser_o);
+  CHECK(std::vector<LinkState>(b.states.begin() + static_cast<long>(seen), b.states.end()) ==
+        std::vector<LinkState>{LinkState::Disabled});  // no detour through Retrain
+  b.m.enable_i = 1;
+  CHECK(b.run_until([&] { return b.state() == LinkState::Detect; }, 10));
 }
 
 TEST_CASE("a retrain to the same peer keeps sequence state; a new peer starts both directions at 0") {
