@@ -440,9 +440,13 @@ RegressResult collect_slurm(const SlurmCampaign& c, const std::map<uint64_t, Slu
         r.status = v.status;
         r.failures.push_back(fmt::format("{} {}: no result", where, v.why));
       } else {
+        // scontrol keeps no record of an array task cancelled while pending (sacct does), nor of
+        // one the controller has forgotten: either way the seed has no result of its own.
         r.status = started ? "lost" : "not_started";
-        r.failures.push_back(fmt::format("{} {}, and Slurm has no record of the task (sacct and scontrol)", where,
-                                         started ? "started (its log exists) but left no exit record" : "never started (no log)"));
+        r.failures.push_back(fmt::format(
+            "{} {}, and Slurm has no record of the task ({}; sacct with accounting says which)", where,
+            started ? "started (its log exists) but left no exit record" : "never started (no log)",
+            states.empty() ? "the job is unknown to sacct and scontrol" : "cancelled while pending, or forgotten"));
       }
     }
     r.log_path = c.log_path(seed);
