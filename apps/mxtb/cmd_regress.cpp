@@ -39,8 +39,10 @@ int collect(const host::report::SlurmCampaign& c, const std::string& json_path, 
   std::string source;
   auto states = host::report::slurm_task_states(c.job_id, &source);
   if (source == "none")
-    fmt::print("  (neither sacct nor scontrol knows job {}: seeds without a result are reported as lost or never started)\n",
+    fmt::print("  neither sacct nor scontrol knows job {}: seeds without a result are reported as lost or never started\n",
                c.job_id);
+  else
+    fmt::print("  task states of job {} from {}\n", c.job_id, source);
   host::report::RegressResult r = host::report::collect_slurm(c, states);
   write_outputs(r, json_path, junit_path);
   return r.failed() == 0 ? 0 : 1;
