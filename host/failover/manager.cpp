@@ -516,8 +516,18 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
   if (rec.fast_path && !reconciled && (fw.last_failed != det.xpu || fw.last_spare != spare))
     rec.problems.push_back(fmt::format("the firmware's last failover was XPU {} to {}, not {} to {}", fw.last_failed,
                                        fw.last_spare, det.xpu, spare));
-  // The firmware commits its pre-armed backup on its own; only ever for the XPU that died.
-  if (fw.failovers > firmware_failovers_ && fw.last_failed != det.xpu)
+  // The firmware commits its pre-armed backup on its own; only ever for an XPU that died: this
+  // one, or a second one that died before the host's commit disarmed the backup (then it is the
+  // pending failover, and the host's placement of this one has replaced the backup's map).
+  bool other_died = (pending_ && pending_->xpu == fw.last_failed) ||
+                    std::find(failed_.begin(), failed_.end(), fw.last_failed) != failed_.end();
+  if (fw.failovers > firmware_failovers_ && fw.last_failed != det.xpu && !other_died)
+    if (auto d = failed_xpu_now(); d && d->xpu == fw.last_failed) other_died = true;
+  if (fw.failovers > firmware_failovers_ && fw.last_failed != det.xpu && other_died)
+    t.notes.push_back(fmt::format("XPU {} died too, before the host's commit disarmed its backup: the firmware committed "
+                                  "that backup, and the host's placement for XPU {} then replaced it",
+                                  fw.last_failed, det.xpu));
+  if (fw.failovers > firmware_failovers_ && fw.last_failed != det.xpu && !other_died)
     rec.problems.push_back(fmt::format("the firmware committed XPU {}'s pre-armed backup, but XPU {} is the one that failed",
                                        fw.last_failed, det.xpu));
   firmware_failovers_ = fw.failovers;
