@@ -81,11 +81,64 @@ void FailoverManager::expect_moves(const protocol::FabricMap& from, const protoc
   }
 }
 
+// The XPU whose light a verify failure since t_ns missed: the controller names the circuit's
+// output port; the light comes from the input port mapped onto it.
+int FailoverManager::verify_dark_xpu_since(double t_ns, const protocol::FabricMap& m) const {
+  for (auto it = log_.rbegin(); it != log_.rend() && static_cast<double>(it->time_ns) >= t_ns; ++it) {
+    if (it->kind != EmuEvent::Controller || static_cast<mxtb::ocs::Event>(it->a) != mxtb::ocs::Event::VerifyFail) continue;
+    for (size_t i = 0; i < m.port_target.size(); ++i)
+      if (m.port_target[i] == static_cast<int>(it->c)) return static_cast<int>(i) / cfg_.shape.lanes_per_xpu;
+  }
+  return -1;
+}
+
+FwStatus FailoverManager::commit_live(protocol::FabricMap& m, FailoverRecord& rec) {
+  // Random lane faults darken a lane for at most tens of microseconds; an XPU that died stays dark.
+  constexpr uint64_t kDarkWindowNs = 25'000;
+  constexpr int kAttempts = 6;
+  int last_dark = -1;
+  FwStatus st = FwStatus::Ok;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    const double t0 = static_cast<double>(board_.clock().now_ns());
+    last_commit_ns_ = t0;
+    st = board_.set_port_map(m.port_target);
+    if (st != FwStatus::VerifyFailed) return st;
+    take_events(0);
+    int dark = verify_dark_xpu_since(t0, m);
+    const bool known = std::find(failed_.begin(), failed_.end(), dark) != failed_.end();
+    // An XPU with an Active lane is alive (its lasers light that link): only a dark lane of it
+    // stood in verify's way, and it is waited out however long it lasts.
+    bool lit = false;
+    for (int l = dark * cfg_.shape.lanes_per_xpu; dark >= 0 && l < (dark + 1) * cfg_.shape.lanes_per_xpu && l < board_.links(); ++l)
+      lit |= link_state_[static_cast<size_t>(l)] == LinkState::Active;
+    if (dark >= 0 && dark == last_dark && !known && !lit && (!pending_ || pending_->xpu == dark)) {
+      // Dark twice, a dark window apart: it died (while the host was away, or during this commit).
+      rec.timeline.notes.push_back(fmt::format(
+          "verify missed XPU {}'s light twice, {} us apart: it died; its circuits are taken out and it is the next failover",
+          dark, kDarkWindowNs / 1000.0));
+      if (!pending_) pending_ = Detection{dark, t0, t0, t0};
+      failed_.push_back(dark);
+      const bool is_map = &m == &map_;
+      protocol::FabricMap live = live_map(m);
+      failed_.pop_back();  // counted as failed by its own failover
+      expect_moves(m, live);
+      m = live;
+      if (!is_map) map_ = live;
+      last_dark = -1;
+      continue;
+    }
+    last_dark = dark;
+    const uint64_t until = board_.clock().now_ns() + kDarkWindowNs;
+    while (board_.clock().now_ns() < until) take_events(std::min<uint64_t>(cfg_.poll_ns, until - board_.clock().now_ns()));
+  }
+  return st;
+}
+
 // Places `m` through the mailbox and waits for its circuits; false (with a problem) when it fails.
 bool FailoverManager::place(const protocol::FabricMap& m, FailoverRecord& rec, const char* why) {
   expect_moves(map_, m);
   map_ = m;
-  FwStatus st = board_.set_port_map(map_.port_target);
+  FwStatus st = commit_live(map_, rec);
   if (st != FwStatus::Ok) {
     rec.problems.push_back(fmt::format("{}: the firmware answered {}", why, mailbox::describe(st)));
     return false;
@@ -488,8 +541,12 @@ void FailoverManager::reconnect(FailoverRecord& rec) {
   uint32_t gen_before = board_.active_generation();
   bool same = active_map_is(map_);
   if (!same) {
-    FwStatus s = board_.set_port_map(map_.port_target);
+    // A tenant XPU that died while the host was away keeps this commit from verifying: found and
+    // taken out here, it is the next failover.
+    FwStatus s = commit_live(map_, rec);
     if (s != FwStatus::Ok) rec.problems.push_back(fmt::format("reconciling: the firmware answered {}", mailbox::describe(s)));
+    // The attempts verify refused before this commit are behind us.
+    handover_ns_ = last_commit_ns_;
   }
   if (cfg_.watchdog_ns) board_.enable_watchdog(watchdog_cycles());
   std::vector<int> links = circuit_links(map_);

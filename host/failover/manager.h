@@ -110,6 +110,11 @@ class FailoverManager {
   protocol::FabricMap live_map(protocol::FabricMap m) const;
   void expect_moves(const protocol::FabricMap& from, const protocol::FabricMap& to);
   bool place(const protocol::FabricMap& m, FailoverRecord& rec, const char* why);
+  // Commits `m` through the mailbox, again when verify refused it for a lane's dark window; an
+  // XPU whose light verify misses twice, a dark window apart, has died: its circuits are taken
+  // out of `m` (and of map_ when `m` is map_) and it becomes the pending failover.
+  mailbox::FwStatus commit_live(protocol::FabricMap& m, FailoverRecord& rec);
+  int verify_dark_xpu_since(double t_ns, const protocol::FabricMap& m) const;  // -1: none named
   bool active_map_is(const protocol::FabricMap& m);
   bool commit_failed_since(double t_ns) const;
   void report_links_down(FailoverRecord& rec, const std::vector<int>& links);
@@ -145,6 +150,7 @@ class FailoverManager {
   std::optional<int> second_failure_;
   bool commit_failed_ = false;
   mailbox::FwStatus host_commit_status_ = mailbox::FwStatus::Ok;
+  double last_commit_ns_ = 0;  // when commit_live's last attempt started
   double handover_ns_ = 0;
   Reconcile reconciled_;
   std::unique_ptr<paging::PagingEngine> engine_;
