@@ -189,6 +189,17 @@ uint32_t FailoverManager::watchdog_cycles() const {
   return static_cast<uint32_t>(static_cast<double>(cfg_.watchdog_ns) * cfg_.shape_clock_mhz / 1000.0);
 }
 
+bool FailoverManager::wait_living_links(uint64_t timeout_ns) {
+  const int lanes = cfg_.shape.lanes_per_xpu;
+  auto dead = [&](int x) { return std::find(failed_.begin(), failed_.end(), x) != failed_.end(); };
+  std::vector<int> living;
+  for (int l : circuit_links(map_)) {
+    int peer = map_.port_target[static_cast<size_t>(l)] / lanes;
+    if (!dead(l / lanes) && !dead(peer)) living.push_back(l);
+  }
+  return wait_links_up(living, timeout_ns);
+}
+
 void FailoverManager::idle(uint64_t ns) {
   const uint64_t until = board_.clock().now_ns() + ns;
   for (uint64_t now = board_.clock().now_ns(); now < until; now = board_.clock().now_ns())

@@ -78,6 +78,9 @@ class FailoverManager {
   void reconnect(FailoverRecord& rec);
   // Lets `ns` of board time pass while watching the board (and kicking its watchdog).
   void idle(uint64_t ns);
+  // Waits (at most timeout_ns) until every circuit between living XPUs is Active: a lane's dark
+  // window or a retrain in progress is a transient, not the fabric's state. False on timeout.
+  bool wait_living_links(uint64_t timeout_ns);
   // The fabric as the manager believes it, checked against the controller: the active map and
   // generation, every circuit of a living XPU Active, no traffic lost. One line per problem.
   std::vector<std::string> check_fabric();
