@@ -9,7 +9,9 @@
 #   2. submits seeds 1-3 one per task, one task at a time (--jobs 1, --no-wait), cancels the first
 #      task while its seed runs and the third while it waits; `--collect` must report the first
 #      seed cancelled, the third cancelled or never started (scontrol forgets a task cancelled
-#      while pending; sacct would say CANCELLED), neither passed, the second passed, exit 1.
+#      while pending; sacct would say CANCELLED), neither passed, the second passed, exit 1;
+#   3. submits 2 seeds with an output file in a folder no node has: the tasks cannot start, and both
+#      seeds must be reported not_started, exit 1.
 # Usage: check_regress_slurm.sh MXTB
 # Exit 77 (skipped) only when Slurm or munge is not installed. The daemons are stopped and the
 # folder removed on every exit.
@@ -183,4 +185,21 @@ grep -q "FAIL seed 1 \[cancelled\]: Slurm task ${JOB}_0 cancelled while the seed
 grep -q "FAIL seed 3 \[$S3\]: Slurm task ${JOB}_2 \(cancelled before the seed started\|never started\)" "$T/collect.txt" ||
   fail "the summary does not name seed 3 as cancelled or never started"
 grep -q 'errors="2"' "$T/cancel/junit.xml" || fail "JUnit must count the 2 cancelled seeds as errors"
-echo "PASS: slurm campaign equals the local one; cancelled tasks reported as cancelled"
+
+# ---- 3. tasks that fail to start are reported as such ----
+# An output file in a folder no node has: Slurm cannot start the batch script.
+set +e
+"$MXTB" regress --launcher slurm --seeds 2 --first-seed 1 --poll-s 0.5 --quiet \
+  --sbatch-args "--output=$T/no-such-dir/task-%a.out" --out "$T/nostart" >"$T/nostart.txt" 2>&1
+NOSTART_RC=$?
+set -e
+echo "--- tasks that cannot start (exit $NOSTART_RC)"
+cat "$T/nostart.txt"
+[ "$NOSTART_RC" = 1 ] || fail "a campaign whose tasks cannot start must exit 1, got $NOSTART_RC"
+for i in 0 1; do
+  S=$(jq -r ".runs[$i].status" "$T/nostart/regress.json")
+  [ "$S" = not_started ] || fail "seed $((i + 1)) of a task that could not start is $S"
+done
+grep -q "FAIL seed 1 \[not_started\]: Slurm task [0-9]*_0 ended FAILED" "$T/nostart.txt" ||
+  fail "the summary does not say the task ended FAILED before the seed started"
+echo "PASS: slurm campaign equals the local one; cancelled tasks reported as cancelled, tasks that cannot start as not started"
