@@ -415,6 +415,7 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
   SpareChoice choice;
   protocol::TorusPlacement next = placement_;
   protocol::FabricMap next_map;
+  if (cfg_.extra_decide_ns) board_.clock().charge_ns(cfg_.extra_decide_ns);
   charged(board_.clock(), [&] {
     choice = choose_spare(det->xpu, free_spares_, cfg_.groups, failed_);
     if (choice.spare) {
@@ -450,7 +451,11 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
   // journaled first (placement_, map_): a host that goes away knows what it wanted when it is back.
   next_map = live_map(next_map);
   expect_moves(map_, next_map);
-  handover_ns_ = static_cast<double>(board_.clock().now_ns());
+  // On the fast path the firmware committed as the failure showed, while the host was still
+  // deciding: a rollback of that commit (a second XPU dying before its verify) can be over before
+  // the host hands over, and must count. Its window opens at the failure.
+  handover_ns_ = rec.fast_path ? std::min(det->failure_ns, static_cast<double>(board_.clock().now_ns()))
+                               : static_cast<double>(board_.clock().now_ns());
   host_commit_status_ = FwStatus::Ok;
   placement_ = next;
   map_ = next_map;
