@@ -36,6 +36,9 @@ namespace {
 // whose dark circuits made verify fail: its links dropped before verify, so one look normally
 // does; the rest cover the events of a death a few hundred nanoseconds before verify.
 constexpr int kLooksAfterRollback = 10;
+constexpr int kSameLooks = 3;                 // consecutive looks that must name the same XPU
+constexpr uint64_t kRollbackWaitNs = 1'000'000;  // at most, for the rollback's RollbackDone
+constexpr uint64_t kRetrainNs = 10'000;       // after it: circuits it glimpsed retrain (about 4 us)
 
 // The host's own compute, charged to the board's clock (lockstep: it appears in the timeline).
 template <class F>
@@ -490,11 +493,24 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
     // circuits the next placement moves, and which circuits' drops count, follow the board.
     map_.port_target = board_.active_map(cfg_.shape.mesh_ports);
     // Verify read a dark circuit: a second XPU that died before it, whose links dropped before
-    // verify read its light. Look until the drops name it (or a transient was to blame).
-    for (int look = 0; look < kLooksAfterRollback && !second_failure_; ++look) {
+    // verify read its light. The rollback then moves the elements back (a thermo-optic settle:
+    // 50 us), and circuits of living XPUs whose paths pass through them go dark meanwhile: with a
+    // dead neighbour, a living XPU then has every lane down and outnumbers the dead one (regress
+    // seed 6193). So look once the rollback is over and its glitches have retrained, and take an
+    // XPU only when the drops keep naming it (or a transient was to blame).
+    const uint64_t wait_until = board_.clock().now_ns() + kRollbackWaitNs;
+    while (!rollback_done_since(handover_ns_) && board_.clock().now_ns() < wait_until) take_events(cfg_.poll_ns);
+    for (uint64_t t = board_.clock().now_ns() + kRetrainNs; board_.clock().now_ns() < t;) take_events(cfg_.poll_ns);
+    std::optional<int> named;
+    int looks_named = 0;
+    for (int look = 0; look < kLooksAfterRollback && looks_named < kSameLooks; ++look) {
       take_events(cfg_.poll_ns);
-      if (auto d = failed_xpu_now(); d && d->xpu != det->xpu) second_failure_ = d->xpu;
+      auto d = failed_xpu_now();
+      std::optional<int> now = d && d->xpu != det->xpu ? std::optional<int>(d->xpu) : std::nullopt;
+      looks_named = now && now == named ? looks_named + 1 : now ? 1 : 0;
+      named = now;
     }
+    if (named && looks_named >= kSameLooks) second_failure_ = named;
   }
   if (second_failure_ || commit_failed_) {
     // Another XPU died meanwhile: its circuits go dark for good, and if that happened before the
@@ -721,6 +737,15 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
                                                 armed_spare_)
                                   : std::string("nothing to arm: no spare left, the next failure runs degraded"));
   if (!armed_xpu_) t.notes.push_back("no backup armed after this failover: no spare left");
+}
+
+bool FailoverManager::rollback_done_since(double t_ns) const {
+  for (auto it = log_.rbegin(); it != log_.rend() && static_cast<double>(it->time_ns) >= t_ns; ++it)
+    if (it->kind == EmuEvent::Controller) {
+      auto type = static_cast<mxtb::ocs::Event>(it->a);
+      if (type == mxtb::ocs::Event::RollbackDone || type == mxtb::ocs::Event::CommitRejected) return true;
+    }
+  return false;
 }
 
 bool FailoverManager::commit_failed_since(double t_ns) const {

@@ -124,6 +124,7 @@ class FailoverManager {
   int verify_dark_xpu_since(double t_ns, const protocol::FabricMap& m) const;  // -1: none named
   bool active_map_is(const protocol::FabricMap& m);
   bool commit_failed_since(double t_ns) const;
+  bool rollback_done_since(double t_ns) const;  // RollbackDone (or CommitRejected) at or after t_ns
   void report_links_down(FailoverRecord& rec, const std::vector<int>& links);
   uint32_t watchdog_cycles() const;
   void take_events(uint64_t window_ns);
