@@ -275,7 +275,8 @@ void OcsFirmware::on_event(const LogEvent& e) {
     }
   }
   size_t peers_needed = std::min<size_t>(2, neighbours.size());
-  if (down >= cfg_.failover_threshold && down_peers.size() >= peers_needed && !failover_pending_ && armed_lanes_dark()) {
+  if (down >= cfg_.failover_threshold && down_peers.size() >= peers_needed && !failover_pending_ && armed_lanes_dark() &&
+      a_peer_alive(down_peers)) {
     failover_pending_ = true;
     failover_event_cycle_ = e.cycle;
   }
@@ -295,6 +296,22 @@ bool OcsFirmware::armed_lanes_dark() {
     if (state == link::LinkState::Active) return false;
   }
   return true;
+}
+
+// The armed XPU's circuits also all go dark, and its own lanes with them, when every neighbour
+// of it dies (both of them in a 2x2 torus: it is cut off, not dead). A neighbour that has lost
+// the armed XPU's light yet has a lane Active elsewhere is alive, and then the darkness is the
+// armed XPU's own. Without one such neighbour the firmware leaves the failure to the host, whose
+// view of which XPUs died is wider.
+bool OcsFirmware::a_peer_alive(const std::vector<int>& peers) {
+  const int lanes = cfg_.shape.lanes_per_xpu;
+  for (int n : peers)
+    for (int l = n * lanes; l < (n + 1) * lanes && l < cfg_.shape.links(); ++l) {
+      auto state = static_cast<link::LinkState>(
+          field(rd(reg::link_status::addr(static_cast<uint32_t>(l))), reg::link_status::kStateMask, reg::link_status::kStateShift));
+      if (state == link::LinkState::Active) return true;
+    }
+  return false;
 }
 
 void OcsFirmware::fail_over(uint64_t event_cycle) {

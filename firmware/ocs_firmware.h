@@ -100,6 +100,7 @@ class OcsFirmware {
   void drain_events();
   void on_event(const LogEvent& e);
   bool armed_lanes_dark();  // reads the armed XPU's LINK_STATUS: none of its lanes Active
+  bool a_peer_alive(const std::vector<int>& peers);  // one of `peers` has a lane Active
   void fail_over(uint64_t event_cycle);
   void poll_mailbox();
 

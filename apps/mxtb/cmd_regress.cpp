@@ -6,12 +6,14 @@
 
 #include "host/fabric/emulator_process.h"
 #include "host/report/regress.h"
+#include "host/report/slurm.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 namespace mxtb::app {
 
@@ -24,10 +26,51 @@ void write_text(const std::string& path, const std::string& text) {
   if (!out || !(out << text)) throw std::runtime_error(fmt::format("cannot write {}", path));
 }
 
+void write_outputs(const host::report::RegressResult& r, const std::string& json_path, const std::string& junit_path) {
+  fmt::print("{}", host::report::format_summary(r));
+  write_text(json_path, host::report::to_json(r).dump(2) + "\n");
+  write_text(junit_path, host::report::junit_xml(r));
+  fmt::print("  wrote {} and {}\n", json_path, junit_path);
+  fmt::print("{}\n", r.failed() == 0 ? "PASS" : fmt::format("FAIL: {} of {} seeds", r.failed(), r.runs.size()));
+}
+
+// Summary, JSON and JUnit of a submitted Slurm campaign from its folder and the tasks' states.
+int collect(const host::report::SlurmCampaign& c, const std::string& json_path, const std::string& junit_path) {
+  std::string source;
+  auto states = host::report::slurm_task_states(c.job_id, &source);
+  if (source == "none")
+    fmt::print("  neither sacct nor scontrol knows job {}: seeds without a result are reported as lost or never started\n",
+               c.job_id);
+  else
+    fmt::print("  task states of job {} from {}\n", c.job_id, source);
+  host::report::RegressResult r = host::report::collect_slurm(c, states);
+  write_outputs(r, json_path, junit_path);
+  return r.failed() == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int cmd_regress(const ArgList& argv) {
-  Args args(argv, {"--seeds", "--jobs", "--first-seed", "--json", "--junit", "--out"}, {"--quiet"});
+  Args args(argv,
+            {"--seeds", "--jobs", "--first-seed", "--json", "--junit", "--out", "--launcher", "--seeds-per-task",
+             "--partition", "--time-limit", "--sbatch-args", "--poll-s", "--collect"},
+            {"--quiet", "--no-wait"});
+  const bool quiet = args.has("--quiet");
+  if (args.has("--collect")) {
+    for (const char* f : {"--seeds", "--jobs", "--first-seed", "--out", "--launcher", "--seeds-per-task", "--partition",
+                          "--time-limit", "--sbatch-args", "--poll-s", "--no-wait"})
+      if (args.has(f)) throw UsageError(fmt::format("--collect DIR reads the campaign from DIR; {} does not go with it", f));
+    std::string dir = args.str("--collect");
+    host::report::SlurmCampaign c;
+    try {
+      c = host::report::read_campaign(dir);
+    } catch (const std::runtime_error& e) {
+      throw InputError(e.what());
+    }
+    fmt::print("mxtb regress: collecting slurm job {} (seeds {}..{}) from {}\n", c.job_id, c.first_seed,
+               c.first_seed + c.seeds - 1, c.work_dir);
+    return collect(c, args.str("--json", dir + "/regress.json"), args.str("--junit", dir + "/junit.xml"));
+  }
   if (!args.has("--seeds")) throw UsageError("--seeds N is required (how many random failover scenarios)");
   host::report::RegressConfig cfg;
   cfg.seeds = args.u64("--seeds", 0);
@@ -37,7 +80,29 @@ int cmd_regress(const ArgList& argv) {
   cfg.jobs = static_cast<unsigned>(jobs);
   cfg.first_seed = args.u64("--first-seed", 1);
   cfg.work_dir = args.str("--out", "out/regress");
-  cfg.progress = !args.has("--quiet");
+  cfg.progress = !quiet;
+  const std::string launcher = args.choice("--launcher", "local", {"local", "slurm"});
+  if (launcher == "local")
+    for (const char* f : {"--seeds-per-task", "--partition", "--time-limit", "--sbatch-args", "--poll-s", "--no-wait"})
+      if (args.has(f)) throw UsageError(fmt::format("{} is for --launcher slurm", f));
+  host::report::SlurmOptions slurm;
+  if (launcher == "slurm") {
+    // Every node runs the child by this path and writes below this folder: both must be on a
+    // filesystem the nodes share (docs/failover.md).
+    cfg.work_dir = std::filesystem::absolute(cfg.work_dir).lexically_normal().string();
+    slurm.seeds_per_task = args.u64("--seeds-per-task", 1, 1, 100000);
+    slurm.partition = args.str("--partition");
+    slurm.time_limit = args.str("--time-limit");
+    if (args.has("--time-limit") && !host::report::valid_time_limit(slurm.time_limit))
+      throw UsageError(fmt::format("--time-limit '{}' is not in sbatch's --time syntax (M, M:S, H:M:S, D-H, D-H:M, D-H:M:S)",
+                                   slurm.time_limit));
+    if (args.has("--partition") && slurm.partition.empty()) throw UsageError("--partition is empty");
+    std::istringstream words(args.str("--sbatch-args"));
+    for (std::string w; words >> w;) slurm.sbatch_args.push_back(w);
+    // --jobs caps how many array tasks run at once (the array's %M throttle).
+    slurm.max_running = cfg.jobs;
+  }
+  const double poll_s = args.real("--poll-s", 10, 0.1, 3600);
   cfg.child_template = {host::fabric::self_executable(), "demo", "--scenario-seed", "{seed}", "--json", "{json}",
                         "--out", cfg.work_dir + "/seed-{seed}", "--no-waves"};
   std::string json_path = args.str("--json", cfg.work_dir + "/regress.json");
@@ -46,12 +111,25 @@ int cmd_regress(const ArgList& argv) {
   fmt::print("mxtb regress: seeds {}..{} ({} runs), child: {}\n", cfg.first_seed, cfg.first_seed + cfg.seeds - 1, cfg.seeds,
              host::report::shell_quote(cfg.child_template));
   std::fflush(stdout);
+  if (launcher == "slurm") {
+    host::report::SlurmCampaign c;
+    try {
+      c = host::report::submit_slurm(cfg, slurm);
+    } catch (const std::runtime_error& e) {
+      throw InputError(e.what());
+    }
+    fmt::print("  submitted slurm job {} ({} array tasks, {} seeds per task): {}\n", c.job_id, c.tasks(), c.seeds_per_task,
+               host::report::shell_quote(c.sbatch_argv));
+    if (args.has("--no-wait")) {
+      fmt::print("  not waiting; when it has finished: mxtb regress --collect {}\n", host::report::shell_quote({c.work_dir}));
+      return 0;
+    }
+    std::fflush(stdout);
+    host::report::wait_slurm(c, poll_s, !quiet);
+    return collect(c, json_path, junit_path);
+  }
   host::report::RegressResult r = host::report::run_regress(cfg);
-  fmt::print("{}", host::report::format_summary(r));
-  write_text(json_path, host::report::to_json(r).dump(2) + "\n");
-  write_text(junit_path, host::report::junit_xml(r));
-  fmt::print("  wrote {} and {}\n", json_path, junit_path);
-  fmt::print("{}\n", r.failed() == 0 ? "PASS" : fmt::format("FAIL: {} of {} seeds", r.failed(), r.runs.size()));
+  write_outputs(r, json_path, junit_path);
   return r.failed() == 0 ? 0 : 1;
 }
 

@@ -31,8 +31,13 @@ const Command kCommands[] = {
     replaced by a spare; phase table against 1.2 s, report.json, timeline.json/.svg, waves.fst)"},
     {"regress", mxtb::app::cmd_regress,
      R"(regress --seeds N [--jobs J] [--first-seed S] [--out DIR] [--json FILE] [--junit FILE] [--quiet]
+    [--launcher local|slurm] [--seeds-per-task K] [--partition P] [--time-limit T]
+    [--sbatch-args "ARGS"] [--poll-s S] [--no-wait]
+regress --collect DIR [--json FILE] [--junit FILE]
     N random failover scenarios through the demo, J at a time: p50/p99/max of every phase, JSON,
-    JUnit XML, and the command that reruns each failing seed)"},
+    JUnit XML, and the command that reruns each failing seed. --launcher slurm submits one job
+    array (K seeds per task, at most J tasks at once) and waits, or --no-wait and --collect DIR
+    later; cancelled, timed-out and never-started seeds are reported as such)"},
     {"cover", mxtb::app::cmd_cover,
      R"(cover [--seeds N] [--build DIR] [--no-build] [--tests PROG,..] [--jobs J] [--first-seed S]
     [--waivers FILE] [--out DIR] [--json FILE] [--no-html] [--min-line PCT] [--keep]

@@ -434,6 +434,7 @@ FailoverScenario parse_failover_scenario(const json& j, const std::string& sourc
     h.finish();
   }
   s.watchdog_us = f.real("watchdog_us", s.watchdog_us, 0.0, 1e6);
+  s.host_decide_extra_us = f.real("host_decide_extra_us", s.host_decide_extra_us, 0.0, 1e5);
   if (s.host_disconnect != HostDisconnect::None && (s.watchdog_us == 0 || s.host_downtime_us <= s.watchdog_us))
     f.fail("host_disconnect.downtime_us", fmt::format("{} us does not outlast the watchdog ({} us): nothing would happen",
                                                       s.host_downtime_us, s.watchdog_us));
@@ -525,6 +526,7 @@ json to_json(const FailoverScenario& s) {
   if (s.host_disconnect != HostDisconnect::None)
     j["host_disconnect"] = {{"at", to_string(s.host_disconnect)}, {"downtime_us", s.host_downtime_us}};
   j["watchdog_us"] = s.watchdog_us;
+  if (s.host_decide_extra_us > 0) j["host_decide_extra_us"] = s.host_decide_extra_us;
   return j;
 }
 
@@ -650,6 +652,7 @@ host::failover::FailoverJob failover_job(const FailoverScenario& s) {
   c.armed_xpu = s.armed_xpu;
   c.state_bytes_per_xpu = s.state_bytes_per_xpu;
   c.watchdog_ns = static_cast<uint64_t>(s.watchdog_us * 1000);
+  c.extra_decide_ns = static_cast<uint64_t>(s.host_decide_extra_us * 1000);
   c.shape_clock_mhz = s.clock_mhz;
   c.lane_gbps = s.state_lane_gbps;
   c.real_bytes_max = s.state_real_bytes_max;

@@ -68,6 +68,9 @@ struct FailoverScenario {
   HostDisconnect host_disconnect = HostDisconnect::None;
   double host_downtime_us = 300;         // how long the host stays away (longer than its watchdog)
   double watchdog_us = 200;              // the controller's host watchdog the manager arms (0: off)
+  // Added to the host's measured compute when it decides (ManagerConfig::extra_decide_ns): a
+  // slower host, so that a directed test orders the hand-over after fast hardware events.
+  double host_decide_extra_us = 0;
   sim::TrafficConfig traffic;
   std::vector<ModeledPhase> modeled;     // after the hardware phases, in this order
   uint64_t state_bytes_per_xpu = 0;      // inference state to restore on the spare (KV cache)

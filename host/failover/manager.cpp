@@ -36,6 +36,9 @@ namespace {
 // whose dark circuits made verify fail: its links dropped before verify, so one look normally
 // does; the rest cover the events of a death a few hundred nanoseconds before verify.
 constexpr int kLooksAfterRollback = 10;
+constexpr int kSameLooks = 3;                 // consecutive looks that must name the same XPU
+constexpr uint64_t kRollbackWaitNs = 1'000'000;  // at most, for the rollback's RollbackDone
+constexpr uint64_t kRetrainNs = 10'000;       // after it: circuits it glimpsed retrain (about 4 us)
 
 // The host's own compute, charged to the board's clock (lockstep: it appears in the timeline).
 template <class F>
@@ -81,11 +84,64 @@ void FailoverManager::expect_moves(const protocol::FabricMap& from, const protoc
   }
 }
 
+// The XPU whose light a verify failure since t_ns missed: the controller names the circuit's
+// output port; the light comes from the input port mapped onto it.
+int FailoverManager::verify_dark_xpu_since(double t_ns, const protocol::FabricMap& m) const {
+  for (auto it = log_.rbegin(); it != log_.rend() && static_cast<double>(it->time_ns) >= t_ns; ++it) {
+    if (it->kind != EmuEvent::Controller || static_cast<mxtb::ocs::Event>(it->a) != mxtb::ocs::Event::VerifyFail) continue;
+    for (size_t i = 0; i < m.port_target.size(); ++i)
+      if (m.port_target[i] == static_cast<int>(it->c)) return static_cast<int>(i) / cfg_.shape.lanes_per_xpu;
+  }
+  return -1;
+}
+
+FwStatus FailoverManager::commit_live(protocol::FabricMap& m, FailoverRecord& rec) {
+  // Random lane faults darken a lane for at most tens of microseconds; an XPU that died stays dark.
+  constexpr uint64_t kDarkWindowNs = 25'000;
+  constexpr int kAttempts = 6;
+  int last_dark = -1;
+  FwStatus st = FwStatus::Ok;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    const double t0 = static_cast<double>(board_.clock().now_ns());
+    last_commit_ns_ = t0;
+    st = board_.set_port_map(m.port_target);
+    if (st != FwStatus::VerifyFailed) return st;
+    take_events(0);
+    int dark = verify_dark_xpu_since(t0, m);
+    const bool known = std::find(failed_.begin(), failed_.end(), dark) != failed_.end();
+    // An XPU with an Active lane is alive (its lasers light that link): only a dark lane of it
+    // stood in verify's way, and it is waited out however long it lasts.
+    bool lit = false;
+    for (int l = dark * cfg_.shape.lanes_per_xpu; dark >= 0 && l < (dark + 1) * cfg_.shape.lanes_per_xpu && l < board_.links(); ++l)
+      lit |= link_state_[static_cast<size_t>(l)] == LinkState::Active;
+    if (dark >= 0 && dark == last_dark && !known && !lit && (!pending_ || pending_->xpu == dark)) {
+      // Dark twice, a dark window apart: it died (while the host was away, or during this commit).
+      rec.timeline.notes.push_back(fmt::format(
+          "verify missed XPU {}'s light twice, {} us apart: it died; its circuits are taken out and it is the next failover",
+          dark, kDarkWindowNs / 1000.0));
+      if (!pending_) pending_ = Detection{dark, t0, t0, t0};
+      failed_.push_back(dark);
+      const bool is_map = &m == &map_;
+      protocol::FabricMap live = live_map(m);
+      failed_.pop_back();  // counted as failed by its own failover
+      expect_moves(m, live);
+      m = live;
+      if (!is_map) map_ = live;
+      last_dark = -1;
+      continue;
+    }
+    last_dark = dark;
+    const uint64_t until = board_.clock().now_ns() + kDarkWindowNs;
+    while (board_.clock().now_ns() < until) take_events(std::min<uint64_t>(cfg_.poll_ns, until - board_.clock().now_ns()));
+  }
+  return st;
+}
+
 // Places `m` through the mailbox and waits for its circuits; false (with a problem) when it fails.
 bool FailoverManager::place(const protocol::FabricMap& m, FailoverRecord& rec, const char* why) {
   expect_moves(map_, m);
   map_ = m;
-  FwStatus st = board_.set_port_map(map_.port_target);
+  FwStatus st = commit_live(map_, rec);
   if (st != FwStatus::Ok) {
     rec.problems.push_back(fmt::format("{}: the firmware answered {}", why, mailbox::describe(st)));
     return false;
@@ -134,6 +190,17 @@ int FailoverManager::circuits_between(int a, int b) const {
 // they come from its event queue; on a board, from reading LINK_STATUS (stamped when read).
 uint32_t FailoverManager::watchdog_cycles() const {
   return static_cast<uint32_t>(static_cast<double>(cfg_.watchdog_ns) * cfg_.shape_clock_mhz / 1000.0);
+}
+
+bool FailoverManager::wait_living_links(uint64_t timeout_ns) {
+  const int lanes = cfg_.shape.lanes_per_xpu;
+  auto dead = [&](int x) { return std::find(failed_.begin(), failed_.end(), x) != failed_.end(); };
+  std::vector<int> living;
+  for (int l : circuit_links(map_)) {
+    int peer = map_.port_target[static_cast<size_t>(l)] / lanes;
+    if (!dead(l / lanes) && !dead(peer)) living.push_back(l);
+  }
+  return wait_links_up(living, timeout_ns);
 }
 
 void FailoverManager::idle(uint64_t ns) {
@@ -351,6 +418,7 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
   SpareChoice choice;
   protocol::TorusPlacement next = placement_;
   protocol::FabricMap next_map;
+  if (cfg_.extra_decide_ns) board_.clock().charge_ns(cfg_.extra_decide_ns);
   charged(board_.clock(), [&] {
     choice = choose_spare(det->xpu, free_spares_, cfg_.groups, failed_);
     if (choice.spare) {
@@ -386,7 +454,11 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
   // journaled first (placement_, map_): a host that goes away knows what it wanted when it is back.
   next_map = live_map(next_map);
   expect_moves(map_, next_map);
-  handover_ns_ = static_cast<double>(board_.clock().now_ns());
+  // On the fast path the firmware committed as the failure showed, while the host was still
+  // deciding: a rollback of that commit (a second XPU dying before its verify) can be over before
+  // the host hands over, and must count. Its window opens at the failure.
+  handover_ns_ = rec.fast_path ? std::min(det->failure_ns, static_cast<double>(board_.clock().now_ns()))
+                               : static_cast<double>(board_.clock().now_ns());
   host_commit_status_ = FwStatus::Ok;
   placement_ = next;
   map_ = next_map;
@@ -421,11 +493,24 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
     // circuits the next placement moves, and which circuits' drops count, follow the board.
     map_.port_target = board_.active_map(cfg_.shape.mesh_ports);
     // Verify read a dark circuit: a second XPU that died before it, whose links dropped before
-    // verify read its light. Look until the drops name it (or a transient was to blame).
-    for (int look = 0; look < kLooksAfterRollback && !second_failure_; ++look) {
+    // verify read its light. The rollback then moves the elements back (a thermo-optic settle:
+    // 50 us), and circuits of living XPUs whose paths pass through them go dark meanwhile: with a
+    // dead neighbour, a living XPU then has every lane down and outnumbers the dead one (regress
+    // seed 6193). So look once the rollback is over and its glitches have retrained, and take an
+    // XPU only when the drops keep naming it (or a transient was to blame).
+    const uint64_t wait_until = board_.clock().now_ns() + kRollbackWaitNs;
+    while (!rollback_done_since(handover_ns_) && board_.clock().now_ns() < wait_until) take_events(cfg_.poll_ns);
+    for (uint64_t t = board_.clock().now_ns() + kRetrainNs; board_.clock().now_ns() < t;) take_events(cfg_.poll_ns);
+    std::optional<int> named;
+    int looks_named = 0;
+    for (int look = 0; look < kLooksAfterRollback && looks_named < kSameLooks; ++look) {
       take_events(cfg_.poll_ns);
-      if (auto d = failed_xpu_now(); d && d->xpu != det->xpu) second_failure_ = d->xpu;
+      auto d = failed_xpu_now();
+      std::optional<int> now = d && d->xpu != det->xpu ? std::optional<int>(d->xpu) : std::nullopt;
+      looks_named = now && now == named ? looks_named + 1 : now ? 1 : 0;
+      named = now;
     }
+    if (named && looks_named >= kSameLooks) second_failure_ = named;
   }
   if (second_failure_ || commit_failed_) {
     // Another XPU died meanwhile: its circuits go dark for good, and if that happened before the
@@ -488,8 +573,12 @@ void FailoverManager::reconnect(FailoverRecord& rec) {
   uint32_t gen_before = board_.active_generation();
   bool same = active_map_is(map_);
   if (!same) {
-    FwStatus s = board_.set_port_map(map_.port_target);
+    // A tenant XPU that died while the host was away keeps this commit from verifying: found and
+    // taken out here, it is the next failover.
+    FwStatus s = commit_live(map_, rec);
     if (s != FwStatus::Ok) rec.problems.push_back(fmt::format("reconciling: the firmware answered {}", mailbox::describe(s)));
+    // The attempts verify refused before this commit are behind us.
+    handover_ns_ = last_commit_ns_;
   }
   if (cfg_.watchdog_ns) board_.enable_watchdog(watchdog_cycles());
   std::vector<int> links = circuit_links(map_);
@@ -516,8 +605,18 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
   if (rec.fast_path && !reconciled && (fw.last_failed != det.xpu || fw.last_spare != spare))
     rec.problems.push_back(fmt::format("the firmware's last failover was XPU {} to {}, not {} to {}", fw.last_failed,
                                        fw.last_spare, det.xpu, spare));
-  // The firmware commits its pre-armed backup on its own; only ever for the XPU that died.
-  if (fw.failovers > firmware_failovers_ && fw.last_failed != det.xpu)
+  // The firmware commits its pre-armed backup on its own; only ever for an XPU that died: this
+  // one, or a second one that died before the host's commit disarmed the backup (then it is the
+  // pending failover, and the host's placement of this one has replaced the backup's map).
+  bool other_died = (pending_ && pending_->xpu == fw.last_failed) ||
+                    std::find(failed_.begin(), failed_.end(), fw.last_failed) != failed_.end();
+  if (fw.failovers > firmware_failovers_ && fw.last_failed != det.xpu && !other_died)
+    if (auto d = failed_xpu_now(); d && d->xpu == fw.last_failed) other_died = true;
+  if (fw.failovers > firmware_failovers_ && fw.last_failed != det.xpu && other_died)
+    t.notes.push_back(fmt::format("XPU {} died too, before the host's commit disarmed its backup: the firmware committed "
+                                  "that backup, and the host's placement for XPU {} then replaced it",
+                                  fw.last_failed, det.xpu));
+  if (fw.failovers > firmware_failovers_ && fw.last_failed != det.xpu && !other_died)
     rec.problems.push_back(fmt::format("the firmware committed XPU {}'s pre-armed backup, but XPU {} is the one that failed",
                                        fw.last_failed, det.xpu));
   firmware_failovers_ = fw.failovers;
@@ -638,6 +737,15 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
                                                 armed_spare_)
                                   : std::string("nothing to arm: no spare left, the next failure runs degraded"));
   if (!armed_xpu_) t.notes.push_back("no backup armed after this failover: no spare left");
+}
+
+bool FailoverManager::rollback_done_since(double t_ns) const {
+  for (auto it = log_.rbegin(); it != log_.rend() && static_cast<double>(it->time_ns) >= t_ns; ++it)
+    if (it->kind == EmuEvent::Controller) {
+      auto type = static_cast<mxtb::ocs::Event>(it->a);
+      if (type == mxtb::ocs::Event::RollbackDone || type == mxtb::ocs::Event::CommitRejected) return true;
+    }
+  return false;
 }
 
 bool FailoverManager::commit_failed_since(double t_ns) const {

@@ -38,6 +38,10 @@ struct ManagerConfig {
   std::vector<FailureGroup> groups;
   std::optional<int> armed_xpu;           // the XPU whose backup the firmware holds staged
   uint64_t poll_ns = 2'000;               // how much time passes between the host's looks
+  // Added to the host's measured compute when it decides (a slower host): the measured part
+  // varies from run to run, so directed tests use this to put the host's hand-over after fast
+  // hardware events at any machine speed.
+  uint64_t extra_decide_ns = 0;
   uint64_t watchdog_ns = 200'000;         // the controller's host watchdog (0: off), kicked at every look
   double shape_clock_mhz = 156.25;        // the board's clock (watchdog cycles)
   uint64_t link_up_timeout_ns = 3'000'000;
@@ -78,6 +82,9 @@ class FailoverManager {
   void reconnect(FailoverRecord& rec);
   // Lets `ns` of board time pass while watching the board (and kicking its watchdog).
   void idle(uint64_t ns);
+  // Waits (at most timeout_ns) until every circuit between living XPUs is Active: a lane's dark
+  // window or a retrain in progress is a transient, not the fabric's state. False on timeout.
+  bool wait_living_links(uint64_t timeout_ns);
   // The fabric as the manager believes it, checked against the controller: the active map and
   // generation, every circuit of a living XPU Active, no traffic lost. One line per problem.
   std::vector<std::string> check_fabric();
@@ -110,8 +117,14 @@ class FailoverManager {
   protocol::FabricMap live_map(protocol::FabricMap m) const;
   void expect_moves(const protocol::FabricMap& from, const protocol::FabricMap& to);
   bool place(const protocol::FabricMap& m, FailoverRecord& rec, const char* why);
+  // Commits `m` through the mailbox, again when verify refused it for a lane's dark window; an
+  // XPU whose light verify misses twice, a dark window apart, has died: its circuits are taken
+  // out of `m` (and of map_ when `m` is map_) and it becomes the pending failover.
+  mailbox::FwStatus commit_live(protocol::FabricMap& m, FailoverRecord& rec);
+  int verify_dark_xpu_since(double t_ns, const protocol::FabricMap& m) const;  // -1: none named
   bool active_map_is(const protocol::FabricMap& m);
   bool commit_failed_since(double t_ns) const;
+  bool rollback_done_since(double t_ns) const;  // RollbackDone (or CommitRejected) at or after t_ns
   void report_links_down(FailoverRecord& rec, const std::vector<int>& links);
   uint32_t watchdog_cycles() const;
   void take_events(uint64_t window_ns);
@@ -145,6 +158,7 @@ class FailoverManager {
   std::optional<int> second_failure_;
   bool commit_failed_ = false;
   mailbox::FwStatus host_commit_status_ = mailbox::FwStatus::Ok;
+  double last_commit_ns_ = 0;  // when commit_live's last attempt started
   double handover_ns_ = 0;
   Reconcile reconciled_;
   std::unique_ptr<paging::PagingEngine> engine_;

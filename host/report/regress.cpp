@@ -207,17 +207,39 @@ RegressResult run_regress(const RegressConfig& cfg) {
     progress();
   }
   if (cfg.progress && tty) std::fputc('\n', stderr);
-  std::vector<Timeline> timelines;
-  for (const auto& r : res.runs)
-    if (r.timeline) timelines.push_back(*r.timeline);
-  res.stats = summarize(timelines);
+  finish_stats(res);
   res.wall_s = since(t0);
   return res;
 }
 
+void finish_stats(RegressResult& r) {
+  std::vector<Timeline> timelines;
+  for (const auto& s : r.runs)
+    if (s.timeline) timelines.push_back(*s.timeline);
+  r.stats = summarize(timelines);
+}
+
+namespace {
+// Seeds that did not run to a verdict of their own (cancelled, timed out, ...), by state.
+std::map<std::string, size_t> unfinished_states(const RegressResult& r) {
+  std::map<std::string, size_t> n;
+  for (const auto& s : r.runs)
+    if (s.state() != "passed" && s.state() != "failed") ++n[s.state()];
+  return n;
+}
+}  // namespace
+
 std::string format_summary(const RegressResult& r) {
-  std::string out = fmt::format("regress: {} seeds, {} jobs, {:.1f} s wall; {} passed, {} failed\n", r.runs.size(), r.jobs,
+  std::string how = r.launcher == "slurm"
+                        ? fmt::format("slurm job {} ({} tasks, {} seeds per task)", r.job_id, r.tasks, r.seeds_per_task)
+                        : fmt::format("{} jobs", r.jobs);
+  std::string out = fmt::format("regress: {} seeds, {}, {:.1f} s wall; {} passed, {} failed\n", r.runs.size(), how,
                                 r.wall_s, r.runs.size() - r.failed(), r.failed());
+  if (auto n = unfinished_states(r); !n.empty()) {
+    std::string list;
+    for (const auto& [state, count] : n) list += fmt::format("{}{} {}", list.empty() ? "" : ", ", count, state);
+    out += fmt::format("  without a verdict of their own (counted as failed): {}\n", list);
+  }
   out += fmt::format("  {:<22} {:>5} {:>10} {:>10} {:>10}   (simulated; nearest-rank percentiles)\n", "phase", "runs",
                      "p50", "p99", "max");
   for (const auto& s : r.stats)
@@ -229,7 +251,8 @@ std::string format_summary(const RegressResult& r) {
   if (degraded) out += fmt::format("  {} run(s) degraded: no spare was left\n", degraded);
   for (const auto& s : r.runs) {
     if (s.passed()) continue;
-    out += fmt::format("FAIL seed {}: {}\n", s.seed, s.failures.front());
+    std::string state = s.state() == "failed" ? "" : " [" + s.state() + "]";
+    out += fmt::format("FAIL seed {}{}: {}\n", s.seed, state, s.failures.front());
     for (size_t i = 1; i < s.failures.size(); ++i) out += fmt::format("    {}\n", s.failures[i]);
     out += fmt::format("  rerun: {}\n  log:   {}\n", shell_quote(s.argv), s.log_path);
   }
@@ -239,7 +262,7 @@ std::string format_summary(const RegressResult& r) {
 json to_json(const RegressResult& r) {
   json runs = json::array();
   for (const auto& s : r.runs) {
-    json j{{"seed", s.seed}, {"passed", s.passed()}, {"exit_code", s.exit_code}, {"wall_s", s.wall_s},
+    json j{{"seed", s.seed}, {"passed", s.passed()}, {"status", s.state()}, {"exit_code", s.exit_code}, {"wall_s", s.wall_s},
            {"failures", s.failures}, {"rerun", shell_quote(s.argv)}, {"json", s.json_path}, {"log", s.log_path}};
     if (s.timeline) j["report"] = to_json(*s.timeline);
     runs.push_back(j);
@@ -247,8 +270,15 @@ json to_json(const RegressResult& r) {
   json stats = json::array();
   for (const auto& s : r.stats)
     stats.push_back({{"name", s.name}, {"runs", s.runs}, {"p50_ns", s.p50_ns}, {"p99_ns", s.p99_ns}, {"max_ns", s.max_ns}});
-  return json{{"seeds", r.runs.size()}, {"jobs", r.jobs}, {"wall_s", r.wall_s}, {"passed", r.failed() == 0},
-              {"failed", r.failed()}, {"percentile", "nearest-rank"}, {"stats", stats}, {"runs", runs}};
+  json out{{"seeds", r.runs.size()}, {"launcher", r.launcher}, {"jobs", r.jobs}, {"wall_s", r.wall_s},
+           {"passed", r.failed() == 0}, {"failed", r.failed()}, {"unfinished", unfinished_states(r)},
+           {"percentile", "nearest-rank"}, {"stats", stats}, {"runs", runs}};
+  if (r.launcher == "slurm") {
+    out["job_id"] = r.job_id;
+    out["tasks"] = r.tasks;
+    out["seeds_per_task"] = r.seeds_per_task;
+  }
+  return out;
 }
 
 namespace {
@@ -267,17 +297,23 @@ std::string xml(const std::string& s) {
 }  // namespace
 
 std::string junit_xml(const RegressResult& r) {
+  // A seed that never reached its own verdict (cancelled, timed out, not started) is an <error>,
+  // as JUnit readers count a test that could not run; one that ran and failed is a <failure>.
+  size_t errors = 0;
+  for (const auto& s : r.runs) errors += s.state() != "passed" && s.state() != "failed";
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out += fmt::format("<testsuites tests=\"{0}\" failures=\"{1}\" time=\"{2:.3f}\">\n"
-                     "  <testsuite name=\"mxtb.regress\" tests=\"{0}\" failures=\"{1}\" errors=\"0\" time=\"{2:.3f}\">\n",
-                     r.runs.size(), r.failed(), r.wall_s);
+  out += fmt::format("<testsuites tests=\"{0}\" failures=\"{1}\" errors=\"{3}\" time=\"{2:.3f}\">\n"
+                     "  <testsuite name=\"mxtb.regress\" tests=\"{0}\" failures=\"{1}\" errors=\"{3}\" time=\"{2:.3f}\">\n",
+                     r.runs.size(), r.failed() - errors, r.wall_s, errors);
   for (const auto& s : r.runs) {
     out += fmt::format("    <testcase classname=\"mxtb.regress\" name=\"seed_{}\" time=\"{:.3f}\">\n", s.seed, s.wall_s);
     if (!s.passed()) {
       std::string body;
       for (const auto& f : s.failures) body += f + "\n";
       body += fmt::format("exit code {}\n", s.exit_code);
-      out += fmt::format("      <failure message=\"{}\" type=\"failover\">{}</failure>\n", xml(s.failures.front()), xml(body));
+      bool error = s.state() != "failed";
+      out += fmt::format("      <{0} message=\"{1}\" type=\"{2}\">{3}</{0}>\n", error ? "error" : "failure",
+                         xml(s.failures.front()), error ? s.state() : "failover", xml(body));
     }
     out += fmt::format("      <system-out>rerun: {}\nlog: {}\n</system-out>\n", xml(shell_quote(s.argv)), xml(s.log_path));
     out += "    </testcase>\n";

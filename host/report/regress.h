@@ -48,7 +48,12 @@ struct SeedResult {
   std::string json_path, log_path;
   std::optional<Timeline> timeline;
   std::vector<std::string> failures;  // the child's own, its exit code, a missing JSON, timeline problems
+  // How the seed ended: "passed", "failed" (its child ran and failed), or, under a batch
+  // scheduler, "cancelled", "timed_out", "not_started", "lost" (started, no result) or
+  // "unfinished" (still queued or running). Every state but "passed" carries a failure.
+  std::string status;
   bool passed() const { return failures.empty(); }
+  std::string state() const { return !status.empty() ? status : passed() ? "passed" : "failed"; }
 };
 
 struct RegressResult {
@@ -56,8 +61,15 @@ struct RegressResult {
   std::vector<PhaseStats> stats;
   unsigned jobs = 0;
   double wall_s = 0;
+  // "local", or "slurm" with the job array's id, its task count and seeds per task.
+  std::string launcher = "local";
+  std::string job_id;
+  uint64_t tasks = 0, seeds_per_task = 0;
   size_t failed() const;
 };
+
+// The phase statistics of the runs that have a timeline (run_regress and the Slurm collection).
+void finish_stats(RegressResult& r);
 
 std::vector<std::string> child_argv(const std::vector<std::string>& tmpl, uint64_t seed, const std::string& json_path);
 std::string shell_quote(const std::vector<std::string>& argv);  // one line to paste into a shell

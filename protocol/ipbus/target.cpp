@@ -98,7 +98,7 @@ std::optional<std::vector<uint8_t>> Target::handle(const uint8_t* data, size_t s
 }
 
 // Executes transactions in order. The first one in error gets its error info code in the reply
-// and ends the packet: later transactions are not executed.
+// and ends the packet: later transactions are not executed. The reply never passes the MTU.
 std::vector<uint32_t> Target::run_control(const std::vector<uint32_t>& in, uint16_t id) {
   std::vector<uint32_t> out{in[0]};
   size_t pos = 1;
@@ -129,7 +129,10 @@ std::vector<uint32_t> Target::run_control(const std::vector<uint32_t>& in, uint1
             fmt::format("{} needs {} body words, the packet has {}", to_string(th->type), body, in.size() - pos - 1));
       return out;
     }
-    uint32_t reply_words = 1 + reply_body_words(th->type, th->words);
+    // While request words follow, keep one reply word free: the next transaction answers at
+    // least its header (success or error), and a reply must never pass the MTU.
+    bool more = pos + 1 + body < in.size();
+    uint32_t reply_words = 1 + reply_body_words(th->type, th->words) + (more ? 1 : 0);
     if (out.size() + reply_words > kMtuWords) {
       fault(Fault::BadTransaction, hw, InfoCode::BadHeader, fmt::format("the reply would pass the MTU of {} bytes", kMtuBytes));
       return out;

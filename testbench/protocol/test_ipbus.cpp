@@ -218,6 +218,39 @@ TEST_CASE("bad input: dropped or answered with an error info code, counted, and 
   CHECK(r[2] == 42);
 }
 
+TEST_CASE("a reply never passes the MTU, even when a transaction fails after the reply is full") {
+  MemPort mem;
+  Target t(mem);
+  // Reads that fill the reply to exactly the MTU (1 + 256 + 111 = 368 words) succeed.
+  auto r = roundtrip(t, {control(0), tx(TxType::NonIncRead, 255), 0x100, tx(TxType::NonIncRead, 110), 0x100});
+  REQUIRE(r.size() == kMtuWords);
+  CHECK(decode_tx_header(r[257])->info == InfoCode::Success);
+  // The same reads followed by a bad transaction: its error header would have been word 369. The
+  // second read is refused instead, so that the error fits.
+  r = roundtrip(t, {control(0), tx(TxType::NonIncRead, 255), 0x100, tx(TxType::NonIncRead, 110), 0x100, 0x1000010Fu});
+  REQUIRE(r.size() == 258);
+  CHECK((r[257] & 0xF) == static_cast<uint32_t>(InfoCode::BadHeader));
+  CHECK(t.stats().transactions == 3);
+
+  // libFuzzer's crashing input: four non-incrementing reads at address 0 (97, 199, 35 and 32 words:
+  // 1472 bytes of reply) and a transaction with info code 0 in a request; the reply was 1476 bytes.
+  struct Zeros : BusPort {
+    InfoCode execute(const Access& a, std::vector<uint32_t>& out) override {
+      if (a.type == TxType::Read || a.type == TxType::NonIncRead) out.insert(out.end(), a.words, 0u);
+      return InfoCode::Success;
+    }
+  } zeros;
+  Target z(zeros);
+  const std::vector<uint8_t> crash{0x20, 0x00, 0x00, 0xf0, 0x2b, 0x00, 0x61, 0x2f, 0x00, 0x00, 0x00, 0x00, 0x2a,
+                                   0xf7, 0xc7, 0x2f, 0x00, 0x00, 0x00, 0x00, 0x2a, 0xf7, 0x23, 0x2f, 0x00, 0x00,
+                                   0x00, 0x00, 0x2a, 0x00, 0x20, 0x2f, 0x00, 0x00, 0x00, 0x08, 0x23, 0x2f, 0x00,
+                                   0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x2b, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x00};
+  auto reply = z.handle(crash.data(), crash.size());
+  REQUIRE(reply);
+  CHECK(reply->size() <= kMtuBytes);
+  CHECK(reply->size() % 4 == 0);
+}
+
 TEST_CASE("seeded random garbage: no crash, and a valid request still works afterwards") {
   MemPort mem;
   Target t(mem);

@@ -30,6 +30,12 @@ expect_error("--tests: testbench/rtl/rtl_tests is not built in" cover --build no
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/bad-waivers.txt "# a waiver without its reason\ncover ocs_sequencer.c_idle\n")
 expect_error("bad-waivers.txt:2: waiver of ocs_sequencer.c_idle gives no reason"
              cover --waivers ${CMAKE_CURRENT_BINARY_DIR}/bad-waivers.txt --no-build)
+expect_error("--launcher must be" regress --seeds 2 --launcher pbs)
+expect_error("--seeds-per-task is for --launcher slurm" regress --seeds 2 --seeds-per-task 2)
+expect_error("--time-limit 'ten' is not in sbatch's --time syntax" regress --seeds 2 --launcher slurm --time-limit ten)
+expect_error("--seeds-per-task" regress --seeds 2 --launcher slurm --seeds-per-task 0)
+expect_error("--collect DIR reads the campaign from DIR; --seeds does not go with it" regress --collect x --seeds 2)
+expect_error("no-such-dir/campaign.json: no such file" regress --collect no-such-dir)
 expect_error("give either --scenario or --scenario-seed, not both" demo --scenario x.json --scenario-seed 3)
 expect_error("--time-mode must be lockstep, paced or free, got 'fast'" demo --time-mode fast)
 expect_error("the demo measures in lockstep" demo --time-mode free)
