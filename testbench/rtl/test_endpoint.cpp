@@ -295,17 +295,22 @@ TEST_CASE("a silent peer times out of Ts1; that Retrain keeps the lane lit") {
   CHECK(b.m.cnt_retrains_o == 1);
 }
 
+// A peer that answers Ts1 (and, for CreditInit, Ts2) with its training sets, then nothing more.
+static void train_to_ts2_or_credit_init(PeerBench& b, bool reach_credit_init) {
+  REQUIRE(b.run_until([&] { return b.state() == LinkState::Ts1; }, 5000));
+  b.push_ctl(CtlType::Ts1, kPeerXpu, kTsCount);
+  REQUIRE(b.run_until([&] { return b.state() == LinkState::Ts2; }, 100));
+  if (reach_credit_init) {
+    b.push_ctl(CtlType::Ts2, kPeerXpu, kTsCount);
+    REQUIRE(b.run_until([&] { return b.state() == LinkState::CreditInit; }, 100));
+  }
+}
+
 TEST_CASE("a peer that stops after Ts1 times out of Ts2, or of CreditInit after Ts2") {
   for (bool reach_credit_init : {false, true}) {
     INFO(reach_credit_init);
     PeerBench b;
-    REQUIRE(b.run_until([&] { return b.state() == LinkState::Ts1; }, 5000));
-    b.push_ctl(CtlType::Ts1, kPeerXpu, kTsCount);
-    REQUIRE(b.run_until([&] { return b.state() == LinkState::Ts2; }, 100));
-    if (reach_credit_init) {
-      b.push_ctl(CtlType::Ts2, kPeerXpu, kTsCount);
-      REQUIRE(b.run_until([&] { return b.state() == LinkState::CreditInit; }, 100));
-    }
+    train_to_ts2_or_credit_init(b, reach_credit_init);
     LinkState s = b.state();
     uint64_t t0 = b.cycle;
     REQUIRE(b.run_until([&] { return b.state() != s; }, kTsTimeout + 10));
@@ -320,13 +325,7 @@ TEST_CASE("loss of signal in Ts2 or CreditInit retrains with LossOfSignal") {
   for (bool reach_credit_init : {false, true}) {
     INFO(reach_credit_init);
     PeerBench b;
-    REQUIRE(b.run_until([&] { return b.state() == LinkState::Ts1; }, 5000));
-    b.push_ctl(CtlType::Ts1, kPeerXpu, kTsCount);
-    REQUIRE(b.run_until([&] { return b.state() == LinkState::Ts2; }, 100));
-    if (reach_credit_init) {
-      b.push_ctl(CtlType::Ts2, kPeerXpu, kTsCount);
-      REQUIRE(b.run_until([&] { return b.state() == LinkState::CreditInit; }, 100));
-    }
+    train_to_ts2_or_credit_init(b, reach_credit_init);
     b.light = false;
     REQUIRE(b.run_until([&] { return b.state() == LinkState::Retrain; }, 10));
     CHECK(b.reason() == Reason::LossOfSignal);
