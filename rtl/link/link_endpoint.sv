@@ -68,7 +68,7 @@ module link_endpoint
 
   logic [3:0]  state;   // link_pkg::link_state_e
   logic [3:0]  reason;  // link_pkg::reason_e
-  logic        active, enter_active, retrain, replay_exhausted, replay, frame_sent, flush;
+  logic        active, enter_active, retrain, replay_exhausted, replay, frame_sent, flush, new_peer;
   logic [39:0] train_fields;
   logic [65:0] tx_block, rx_block;
   logic [63:0] tx_scrambled, rx_descrambled;
@@ -90,7 +90,7 @@ module link_endpoint
     .tx_data_i, .tx_valid_i, .tx_last_i, .tx_ready_o,
     .rx_expect_i(rx_expect), .rx_credit_i(rx_credit),
     .ack_req_i(ack_req), .nak_req_i(nak_req), .ack_sent_o(ack_sent), .nak_sent_o(nak_sent),
-    .peer_ack_i(peer_ack), .peer_nak_i(peer_nak), .peer_init_i(peer_init),
+    .peer_ack_i(peer_ack && !new_peer), .peer_nak_i(peer_nak), .peer_init_i(peer_init && !new_peer),
     .peer_expect_i(peer_expect), .peer_credit_i(peer_credit),
     .block_o(tx_block), .frame_sent_o(frame_sent), .replay_o(replay),
     .replay_exhausted_o(replay_exhausted), .unacked_o(unused_unacked)
@@ -127,7 +127,7 @@ module link_endpoint
     .RESET_CYCLES(RESET_CYCLES), .DETECT_STABLE(DETECT_STABLE), .DETECT_TIMEOUT(DETECT_TIMEOUT),
     .LOCK_TIMEOUT(LOCK_TIMEOUT), .TS_COUNT(TS_COUNT), .TS_TIMEOUT(TS_TIMEOUT),
     .RETRAIN_HOLD(RETRAIN_HOLD), .HB_TIMEOUT(HB_TIMEOUT), .ERR_WINDOW(ERR_WINDOW),
-    .ERR_THRESHOLD(ERR_THRESHOLD)
+    .ERR_THRESHOLD(ERR_THRESHOLD), .RX_SLOTS(RX_SLOTS)
   ) u_train (
     .clk_i, .rst_ni, .enable_i, .retrain_req_i, .check_peer_i, .xpu_id_i, .lane_id_i,
     .expect_xpu_i, .expect_lane_i, .sd_i(lane_sd_i), .lock_i(lock),
@@ -135,7 +135,8 @@ module link_endpoint
     .peer_init_i(peer_init), .peer_hb_i(peer_hb), .bad_block_i(bad_block),
     .rx_expect_i(rx_expect), .rx_credit_i(rx_credit), .replay_exhausted_i(replay_exhausted),
     .state_o(state), .reason_o(reason), .laser_o, .active_o(active),
-    .enter_active_o(enter_active), .retrain_o(retrain), .flush_o(flush), .train_fields_o(train_fields),
+    .enter_active_o(enter_active), .retrain_o(retrain), .flush_o(flush), .new_peer_o(new_peer),
+    .train_fields_o(train_fields),
     .peer_xpu_o, .peer_lane_o, .irq_o, .irq_clear_i
   );
 

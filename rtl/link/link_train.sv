@@ -17,7 +17,8 @@ module link_train
   parameter int RETRAIN_HOLD   = 256,    // cycles with the laser off in Retrain
   parameter int HB_TIMEOUT     = 2048,   // cycles without a heartbeat/ack while Active
   parameter int ERR_WINDOW     = 4096,   // cycles per error-rate window
-  parameter int ERR_THRESHOLD  = 32      // bad blocks allowed per window
+  parameter int ERR_THRESHOLD  = 32,     // bad blocks allowed per window
+  parameter int RX_SLOTS       = 8       // the receiver's credit right after a flush
 ) (
   input  logic        clk_i,
   input  logic        rst_ni,
@@ -50,7 +51,8 @@ module link_train
   output logic        active_o,
   output logic        enter_active_o,
   output logic        retrain_o,       // pulse: entering Retrain
-  output logic        flush_o,         // pulse: training found a different peer than the last one
+  output logic        flush_o,         // pulse: becoming Active with a different peer than the last one
+  output logic        new_peer_o,      // Ts2/CreditInit with a different peer: its acks are not ours yet
   output logic [39:0] train_fields_o,  // control block to send while not Active
   output logic [15:0] peer_xpu_o,
   output logic [7:0]  peer_lane_o,
@@ -86,6 +88,8 @@ module link_train
                             (st_q == link_pkg::StRetrain && quiet_q));
   assign active_o       = st_q == link_pkg::StActive;
   assign enter_active_o = st_d == link_pkg::StActive && st_q != link_pkg::StActive;
+  assign new_peer_o     = (st_q == link_pkg::StTs2 || st_q == link_pkg::StCreditInit) && had_peer_q &&
+                          (peer_xpu_q != act_xpu_q || peer_lane_q != act_lane_q);
   assign retrain_o      = st_d == link_pkg::StRetrain && st_q != link_pkg::StRetrain;
   assign peer_xpu_o     = peer_xpu_q;
   assign peer_lane_o    = peer_lane_q;
@@ -95,7 +99,9 @@ module link_train
     unique case (st_q)
       link_pkg::StTs1:        train_fields_o = {8'h0, lane_id_i, xpu_id_i, link_pkg::CtlTs1};
       link_pkg::StTs2:        train_fields_o = {8'h0, lane_id_i, xpu_id_i, link_pkg::CtlTs2};
-      link_pkg::StCreditInit: train_fields_o = {rx_credit_i, rx_expect_i, link_pkg::CtlCreditInit};
+      // A new peer gets the state the flush on becoming Active will leave: expect 0, RX_SLOTS credit.
+      link_pkg::StCreditInit: train_fields_o = new_peer_o ? {16'(RX_SLOTS), 16'h0, link_pkg::CtlCreditInit} :
+                                                            {rx_credit_i, rx_expect_i, link_pkg::CtlCreditInit};
       default:      train_fields_o = {32'h0, link_pkg::CtlIdle};
     endcase
   end
@@ -196,10 +202,6 @@ module link_train
             rsn_d = lost_reason;
           end else if ((ts_cnt_q >= 16'(TS_COUNT) || init_seen_q) && timer_q >= 32'(TS_COUNT)) begin
             st_d = link_pkg::StCreditInit;
-            // Sequence state belongs to one peer: a new one (the spare after a failover) starts
-            // both directions afresh. Only once both sides have exchanged TS2: a peer glimpsed in
-            // Ts1 while mesh elements move must not cost the real peer its frames.
-            flush_o = had_peer_q && (peer_xpu_q != act_xpu_q || peer_lane_q != act_lane_q);
           end else if (timer_q >= 32'(TS_TIMEOUT)) begin
             st_d  = link_pkg::StRetrain;
             rsn_d = link_pkg::RsnTs2Timeout;
@@ -212,6 +214,12 @@ module link_train
           end else if ((init_seen_q || peer_hb_i) && timer_q >= 32'(TS_COUNT)) begin
             st_d  = link_pkg::StActive;
             rsn_d = link_pkg::RsnNone;
+            // Sequence state belongs to one peer: a new one (the spare after a failover) starts
+            // both directions afresh, but only once the link is Active with it. A peer glimpsed in
+            // Ts1 while mesh elements move, or one that dies in Ts2/CreditInit before the link is
+            // Active (the mesh then goes back to the old peer), must not cost the old peer its
+            // frames: until then new_peer_o keeps the new peer's acks out of the old state.
+            flush_o = new_peer_o;
           end else if (timer_q >= 32'(TS_TIMEOUT)) begin
             st_d  = link_pkg::StRetrain;
             rsn_d = link_pkg::RsnCreditTimeout;
