@@ -6,8 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+#include <memory>
 #include <string>
 
 #include "Vlink_tx.h"
@@ -20,30 +19,29 @@ namespace {
 template <class F>
 std::string capture_stdout(F&& f) {
   std::fflush(stdout);
-  char path[] = "/tmp/mxtb-rtl-assert-XXXXXX";
-  const int fd = mkstemp(path);
-  REQUIRE(fd >= 0);
+  // Anonymous: nothing left behind, wherever temporaries live.
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::tmpfile(), &std::fclose);
+  REQUIRE(file != nullptr);
+  std::FILE* tmp = file.get();
   const int saved = dup(1);
-  dup2(fd, 1);
-  try {
+  dup2(fileno(tmp), 1);
+  struct Restore {  // stdout back on every exit, a throwing f included
+    int saved;
+    ~Restore() {
+      std::fflush(stdout);
+      dup2(saved, 1);
+      close(saved);
+    }
+  };
+  {
+    Restore restore{saved};
     f();
-  } catch (...) {
-    std::fflush(stdout);
-    dup2(saved, 1);
-    close(saved);
-    close(fd);
-    unlink(path);
-    throw;
   }
-  std::fflush(stdout);
-  dup2(saved, 1);
-  close(saved);
-  close(fd);
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  unlink(path);
-  return ss.str();
+  std::string out;
+  std::rewind(tmp);
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, tmp)) > 0;) out.append(buf, n);
+  return out;
 }
 
 struct TxBench {

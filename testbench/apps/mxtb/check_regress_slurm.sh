@@ -26,7 +26,7 @@ for b in munged slurmctld slurmd sbatch squeue scontrol scancel sinfo jq; do
   fi
 done
 
-T=$(mktemp -d /tmp/mxtb-slurm.XXXXXX)
+T=$(mktemp -d -t mxtb-slurm.XXXXXX)
 # munged insists that every folder above its socket is searchable by all.
 chmod 755 "$T"
 mkdir -p "$T/munge" "$T/state" "$T/spool" "$T/log"
