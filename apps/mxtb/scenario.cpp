@@ -568,6 +568,12 @@ FailoverScenario random_failover_scenario(uint64_t seed) {
     size_t pos = static_cast<size_t>(std::find(tenant.begin(), tenant.end(), first) - tenant.begin());
     int second = tenant[pos ^ (chance(0.5) ? 1u : 2u)];
     failures.push_back({{"xpu", second}, {"at_us", static_cast<double>(first_at + uni(2, 60))}});
+  } else if (chance(0.08)) {
+    // Two die at the same instant (a shared power feed): a neighbour, or the diagonal XPU, whose
+    // death leaves no tenant XPU with an Active link at all (docs/failover.md, "Detecting").
+    size_t pos = static_cast<size_t>(std::find(tenant.begin(), tenant.end(), first) - tenant.begin());
+    int second = tenant[pos ^ (chance(0.5) ? 3u : 1u)];
+    failures.push_back({{"xpu", second}, {"at_us", static_cast<double>(first_at)}});
   }
   j["failures"] = failures;
   json lanes = json::array();

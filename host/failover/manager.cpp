@@ -356,9 +356,11 @@ void FailoverManager::arm_next_backup() {
 // failover is in flight has its circuits to the spare still moving (they prove nothing), so it
 // and its one living neighbour have lost the same circuits.
 std::optional<FailoverManager::Detection> FailoverManager::failed_xpu_now() {
-  std::optional<Detection> best;
-  int best_down = 0;
-  bool tie = false;
+  struct Candidate {
+    int xpu;
+    std::vector<double> downs;  // when each of its circuits dropped, earliest first
+  };
+  std::vector<Candidate> most;  // the candidates with the most circuits down
   const int lanes = cfg_.shape.lanes_per_xpu;
   auto is_failed = [&](int x) { return std::find(failed_.begin(), failed_.end(), x) != failed_.end(); };
   for (int x : placement_.xpu_of_position) {
@@ -376,19 +378,45 @@ std::optional<FailoverManager::Detection> FailoverManager::failed_xpu_now() {
       if (link_state_[static_cast<size_t>(l)] != LinkState::Active && link_down_since_[static_cast<size_t>(l)] >= 0)
         downs.push_back(link_down_since_[static_cast<size_t>(l)]);
     }
-    int down = static_cast<int>(downs.size());
-    if (down < 2) continue;
-    if (down > best_down) {
-      std::sort(downs.begin(), downs.end());
-      best = Detection{x, downs.front(), downs[1], static_cast<double>(board_.clock().now_ns())};
-      best_down = down;
-      tie = false;
-    } else if (down == best_down) {
-      tie = true;
-    }
+    if (downs.size() < 2) continue;
+    std::sort(downs.begin(), downs.end());
+    if (!most.empty() && downs.size() < most.front().downs.size()) continue;
+    if (!most.empty() && downs.size() > most.front().downs.size()) most.clear();
+    most.push_back({x, std::move(downs)});
   }
-  if (tie) return std::nullopt;  // not yet clear who died: look again
-  return best;
+  const double now = static_cast<double>(board_.clock().now_ns());
+  auto detection = [&](const Candidate& c) { return Detection{c.xpu, c.downs[0], c.downs[1], now}; };
+  if (most.size() < 2) dark_tie_.reset();
+  if (most.empty()) return std::nullopt;
+  if (most.size() == 1) return detection(most.front());
+
+  // A tie: XPUs that died at the same instant, whose living neighbours' every circuit went to
+  // them (a 2x2 torus losing both XPUs of a diagonal), leave no XPU with an Active link, and every
+  // one has lost as many circuits. What still tells them apart is light: a dead XPU's lasers are
+  // dark, so the far end of each of its circuits waits in Detect, while a living XPU's light keeps
+  // the dead one's receivers training (BlockLock, Ts1). An XPU dark towards every peer not known to
+  // have failed, for longer than any retrain takes, is dead; the earliest to drop (then the lowest id) is
+  // handled first, the next look finds the other. Otherwise it is not yet clear: look again.
+  auto dark = [&](int x) {
+    int far_ends = 0;
+    for (int l : circuits_of(x)) {
+      if (l / lanes == x || is_failed(l / lanes)) continue;
+      if (link_state_[static_cast<size_t>(l)] != LinkState::Detect) return false;
+      ++far_ends;
+    }
+    return far_ends > 0;
+  };
+  const Candidate* pick = nullptr;
+  for (const auto& c : most)
+    if (dark(c.xpu) && (!pick || c.downs[0] < pick->downs[0] || (c.downs[0] == pick->downs[0] && c.xpu < pick->xpu)))
+      pick = &c;
+  if (!pick) {
+    dark_tie_.reset();
+    return std::nullopt;
+  }
+  if (!dark_tie_ || dark_tie_->xpu != pick->xpu) dark_tie_ = DarkTie{pick->xpu, now};
+  if (now - dark_tie_->since_ns < static_cast<double>(kRetrainNs)) return std::nullopt;
+  return detection(*pick);
 }
 
 std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t timeout_ns, HostDisconnect disconnect) {

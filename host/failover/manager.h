@@ -109,6 +109,10 @@ class FailoverManager {
     double decided_ns = 0;
     int spare = -1;
   };
+  struct DarkTie {  // the XPU a tie's light evidence names, since when (failed_xpu_now)
+    int xpu;
+    double since_ns;
+  };
   struct Reconcile {
     double back_ns = 0;
     bool was_safe = false, replaced = false;
@@ -156,6 +160,7 @@ class FailoverManager {
   uint64_t messages_at_bring_up_ = 0;
   InFlight current_;
   std::optional<int> second_failure_;
+  std::optional<DarkTie> dark_tie_;
   bool commit_failed_ = false;
   mailbox::FwStatus host_commit_status_ = mailbox::FwStatus::Ok;
   double last_commit_ns_ = 0;  // when commit_live's last attempt started

@@ -141,7 +141,7 @@ TEST_CASE("failover scenario: bad input names the file, the JSON path and the pr
 TEST_CASE("failover scenario: random scenarios are valid, deterministic per seed, and vary") {
   std::set<int> xpus;
   std::set<std::string> presets;
-  int doubles = 0, disconnects = 0, neighbours_soon = 0;
+  int doubles = 0, disconnects = 0, neighbours_soon = 0, diagonal_at_once = 0;
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     FailoverScenario s = random_failover_scenario(seed);
     CHECK(to_json(s) == to_json(random_failover_scenario(seed)));
@@ -157,12 +157,15 @@ TEST_CASE("failover scenario: random scenarios are valid, deterministic per seed
       size_t apart = pos(s.failures[0].xpu) ^ pos(s.failures[1].xpu);
       double gap = s.failures[1].at_us - s.failures[0].at_us;
       neighbours_soon += (apart == 1 || apart == 2) && gap > 0 && gap <= 60;
+      // And two at once across the diagonal: no XPU keeps an Active link (the counts tie).
+      diagonal_at_once += apart == 3 && gap == 0;
     }
   }
   CHECK(xpus.size() == 4);
   CHECK(presets == std::set<std::string>{"electro_optic", "thermo_optic"});
   CHECK(doubles > 5);
   CHECK(neighbours_soon >= 20);
+  CHECK(diagonal_at_once >= 3);
   CHECK(disconnects > 5);
 }
 
