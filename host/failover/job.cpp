@@ -44,6 +44,34 @@ uint64_t arm_faults(fabric::Board& board, const FailoverJob& job, uint64_t armed
   return first_kill;
 }
 
+// When the last of the scenario's timed lane faults (a dark window's end, a swap) is over.
+uint64_t lane_faults_over_ns(const FailoverJob& job, uint64_t armed) {
+  uint64_t over = 0;
+  for (const auto& lf : job.lane_faults) {
+    if (lf.swap_with >= 0) over = std::max(over, armed + static_cast<uint64_t>(lf.swap_from_us * 1000));
+    if (lf.dark_us > 0) over = std::max(over, armed + static_cast<uint64_t>((lf.dark_from_us + lf.dark_us) * 1000));
+  }
+  return over;
+}
+
+// A timed lane fault the emulator never reported firing: the run did not test what its scenario says.
+std::vector<std::string> lane_faults_not_fired(const FailoverJob& job, const std::vector<fabric::EmuEventRecord>& log) {
+  auto fired = [&](emu::FaultKind kind, int link) {
+    return std::any_of(log.begin(), log.end(), [&](const fabric::EmuEventRecord& e) {
+      return e.kind == emu::EmuEvent::FaultFired && e.a == static_cast<uint32_t>(kind) && e.b == static_cast<uint32_t>(link);
+    });
+  };
+  std::vector<std::string> out;
+  for (const auto& lf : job.lane_faults) {
+    if (lf.dark_us > 0 && !fired(emu::FaultKind::LaneDark, lf.link))
+      out.push_back(fmt::format("link {}'s dark window (from {} us after the tenant was up) never happened", lf.link,
+                                lf.dark_from_us));
+    if (lf.swap_with >= 0 && !fired(emu::FaultKind::SwapLanes, lf.link))
+      out.push_back(fmt::format("link {}'s swap with link {} never happened", lf.link, lf.swap_with));
+  }
+  return out;
+}
+
 // The first failover's timeline, with every later one as a note; then the timeline's own checks
 // and the job's expectations.
 report::Timeline combine(const FailoverJob& job, const std::vector<FailoverRecord>& records,
@@ -80,6 +108,7 @@ FailoverJobResult run_failover_job(fabric::Board& board, const FailoverJob& job,
     if (progress) progress(line);
   };
   FailoverJobResult out;
+  std::vector<std::string> fault_notes;
   FailoverManager mgr(board, job.manager);
   try {
     mgr.bring_up();
@@ -112,9 +141,18 @@ FailoverJobResult run_failover_job(fabric::Board& board, const FailoverJob& job,
       out.records.push_back(*rec);
     }
     mgr.idle(30'000);  // traffic keeps flowing over the new circuits
-    // A scenario's lane dark window may fall at the very end: its links retrain on their own. The
-    // fabric is judged once they are back (or after the manager's link timeout: then they are not).
+    // A scenario's lane fault may fall at the very end, or after it: the fabric is judged only once
+    // every fault has happened and every dark window is over (a window opening as the fabric was
+    // read failed regress seed 8455), and once the links it took down have retrained on their own
+    // (or after the manager's link timeout: then they have not).
+    if (const uint64_t over = lane_faults_over_ns(job, armed), now = board.clock().now_ns(); over > now)
+      mgr.idle(over - now);
     mgr.wait_living_links(job.manager.link_up_timeout_ns);
+    for (const auto& p : lane_faults_not_fired(job, mgr.log())) out.failures.push_back(p);
+    for (const auto& e : mgr.log())
+      if (e.kind == emu::EmuEvent::FaultFired && e.a == static_cast<uint32_t>(emu::FaultKind::LaneDark))
+        fault_notes.push_back(fmt::format("link {} went dark at {:.1f} us for {:.1f} us (a scenario lane fault)", e.b,
+                                          e.time_ns / 1000.0, e.data / 1000.0));
     if (std::getenv("MXTB_DEBUG_EVENTS"))  // every event the manager took, for debugging a run
       for (const auto& e : mgr.log())
         if (e.kind != emu::EmuEvent::LinkChange || e.c == static_cast<uint32_t>(link::LinkState::Active) ||
@@ -126,6 +164,7 @@ FailoverJobResult run_failover_job(fabric::Board& board, const FailoverJob& job,
     out.failures.push_back(e.what());
   }
   out.timeline = combine(job, out.records, out.failures);
+  out.timeline.notes.insert(out.timeline.notes.end(), fault_notes.begin(), fault_notes.end());
   if (out.timeline.time_mode.empty()) out.timeline.time_mode = board.clock().mode();
   return out;
 }
