@@ -476,6 +476,11 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
   }
   free_spares_.erase(std::find(free_spares_.begin(), free_spares_.end(), *choice.spare));
   rec.fast_path = armed_xpu_ == det->xpu && armed_spare_ == *choice.spare;
+  if (rec.fast_path && firmware_left_failure_to_host(det->xpu)) {
+    rec.fast_path = false;
+    t.notes.push_back(fmt::format("the firmware left XPU {}'s failure to the host (no neighbour of it seen alive): host path",
+                                  det->xpu));
+  }
   current_ = InFlight{*det, decided_ns, *choice.spare};
 
   // Hand over: the firmware's pre-armed commit, or the host's through the mailbox. The intent is
@@ -568,6 +573,22 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
   if (disconnect == HostDisconnect::AfterCommit) return go_away();
   finish(rec, false);
   return rec;
+}
+
+// The firmware commits the armed XPU's backup only when a neighbour that lost its light still has
+// a lane Active elsewhere (firmware/ocs_firmware.cpp, a_peer_alive); when every neighbour is dark
+// too (the XPUs of a diagonal dying at once), it leaves the failure to the host. Only then does the
+// host spend a mailbox round trip asking whether the backup is still armed and unfired.
+bool FailoverManager::firmware_left_failure_to_host(int xpu) {
+  const int lanes = cfg_.shape.lanes_per_xpu;
+  for (int l : circuits_of(xpu)) {
+    int peer_port = l / lanes == xpu ? map_.port_target[static_cast<size_t>(l)] : l;
+    int peer = peer_port / lanes;
+    for (int p = peer * lanes; p < (peer + 1) * lanes && p < board_.links(); ++p)
+      if (link_state_[static_cast<size_t>(p)] == LinkState::Active) return false;
+  }
+  fabric::FirmwareReport fw = board_.report();
+  return fw.armed_xpu == xpu && fw.failovers == firmware_failovers_;
 }
 
 void FailoverManager::report_links_down(FailoverRecord& rec, const std::vector<int>& links) {

@@ -130,6 +130,7 @@ class FailoverManager {
   bool commit_failed_since(double t_ns) const;
   bool rollback_done_since(double t_ns) const;  // RollbackDone (or CommitRejected) at or after t_ns
   void report_links_down(FailoverRecord& rec, const std::vector<int>& links);
+  bool firmware_left_failure_to_host(int xpu);  // the armed XPU's backup still armed, unfired
   uint32_t watchdog_cycles() const;
   void take_events(uint64_t window_ns);
   std::optional<Detection> failed_xpu_now();
