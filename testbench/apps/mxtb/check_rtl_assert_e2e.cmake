@@ -1,11 +1,12 @@
 # A failed RTL assertion seen from outside the program. `mxtb VERB ARGS`, built against the
 # deliberately broken link endpoint (testbench/apps/mxtb/CMakeLists.txt), must
-#   - exit with status 1,
+#   - exit with status 1 (demo: its error passes on what the emulator child printed and its log),
 #   - let Verilator name the assertion (tx_replay_occupancy) and its instance (a.link_endpoint.u_tx
 #     in a link pair, link<N>.link_endpoint.u_tx in the emulator),
 #   - say by which cycle it failed,
 #   - print the command that reruns it: for link-pair with the --fst window of the 2,000 cycles
-#     before the failure, for sim with the traced models (--fst);
+#     before the failure, for sim with the traced models (--fst); for demo, the child's `mxtb sim`
+#     line (the demo's scenario.json, lockstep);
 # and that command, run as printed, must fail the same way, in the same instance, at the same
 # cycle, and print the same rerun line. A link-pair rerun must also write an FST file whose time
 # range is exactly the window (the emulator dumps only the window its host asks for).
@@ -21,8 +22,8 @@ foreach(v MXTB OUT VERB ARGS)
     message(FATAL_ERROR "give -D${v}=...")
   endif()
 endforeach()
-if(NOT VERB MATCHES "^(link-pair|sim)$")
-  message(FATAL_ERROR "VERB must be link-pair or sim, got '${VERB}'")
+if(NOT VERB MATCHES "^(link-pair|sim|demo)$")
+  message(FATAL_ERROR "VERB must be link-pair, sim or demo, got '${VERB}'")
 endif()
 file(REMOVE_RECURSE ${OUT})
 file(MAKE_DIRECTORY ${OUT})
@@ -40,8 +41,9 @@ function(run_line prefix line)
   set(${prefix}_out "${out}" PARENT_SCOPE)
 endfunction()
 
-# Checks one failed run; sets <prefix>_cycle, <prefix>_instance and <prefix>_rerun.
-function(check_failure prefix rc out)
+# Checks one failed run whose models ran in `mxtb VERB_RUN` (for demo: its sim child); sets
+# <prefix>_cycle, <prefix>_instance and <prefix>_rerun.
+function(check_failure prefix verb_run rc out)
   if(NOT rc EQUAL 1)
     message(FATAL_ERROR "${prefix}: exit status ${rc}, expected 1 (a failed RTL assertion)")
   endif()
@@ -58,8 +60,8 @@ function(check_failure prefix rc out)
   if(NOT n EQUAL 1)
     message(FATAL_ERROR "${prefix}: ${n} failed assertions reported; the run must stop at the first")
   endif()
-  if(NOT out MATCHES "mxtb ${VERB}: error: RTL assertion failed by cycle ([0-9]+) \\(Verilator's %Error line above names it and its instance\\)\n  rerun: ([^\n]*)\n")
-    message(FATAL_ERROR "${prefix}: no 'mxtb ${VERB}: error: RTL assertion failed by cycle N' line followed by the rerun line")
+  if(NOT out MATCHES "mxtb ${verb_run}: error: RTL assertion failed by cycle ([0-9]+) \\(Verilator's %Error line above names it and its instance\\)\n +rerun: ([^\n]*)\n")
+    message(FATAL_ERROR "${prefix}: no 'mxtb ${verb_run}: error: RTL assertion failed by cycle N' line followed by the rerun line")
   endif()
   set(cycle ${CMAKE_MATCH_1})
   set(rerun "${CMAKE_MATCH_2}")
@@ -73,7 +75,14 @@ endfunction()
 
 set(cmd "./mxtb ${VERB} ${ARGS}")
 run_line(first "${cmd}")
-check_failure(first "${first_rc}" "${first_out}")
+set(verb_run ${VERB})
+if(VERB STREQUAL "demo")
+  set(verb_run sim)
+  if(NOT first_out MATCHES "mxtb demo: error: [^\n]*/mxtb sim exited with status 1 before listening\n")
+    message(FATAL_ERROR "first: mxtb demo does not say that its emulator child exited with status 1")
+  endif()
+endif()
+check_failure(first ${verb_run} "${first_rc}" "${first_out}")
 
 # The rerun line: the same command, and for link-pair the window [cycle - 2000, cycle + 1) into
 # rtl-assert.fst.
@@ -84,8 +93,14 @@ if(VERB STREQUAL "link-pair")
   endif()
   math(EXPR to "${first_cycle} + 1")
   set(expected "${cmd} --fst rtl-assert.fst --fst-from ${from} --fst-to ${to}")
-else()
+elseif(VERB STREQUAL "sim")
   set(expected "${cmd} --fst rtl-assert.fst")
+else()
+  # The demo's child: its scenario as the demo wrote it, lockstep (apps/mxtb/demo.cpp).
+  if(NOT ARGS MATCHES "--out ([^ ]+)")
+    message(FATAL_ERROR "demo ARGS must give --out DIR")
+  endif()
+  set(expected "./mxtb sim --scenario ${CMAKE_MATCH_1}/scenario.json --time-mode lockstep --fst rtl-assert.fst")
 endif()
 if(NOT first_rerun STREQUAL expected)
   message(FATAL_ERROR "rerun line:\n  ${first_rerun}\nexpected:\n  ${expected}")
@@ -93,7 +108,7 @@ endif()
 
 # Run it as printed: same failure, same cycle, same instance, and the same rerun line again.
 run_line(again "${first_rerun}")
-check_failure(again "${again_rc}" "${again_out}")
+check_failure(again ${verb_run} "${again_rc}" "${again_out}")
 if(NOT again_cycle EQUAL first_cycle OR NOT again_instance STREQUAL first_instance)
   message(FATAL_ERROR "the rerun failed in ${again_instance} by cycle ${again_cycle}; "
                       "the first run in ${first_instance} by cycle ${first_cycle}")
