@@ -212,6 +212,7 @@ class Emulator {
   // Paced and free modes: the simulation runs on its own between jobs, a microsecond at a time.
   void free_run_slice() {
     sc_core::sc_start(sc_time(1000, SC_NS));
+    rethrow_process_error();
     sync_events();
   }
 
@@ -224,6 +225,7 @@ class Emulator {
         sc_core::sc_start(sc_time(1000, SC_NS));
         if (cfg_.time_mode == emu::TimeMode::Paced) std::this_thread::sleep_until(pace_target());
       }
+      rethrow_process_error();  // a failed RTL assertion in the clock thread
     }
     sync_events();
   }

@@ -20,20 +20,24 @@ LinkPairSc::LinkPairSc(sc_core::sc_module_name name, LinkPair& pair, uint64_t ma
 }
 
 void LinkPairSc::clock_thread() {
-  const sc_time period = clock_period(pair_);
-  for (;;) {
-    // Whatever else is due at this instant (a fault) happens before the harness acts.
-    while (sc_core::sc_pending_activity_at_current_time()) wait(sc_core::SC_ZERO_TIME);
-    pair_.act();
-    if (pair_.finished()) {
-      sc_core::sc_stop();
-      return;
+  // Guarded: a failed RTL assertion in step() stops the run and reaches run_link_pair_sc's caller
+  // as itself, not as SystemC's report of an uncaught exception.
+  guard_process([this] {
+    const sc_time period = clock_period(pair_);
+    for (;;) {
+      // Whatever else is due at this instant (a fault) happens before the harness acts.
+      while (sc_core::sc_pending_activity_at_current_time()) wait(sc_core::SC_ZERO_TIME);
+      pair_.act();
+      if (pair_.finished()) {
+        sc_core::sc_stop();
+        return;
+      }
+      uint64_t n = next_batch(period, std::min(pair_.cycles_to_next_action(), max_batch_));
+      pair_.step(n);
+      ++batches_;
+      wait(period * static_cast<double>(n));
     }
-    uint64_t n = next_batch(period, std::min(pair_.cycles_to_next_action(), max_batch_));
-    pair_.step(n);
-    ++batches_;
-    wait(period * static_cast<double>(n));
-  }
+  });
 }
 
 FaultInjector::FaultInjector(sc_core::sc_module_name name, LinkPair& pair) : sc_module(name), pair_(pair) {
@@ -72,6 +76,7 @@ LinkPairResult run_link_pair_sc(LinkPair& pair, const ScRunOptions& opt) {
   std::unique_ptr<ProgressMonitor> progress;
   if (opt.progress_every) progress = std::make_unique<ProgressMonitor>("progress", pair, opt.progress_every);
   sc_core::sc_start();
+  rethrow_process_error();
   return pair.result();
 }
 

@@ -10,8 +10,18 @@
 namespace mxtb::sim {
 
 // Runs body inside sc_main (through sc_elab_and_sim). Returns body's result, or 1 when SystemC
-// reported an error. May be called once per process.
+// reported an error. What body throws is rethrown to the caller once SystemC has ended
+// (sc_elab_and_sim would catch it, print it as its own error and return 1: a failed RTL assertion
+// would never reach main() and its rerun line). May be called once per process.
 int run_under_systemc(std::function<int()> body);
+
+// SystemC turns an exception that leaves a process into its own report (E549, "uncaught
+// exception"), which loses the exception's type. A process that steps models runs its body under
+// guard_process(): an exception (an RtlAssertionFailure, say) stops the simulation and is kept,
+// and the code that called sc_start() calls rethrow_process_error() when it returns.
+void guard_process(const std::function<void()>& body);
+// Rethrows the first exception a guarded process kept, if any (once).
+void rethrow_process_error();
 
 // The batching rule of every clock thread that advances RTL in batches (LinkPairSc, ServerClock).
 // Call from that thread at the start of a batch: it first lets every other process due at this

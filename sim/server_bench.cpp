@@ -258,6 +258,7 @@ ServerBenchRun run_systemc(const ServerBenchConfig& cfg, const ServerBenchCase& 
       sc_core::sc_stop();
     });
     sc_core::sc_start();
+    rethrow_process_error();  // a failed RTL assertion in the clock thread
     return 0;
   });
   if (!error.empty()) throw std::runtime_error(error);

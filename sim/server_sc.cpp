@@ -17,19 +17,23 @@ ServerClock::ServerClock(sc_core::sc_module_name name, ServerSim& sim, uint64_t 
 }
 
 void ServerClock::run() {
-  for (;;) {
-    // Whatever else is due at this instant (the firmware's next access, a fault) goes first.
-    while (sc_core::sc_pending_activity_at_current_time()) wait(sc_core::SC_ZERO_TIME);
-    if (done_ && done_()) {
-      sc_core::sc_stop();
-      return;
+  // Guarded: a failed RTL assertion in step() stops the simulation and reaches the caller of
+  // sc_start() as itself (rethrow_process_error), not as SystemC's report of an uncaught exception.
+  guard_process([this] {
+    for (;;) {
+      // Whatever else is due at this instant (the firmware's next access, a fault) goes first.
+      while (sc_core::sc_pending_activity_at_current_time()) wait(sc_core::SC_ZERO_TIME);
+      if (done_ && done_()) {
+        sc_core::sc_stop();
+        return;
+      }
+      uint64_t ran = sim_.step(next_batch(period_, max_batch_));
+      wait(period_ * static_cast<double>(ran));
+      if (sim_.bus_result_ready()) bus_event_.notify(sc_core::SC_ZERO_TIME);
+      if (sim_.irq_rose()) irq_event_.notify(sc_core::SC_ZERO_TIME);
+      if (sim_.link_changed()) link_event_.notify(sc_core::SC_ZERO_TIME);
     }
-    uint64_t ran = sim_.step(next_batch(period_, max_batch_));
-    wait(period_ * static_cast<double>(ran));
-    if (sim_.bus_result_ready()) bus_event_.notify(sc_core::SC_ZERO_TIME);
-    if (sim_.irq_rose()) irq_event_.notify(sc_core::SC_ZERO_TIME);
-    if (sim_.link_changed()) link_event_.notify(sc_core::SC_ZERO_TIME);
-  }
+  });
 }
 
 AxilResult ScHal::transact() {

@@ -5,10 +5,13 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
 #include <stdexcept>
+#include <string>
+#include <vector>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +25,23 @@ std::string self_executable() {
   if (n <= 0) throw std::runtime_error("cannot find this program's executable (/proc/self/exe)");
   return std::string(buf.data(), static_cast<size_t>(n));
 }
+
+namespace {
+
+// The last lines of a file, each indented, for an error message ("" when it is empty or unreadable).
+std::string tail_of(const std::string& path, size_t max_lines = 20) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(std::move(line));
+    if (lines.size() > max_lines) lines.erase(lines.begin());
+  }
+  std::string out;
+  for (const auto& l : lines) out += "\n  " + l;
+  return out;
+}
+
+}  // namespace
 
 EmulatorProcess::EmulatorProcess(const std::string& mxtb, const std::vector<std::string>& args, const std::string& log_path,
                                  std::chrono::seconds startup) {
@@ -47,6 +67,7 @@ EmulatorProcess::EmulatorProcess(const std::string& mxtb, const std::vector<std:
   }
   // Read its stdout until the listening line.
   std::string text;
+  bool ended = false;  // its stdout closed: it exited (or died) before listening
   auto deadline = std::chrono::steady_clock::now() + startup;
   const std::string key = "listening on ";
   while (true) {
@@ -56,7 +77,10 @@ EmulatorProcess::EmulatorProcess(const std::string& mxtb, const std::vector<std:
     if (poll(&p, 1, static_cast<int>(std::min<long>(left, 1000))) <= 0) continue;
     char buf[512];
     ssize_t n = read(out[0], buf, sizeof buf);
-    if (n <= 0) break;
+    if (n <= 0) {
+      ended = true;
+      break;
+    }
     text.append(buf, static_cast<size_t>(n));
     auto at = text.find(key);
     auto eol = at == std::string::npos ? std::string::npos : text.find('\n', at);
@@ -67,9 +91,18 @@ EmulatorProcess::EmulatorProcess(const std::string& mxtb, const std::vector<std:
   }
   close(out[0]);  // the child keeps writing nothing else to stdout
   if (target_.empty()) {
+    // Say how it ended and pass on what it printed: a failed RTL assertion while the firmware
+    // initialises the controller leaves Verilator's %Error lines on its stdout and the command
+    // that reruns it in its log (stderr).
     int status = stop();
-    throw std::runtime_error(fmt::format("{} sim did not print its listening line within {} s (exit status {}){}", mxtb,
-                                         startup.count(), status, log_path.empty() ? "" : "; its log: " + log_path));
+    std::string how = !ended ? fmt::format("did not print its listening line within {} s", startup.count())
+                      : WIFEXITED(status)   ? fmt::format("exited with status {} before listening", WEXITSTATUS(status))
+                      : WIFSIGNALED(status) ? fmt::format("died of signal {} before listening", WTERMSIG(status))
+                                            : std::string("ended before listening");
+    std::string printed = text.empty() ? "" : "\n" + text;
+    if (!printed.empty() && printed.back() == '\n') printed.pop_back();
+    throw std::runtime_error(fmt::format("{} sim {}{}{}", mxtb, how, printed,
+                                         log_path.empty() ? "" : "\nits log: " + log_path + tail_of(log_path)));
   }
 }
 
