@@ -52,6 +52,9 @@ DemoRun run_demo(const FailoverScenario& s, const DemoOptions& o) {
   } catch (const std::exception&) {
     // The emulator is gone: the job's failures say why.
   }
+  // An emulator that ended on its own (a failed RTL assertion, a crash) is the reason for whatever
+  // the job saw after it: say how, with the end of its log (Verilator's line, the rerun command).
+  if (auto how = emu.ended()) run.job.failures.push_back(fmt::format("the emulator (mxtb sim) {}", *how));
   run.client = client.stats();
   run.written = report::write_report_files(run.job.timeline, o.out_dir);
   if (o.waves) run.written.push_back(o.out_dir + "/waves.fst");

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <fcntl.h>
@@ -89,8 +90,9 @@ EmulatorProcess::EmulatorProcess(const std::string& mxtb, const std::vector<std:
       break;
     }
   }
-  close(out[0]);  // the child keeps writing nothing else to stdout
+  log_path_ = log_path;
   if (target_.empty()) {
+    close(out[0]);
     // Say how it ended and pass on what it printed: a failed RTL assertion while the firmware
     // initialises the controller leaves Verilator's %Error lines on its stdout and the command
     // that reruns it in its log (stderr).
@@ -104,16 +106,54 @@ EmulatorProcess::EmulatorProcess(const std::string& mxtb, const std::vector<std:
     throw std::runtime_error(fmt::format("{} sim {}{}{}", mxtb, how, printed,
                                          log_path.empty() ? "" : "\nits log: " + log_path + tail_of(log_path)));
   }
+  stdout_fd_ = out[0];
+  std::string rest = text.substr(text.find('\n', text.find(key)) + 1);
+  drain_ = std::thread([fd = out[0], path = log_path, rest] {
+    FILE* log = path.empty() ? nullptr : std::fopen(path.c_str(), "a");
+    if (log && !rest.empty()) std::fwrite(rest.data(), 1, rest.size(), log);
+    char buf[4096];
+    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) {
+      if (log) {
+        std::fwrite(buf, 1, static_cast<size_t>(n), log);
+        std::fflush(log);
+      }
+    }
+    if (log) std::fclose(log);
+  });
+}
+
+void EmulatorProcess::finish_drain() {
+  // Its stdout ends with it: the drain sees end of file once the child (and anything it shared
+  // the pipe with) is gone.
+  if (drain_.joinable()) drain_.join();
+  if (stdout_fd_ >= 0) close(stdout_fd_);
+  stdout_fd_ = -1;
+}
+
+std::optional<std::string> EmulatorProcess::ended() {
+  if (pid_ <= 0) return std::nullopt;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) != pid_) return std::nullopt;
+  pid_ = -1;
+  finish_drain();
+  std::string how = WIFEXITED(status)     ? fmt::format("exited with status {}", WEXITSTATUS(status))
+                    : WIFSIGNALED(status) ? fmt::format("died of signal {}", WTERMSIG(status))
+                                          : std::string("ended");
+  return log_path_.empty() ? how : fmt::format("{}; its log: {}{}", how, log_path_, tail_of(log_path_));
 }
 
 int EmulatorProcess::stop() {
-  if (pid_ <= 0) return -1;
+  if (pid_ <= 0) {
+    finish_drain();
+    return -1;
+  }
   kill(pid_, SIGTERM);
   int status = 0;
   for (int i = 0; i < 100; ++i) {  // 10 s, then SIGKILL
     pid_t r = waitpid(pid_, &status, WNOHANG);
     if (r == pid_) {
       pid_ = -1;
+      finish_drain();
       return status;
     }
     usleep(100000);
@@ -121,6 +161,7 @@ int EmulatorProcess::stop() {
   kill(pid_, SIGKILL);
   waitpid(pid_, &status, 0);
   pid_ = -1;
+  finish_drain();
   return status;
 }
 

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
+#include <thread>
 #include <sys/types.h>
 #include <vector>
 
@@ -24,10 +26,19 @@ class EmulatorProcess {
   pid_t pid() const { return pid_; }
   // Sends SIGTERM and waits; returns the exit status (as from waitpid), or -1.
   int stop();
+  // When the child has ended on its own (an RTL assertion, a crash, a kill): how ("exited with
+  // status 1", "died of signal 9") and the last lines of its log, which holds what it printed.
+  // nullopt while it runs, and after stop().
+  std::optional<std::string> ended();
 
  private:
+  void finish_drain();
   pid_t pid_ = -1;
-  std::string target_;
+  std::string target_, log_path_;
+  // After the listening line the child's stdout (where Verilator prints a failed assertion) is
+  // appended to its log, so that nothing it prints later is lost.
+  std::thread drain_;
+  int stdout_fd_ = -1;
 };
 
 // This program's own executable (for starting `mxtb sim` from inside mxtb).

@@ -12,6 +12,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -442,4 +444,23 @@ TEST_CASE("paced and free modes run on their own; paced holds the real-time fact
     CHECK(static_cast<double>(t1 - t0) <= expect_ns * 1.2 + 2000);  // never ahead of the pace (one slice of slack)
     CHECK(static_cast<double>(t1 - t0) >= expect_ns * 0.3);         // and not stalled
   }
+}
+
+TEST_CASE("an emulator that ends on its own says how, with the end of its log") {
+  const std::string log = "bridge-ended-emulator.log";
+  EmulatorProcess emu(MXTB_EXE, {"--time-mode", "free", "--preset", "electro_optic"}, log);
+  CHECK_FALSE(emu.ended());  // running
+  Client c(emu.target(), quick());
+  CHECK(c.read(emulator(er::time_mode::kOffset)) == static_cast<uint32_t>(mxtb::emu::TimeMode::Free));
+  REQUIRE(kill(emu.pid(), SIGKILL) == 0);
+  std::optional<std::string> how;
+  for (int i = 0; i < 100 && !how; ++i) {
+    how = emu.ended();
+    if (!how) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  REQUIRE(how);
+  CHECK(how->rfind("died of signal 9; its log: " + log, 0) == 0);
+  CHECK_FALSE(emu.ended());  // told once
+  CHECK(emu.stop() == -1);
+  std::remove(log.c_str());
 }
