@@ -653,6 +653,110 @@ TEST_CASE("ocs: verify failure rolls back the changed elements and reports") {
   }
 }
 
+// Written for the mutation score (docs/coverage.md), as the cases below.
+TEST_CASE("ocs: rollback restores every changed element, neighbours and the last element included") {
+  Small b;
+  commit_baseline(b);
+  auto dac0 = b.active_dac();
+  const int changed[] = {3, 4, 7, 8, kElems - 1};  // two pairs of neighbours, and the last
+  for (int e : changed) b.stage_dac(e, 3000 + e);
+  b.pd_dbm[kPorts - 1] = -3000;  // entry 0's port: verify fails
+  b.commit(2);
+  REQUIRE(b.last_err() == Error::VerifyLow);
+  REQUIRE(b.dac.size() == 10);  // 5 programmed, 5 rolled back, in element order
+  for (int i = 0; i < 5; ++i) {
+    CHECK(b.dac[i].elem == changed[i]);
+    CHECK(b.dac[5 + i].elem == changed[i]);
+    CHECK(b.dac[5 + i].code == static_cast<int>(dac0[changed[i]]));
+  }
+  for (int e = 0; e < kElems; ++e) CHECK(b.mesh[e] == static_cast<int>(dac0[e]));
+  CHECK(b.active_dac() == dac0);
+}
+
+// PD_TIMEOUT cycles without an answer fail verify: the time from the request to the failure
+// grows by exactly the register's change.
+TEST_CASE("ocs: the photodiode timeout is PD_TIMEOUT cycles to the cycle") {
+  std::vector<uint64_t> waits;
+  for (uint32_t timeout : {32u, 10u, 11u}) {
+    INFO("timeout " << timeout);
+    Small b;
+    commit_baseline(b);
+    b.wr(reg::pd_timeout::kOffset, timeout);
+    b.stage_dac(2, 2002);
+    b.pd_answers = false;
+    b.commit(2);
+    REQUIRE(b.last_err() == Error::PdTimeout);
+    REQUIRE(b.pd_reqs.size() == 1);  // the first entry's request, never answered
+    auto ev = b.drain_events();
+    auto fail = std::find_if(ev.begin(), ev.end(), [](const Ev& e) { return e.type() == Event::VerifyFail; });
+    REQUIRE(fail != ev.end());
+    waits.push_back(fail->ts - b.pd_reqs[0].first);
+  }
+  CHECK(waits[0] - waits[1] == 22);
+  CHECK(waits[2] - waits[1] == 1);
+}
+
+TEST_CASE("ocs: an answer PD_TIMEOUT cycles after the request is taken, one a cycle later is a timeout") {
+  for (int timeout : {32, 10}) {
+    for (int late : {0, 1}) {
+      INFO("timeout " << timeout << " late " << late);
+      Small b;
+      commit_baseline(b);
+      b.wr(reg::pd_timeout::kOffset, static_cast<uint32_t>(timeout));
+      b.pd_latency = timeout + late;  // cycles from pd_req_o to pd_valid_i
+      b.stage_dac(2, 2002);
+      b.commit(2);
+      CHECK(b.last_err() == (late ? Error::PdTimeout : Error::None));
+    }
+  }
+}
+
+// STATUS.busy: high from COMMIT to the end of the commit, rollback and its settle included, and
+// during the safe sweep; low in Idle and while holding safe (docs/ocs-controller.md).
+TEST_CASE("ocs: STATUS.busy is high in every commit state, rollback's settle included, and in the safe sweep only") {
+  Small b;
+  commit_baseline(b);
+  b.stage_dac(2, 2002);
+  b.pd_dbm[kPorts - 1] = -3000;  // verify fails: rollback
+  b.wr(reg::commit::kOffset, 2);
+  std::set<State> seen;
+  for (int i = 0; i < 400; ++i) {
+    uint32_t st = b.rd(reg::status::kOffset);
+    auto s = static_cast<State>(st & reg::status::kStateMask);
+    if (s == State::Idle) break;
+    seen.insert(s);
+    INFO("state " << static_cast<int>(s));
+    CHECK((st & reg::status::kBusyMask) != 0);
+  }
+  CHECK(seen.count(State::Rollback) == 1);
+  REQUIRE(b.wait_idle());
+  CHECK((b.rd(reg::status::kOffset) & reg::status::kBusyMask) == 0);
+  // The rollback's settle: its last SETTLE_CYCLES cycles, after the last rollback write.
+  b.dac.clear();
+  b.wr(reg::settle_cycles::kOffset, 400);
+  b.wr(reg::commit::kOffset, 3);
+  int settling_reads = 0;
+  for (int i = 0; i < 2000; ++i) {
+    uint32_t st = b.rd(reg::status::kOffset);
+    auto s = static_cast<State>(st & reg::status::kStateMask);
+    if (s == State::Idle) break;
+    CHECK((st & reg::status::kBusyMask) != 0);
+    settling_reads += s == State::Rollback && b.dac.size() == 2;
+  }
+  CHECK(settling_reads > 10);
+  // Safe: busy while the sweep writes the elements, not once it holds.
+  b.wr(reg::watchdog_timeout::kOffset, 50);
+  b.run(60);
+  REQUIRE(b.m.safe_o);
+  uint32_t st = b.rd(reg::status::kOffset);
+  CHECK((st & reg::status::kSafeMask) != 0);
+  CHECK((st & reg::status::kBusyMask) != 0);  // sweeping: N_ELEMS writes, one per update slot
+  b.run(kElems * kUpdate + 10);
+  st = b.rd(reg::status::kOffset);
+  CHECK(static_cast<State>(st & reg::status::kStateMask) == State::Safe);
+  CHECK((st & reg::status::kBusyMask) == 0);
+}
+
 TEST_CASE("ocs: event log order, timestamps, overflow marker and dropped count") {
   Small b;
   uint32_t t_before = b.rd(reg::time_lo::kOffset);
