@@ -397,6 +397,8 @@ def main():
     ap.add_argument("--opt", default="-O0", help="compiler optimisation for the mutant models (default -O0)")
     ap.add_argument("--formal", action="store_true", help="also run `make -f Makefile.verilator formal` on each mutant")
     ap.add_argument("--rerun", default="", help="run again the survivors of an earlier JSON report (after adding tests)")
+    ap.add_argument("--rescore", default="", help="score an earlier JSON report again with the current --equivalent "
+                    "list, running nothing (its verdicts stay; reports go to --out)")
     ap.add_argument("--list", action="store_true", help="print the number of sites per file and stop")
     ap.add_argument("--out", default="out/mutate", help="output folder (default out/mutate)")
     ap.add_argument("--json", default="", help="JSON report (default OUT/mutate.json)")
@@ -448,6 +450,8 @@ def run_mutation(a):
         if a.equivalent:
             print(f"{len(equivalents):5d}  listed equivalent in {a.equivalent}")
         return 0
+    if a.rescore:
+        return rescore(a, equivalents)
     if a.rerun:
         try:
             before = json.loads(Path(a.rerun).read_text())
@@ -575,6 +579,37 @@ def run_mutation(a):
     return 0
 
 
+def rescore(a, equivalents):
+    """An earlier run's verdicts with the current list of equivalent mutants applied."""
+    try:
+        before = json.loads(Path(a.rescore).read_text())
+    except (OSError, ValueError) as e:
+        raise UsageError(f"--rescore {a.rescore}: {e}")
+    results = before.get("mutants", [])
+    for r in results:
+        r.pop("equivalent", None)
+        r.pop("listed_equivalent_but_detected", None)
+        if "site" not in r:
+            raise UsageError(f"--rescore {a.rescore}: mutant {r.get('id')} has no site (an older report)")
+        _, start, end, repl, _ = r["site"]
+        mutated = r["original"][:start] + repl + r["original"][end:]
+        why = equivalent_reason(equivalents, r["file"], r["original"], mutated)
+        if why is not None and r["status"] == "survived":
+            r["equivalent"] = why
+        elif why is not None and r["status"] in ("killed", "timed_out"):
+            r["listed_equivalent_but_detected"] = why
+    for k in ("seed", "opt", "budget_s"):
+        if k in before:
+            setattr(a, k, before[k])
+    out = Path(a.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    a.rerun = before.get("rerun", "")
+    summary = write_reports(a, out, results, before.get("baseline", {}), before.get("formal", False),
+                            before.get("wall_s", 0.0), before.get("planned", len(results)))
+    print(summary["text"])
+    return 0
+
+
 def write_reports(a, out, results, baseline, formal, wall, planned):
     per = {}
     for r in results:
@@ -592,7 +627,7 @@ def write_reports(a, out, results, baseline, formal, wall, planned):
     survivors = [r for r in results if r["status"] == "survived" and "equivalent" not in r]
     equivalent = [r for r in results if "equivalent" in r]
     data = {"count": len(results), "planned": planned, "seed": a.seed, "opt": a.opt, "formal": formal,
-            "budget_s": a.budget_s, "wall_s": round(wall, 1), "baseline": baseline, "totals": tot,
+            "rerun": a.rerun, "budget_s": a.budget_s, "wall_s": round(wall, 1), "baseline": baseline, "totals": tot,
             "valid": valid, "score_pct": round(score, 1), "non_equivalent": distinct,
             "score_non_equivalent_pct": round(score_ne, 1), "per_module": per, "mutants": results}
     # Through a temporary file: the reports are rewritten after every mutant and may be read meanwhile.
