@@ -1071,3 +1071,19 @@ TEST_CASE("credits: a stale lower limit, or one half the sequence space ahead, i
   b.run(60);
   CHECK(b.sof_seqs().size() == 7);
 }
+
+TEST_CASE("replay: acknowledgements advance step by step; frames acknowledged in two steps are not sent again") {
+  PeerBench b;
+  b.train();
+  for (uint64_t i = 0; i < 4; ++i) b.xpu_tx.push_back({i, true});
+  b.run(60);
+  REQUIRE(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2, 3});
+  b.peer_expect = 2;
+  b.push_ctl(CtlType::Ack, b.ack_fields());
+  b.run(20);
+  b.peer_expect = 4;
+  b.push_ctl(CtlType::Ack, b.ack_fields());
+  b.run(kReplayTimeout + 200);
+  CHECK(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2, 3});
+  CHECK(b.m.cnt_replays_o == 0);
+}

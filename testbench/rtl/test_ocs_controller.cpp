@@ -866,6 +866,7 @@ TEST_CASE("ocs: link changes are logged with reason; link down and up raise inte
   b.links[3] = 8;
   b.reasons[3] = static_cast<int>(Reason::WrongPeer);
   b.run(2);
+  CHECK(b.rd(reg::link_status::addr(3)) == ((static_cast<uint32_t>(Reason::WrongPeer) << 4) | 8u));  // all 4 reason bits
   // event_log level interrupt
   b.wr(reg::irq_mask::kOffset, 0);
   CHECK(b.m.irq_o);
@@ -924,6 +925,25 @@ TEST_CASE("ocs: a mapped link held Disabled for a wrong peer retrains when a com
   b.commit(4);
   CHECK(b.active_gen() == 4);
   CHECK(b.retrain_seen == 0);
+}
+
+// Link i's peer is the lane its active entry's target port belongs to: XPU target / LANES, lane
+// target % LANES (LANES = 4).
+TEST_CASE("ocs: each mapped link expects the XPU and lane of its target port") {
+  Small b;
+  commit_baseline(b);  // port p -> kPorts - 1 - p: links 0..3 -> ports 7, 6, 5, 4
+  for (int link = 0; link < 4; ++link) {
+    INFO("link " << link);
+    const uint32_t target = static_cast<uint32_t>(kPorts - 1 - link);
+    CHECK(((static_cast<uint32_t>(b.m.link_expect_xpu_o) >> (8 * link)) & 0xFF) == target / 4);
+    CHECK(((static_cast<uint32_t>(b.m.link_expect_lane_o) >> (8 * link)) & 0xFF) == target % 4);
+  }
+  b.stage_map(1, 2);  // link 1 -> port 2: XPU 0, lane 2 (entry 5 takes port 6)
+  b.stage_map(5, 6);
+  b.commit(2);
+  REQUIRE(b.last_err() == Error::None);
+  CHECK(((static_cast<uint32_t>(b.m.link_expect_xpu_o) >> 8) & 0xFF) == 0);
+  CHECK(((static_cast<uint32_t>(b.m.link_expect_lane_o) >> 8) & 0xFF) == 2);
 }
 
 TEST_CASE("ocs: while a commit moves the elements, an unmapped link expects no one; mapped links keep their peer") {

@@ -129,6 +129,7 @@ struct LockBench {
     m.eval();
     Raw66 got{uint64_t{m.block_o[0]} | (uint64_t{m.block_o[1]} << 32), static_cast<uint8_t>(m.block_o[2] & 3)};
     bool aligned = m.lock_o && sent.size() >= 3 && got == sent[sent.size() - 3];
+    bad_hdr = m.bad_hdr_o;
     slip = find_slip(prev_raw, out.raw, got);
     prev_raw = out.raw;
     m.clk_i = 1;
@@ -159,6 +160,7 @@ struct LockBench {
   }
   Raw66 prev_raw;
   int slip = -1;  // where the block presented in the last step was taken
+  bool bad_hdr = false;  // bad_hdr_o for that block
 };
 }  // namespace
 
@@ -180,6 +182,12 @@ TEST_CASE("block lock holds through scattered bad headers and drops on a burst")
   LockBench b(13);
   for (int i = 0; i < 66 * 40 && !b.m.lock_o; ++i) b.step();
   REQUIRE(b.m.lock_o);
+  // bad_hdr_o: locked and the block presented has an invalid header (the lock sees each block
+  // two cycles after it is sent)
+  for (int i = 0; i < 8; ++i) {
+    b.step(i == 3);
+    CHECK(b.bad_hdr == (i == 5));
+  }
   for (int i = 0; i < 640; ++i) b.step(i % 16 == 0);  // 4 per 64: under UNLOCK_BAD = 8
   CHECK(b.m.lock_o);
   // Eight bad headers in a row; the lock sees each two cycles after it is sent.
