@@ -187,6 +187,9 @@ TEST_CASE("training walks every state in order, exchanges identities and raises 
   auto ts1 = b.ctl_sent(0, CtlType::Ts1);
   REQUIRE(ts1.size() >= kTsCount);
   CHECK(ts1[0].second.fields == kSelfXpu);  // {0, lane 0, xpu}: nothing else in the fields
+  auto ts2 = b.ctl_sent(0, CtlType::Ts2);
+  REQUIRE_FALSE(ts2.empty());
+  CHECK(ts2[0].second.fields == kSelfXpu);
   auto idles = b.ctl_sent(0, CtlType::Idle);
   REQUIRE_FALSE(idles.empty());
   CHECK(idles[0].second.fields == 0);
@@ -781,8 +784,14 @@ TEST_CASE("a retrain to the same peer keeps sequence state; a new peer starts bo
   b.push_ctl(CtlType::Ack, b.ack_fields());
   b.run(20);
 
+  size_t before_spare = b.from_dut.size();
   lose_light_and_retrain(9);  // the spare: fresh sequence space both ways
   CHECK(b.m.peer_xpu_o == 9);
+  // Its CreditInit already advertises what the flush will leave: expect 0, RX_SLOTS credit
+  // (not this side's expect 2 from the old peer).
+  auto inits = b.ctl_sent(before_spare, CtlType::CreditInit);
+  REQUIRE_FALSE(inits.empty());
+  for (auto& [c, ctl] : inits) CHECK(ctl.fields == (8u << 16));
   mark = b.from_dut.size();
   b.xpu_tx.push_back({4, true});
   b.push_frame(0, {200}, true);  // the new peer's first frame is sequence 0
@@ -1086,4 +1095,16 @@ TEST_CASE("replay: acknowledgements advance step by step; frames acknowledged in
   b.run(kReplayTimeout + 200);
   CHECK(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2, 3});
   CHECK(b.m.cnt_replays_o == 0);
+}
+
+TEST_CASE("replay: the replay timer runs only while frames are unacknowledged; a frame after a long quiet spell waits it out") {
+  PeerBench b;
+  b.train();
+  b.run(3 * kReplayTimeout);  // Active, nothing to send
+  b.xpu_tx.push_back({7, true});
+  b.run(kReplayTimeout - 100);
+  CHECK(b.sof_seqs() == std::vector<uint16_t>{0});  // not replayed at once
+  CHECK(b.m.cnt_replays_o == 0);
+  b.run(200);
+  CHECK(b.sof_seqs() == std::vector<uint16_t>{0, 0});  // REPLAY_TIMEOUT after it went out
 }

@@ -1044,6 +1044,24 @@ TEST_CASE("ocs: watchdog expiry drives the safe state; only SAFE_CLEAR leaves it
   CHECK(b.active_gen() == 5);
 }
 
+// WATCHDOG_COUNT counts from the last kick or WATCHDOG_TIMEOUT write, and stays 0 while the
+// watchdog is off (docs/ocs-controller.md).
+TEST_CASE("ocs: writing WATCHDOG_TIMEOUT restarts the count; off, it counts nothing") {
+  Small b;
+  b.run(300);
+  CHECK(b.rd(reg::watchdog_count::kOffset) == 0);  // off out of reset
+  b.wr(reg::watchdog_timeout::kOffset, 100);
+  b.run(70);
+  b.wr(reg::watchdog_timeout::kOffset, 200);  // a longer timeout, from this write on
+  const uint64_t armed = b.write_cycle;
+  b.run(150);
+  CHECK_FALSE(b.m.safe_o);
+  CHECK(b.rd(reg::watchdog_count::kOffset) > 150);
+  b.run(100);
+  REQUIRE(b.safe_seen != 0);
+  CHECK(b.safe_seen == armed + 200 + 1);
+}
+
 TEST_CASE("ocs: the watchdog abandons a commit in progress") {
   Small b;
   commit_baseline(b);
