@@ -860,6 +860,7 @@ TEST_CASE("ocs: link changes are logged with reason; link down and up raise inte
   b.reasons[2] = static_cast<int>(Reason::HeartbeatTimeout);
   b.run(2);
   CHECK_FALSE(b.m.irq_o);
+  CHECK((b.rd(reg::link_status::addr(1)) >> 8) == 0);  // nothing of link 2's (odd) reason leaks in
   // three links in the same cycle: all logged with the same timestamp
   b.links[0] = 1;
   b.links[1] = 1;
@@ -940,6 +941,7 @@ TEST_CASE("ocs: each mapped link expects the XPU and lane of its target port") {
   }
   b.stage_map(1, 2);  // link 1 -> port 2: XPU 0, lane 2 (entry 5 takes port 6)
   b.stage_map(5, 6);
+  CHECK(b.rd(reg::staged_map::addr(1)) == (reg::staged_map::kValidMask | 2u));  // read back whole, valid bit too
   b.commit(2);
   REQUIRE(b.last_err() == Error::None);
   CHECK(((static_cast<uint32_t>(b.m.link_expect_xpu_o) >> 8) & 0xFF) == 0);
