@@ -498,6 +498,10 @@ TEST_CASE("deframer: a duplicate is dropped and acknowledged again; a gap is NAK
   auto naks = b.ctl_sent(mark, CtlType::Nak);
   REQUIRE(naks.size() == 1);
   CHECK((naks[0].second.fields & 0xFFFF) == 1);
+  b.push_frame(3, {10}, true);  // more frames past the same gap: still one NAK per gap
+  b.push_frame(4, {11}, true);
+  b.run(60);
+  CHECK(b.ctl_sent(mark, CtlType::Nak).size() == 1);
 }
 
 TEST_CASE("deframer: a frame with a broken sync header inside is dropped") {
@@ -1107,4 +1111,33 @@ TEST_CASE("replay: the replay timer runs only while frames are unacknowledged; a
   CHECK(b.m.cnt_replays_o == 0);
   b.run(200);
   CHECK(b.sof_seqs() == std::vector<uint16_t>{0, 0});  // REPLAY_TIMEOUT after it went out
+}
+
+TEST_CASE("frames the XPU hands over before the link first becomes Active go out once it is") {
+  PeerBench b;
+  b.xpu_tx.push_back({1, true});
+  b.xpu_tx.push_back({2, true});
+  b.run(50);  // still training: taken into the replay buffer, not sent
+  CHECK(b.xpu_tx.empty());
+  b.train();
+  b.run(60);  // the first peer is no new peer: nothing is flushed, the CreditInit's credit is used
+  CHECK(b.sof_seqs() == std::vector<uint16_t>{0, 1});
+}
+
+TEST_CASE("heartbeat timeout: HB_TIMEOUT cycles after the last heartbeat was taken, to the cycle") {
+  PeerBench b;
+  b.train();
+  b.auto_hb = false;
+  b.run(20);
+  // The receive path's latency, measured with a bad block: every block takes the same path.
+  b.to_dut.push_front(bad_check_block());
+  uint64_t sent = b.cycle;
+  REQUIRE(b.run_until([&] { return b.m.cnt_bad_blocks_o == 1; }, 50));
+  const uint64_t lat = b.cycle - sent;
+  b.run(20);
+  b.push_ctl(CtlType::Heartbeat, b.ack_fields());
+  const uint64_t last = b.cycle;  // taken lat cycles from now: the timeout counts from there
+  REQUIRE(b.run_until([&] { return b.state() != LinkState::Active; }, kHbTimeout + 100));
+  CHECK(b.reason() == Reason::HeartbeatTimeout);
+  CHECK(b.cycle == last + lat + kHbTimeout + 1);
 }

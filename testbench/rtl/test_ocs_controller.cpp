@@ -318,6 +318,8 @@ TEST_CASE("ocs: reset values, read-only and read/write registers, SLVERR, strobe
   CHECK(b.write_resp(0x003C, 1) == kSlverr);
   CHECK(b.read_resp(0xFFFC).first == kSlverr);
   CHECK(b.read_resp(reg::staged_map::addr(kPorts)).first == kSlverr);
+  CHECK(b.read_resp(0x8000 | reg::status::kOffset).first == kSlverr);  // all 16 address bits decoded
+  CHECK(b.write_resp(0x8000 | reg::commit::kOffset, 1) == kSlverr);
   CHECK(b.write_resp(reg::staged_map::addr(kPorts), 1) == kSlverr);
   CHECK(b.read_resp(reg::staged_dac::addr(kElems)).first == kSlverr);
   CHECK(b.read_resp(reg::active_dac::addr(kElems)).first == kSlverr);
@@ -597,6 +599,7 @@ TEST_CASE("ocs: verify failure rolls back the changed elements and reports") {
   CHECK(vf == ((static_cast<uint32_t>(static_cast<uint16_t>(-1500)) << 16) | 5u));  // nothing between the fields
   uint32_t err = b.rd(reg::error::kOffset);
   CHECK(reg::error::kFields[1].get(err) == 2);
+  CHECK(err == ((2u << 16) | (2u << 8) | static_cast<uint32_t>(Error::VerifyLow)));  // {gen, index, 0, code}
   // program wrote 3, rollback re-wrote the same 3 with their old codes
   REQUIRE(b.dac.size() == 6);
   for (int i = 0; i < 3; ++i) {
@@ -613,7 +616,10 @@ TEST_CASE("ocs: verify failure rolls back the changed elements and reports") {
   CHECK(static_cast<Error>(ev[3].code()) == Error::VerifyLow);
   CHECK(ev[3].index() == 5);
   CHECK(ev[4].index() == 3);
+  CHECK(ev[4].code() == 0);
   CHECK(ev[4].ts - ev[3].ts >= static_cast<uint64_t>(kSettle));  // rollback settles too
+  // ... exactly as long as the commit did after its last write
+  CHECK(ev[4].ts - b.dac[5].cycle == ev[2].ts - b.dac[2].cycle);
   CHECK((b.rd(reg::irq_status::kOffset) & reg::irq_status::kCommitFailMask) != 0);
   CHECK((b.rd(reg::irq_status::kOffset) & reg::irq_status::kCommitDoneMask) == 0);
 
