@@ -1083,6 +1083,23 @@ TEST_CASE("credits: a stale lower limit, or one half the sequence space ahead, i
   b.push_ctl(CtlType::Heartbeat, (b.ack_fields() & 0xFFFFu) | (7u << 16));
   b.run(60);
   CHECK(b.sof_seqs().size() == 7);
+  // A limit half the sequence space ahead of the next frame, reached in two steps forward, is no
+  // credit either: serial arithmetic cannot tell it from one behind.
+  b.push_ctl(CtlType::Heartbeat, (b.ack_fields() & 0xFFFFu) | ((7u + 0x4000u) << 16));
+  b.push_ctl(CtlType::Heartbeat, (b.ack_fields() & 0xFFFFu) | ((7u + 0x8000u) << 16));
+  b.run(20);
+  b.xpu_tx.push_back({7, true});
+  b.run(60);
+  CHECK(b.sof_seqs().size() == 7);
+}
+
+TEST_CASE("losing block lock with the light still on retrains an Active link with BlockLockLost") {
+  PeerBench b;
+  b.train();
+  for (int i = 0; i < 40; ++i) b.to_dut.push_front({3, 0});  // more than UNLOCK_BAD invalid headers in a row
+  REQUIRE(b.run_until([&] { return b.state() != LinkState::Active; }, 60));
+  CHECK(b.state() == LinkState::Retrain);
+  CHECK(b.reason() == Reason::BlockLockLost);
 }
 
 TEST_CASE("replay: acknowledgements advance step by step; frames acknowledged in two steps are not sent again") {

@@ -526,7 +526,7 @@ TEST_CASE("ocs: only changed elements are written, one per update slot; settle i
     CHECK(Small::types(ev) == std::vector<Event>{Event::CommitStart, Event::ProgramDone, Event::SettleDone,
                                                  Event::VerifyPass});
     CHECK(ev[1].index() == 4);
-    CHECK(ev[0].code() == 0);
+    for (auto& e : ev) CHECK(e.code() == 0);
     CHECK(ev[0].index() == 0);
     for (auto& e : ev) CHECK(e.data() == gen);
     CHECK(ev[2].ts - ev[1].ts == static_cast<uint64_t>(kSettle) + 1);  // 101 at 100 (docs/ocs-controller.md)
