@@ -74,6 +74,7 @@ def code_lines(text):
     in_block = False
     skip_depth = 0  # inside `ifdef MXTB_ASSERT_ON / FORMAL: checking code, not design
     depth_stack = []
+    check_parens = 0  # open parentheses of an assertion macro continued on the next lines
     for i, raw in enumerate(text.split("\n")):
         line = raw
         out = []
@@ -102,6 +103,10 @@ def code_lines(text):
                 out.append(line[j])
                 j += 1
         code = "".join(out)
+        if check_parens:
+            # A continuation line of a multi-line `ASSERT(...)`: checking code too.
+            check_parens = max(0, check_parens + code.count("(") - code.count(")"))
+            continue
         s = code.strip()
         m = re.match(r"`(ifdef|ifndef)\s+(\w+)", s)
         if m:
@@ -117,8 +122,11 @@ def code_lines(text):
             skip_depth -= was
             depth_stack.append(False)
             continue
-        if skip_depth or not s or DECL.match(code) or re.search(r"`(ASSERT|ASSUME|COVER)", code) \
-                or re.search(r"\b(assert|assume|cover)\b", code):
+        check = re.search(r"`(ASSERT|ASSUME|COVER)\w*|\b(assert|assume|cover)\b", code)
+        if check and not skip_depth:
+            rest = code[check.start():]
+            check_parens = max(0, rest.count("(") - rest.count(")"))
+        if skip_depth or not s or DECL.match(code) or check:
             continue
         yield i, code
 
@@ -200,6 +208,61 @@ def sites(text):
             if v > 0:
                 add(m.start(), m.end(), str(v - 1), "const-dec")
     return out
+
+
+def norm(line):
+    return " ".join(line.split())
+
+
+def read_equivalents(path):
+    """The reviewed list of equivalent mutants: paragraphs of `file:`, `from:` (the original line),
+    `to:` (the mutated line) and `why:` (the argument, continued on indented lines). Lines are
+    compared with runs of blanks folded, so the entries survive re-indentation and moved lines.
+    Every entry must still name a mutant the sites give: a stale entry is an error."""
+    entries, cur, key = [], {}, None
+    for n, raw in enumerate(Path(path).read_text().split("\n") + [""], 1):
+        if raw.startswith("#"):
+            continue
+        if not raw.strip():
+            if cur:
+                entries.append(cur)
+            cur, key = {}, None
+            continue
+        m = re.match(r"(file|from|to|why):\s?(.*)$", raw)
+        if m:
+            key = m.group(1)
+            if key in cur:
+                raise UsageError(f"{path}:{n}: '{key}:' twice in one entry")
+            cur[key] = m.group(2).strip()
+            cur.setdefault("at", n)
+        elif key == "why" and raw[:1].isspace():
+            cur["why"] += " " + raw.strip()
+        else:
+            raise UsageError(f"{path}:{n}: expected file:, from:, to: or why:, got {raw.strip()!r}")
+    texts = {}
+    for e in entries:
+        missing = [k for k in ("file", "from", "to", "why") if not e.get(k)]
+        if missing:
+            raise UsageError(f"{path}:{e['at']}: entry without {', '.join(missing)}")
+        f = e["file"]
+        if f not in texts:
+            if not (ROOT / f).exists():
+                raise UsageError(f"{path}:{e['at']}: no file {f}")
+            texts[f] = (ROOT / f).read_text()
+        text = texts[f]
+        ok = any(norm(text.split("\n")[site[0]]) == norm(e["from"]) and
+                 norm(apply(text, site).split("\n")[site[0]]) == norm(e["to"]) for site in sites(text))
+        if not ok:
+            raise UsageError(f"{path}:{e['at']}: no mutant of {f} turns {e['from']!r} into {e['to']!r} "
+                             "(the RTL changed: review the entry)")
+    return entries
+
+
+def equivalent_reason(entries, f, original, mutated):
+    for e in entries:
+        if e["file"] == f and norm(e["from"]) == norm(original) and norm(e["to"]) == norm(mutated):
+            return e["why"]
+    return None
 
 
 def apply(text, site):
@@ -334,11 +397,15 @@ def main():
     ap.add_argument("--opt", default="-O0", help="compiler optimisation for the mutant models (default -O0)")
     ap.add_argument("--formal", action="store_true", help="also run `make -f Makefile.verilator formal` on each mutant")
     ap.add_argument("--rerun", default="", help="run again the survivors of an earlier JSON report (after adding tests)")
+    ap.add_argument("--rescore", default="", help="score an earlier JSON report again with the current --equivalent "
+                    "list, running nothing (its verdicts stay; reports go to --out)")
     ap.add_argument("--list", action="store_true", help="print the number of sites per file and stop")
     ap.add_argument("--out", default="out/mutate", help="output folder (default out/mutate)")
     ap.add_argument("--json", default="", help="JSON report (default OUT/mutate.json)")
     ap.add_argument("--markdown", default="", help="Markdown report (default OUT/mutate.md)")
-    ap.add_argument("--min-score", type=float, default=None, help="exit 1 if the kill percentage is below this")
+    ap.add_argument("--min-score", type=float, default=None, help="exit 1 if the raw kill percentage is below this")
+    ap.add_argument("--equivalent", default=str(ROOT / "tools" / "mutate_equivalent.txt"),
+                    help="reviewed list of equivalent mutants (default tools/mutate_equivalent.txt; '' for none)")
     a = ap.parse_args()
     try:
         return run_mutation(a)
@@ -375,11 +442,16 @@ def run_mutation(a):
             s = sites(text)
             per_file[f] = len(s)
             candidates += [(g, f, site) for site in s]
+    equivalents = read_equivalents(a.equivalent) if a.equivalent else []
     if a.list:
         for f, n in per_file.items():
             print(f"{n:5d}  {f}")
         print(f"{sum(per_file.values()):5d}  in all")
+        if a.equivalent:
+            print(f"{len(equivalents):5d}  listed equivalent in {a.equivalent}")
         return 0
+    if a.rescore:
+        return rescore(a, equivalents)
     if a.rerun:
         try:
             before = json.loads(Path(a.rerun).read_text())
@@ -446,6 +518,7 @@ def run_mutation(a):
         log = work / "log.txt"
         r = {"id": k, "group": g, "file": f, "module": Path(f).stem, "line": site[0] + 1, "operator": site[4],
              "diff": diff, "site": list(site), "original": text.split("\n")[site[0]]}
+        why = equivalent_reason(equivalents, f, r["original"], mutant.split("\n")[site[0]])
         t0 = time.monotonic()
         exe = grp.build_mutant(work, {f: mfile}, log, a.opt)
         r["build_s"] = round(time.monotonic() - t0, 1)
@@ -476,6 +549,13 @@ def run_mutation(a):
             for o in work.glob("obj-*"):
                 shutil.rmtree(o, ignore_errors=True)
             exe.unlink(missing_ok=True)
+        if why is not None:
+            # Listed equivalent: a survivor is left out of the second score; a detected one means
+            # the list is wrong, and it counts as detected.
+            if r["status"] == "survived":
+                r["equivalent"] = why
+            elif r["status"] in ("killed", "timed_out"):
+                r["listed_equivalent_but_detected"] = why
         r["seconds"] = round(time.monotonic() - t0, 1)
         return r
 
@@ -485,8 +565,11 @@ def run_mutation(a):
         for n, fut in enumerate(futures):
             r = fut.result()
             results.append(r)
+            note = " (listed equivalent)" if "equivalent" in r else ""
+            if "listed_equivalent_but_detected" in r:
+                note = " (WARNING: listed equivalent, yet detected: review the entry)"
             print(f"[{n + 1}/{len(chosen)}] {r['status']:<9} {r['file']}:{r['line']} {r['operator']} "
-                  f"({r['seconds']:.0f} s)", flush=True)
+                  f"({r['seconds']:.0f} s){note}", flush=True)
             write_reports(a, out, results, baseline, formal, time.monotonic() - t_start, len(chosen))
     summary = write_reports(a, out, results, baseline, formal, time.monotonic() - t_start, len(chosen))
     print(summary["text"])
@@ -496,39 +579,92 @@ def run_mutation(a):
     return 0
 
 
+def rescore(a, equivalents):
+    """An earlier run's verdicts with the current list of equivalent mutants applied."""
+    try:
+        before = json.loads(Path(a.rescore).read_text())
+    except (OSError, ValueError) as e:
+        raise UsageError(f"--rescore {a.rescore}: {e}")
+    results = before.get("mutants", [])
+    for r in results:
+        r.pop("equivalent", None)
+        r.pop("listed_equivalent_but_detected", None)
+        if "site" not in r:
+            raise UsageError(f"--rescore {a.rescore}: mutant {r.get('id')} has no site (an older report)")
+        _, start, end, repl, _ = r["site"]
+        mutated = r["original"][:start] + repl + r["original"][end:]
+        why = equivalent_reason(equivalents, r["file"], r["original"], mutated)
+        if why is not None and r["status"] == "survived":
+            r["equivalent"] = why
+        elif why is not None and r["status"] in ("killed", "timed_out"):
+            r["listed_equivalent_but_detected"] = why
+    for k in ("seed", "opt", "budget_s"):
+        if k in before:
+            setattr(a, k, before[k])
+    out = Path(a.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    a.rerun = before.get("rerun", "")
+    summary = write_reports(a, out, results, before.get("baseline", {}), before.get("formal", False),
+                            before.get("wall_s", 0.0), before.get("planned", len(results)))
+    print(summary["text"])
+    return 0
+
+
 def write_reports(a, out, results, baseline, formal, wall, planned):
     per = {}
     for r in results:
-        m = per.setdefault(r["module"], {"killed": 0, "survived": 0, "timed_out": 0, "stillborn": 0})
+        m = per.setdefault(r["module"], {"killed": 0, "survived": 0, "timed_out": 0, "stillborn": 0, "equivalent": 0})
         m[r["status"]] += 1
-    tot = {k: sum(m[k] for m in per.values()) for k in ("killed", "survived", "timed_out", "stillborn")}
+        m["equivalent"] += "equivalent" in r
+    tot = {k: sum(m[k] for m in per.values()) for k in ("killed", "survived", "timed_out", "stillborn", "equivalent")}
     valid = tot["killed"] + tot["survived"] + tot["timed_out"]
+    detected = tot["killed"] + tot["timed_out"]
     # A timed-out mutant is detected (the design hangs where it must not) but listed apart.
-    score = 100.0 * (tot["killed"] + tot["timed_out"]) / valid if valid else 0.0
-    survivors = [r for r in results if r["status"] == "survived"]
+    score = 100.0 * detected / valid if valid else 0.0
+    # The usual mutation score leaves out the mutants shown equivalent (tools/mutate_equivalent.txt).
+    distinct = valid - tot["equivalent"]
+    score_ne = 100.0 * detected / distinct if distinct else 0.0
+    survivors = [r for r in results if r["status"] == "survived" and "equivalent" not in r]
+    equivalent = [r for r in results if "equivalent" in r]
     data = {"count": len(results), "planned": planned, "seed": a.seed, "opt": a.opt, "formal": formal,
-            "budget_s": a.budget_s, "wall_s": round(wall, 1), "baseline": baseline, "totals": tot,
-            "valid": valid, "score_pct": round(score, 1), "per_module": per, "mutants": results}
+            "rerun": a.rerun, "budget_s": a.budget_s, "wall_s": round(wall, 1), "baseline": baseline, "totals": tot,
+            "valid": valid, "score_pct": round(score, 1), "non_equivalent": distinct,
+            "score_non_equivalent_pct": round(score_ne, 1), "per_module": per, "mutants": results}
     # Through a temporary file: the reports are rewritten after every mutant and may be read meanwhile.
     jpath = Path(a.json or out / "mutate.json")
     jpath.with_suffix(".tmp").write_text(json.dumps(data, indent=2) + "\n")
     jpath.with_suffix(".tmp").replace(jpath)
-    md = [f"# Mutation run: {len(results)} of {planned} mutants, seed {a.seed}", "",
+    drawn = f"the survivors of {Path(a.rerun).name} again" if a.rerun else f"seed {a.seed}"
+    md = [f"# Mutation run: {len(results)} of {planned} mutants, {drawn}", "",
           f"Score: {tot['killed'] + tot['timed_out']} of {valid} valid mutants detected = **{score:.1f}%** "
           f"(killed {tot['killed']}, timed out {tot['timed_out']}, survived {tot['survived']}; "
           f"{tot['stillborn']} did not build). Tests{' and formal proofs' if formal else ''}; "
           f"models at {a.opt}; wall {wall / 60:.1f} min.", "",
-          "| module | killed | timed out | survived | stillborn |", "|---|---|---|---|---|"]
+          f"Over the mutants not listed equivalent ({tot['equivalent']} survivors are, in "
+          f"{Path(a.equivalent).name if a.equivalent else 'no list'}): {detected} of {distinct} = "
+          f"**{score_ne:.1f}%**.", "",
+          "| module | killed | timed out | survived | of which equivalent | stillborn |", "|---|---|---|---|---|---|"]
     for mod in sorted(per):
         m = per[mod]
-        md.append(f"| {mod} | {m['killed']} | {m['timed_out']} | {m['survived']} | {m['stillborn']} |")
+        md.append(f"| {mod} | {m['killed']} | {m['timed_out']} | {m['survived']} | {m['equivalent']} | {m['stillborn']} |")
+    table_end = len(md)
+    wrong = [r for r in results if "listed_equivalent_but_detected" in r]
+    if wrong:
+        md += ["", "## Listed equivalent, yet detected (the list is wrong there)", ""]
+        md += [f"- {r['file']}:{r['line']} ({r['operator']}), {r['status']}" for r in wrong]
     md += ["", "## Survivors", ""]
     if not survivors:
         md.append("None.")
     for r in survivors:
         md += [f"### {r['file']}:{r['line']} ({r['operator']})", "", "```diff", r["diff"].rstrip(), "```", ""]
+    md += ["", "## Equivalent survivors", ""]
+    if not equivalent:
+        md.append("None.")
+    for r in equivalent:
+        md += [f"### {r['file']}:{r['line']} ({r['operator']})", "", r["equivalent"], "", "```diff",
+               r["diff"].rstrip(), "```", ""]
     Path(a.markdown or out / "mutate.md").write_text("\n".join(md) + "\n")
-    text = "\n".join(md[:len(per) + 6])
+    text = "\n".join(md[:table_end])
     return {"score_pct": score, "text": text}
 
 

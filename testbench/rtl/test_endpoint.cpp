@@ -182,9 +182,14 @@ TEST_CASE("training walks every state in order, exchanges identities and raises 
   CHECK(b.reason() == Reason::None);
   CHECK(b.m.peer_xpu_o == kPeerXpu);
   CHECK(b.m.irq_o);
+  b.run(20);
+  CHECK(b.m.irq_o);  // sticky: stays set with no state change until cleared
   auto ts1 = b.ctl_sent(0, CtlType::Ts1);
   REQUIRE(ts1.size() >= kTsCount);
   CHECK(ts1[0].second.fields == kSelfXpu);  // {0, lane 0, xpu}: nothing else in the fields
+  auto ts2 = b.ctl_sent(0, CtlType::Ts2);
+  REQUIRE_FALSE(ts2.empty());
+  CHECK(ts2[0].second.fields == kSelfXpu);
   auto idles = b.ctl_sent(0, CtlType::Idle);
   REQUIRE_FALSE(idles.empty());
   CHECK(idles[0].second.fields == 0);
@@ -208,8 +213,7 @@ TEST_CASE("out of reset the lane stays dark for RESET_CYCLES, then Detect") {
     b.tick();
   }
   CHECK(b.state() == LinkState::Detect);
-  CHECK(b.cycle - t0 >= kResetCycles);
-  CHECK(b.cycle - t0 <= kResetCycles + 2);
+  CHECK(b.cycle - t0 == kResetCycles + 1);
   CHECK(b.m.laser_o);
 }
 
@@ -285,13 +289,13 @@ TEST_CASE("a silent peer times out of Ts1; that Retrain keeps the lane lit") {
   REQUIRE(b.run_until([&] { return b.state() == LinkState::Ts1; }, 5000));
   uint64_t t0 = b.cycle;
   REQUIRE(b.run_until([&] { return b.state() == LinkState::Retrain; }, kTsTimeout + 10));
-  CHECK(b.cycle - t0 >= kTsTimeout);
+  CHECK(b.cycle - t0 == kTsTimeout + 1);  // exact (see "exact timing" below)
   CHECK(b.reason() == Reason::Ts1Timeout);
+  uint64_t t1 = b.cycle;
   b.tick();
   CHECK(b.m.laser_o);  // only dropping an Active link (or a request) goes dark
-  uint64_t t1 = b.cycle;
   REQUIRE(b.run_until([&] { return b.state() == LinkState::Detect; }, kRetrainHold + 10));
-  CHECK(b.cycle - t1 >= kRetrainHold - 2);
+  CHECK(b.cycle - t1 == kRetrainHold + 1);
   CHECK(b.m.cnt_retrains_o == 1);
 }
 
@@ -314,7 +318,7 @@ TEST_CASE("a peer that stops after Ts1 times out of Ts2, or of CreditInit after 
     LinkState s = b.state();
     uint64_t t0 = b.cycle;
     REQUIRE(b.run_until([&] { return b.state() != s; }, kTsTimeout + 10));
-    CHECK(b.cycle - t0 >= kTsTimeout - 2);
+    CHECK(b.cycle - t0 == kTsTimeout + 1);
     CHECK(b.state() == LinkState::Retrain);
     CHECK(b.reason() == (reach_credit_init ? Reason::CreditTimeout : Reason::Ts2Timeout));
     b.run(2);  // the transition's cover point samples at the next edge
@@ -336,7 +340,11 @@ TEST_CASE("loss of signal in Ts2 or CreditInit retrains with LossOfSignal") {
 TEST_CASE("no light: Detect times out and says so, laser still on") {
   PeerBench b;
   b.light = false;
-  b.run(kDetectTimeout + 100);
+  REQUIRE(b.run_until([&] { return b.state() == LinkState::Detect; }, 100));
+  uint64_t t0 = b.cycle;
+  REQUIRE(b.run_until([&] { return b.reason() == Reason::DetectTimeout; }, kDetectTimeout + 10));
+  CHECK(b.cycle - t0 == kDetectTimeout + 1);
+  b.run(100);
   CHECK(b.state() == LinkState::Detect);
   CHECK(b.reason() == Reason::DetectTimeout);
   CHECK(b.m.laser_o);
@@ -490,6 +498,10 @@ TEST_CASE("deframer: a duplicate is dropped and acknowledged again; a gap is NAK
   auto naks = b.ctl_sent(mark, CtlType::Nak);
   REQUIRE(naks.size() == 1);
   CHECK((naks[0].second.fields & 0xFFFF) == 1);
+  b.push_frame(3, {10}, true);  // more frames past the same gap: still one NAK per gap
+  b.push_frame(4, {11}, true);
+  b.run(60);
+  CHECK(b.ctl_sent(mark, CtlType::Nak).size() == 1);
 }
 
 TEST_CASE("deframer: a frame with a broken sync header inside is dropped") {
@@ -776,8 +788,14 @@ TEST_CASE("a retrain to the same peer keeps sequence state; a new peer starts bo
   b.push_ctl(CtlType::Ack, b.ack_fields());
   b.run(20);
 
+  size_t before_spare = b.from_dut.size();
   lose_light_and_retrain(9);  // the spare: fresh sequence space both ways
   CHECK(b.m.peer_xpu_o == 9);
+  // Its CreditInit already advertises what the flush will leave: expect 0, RX_SLOTS credit
+  // (not this side's expect 2 from the old peer).
+  auto inits = b.ctl_sent(before_spare, CtlType::CreditInit);
+  REQUIRE_FALSE(inits.empty());
+  for (auto& [c, ctl] : inits) CHECK(ctl.fields == (8u << 16));
   mark = b.from_dut.size();
   b.xpu_tx.push_back({4, true});
   b.push_frame(0, {200}, true);  // the new peer's first frame is sequence 0
@@ -804,4 +822,339 @@ TEST_CASE("frames and acknowledgements from a transmitter other than the trained
   b.peer_expect = 0;
   b.run(kReplayTimeout + 100);
   CHECK(b.sof_seqs().size() >= 2);  // the unacknowledged frame was sent again: nothing was lost
+}
+
+// ---------------------------------------------------------------- exact timing and recovery corners
+// Written for the mutation score (docs/coverage.md). Timing is exact: a condition that holds in a
+// state's n-th cycle (the entry cycle is cycle 0) changes the state at the next edge, so a state
+// left on a timeout T lasts T + 1 cycles (docs/link-layer.md).
+
+TEST_CASE("training: Reset, Detect and every training step last exactly as their parameters say") {
+  constexpr int kDetectStable = 64;
+  PeerBench b;
+  b.light = false;
+  REQUIRE(b.run_until([&] { return b.state() == LinkState::Detect; }, 100));
+  CHECK(b.cycle == kResetCycles + 1);
+  b.run(10);
+  b.light = true;  // signal detect from here: Detect waits DETECT_STABLE cycles of it
+  uint64_t t0 = b.cycle;
+  REQUIRE(b.run_until([&] { return b.state() != LinkState::Detect; }, 200));
+  CHECK(b.state() == LinkState::BlockLock);
+  CHECK(b.cycle - t0 == kDetectStable + 1);
+  // An eager peer: TS2s back to back from before Ts1 (they count in Ts1 too) and its CreditInit
+  // as soon as the link is in CreditInit. Ts1 and Ts2 see a training set every cycle from their
+  // first and CreditInit sees the peer's CreditInit within a few cycles, so each step lasts
+  // exactly TS_COUNT + 1 cycles (the TS_COUNT training sets, and TS_COUNT sent).
+  uint32_t ts = kPeerXpu;
+  std::vector<std::pair<LinkState, uint64_t>> entered;
+  for (int i = 0; i < 20000 && b.state() != LinkState::Active; ++i) {
+    while (b.to_dut.size() < 2) {
+      if (b.state() == LinkState::CreditInit) b.push_ctl(CtlType::CreditInit, b.ack_fields());
+      else b.push_ctl(CtlType::Ts2, ts);
+    }
+    LinkState before = b.state();
+    b.tick();
+    if (b.state() != before) entered.push_back({b.state(), b.cycle});
+  }
+  REQUIRE(b.state() == LinkState::Active);
+  std::vector<LinkState> order;
+  for (auto& e : entered) order.push_back(e.first);
+  REQUIRE(order == std::vector<LinkState>{LinkState::Ts1, LinkState::Ts2, LinkState::CreditInit, LinkState::Active});
+  CHECK(entered[1].second - entered[0].second == kTsCount + 1);  // Ts1
+  CHECK(entered[2].second - entered[1].second == kTsCount + 1);  // Ts2
+  CHECK(entered[3].second - entered[2].second == kTsCount + 1);  // CreditInit
+}
+
+TEST_CASE("training: block lock never found: BlockLock times out after LOCK_TIMEOUT") {
+  constexpr int kLockTimeout = 8192;
+  PeerBench b;
+  // Invalid sync headers only: no offset of the lane ever gives LOCK_GOOD valid headers in a row.
+  auto garbage = [&] { while (b.to_dut.size() < 2) b.to_dut.push_back({3, 0}); };
+  for (int i = 0; i < 200 && b.state() != LinkState::BlockLock; ++i) {
+    garbage();
+    b.tick();
+  }
+  REQUIRE(b.state() == LinkState::BlockLock);
+  uint64_t t0 = b.cycle;
+  for (int i = 0; i < kLockTimeout + 10 && b.state() == LinkState::BlockLock; ++i) {
+    garbage();
+    b.tick();
+  }
+  CHECK(b.state() == LinkState::Retrain);
+  CHECK(b.reason() == Reason::LockTimeout);
+  CHECK(b.cycle - t0 == kLockTimeout + 1);
+}
+
+// A bad block that keeps block lock: a control block whose check fails.
+static Block bad_check_block() {
+  return {static_cast<uint8_t>(mxtb::link::kSyncCtrl), make_ctl(CtlType::Idle, 0) ^ (uint64_t{1} << 50)};
+}
+
+TEST_CASE("error rate: windows of exactly ERR_WINDOW cycles, back to back from the cycle the link became Active") {
+  constexpr int kWindow = 4096, kThreshold = 32;
+  PeerBench b;
+  b.train();
+  const uint64_t active_at = b.cycle;  // window 0 is cycles [0, ERR_WINDOW) from here
+  // The receive path's latency: the first bad block, put on the lane now, is counted after L cycles.
+  b.to_dut.push_front(bad_check_block());
+  uint64_t sent = b.cycle;
+  REQUIRE(b.run_until([&] { return b.m.cnt_bad_blocks_o == 1; }, 50));
+  const uint64_t lat = b.cycle - sent;  // a block sent in cycle c is counted in the window cycle c - active_at + lat - 1
+  // Put a bad block on the lane so that it counts in cycle `at` (from Active).
+  auto bad_at = [&](uint64_t at) {
+    REQUIRE(b.cycle <= active_at + at + 1 - lat);
+    b.run(active_at + at + 1 - lat - b.cycle);
+    b.to_dut.push_front(bad_check_block());
+    b.tick();
+  };
+  // Window 0 holds that one, then THRESHOLD - 1 more ending two cycles before window 1:
+  // THRESHOLD in all, not more, so the link stays Active...
+  for (uint64_t at = kWindow - 2 - (kThreshold - 1); at < kWindow - 2; ++at) bad_at(at);
+  // ... and one more in the first cycle of window 1 starts that window's count: still Active.
+  bad_at(kWindow);
+  b.run(20);
+  CHECK(b.m.cnt_bad_blocks_o == kThreshold + 1);
+  CHECK(b.state() == LinkState::Active);
+  // Window 2: THRESHOLD + 1 spread over the whole window, from its second cycle, one every 120
+  // cycles, and the last in its last cycle but one: retrain on the last.
+  for (int k = 0; k < kThreshold; ++k) bad_at(2 * kWindow + 1 + 120 * static_cast<uint64_t>(k));
+  REQUIRE(b.state() == LinkState::Active);
+  bad_at(3 * kWindow - 2);
+  b.run(3);
+  CHECK(b.state() == LinkState::Retrain);
+  CHECK(b.reason() == Reason::ErrorRate);
+}
+
+TEST_CASE("a link whose peer is on lane 3 keeps sequence state through a retrain to that same peer") {
+  PeerBench b;
+  b.m.expect_lane_i = 3;
+  b.train(8, kPeerXpu, 3);
+  b.xpu_tx.push_back({1, true});
+  b.run(60);
+  REQUIRE(b.sof_seqs() == std::vector<uint16_t>{0});
+  b.peer_expect = 1;
+  b.run(300);  // a heartbeat acknowledges it
+  b.light = false;
+  b.auto_hb = false;
+  b.run(5);
+  REQUIRE(b.state() == LinkState::Retrain);
+  b.light = true;
+  b.to_dut.clear();
+  b.train(8, kPeerXpu, 3);
+  REQUIRE(b.state() == LinkState::Active);
+  size_t mark = b.from_dut.size();
+  b.xpu_tx.push_back({2, true});
+  b.run(60);
+  CHECK(b.sof_seqs(mark) == std::vector<uint16_t>{1});  // not a new peer: no flush, no restart at 0
+}
+
+TEST_CASE("after a retrain the frames the peer's CreditInit does not acknowledge go out again at once") {
+  PeerBench b;
+  b.train();
+  for (uint64_t i = 0; i < 3; ++i) b.xpu_tx.push_back({i, true});
+  b.run(60);
+  REQUIRE(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2});  // none acknowledged yet
+  b.light = false;
+  b.auto_hb = false;
+  b.run(5);
+  REQUIRE(b.state() == LinkState::Retrain);
+  b.light = true;
+  b.to_dut.clear();
+  b.peer_expect = 1;  // the peer got frame 0 and says so in its CreditInit, and nowhere else
+  size_t mark = b.from_dut.size();
+  b.train();
+  REQUIRE(b.state() == LinkState::Active);
+  b.run(100);  // well inside REPLAY_TIMEOUT
+  CHECK(b.sof_seqs(mark) == std::vector<uint16_t>{1, 2});
+  CHECK(b.m.cnt_replays_o == 0);  // resuming after training is not a replay
+}
+
+TEST_CASE("the transmitter takes at most REPLAY_DEPTH unacknowledged frames from its XPU") {
+  constexpr int kReplayDepth = 8;
+  PeerBench b;
+  b.train(/*credit=*/32);
+  for (uint64_t i = 0; i < kReplayDepth + 2; ++i) b.xpu_tx.push_back({i, true});
+  b.run(300);  // nothing acknowledged
+  CHECK(b.xpu_tx.size() == 2);
+  CHECK(b.m.tx_ready_o == 0);
+  CHECK(b.sof_seqs().size() == kReplayDepth);
+  b.peer_expect = 1;  // one acknowledged: one more slot
+  b.run(300);
+  CHECK(b.xpu_tx.size() == 1);
+  auto seqs = b.sof_seqs();
+  REQUIRE(seqs.size() == kReplayDepth + 1);
+  CHECK(seqs.back() == kReplayDepth);
+}
+
+TEST_CASE("Idle blocks carry no fields, in training and while Active") {
+  PeerBench b;
+  b.train();
+  b.run(600);
+  auto idles = b.ctl_sent(0, CtlType::Idle);
+  size_t active_idles = 0;
+  for (auto& [c, ctl] : idles) {
+    CHECK(ctl.fields == 0);
+    active_idles += c > b.cycle - 600;
+  }
+  CHECK(active_idles > 100);
+}
+
+TEST_CASE("replay: a NAK that arrives while a frame is on the lane goes back once that frame ends") {
+  PeerBench b;
+  b.train();
+  b.xpu_tx.push_back({1, true});
+  b.xpu_tx.push_back({2, true});
+  b.run(40);
+  REQUIRE(b.sof_seqs() == std::vector<uint16_t>{0, 1});
+  for (int i = 0; i < 16; ++i) b.xpu_tx.push_back({static_cast<uint64_t>(100 + i), i == 15});  // frame 2: 16 words
+  REQUIRE(b.run_until([&] { return b.sof_seqs().size() == 3; }, 40));
+  b.peer_expect = 1;  // frame 1 was lost: NAK it while frame 2's data words go out
+  b.to_dut.push_front({static_cast<uint8_t>(mxtb::link::kSyncCtrl), make_ctl(CtlType::Nak, b.ack_fields(), b.peer_id)});
+  b.run(8);
+  REQUIRE(b.ctl_sent(0, CtlType::Eof).size() == 2);  // still inside frame 2
+  b.run(80);
+  CHECK(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2, 1, 2});  // at once, not after the replay timeout
+  CHECK(b.m.cnt_replays_o == 1);
+}
+
+TEST_CASE("replay: frames already sent go out again without credit, even below a CreditInit's lower limit") {
+  PeerBench b;
+  b.train(/*credit=*/3);
+  for (uint64_t i = 0; i < 4; ++i) b.xpu_tx.push_back({i, true});
+  b.run(60);
+  REQUIRE(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2});  // the limit: 3 frames
+  b.light = false;
+  b.auto_hb = false;
+  b.run(5);
+  REQUIRE(b.state() == LinkState::Retrain);
+  b.light = true;
+  b.to_dut.clear();
+  b.peer_expect = 1;
+  size_t mark = b.from_dut.size();
+  b.train(/*credit=*/1);  // a peer that lost its buffer: a limit below the frames already sent
+  REQUIRE(b.state() == LinkState::Active);
+  b.run(100);
+  CHECK(b.sof_seqs(mark) == std::vector<uint16_t>{1, 2});  // replays need no credit; frame 3 does
+  b.peer_credit = 4;
+  b.run(300);  // the next heartbeat grants it
+  CHECK(b.sof_seqs(mark) == std::vector<uint16_t>{1, 2, 3});
+}
+
+TEST_CASE("deframer: an acknowledgement due in the middle of a frame going out is sent after it, not dropped") {
+  PeerBench b;
+  b.train();
+  b.m.rx_ready_i = 0;  // no drain, so no later acknowledgement request
+  for (int i = 0; i < 16; ++i) b.xpu_tx.push_back({static_cast<uint64_t>(i), i == 15});
+  REQUIRE(b.run_until([&] { return b.sof_seqs().size() == 1; }, 40));
+  size_t mark = b.from_dut.size();
+  auto frame = encode_frame(0, {5}, true, b.peer_id);
+  for (auto it = frame.rbegin(); it != frame.rend(); ++it) b.to_dut.push_front(*it);
+  b.run(8);
+  REQUIRE(b.m.cnt_frames_rx_o == 1);  // accepted while the 16 data words go out
+  REQUIRE(b.ctl_sent(0, CtlType::Eof).empty());
+  b.run(30);
+  auto acks = b.ctl_sent(mark, CtlType::Ack);
+  REQUIRE(acks.size() == 1);
+  CHECK((acks[0].second.fields & 0xFFFF) == 1);
+  CHECK(acks[0].first - b.ctl_sent(0, CtlType::Eof)[0].first == 1);  // the block after the EOF
+}
+
+TEST_CASE("credits: a stale lower limit, or one half the sequence space ahead, is ignored") {
+  PeerBench b;
+  b.train(/*credit=*/2);
+  for (uint64_t i = 0; i < 4; ++i) b.xpu_tx.push_back({i, true});
+  b.run(100);
+  REQUIRE(b.sof_seqs() == std::vector<uint16_t>{0, 1});
+  b.peer_credit = 6;
+  b.run(300);  // a heartbeat grants up to 6
+  REQUIRE(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2, 3});
+  b.auto_hb = false;
+  b.push_ctl(CtlType::Heartbeat, (b.ack_fields() & 0xFFFFu) | (2u << 16));  // an old limit, 2: behind
+  b.run(20);
+  b.xpu_tx.push_back({4, true});
+  b.xpu_tx.push_back({5, true});
+  b.run(60);
+  CHECK(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2, 3, 4, 5});  // the limit is still 6
+  b.push_ctl(CtlType::Heartbeat, (b.ack_fields() & 0xFFFFu) | ((6u + 0x8000u) << 16));  // neither ahead nor behind
+  b.run(20);
+  b.xpu_tx.push_back({6, true});
+  b.run(60);
+  CHECK(b.sof_seqs().size() == 6);  // frame 6 waits: the limit did not move
+  b.push_ctl(CtlType::Heartbeat, (b.ack_fields() & 0xFFFFu) | (7u << 16));
+  b.run(60);
+  CHECK(b.sof_seqs().size() == 7);
+  // A limit half the sequence space ahead of the next frame, reached in two steps forward, is no
+  // credit either: serial arithmetic cannot tell it from one behind.
+  b.push_ctl(CtlType::Heartbeat, (b.ack_fields() & 0xFFFFu) | ((7u + 0x4000u) << 16));
+  b.push_ctl(CtlType::Heartbeat, (b.ack_fields() & 0xFFFFu) | ((7u + 0x8000u) << 16));
+  b.run(20);
+  b.xpu_tx.push_back({7, true});
+  b.run(60);
+  CHECK(b.sof_seqs().size() == 7);
+}
+
+TEST_CASE("losing block lock with the light still on retrains an Active link with BlockLockLost") {
+  PeerBench b;
+  b.train();
+  for (int i = 0; i < 40; ++i) b.to_dut.push_front({3, 0});  // more than UNLOCK_BAD invalid headers in a row
+  REQUIRE(b.run_until([&] { return b.state() != LinkState::Active; }, 60));
+  CHECK(b.state() == LinkState::Retrain);
+  CHECK(b.reason() == Reason::BlockLockLost);
+}
+
+TEST_CASE("replay: acknowledgements advance step by step; frames acknowledged in two steps are not sent again") {
+  PeerBench b;
+  b.train();
+  for (uint64_t i = 0; i < 4; ++i) b.xpu_tx.push_back({i, true});
+  b.run(60);
+  REQUIRE(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2, 3});
+  b.peer_expect = 2;
+  b.push_ctl(CtlType::Ack, b.ack_fields());
+  b.run(20);
+  b.peer_expect = 4;
+  b.push_ctl(CtlType::Ack, b.ack_fields());
+  b.run(kReplayTimeout + 200);
+  CHECK(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2, 3});
+  CHECK(b.m.cnt_replays_o == 0);
+}
+
+TEST_CASE("replay: the replay timer runs only while frames are unacknowledged; a frame after a long quiet spell waits it out") {
+  PeerBench b;
+  b.train();
+  b.run(3 * kReplayTimeout);  // Active, nothing to send
+  b.xpu_tx.push_back({7, true});
+  b.run(kReplayTimeout - 100);
+  CHECK(b.sof_seqs() == std::vector<uint16_t>{0});  // not replayed at once
+  CHECK(b.m.cnt_replays_o == 0);
+  b.run(200);
+  CHECK(b.sof_seqs() == std::vector<uint16_t>{0, 0});  // REPLAY_TIMEOUT after it went out
+}
+
+TEST_CASE("frames the XPU hands over before the link first becomes Active go out once it is") {
+  PeerBench b;
+  b.xpu_tx.push_back({1, true});
+  b.xpu_tx.push_back({2, true});
+  b.run(50);  // still training: taken into the replay buffer, not sent
+  CHECK(b.xpu_tx.empty());
+  b.train();
+  b.run(60);  // the first peer is no new peer: nothing is flushed, the CreditInit's credit is used
+  CHECK(b.sof_seqs() == std::vector<uint16_t>{0, 1});
+}
+
+TEST_CASE("heartbeat timeout: HB_TIMEOUT cycles after the last heartbeat was taken, to the cycle") {
+  PeerBench b;
+  b.train();
+  b.auto_hb = false;
+  b.run(20);
+  // The receive path's latency, measured with a bad block: every block takes the same path.
+  b.to_dut.push_front(bad_check_block());
+  uint64_t sent = b.cycle;
+  REQUIRE(b.run_until([&] { return b.m.cnt_bad_blocks_o == 1; }, 50));
+  const uint64_t lat = b.cycle - sent;
+  b.run(20);
+  b.push_ctl(CtlType::Heartbeat, b.ack_fields());
+  const uint64_t last = b.cycle;  // taken lat cycles from now: the timeout counts from there
+  REQUIRE(b.run_until([&] { return b.state() != LinkState::Active; }, kHbTimeout + 100));
+  CHECK(b.reason() == Reason::HeartbeatTimeout);
+  CHECK(b.cycle == last + lat + kHbTimeout + 1);
 }

@@ -318,6 +318,8 @@ TEST_CASE("ocs: reset values, read-only and read/write registers, SLVERR, strobe
   CHECK(b.write_resp(0x003C, 1) == kSlverr);
   CHECK(b.read_resp(0xFFFC).first == kSlverr);
   CHECK(b.read_resp(reg::staged_map::addr(kPorts)).first == kSlverr);
+  CHECK(b.read_resp(0x8000 | reg::status::kOffset).first == kSlverr);  // all 16 address bits decoded
+  CHECK(b.write_resp(0x8000 | reg::commit::kOffset, 1) == kSlverr);
   CHECK(b.write_resp(reg::staged_map::addr(kPorts), 1) == kSlverr);
   CHECK(b.read_resp(reg::staged_dac::addr(kElems)).first == kSlverr);
   CHECK(b.read_resp(reg::active_dac::addr(kElems)).first == kSlverr);
@@ -524,7 +526,7 @@ TEST_CASE("ocs: only changed elements are written, one per update slot; settle i
     CHECK(Small::types(ev) == std::vector<Event>{Event::CommitStart, Event::ProgramDone, Event::SettleDone,
                                                  Event::VerifyPass});
     CHECK(ev[1].index() == 4);
-    CHECK(ev[0].code() == 0);
+    for (auto& e : ev) CHECK(e.code() == 0);
     CHECK(ev[0].index() == 0);
     for (auto& e : ev) CHECK(e.data() == gen);
     CHECK(ev[2].ts - ev[1].ts == static_cast<uint64_t>(kSettle) + 1);  // 101 at 100 (docs/ocs-controller.md)
@@ -597,6 +599,7 @@ TEST_CASE("ocs: verify failure rolls back the changed elements and reports") {
   CHECK(vf == ((static_cast<uint32_t>(static_cast<uint16_t>(-1500)) << 16) | 5u));  // nothing between the fields
   uint32_t err = b.rd(reg::error::kOffset);
   CHECK(reg::error::kFields[1].get(err) == 2);
+  CHECK(err == ((2u << 16) | (2u << 8) | static_cast<uint32_t>(Error::VerifyLow)));  // {gen, index, 0, code}
   // program wrote 3, rollback re-wrote the same 3 with their old codes
   REQUIRE(b.dac.size() == 6);
   for (int i = 0; i < 3; ++i) {
@@ -613,7 +616,10 @@ TEST_CASE("ocs: verify failure rolls back the changed elements and reports") {
   CHECK(static_cast<Error>(ev[3].code()) == Error::VerifyLow);
   CHECK(ev[3].index() == 5);
   CHECK(ev[4].index() == 3);
+  CHECK(ev[4].code() == 0);
   CHECK(ev[4].ts - ev[3].ts >= static_cast<uint64_t>(kSettle));  // rollback settles too
+  // ... exactly as long as the commit did after its last write
+  CHECK(ev[4].ts - b.dac[5].cycle == ev[2].ts - b.dac[2].cycle);
   CHECK((b.rd(reg::irq_status::kOffset) & reg::irq_status::kCommitFailMask) != 0);
   CHECK((b.rd(reg::irq_status::kOffset) & reg::irq_status::kCommitDoneMask) == 0);
 
@@ -651,6 +657,110 @@ TEST_CASE("ocs: verify failure rolls back the changed elements and reports") {
     CHECK(b.active_gen() == 3);
     CHECK(b.rd(reg::active_dac::addr(15)) == 2015);
   }
+}
+
+// Written for the mutation score (docs/coverage.md), as the cases below.
+TEST_CASE("ocs: rollback restores every changed element, neighbours and the last element included") {
+  Small b;
+  commit_baseline(b);
+  auto dac0 = b.active_dac();
+  const int changed[] = {3, 4, 7, 8, kElems - 1};  // two pairs of neighbours, and the last
+  for (int e : changed) b.stage_dac(e, 3000 + e);
+  b.pd_dbm[kPorts - 1] = -3000;  // entry 0's port: verify fails
+  b.commit(2);
+  REQUIRE(b.last_err() == Error::VerifyLow);
+  REQUIRE(b.dac.size() == 10);  // 5 programmed, 5 rolled back, in element order
+  for (int i = 0; i < 5; ++i) {
+    CHECK(b.dac[i].elem == changed[i]);
+    CHECK(b.dac[5 + i].elem == changed[i]);
+    CHECK(b.dac[5 + i].code == static_cast<int>(dac0[changed[i]]));
+  }
+  for (int e = 0; e < kElems; ++e) CHECK(b.mesh[e] == static_cast<int>(dac0[e]));
+  CHECK(b.active_dac() == dac0);
+}
+
+// PD_TIMEOUT cycles without an answer fail verify: the time from the request to the failure
+// grows by exactly the register's change.
+TEST_CASE("ocs: the photodiode timeout is PD_TIMEOUT cycles to the cycle") {
+  std::vector<uint64_t> waits;
+  for (uint32_t timeout : {32u, 10u, 11u}) {
+    INFO("timeout " << timeout);
+    Small b;
+    commit_baseline(b);
+    b.wr(reg::pd_timeout::kOffset, timeout);
+    b.stage_dac(2, 2002);
+    b.pd_answers = false;
+    b.commit(2);
+    REQUIRE(b.last_err() == Error::PdTimeout);
+    REQUIRE(b.pd_reqs.size() == 1);  // the first entry's request, never answered
+    auto ev = b.drain_events();
+    auto fail = std::find_if(ev.begin(), ev.end(), [](const Ev& e) { return e.type() == Event::VerifyFail; });
+    REQUIRE(fail != ev.end());
+    waits.push_back(fail->ts - b.pd_reqs[0].first);
+  }
+  CHECK(waits[0] - waits[1] == 22);
+  CHECK(waits[2] - waits[1] == 1);
+}
+
+TEST_CASE("ocs: an answer PD_TIMEOUT cycles after the request is taken, one a cycle later is a timeout") {
+  for (int timeout : {32, 10}) {
+    for (int late : {0, 1}) {
+      INFO("timeout " << timeout << " late " << late);
+      Small b;
+      commit_baseline(b);
+      b.wr(reg::pd_timeout::kOffset, static_cast<uint32_t>(timeout));
+      b.pd_latency = timeout + late;  // cycles from pd_req_o to pd_valid_i
+      b.stage_dac(2, 2002);
+      b.commit(2);
+      CHECK(b.last_err() == (late ? Error::PdTimeout : Error::None));
+    }
+  }
+}
+
+// STATUS.busy: high from COMMIT to the end of the commit, rollback and its settle included, and
+// during the safe sweep; low in Idle and while holding safe (docs/ocs-controller.md).
+TEST_CASE("ocs: STATUS.busy is high in every commit state, rollback's settle included, and in the safe sweep only") {
+  Small b;
+  commit_baseline(b);
+  b.stage_dac(2, 2002);
+  b.pd_dbm[kPorts - 1] = -3000;  // verify fails: rollback
+  b.wr(reg::commit::kOffset, 2);
+  std::set<State> seen;
+  for (int i = 0; i < 400; ++i) {
+    uint32_t st = b.rd(reg::status::kOffset);
+    auto s = static_cast<State>(st & reg::status::kStateMask);
+    if (s == State::Idle) break;
+    seen.insert(s);
+    INFO("state " << static_cast<int>(s));
+    CHECK((st & reg::status::kBusyMask) != 0);
+  }
+  CHECK(seen.count(State::Rollback) == 1);
+  REQUIRE(b.wait_idle());
+  CHECK((b.rd(reg::status::kOffset) & reg::status::kBusyMask) == 0);
+  // The rollback's settle: its last SETTLE_CYCLES cycles, after the last rollback write.
+  b.dac.clear();
+  b.wr(reg::settle_cycles::kOffset, 400);
+  b.wr(reg::commit::kOffset, 3);
+  int settling_reads = 0;
+  for (int i = 0; i < 2000; ++i) {
+    uint32_t st = b.rd(reg::status::kOffset);
+    auto s = static_cast<State>(st & reg::status::kStateMask);
+    if (s == State::Idle) break;
+    CHECK((st & reg::status::kBusyMask) != 0);
+    settling_reads += s == State::Rollback && b.dac.size() == 2;
+  }
+  CHECK(settling_reads > 10);
+  // Safe: busy while the sweep writes the elements, not once it holds.
+  b.wr(reg::watchdog_timeout::kOffset, 50);
+  b.run(60);
+  REQUIRE(b.m.safe_o);
+  uint32_t st = b.rd(reg::status::kOffset);
+  CHECK((st & reg::status::kSafeMask) != 0);
+  CHECK((st & reg::status::kBusyMask) != 0);  // sweeping: N_ELEMS writes, one per update slot
+  b.run(kElems * kUpdate + 10);
+  st = b.rd(reg::status::kOffset);
+  CHECK(static_cast<State>(st & reg::status::kStateMask) == State::Safe);
+  CHECK((st & reg::status::kBusyMask) == 0);
 }
 
 TEST_CASE("ocs: event log order, timestamps, overflow marker and dropped count") {
@@ -756,12 +866,14 @@ TEST_CASE("ocs: link changes are logged with reason; link down and up raise inte
   b.reasons[2] = static_cast<int>(Reason::HeartbeatTimeout);
   b.run(2);
   CHECK_FALSE(b.m.irq_o);
+  CHECK((b.rd(reg::link_status::addr(1)) >> 8) == 0);  // nothing of link 2's (odd) reason leaks in
   // three links in the same cycle: all logged with the same timestamp
   b.links[0] = 1;
   b.links[1] = 1;
   b.links[3] = 8;
   b.reasons[3] = static_cast<int>(Reason::WrongPeer);
   b.run(2);
+  CHECK(b.rd(reg::link_status::addr(3)) == ((static_cast<uint32_t>(Reason::WrongPeer) << 4) | 8u));  // all 4 reason bits
   // event_log level interrupt
   b.wr(reg::irq_mask::kOffset, 0);
   CHECK(b.m.irq_o);
@@ -820,6 +932,26 @@ TEST_CASE("ocs: a mapped link held Disabled for a wrong peer retrains when a com
   b.commit(4);
   CHECK(b.active_gen() == 4);
   CHECK(b.retrain_seen == 0);
+}
+
+// Link i's peer is the lane its active entry's target port belongs to: XPU target / LANES, lane
+// target % LANES (LANES = 4).
+TEST_CASE("ocs: each mapped link expects the XPU and lane of its target port") {
+  Small b;
+  commit_baseline(b);  // port p -> kPorts - 1 - p: links 0..3 -> ports 7, 6, 5, 4
+  for (int link = 0; link < 4; ++link) {
+    INFO("link " << link);
+    const uint32_t target = static_cast<uint32_t>(kPorts - 1 - link);
+    CHECK(((static_cast<uint32_t>(b.m.link_expect_xpu_o) >> (8 * link)) & 0xFF) == target / 4);
+    CHECK(((static_cast<uint32_t>(b.m.link_expect_lane_o) >> (8 * link)) & 0xFF) == target % 4);
+  }
+  b.stage_map(1, 2);  // link 1 -> port 2: XPU 0, lane 2 (entry 5 takes port 6)
+  b.stage_map(5, 6);
+  CHECK(b.rd(reg::staged_map::addr(1)) == (reg::staged_map::kValidMask | 2u));  // read back whole, valid bit too
+  b.commit(2);
+  REQUIRE(b.last_err() == Error::None);
+  CHECK(((static_cast<uint32_t>(b.m.link_expect_xpu_o) >> 8) & 0xFF) == 0);
+  CHECK(((static_cast<uint32_t>(b.m.link_expect_lane_o) >> 8) & 0xFF) == 2);
 }
 
 TEST_CASE("ocs: while a commit moves the elements, an unmapped link expects no one; mapped links keep their peer") {
@@ -918,6 +1050,24 @@ TEST_CASE("ocs: watchdog expiry drives the safe state; only SAFE_CLEAR leaves it
   CHECK(b.last_err() == Error::None);
   CHECK(b.dac.size() == static_cast<size_t>(kElems));  // staged 0..4 = 1000.., the rest 0: all differ from 77
   CHECK(b.active_gen() == 5);
+}
+
+// WATCHDOG_COUNT counts from the last kick or WATCHDOG_TIMEOUT write, and stays 0 while the
+// watchdog is off (docs/ocs-controller.md).
+TEST_CASE("ocs: writing WATCHDOG_TIMEOUT restarts the count; off, it counts nothing") {
+  Small b;
+  b.run(300);
+  CHECK(b.rd(reg::watchdog_count::kOffset) == 0);  // off out of reset
+  b.wr(reg::watchdog_timeout::kOffset, 100);
+  b.run(70);
+  b.wr(reg::watchdog_timeout::kOffset, 200);  // a longer timeout, from this write on
+  const uint64_t armed = b.write_cycle;
+  b.run(150);
+  CHECK_FALSE(b.m.safe_o);
+  CHECK(b.rd(reg::watchdog_count::kOffset) > 150);
+  b.run(100);
+  REQUIRE(b.safe_seen != 0);
+  CHECK(b.safe_seen == armed + 200 + 1);
 }
 
 TEST_CASE("ocs: the watchdog abandons a commit in progress") {

@@ -10,7 +10,9 @@
 
 #include <doctest/doctest.h>
 
+#include <bitset>
 #include <random>
+#include <set>
 
 using namespace mxtb::sim;
 
@@ -127,12 +129,38 @@ struct LockBench {
     m.eval();
     Raw66 got{uint64_t{m.block_o[0]} | (uint64_t{m.block_o[1]} << 32), static_cast<uint8_t>(m.block_o[2] & 3)};
     bool aligned = m.lock_o && sent.size() >= 3 && got == sent[sent.size() - 3];
+    bad_hdr = m.bad_hdr_o;
+    slip = find_slip(prev_raw, out.raw, got);
+    prev_raw = out.raw;
     m.clk_i = 1;
     m.eval();
     m.clk_i = 0;
     m.eval();
     return aligned;
   }
+  // The offset (0..65) in the 132-bit window {this word, the last one} the block was taken at, or
+  // -1 when there is none: which bit the search stands on.
+  static int find_slip(const Raw66& older, const Raw66& newer, const Raw66& block) {
+    std::bitset<132> w;
+    for (int i = 0; i < 66; ++i) {
+      w[static_cast<size_t>(i)] = i < 64 ? (older.lo >> i) & 1 : (older.hi >> (i - 64)) & 1;
+      w[static_cast<size_t>(66 + i)] = i < 64 ? (newer.lo >> i) & 1 : (newer.hi >> (i - 64)) & 1;
+    }
+    int found = -1;
+    for (int k = 0; k < 66; ++k) {
+      bool same = true;
+      for (int i = 0; i < 66 && same; ++i)
+        same = w[static_cast<size_t>(k + i)] == (i < 64 ? ((block.lo >> i) & 1) : ((block.hi >> (i - 64)) & 1));
+      if (same) {
+        if (found >= 0) return -2;  // ambiguous: the test's data must rule this out
+        found = k;
+      }
+    }
+    return found;
+  }
+  Raw66 prev_raw;
+  int slip = -1;  // where the block presented in the last step was taken
+  bool bad_hdr = false;  // bad_hdr_o for that block
 };
 }  // namespace
 
@@ -154,11 +182,38 @@ TEST_CASE("block lock holds through scattered bad headers and drops on a burst")
   LockBench b(13);
   for (int i = 0; i < 66 * 40 && !b.m.lock_o; ++i) b.step();
   REQUIRE(b.m.lock_o);
+  // bad_hdr_o: locked and the block presented has an invalid header (the lock sees each block
+  // two cycles after it is sent)
+  for (int i = 0; i < 8; ++i) {
+    b.step(i == 3);
+    CHECK(b.bad_hdr == (i == 5));
+  }
   for (int i = 0; i < 640; ++i) b.step(i % 16 == 0);  // 4 per 64: under UNLOCK_BAD = 8
   CHECK(b.m.lock_o);
   // Eight bad headers in a row; the lock sees each two cycles after it is sent.
   for (int i = 0; i < 10 && b.m.lock_o; ++i) b.step(i < 8);
   CHECK_FALSE(b.m.lock_o);
+}
+
+// Clause 49 order: losing lock moves the search one bit on, as an invalid header does while
+// searching (offset 65 wraps to 0); it does not restart from offset 0.
+TEST_CASE("block lock: after losing lock the search goes on from the next bit offset") {
+  std::set<int> locked_at;
+  for (uint32_t offset = 0; offset < 66; ++offset) {
+    INFO("offset " << offset);
+    LockBench b(offset);
+    for (int i = 0; i < 66 * 40 && !b.m.lock_o; ++i) b.step();
+    REQUIRE(b.m.lock_o);
+    b.step();
+    const int s = b.slip;
+    REQUIRE(s >= 0);
+    locked_at.insert(s);
+    for (int i = 0; i < 20 && b.m.lock_o; ++i) b.step(true);
+    REQUIRE_FALSE(b.m.lock_o);
+    b.step(true);  // presents the block at the offset the unlock chose
+    CHECK(b.slip == (s + 1) % 66);
+  }
+  CHECK(locked_at.size() == 66);  // every offset, 64 and 65 among them
 }
 
 TEST_CASE("block lock drops at once on loss of signal") {
