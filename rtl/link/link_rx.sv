@@ -209,7 +209,8 @@ module link_rx
           widx_d = widx_q + 8'd1;
           crc_d  = crc_out;
         end else begin
-          frame_bad = 1'b1;  // longer than its SOF said
+          frame_bad = 1'b1;  // longer than its SOF said: a length error, counted like a CRC error
+          crc_err_o = 1'b1;
         end
       end  // data outside a frame: the rest of an aborted frame, dropped
     end

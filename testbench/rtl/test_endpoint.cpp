@@ -425,7 +425,7 @@ TEST_CASE("deframer: a frame failing its CRC is dropped, counted and NAKed; the 
   CHECK(b.delivered.size() == 3);
 }
 
-TEST_CASE("deframer: a frame longer than its SOF said is dropped, even when its CRC fits the words the SOF announced") {
+TEST_CASE("deframer: a frame longer than its SOF said is dropped and counted, even when its CRC fits the words the SOF announced") {
   PeerBench b;
   b.train();
   uint64_t sof = make_ctl(CtlType::Sof, 0u | (2u << 16) | (1u << 24), b.peer_id);  // seq 0, 2 words, eom
@@ -439,6 +439,7 @@ TEST_CASE("deframer: a frame longer than its SOF said is dropped, even when its 
   b.to_dut.push_back({static_cast<uint8_t>(mxtb::link::kSyncCtrl), make_ctl(CtlType::Eof, ~crc, b.peer_id)});
   b.run(100);
   CHECK(b.delivered.empty());
+  CHECK(b.m.cnt_crc_err_o == 1);  // a length error: counted once, with the CRC errors
   b.push_frame(0, {11, 22}, true);  // the same frame as announced: delivered
   b.run(100);
   REQUIRE(b.delivered.size() == 2);
