@@ -587,6 +587,15 @@ FailoverScenario random_failover_scenario(uint64_t seed) {
   j["modeled"] = json::array(
       {json{{"name", "communicator_reinit"}, {"duration_ms", kCommunicatorReinitMs}, {"doc", kCommunicatorReinitDoc}}});
   j["state_restore"] = {{"bytes_per_xpu", uni(1, 8) << 30}, {"copy_gbytes_per_s", 25}};
+  // Drawn last, so that the draws above (and the scenario of every seed this branch skips) stay
+  // as they were: a tenant lane's dark window open as the first XPU dies. The circuit it holds
+  // down counts for both of its XPUs, so a look in the death's cascade can see a living
+  // neighbour with the most circuits down (regress seed 9178; docs/failover.md, "Detecting").
+  if (chance(0.1)) {
+    const uint64_t from = first_at - std::min<uint64_t>(first_at, uni(0, 8));
+    j["lane_faults"].push_back({{"link", uni(0, 15)}, {"dark_from_us", static_cast<double>(from)},
+                                {"dark_us", static_cast<double>(uni(2, 12))}});
+  }
   return parse_failover_scenario(j, fmt::format("random failover scenario (seed {})", seed));
 }
 

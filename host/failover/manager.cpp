@@ -39,6 +39,12 @@ constexpr int kLooksAfterRollback = 10;
 constexpr int kSameLooks = 3;                 // consecutive looks that must name the same XPU
 constexpr uint64_t kRollbackWaitNs = 1'000'000;  // at most, for the rollback's RollbackDone
 constexpr uint64_t kRetrainNs = 10'000;       // after it: circuits it glimpsed retrain (about 4 us)
+// A death's drops cascade: the neighbours lose its light, drop and turn their lasers off, then the
+// dead XPU's own receivers drop, 32 ns later. A look in between sees the dead XPU still Active
+// (so alive) and its neighbours down; a neighbour with one more circuit down for another reason
+// (a lane's dark window) then outnumbers every other XPU (regress seed 9178). An XPU is taken as
+// failed only when looks at least this far apart name it: the later one sees the cascade over.
+constexpr uint64_t kSettleNs = 1'000;
 
 // The host's own compute, charged to the board's clock (lockstep: it appears in the timeline).
 template <class F>
@@ -385,10 +391,18 @@ std::optional<FailoverManager::Detection> FailoverManager::failed_xpu_now() {
     most.push_back({x, std::move(downs)});
   }
   const double now = static_cast<double>(board_.clock().now_ns());
-  auto detection = [&](const Candidate& c) { return Detection{c.xpu, c.downs[0], c.downs[1], now}; };
-  if (most.size() < 2) dark_tie_.reset();
-  if (most.empty()) return std::nullopt;
-  if (most.size() == 1) return detection(most.front());
+  // The evidence must keep naming the same XPU for `hold`: kSettleNs for a clear count, kRetrainNs
+  // for a tie that only light tells apart.
+  auto named_for = [&](const Candidate& c, bool tie) -> std::optional<Detection> {
+    if (!named_ || named_->xpu != c.xpu || named_->tie != tie) named_ = Named{c.xpu, now, tie};
+    if (now - named_->since_ns < static_cast<double>(tie ? kRetrainNs : kSettleNs)) return std::nullopt;
+    return Detection{c.xpu, c.downs[0], c.downs[1], now};
+  };
+  if (most.empty()) {
+    named_.reset();
+    return std::nullopt;
+  }
+  if (most.size() == 1) return named_for(most.front(), false);
 
   // A tie: XPUs that died at the same instant, whose living neighbours' every circuit went to
   // them (a 2x2 torus losing both XPUs of a diagonal), leave no XPU with an Active link, and every
@@ -411,12 +425,10 @@ std::optional<FailoverManager::Detection> FailoverManager::failed_xpu_now() {
     if (dark(c.xpu) && (!pick || c.downs[0] < pick->downs[0] || (c.downs[0] == pick->downs[0] && c.xpu < pick->xpu)))
       pick = &c;
   if (!pick) {
-    dark_tie_.reset();
+    named_.reset();
     return std::nullopt;
   }
-  if (!dark_tie_ || dark_tie_->xpu != pick->xpu) dark_tie_ = DarkTie{pick->xpu, now};
-  if (now - dark_tie_->since_ns < static_cast<double>(kRetrainNs)) return std::nullopt;
-  return detection(*pick);
+  return named_for(*pick, true);
 }
 
 std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t timeout_ns, HostDisconnect disconnect) {

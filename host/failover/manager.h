@@ -109,9 +109,10 @@ class FailoverManager {
     double decided_ns = 0;
     int spare = -1;
   };
-  struct DarkTie {  // the XPU a tie's light evidence names, since when (failed_xpu_now)
+  struct Named {  // the XPU the evidence names, since when, and whether by a tie (failed_xpu_now)
     int xpu;
     double since_ns;
+    bool tie;
   };
   struct Reconcile {
     double back_ns = 0;
@@ -161,7 +162,7 @@ class FailoverManager {
   uint64_t messages_at_bring_up_ = 0;
   InFlight current_;
   std::optional<int> second_failure_;
-  std::optional<DarkTie> dark_tie_;
+  std::optional<Named> named_;
   bool commit_failed_ = false;
   mailbox::FwStatus host_commit_status_ = mailbox::FwStatus::Ok;
   double last_commit_ns_ = 0;  // when commit_live's last attempt started

@@ -141,7 +141,7 @@ TEST_CASE("failover scenario: bad input names the file, the JSON path and the pr
 TEST_CASE("failover scenario: random scenarios are valid, deterministic per seed, and vary") {
   std::set<int> xpus;
   std::set<std::string> presets;
-  int doubles = 0, disconnects = 0, neighbours_soon = 0, diagonal_at_once = 0;
+  int doubles = 0, disconnects = 0, neighbours_soon = 0, diagonal_at_once = 0, dark_at_death = 0;
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     FailoverScenario s = random_failover_scenario(seed);
     CHECK(to_json(s) == to_json(random_failover_scenario(seed)));
@@ -150,6 +150,12 @@ TEST_CASE("failover scenario: random scenarios are valid, deterministic per seed
     presets.insert(to_string(s.settle));
     doubles += s.failures.size() > 1;
     disconnects += s.host_disconnect != HostDisconnect::None;
+    // A tenant lane dark as the first XPU dies (regress seed 9178).
+    bool dark = false;
+    for (const auto& f : s.lane_faults)
+      dark |= f.link < 16 && f.dark_us > 0 && f.dark_from_us <= s.failures[0].at_us &&
+              s.failures[0].at_us < f.dark_from_us + f.dark_us;
+    dark_at_death += dark;
     if (s.failures.size() > 1) {
       // The class regressions must hit often: a torus neighbour dies within 60 us of the first.
       const auto& at = s.tenant.xpu_of_position;
@@ -166,6 +172,7 @@ TEST_CASE("failover scenario: random scenarios are valid, deterministic per seed
   CHECK(doubles > 5);
   CHECK(neighbours_soon >= 20);
   CHECK(diagonal_at_once >= 3);
+  CHECK(dark_at_death >= 10);
   CHECK(disconnects > 5);
 }
 
