@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <deque>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -23,6 +24,26 @@ namespace {
 
 bool is_write(TxType t) { return t == TxType::Write || t == TxType::NonIncWrite; }
 bool incrementing(TxType t) { return t == TxType::Read || t == TxType::Write; }
+
+// The socket thread waits for its job's answer. A job dropped without one (the simulation thread
+// unwinding from an exception mid-job) answers a bus timeout as it goes, so that the socket thread
+// returns and the server can stop: before, it waited forever and hid the exception behind a hang.
+struct Answer {
+  explicit Answer(TxType type) : type(type) {}
+  Answer(const Answer&) = delete;
+  Answer& operator=(const Answer&) = delete;
+  ~Answer() {
+    if (!given) result.set_value({is_write(type) ? InfoCode::WriteTimeout : InfoCode::ReadTimeout, {}});
+  }
+  void give(InfoCode code, std::vector<uint32_t> data) {
+    if (given) return;
+    given = true;
+    result.set_value({code, std::move(data)});
+  }
+  TxType type;
+  bool given = false;
+  std::promise<std::pair<InfoCode, std::vector<uint32_t>>> result;
+};
 
 }  // namespace
 
@@ -47,11 +68,12 @@ struct IpbusServer::Impl : ipbus::BusPort {
     if (in_ram) return ram_access(a, out);
     if (a.addr >= protocol::kRamBase && a.addr < protocol::kRamBase + protocol::kRamWords)
       return is_write(a.type) ? InfoCode::WriteError : InfoCode::ReadError;  // runs off the RAM's end
-    std::promise<std::pair<InfoCode, std::vector<uint32_t>>> result;
-    auto future = result.get_future();
+    auto answer = std::make_shared<Answer>(a.type);
+    auto future = answer->result.get_future();
     Job job{a, std::vector<uint32_t>(a.body, a.body + ipbus::request_body_words(a.type, a.words) - 1), {}};
     job.access.body = nullptr;  // set by the receiver: the vector moves with the job
-    job.done = [&result](InfoCode c, std::vector<uint32_t> data) { result.set_value({c, std::move(data)}); };
+    // The job holds the only reference, so that dropping it answers.
+    job.done = [answer = std::move(answer)](InfoCode c, std::vector<uint32_t> data) { answer->give(c, std::move(data)); };
     {
       std::lock_guard<std::mutex> lock(mu);
       if (stopping) return is_write(a.type) ? InfoCode::WriteTimeout : InfoCode::ReadTimeout;

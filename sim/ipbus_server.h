@@ -25,7 +25,8 @@ std::pair<std::string, uint16_t> parse_listen_address(const std::string& listen)
 
 class IpbusServer {
  public:
-  // An access for the simulation thread; `done` must be called exactly once, from any thread.
+  // An access for the simulation thread; call `done` once, from any thread. A job destroyed
+  // without it (an exception while it ran) is answered with a bus timeout.
   struct Job {
     ipbus::BusPort::Access access;
     std::vector<uint32_t> body;  // copy of the request body (access.body points into it)
