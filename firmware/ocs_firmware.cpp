@@ -116,10 +116,22 @@ void OcsFirmware::stage(const Prepared& p) {
 }
 
 FwStatus OcsFirmware::commit_and_wait(const Prepared& p, std::string* why) {
-  stage(p);
-  uint32_t gen = next_gen_++ & 0xFFFFu;
+  uint32_t gen = next_gen_ & 0xFFFFu;
+  // The controller refuses staging and COMMIT while busy or safe (the register map): the host
+  // watchdog can expire at any moment, e.g. while a failover stages its backup, and a commit the
+  // firmware did not start may be running. Nothing is committed then, and what was staged stays
+  // cached as staged. A busy controller is waited out and the commit tried once more.
+  for (int attempt = 0;; ++attempt) {
+    try {
+      stage(p);
+      wr(reg::commit::kOffset, gen);
+      break;
+    } catch (const BusError& e) {
+      if (std::optional<FwStatus> s = commit_refused(e, attempt, why)) return *s;
+    }
+  }
+  ++next_gen_;
   in_commit_ = true;
-  wr(reg::commit::kOffset, gen);
   last_commit_ns_ = hal_.now_ns();
   uint64_t deadline = hal_.now_ns() + cfg_.commit_timeout_ns;
   std::optional<FwStatus> outcome;
@@ -158,6 +170,27 @@ FwStatus OcsFirmware::commit_and_wait(const Prepared& p, std::string* why) {
                  std::to_string(field(err, reg::error::kIndexMask, reg::error::kIndexShift)));
   }
   return *outcome;
+}
+
+std::optional<FwStatus> OcsFirmware::commit_refused(const BusError& e, int attempt, std::string* why) {
+  const uint64_t deadline = hal_.now_ns() + cfg_.commit_timeout_ns;
+  uint32_t st = rd(reg::status::kOffset);
+  while ((st & reg::status::kBusyMask) && hal_.now_ns() < deadline) {
+    hal_.wait_irq(cfg_.mailbox_poll_ns);
+    st = rd(reg::status::kOffset);
+  }
+  drain_interrupts();  // a watchdog expiry's events reset what the firmware believes active
+  if (st & reg::status::kSafeMask) {
+    say(why, std::string(e.what()) + ": the controller is in its safe state (host watchdog expired)");
+    return FwStatus::Safe;
+  }
+  if (st & reg::status::kBusyMask) {
+    say(why, std::string(e.what()) + ": the controller stayed busy for the commit timeout");
+    return FwStatus::Rejected;
+  }
+  if (attempt == 0) return std::nullopt;  // it was busy and is idle now: once more
+  say(why, std::string(e.what()) + ": refused again with the controller idle");
+  return FwStatus::Rejected;
 }
 
 FwStatus OcsFirmware::set_port_map(const std::vector<int>& perm, std::string* why) {

@@ -93,6 +93,8 @@ class OcsFirmware {
   FwStatus prepare(const std::vector<int>& perm, Prepared& out, std::string* why);
   void stage(const Prepared& p);
   FwStatus commit_and_wait(const Prepared& p, std::string* why);
+  // A refused staging or COMMIT write: the status to return, or nullopt to try again.
+  std::optional<FwStatus> commit_refused(const BusError& e, int attempt, std::string* why);
   uint32_t rd(uint32_t addr);
   void wr(uint32_t addr, uint32_t v);
   uint32_t drain_interrupts();  // returns IRQ_STATUS bits seen

@@ -28,14 +28,14 @@ AxilResult LoopHal::transact() {
 uint32_t LoopHal::read32(uint32_t addr) {
   sim_.start_read(addr);
   AxilResult r = transact();
-  if (r.resp != 0) throw std::runtime_error(fmt::format("firmware read of {:#06x}: bus error {}", addr, r.resp));
+  if (r.resp != 0) throw firmware::BusError(fmt::format("firmware read of {:#06x}: bus error {}", addr, r.resp), addr, r.resp);
   return r.data;
 }
 
 void LoopHal::write32(uint32_t addr, uint32_t value) {
   sim_.start_write(addr, value);
   AxilResult r = transact();
-  if (r.resp != 0) throw std::runtime_error(fmt::format("firmware write of {:#06x}: bus error {}", addr, r.resp));
+  if (r.resp != 0) throw firmware::BusError(fmt::format("firmware write of {:#06x}: bus error {}", addr, r.resp), addr, r.resp);
 }
 
 void LoopHal::run_until_cycle(uint64_t cycle) {

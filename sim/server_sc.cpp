@@ -49,7 +49,7 @@ uint32_t ScHal::read32(uint32_t addr) {
   sim_.start_read(addr);
   AxilResult r = transact();
   clock_.bus_mutex().unlock();
-  if (r.resp != 0) throw std::runtime_error(fmt::format("firmware read of {:#06x}: bus error {}", addr, r.resp));
+  if (r.resp != 0) throw firmware::BusError(fmt::format("firmware read of {:#06x}: bus error {}", addr, r.resp), addr, r.resp);
   return r.data;
 }
 
@@ -58,7 +58,7 @@ void ScHal::write32(uint32_t addr, uint32_t value) {
   sim_.start_write(addr, value);
   AxilResult r = transact();
   clock_.bus_mutex().unlock();
-  if (r.resp != 0) throw std::runtime_error(fmt::format("firmware write of {:#06x}: bus error {}", addr, r.resp));
+  if (r.resp != 0) throw firmware::BusError(fmt::format("firmware write of {:#06x}: bus error {}", addr, r.resp), addr, r.resp);
 }
 
 bool ScHal::wait_irq(uint64_t timeout_ns) {

@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <stdexcept>
 
 namespace mxtb::host::failover {
@@ -46,13 +46,21 @@ constexpr uint64_t kRetrainNs = 10'000;       // after it: circuits it glimpsed 
 // failed only when looks at least this far apart name it: the later one sees the cascade over.
 constexpr uint64_t kSettleNs = 1'000;
 
+uint64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 // The host's own compute, charged to the board's clock (lockstep: it appears in the timeline).
+// Its thread's CPU time, not wall time: on a loaded machine the wall time includes the slices
+// other processes ran in, milliseconds of them, and charged as board time those let the host
+// watchdog expire in the middle of a failover (regress seed 9990's stall, reproduced under load).
 template <class F>
 void charged(fabric::Clock& clock, F f) {
-  auto t0 = std::chrono::steady_clock::now();
+  const uint64_t t0 = thread_cpu_ns();
   f();
-  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
-  clock.charge_ns(static_cast<uint64_t>(std::max<int64_t>(ns, 1)));
+  clock.charge_ns(std::max<uint64_t>(thread_cpu_ns() - t0, 1));
 }
 
 uint8_t pattern_byte(int xpu, size_t i) { return static_cast<uint8_t>((i * 2654435761u >> 7) ^ (static_cast<size_t>(xpu) * 97)); }
