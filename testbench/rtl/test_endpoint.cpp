@@ -446,6 +446,29 @@ TEST_CASE("deframer: a frame longer than its SOF said is dropped and counted, ev
   CHECK(b.delivered[1].first == 22);
 }
 
+TEST_CASE("deframer: a frame longer than its SOF said is counted at its extra word, even when the next SOF cuts it off") {
+  // The length error is the extra word's, not the EOF's: a frame that runs long and never ends
+  // (the next SOF follows) is still one counted error; a frame merely cut off by a SOF is not.
+  PeerBench b;
+  b.train();
+  const uint64_t sof = make_ctl(CtlType::Sof, 0u | (2u << 16) | (1u << 24), b.peer_id);  // seq 0, 2 words, eom
+  b.to_dut.push_back({static_cast<uint8_t>(mxtb::link::kSyncCtrl), sof});
+  for (uint64_t w : {11, 22, 33}) b.to_dut.push_back({static_cast<uint8_t>(mxtb::link::kSyncData), w});
+  b.push_frame(0, {11, 22}, true);  // no EOF before it: the resend of the same frame
+  b.run(100);
+  CHECK(b.m.cnt_crc_err_o == 1);
+  REQUIRE(b.delivered.size() == 2);
+  CHECK(b.delivered[1].first == 22);
+  // Cut off at its announced length (two words, no EOF): lost, but no length or CRC error.
+  b.to_dut.push_back({static_cast<uint8_t>(mxtb::link::kSyncCtrl), make_ctl(CtlType::Sof, 1u | (2u << 16) | (1u << 24), b.peer_id)});
+  for (uint64_t w : {44, 55}) b.to_dut.push_back({static_cast<uint8_t>(mxtb::link::kSyncData), w});
+  b.push_frame(1, {44, 55}, true);
+  b.run(100);
+  CHECK(b.m.cnt_crc_err_o == 1);
+  REQUIRE(b.delivered.size() == 4);
+  CHECK(b.delivered[3].first == 55);
+}
+
 TEST_CASE("deframer: a peer ignoring its credit: the frame past the receive buffer is not stored") {
   PeerBench b;
   b.train();
