@@ -993,6 +993,55 @@ TEST_CASE("after a retrain the frames the peer's CreditInit does not acknowledge
   CHECK(b.m.cnt_replays_o == 0);  // resuming after training is not a replay
 }
 
+TEST_CASE("after a retrain the transmitter resumes at the acknowledgement that comes with entering Active") {
+  // A peer's heartbeat in CreditInit (its CreditInit itself lost) makes the link Active and
+  // acknowledges in the same cycle: the transmitter must resume from that acknowledgement then,
+  // and the first frame the peer still lacks goes out as soon as when the acknowledgement did
+  // not move. (Resuming from the one before costs a cycle: `enter_active_o` must be high on entry.)
+  auto first_sof_after_entry = [](uint16_t acked) {
+    PeerBench b;
+    b.train();
+    for (uint64_t i = 0; i < 3; ++i) b.xpu_tx.push_back({i, true});
+    b.run(60);
+    REQUIRE(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2});
+    b.light = false;
+    b.auto_hb = false;
+    b.run(5);
+    REQUIRE(b.state() == LinkState::Retrain);
+    b.light = true;
+    b.to_dut.clear();
+    REQUIRE(b.run_until([&] { return b.state() == LinkState::Ts1; }, 5000));
+    auto feed = [&](LinkState st, CtlType t, uint32_t fields) {
+      for (int i = 0; i < 5000 && b.state() == st; ++i) {
+        if (b.to_dut.size() < 4) b.push_ctl(t, fields);
+        b.tick();
+      }
+    };
+    feed(LinkState::Ts1, CtlType::Ts1, kPeerXpu);
+    feed(LinkState::Ts2, CtlType::Ts2, kPeerXpu);
+    REQUIRE(b.state() == LinkState::CreditInit);
+    b.to_dut.clear();
+    b.run(kTsCount + 4);  // idles: no CreditInit seen, so only a heartbeat can end CreditInit
+    REQUIRE(b.state() == LinkState::CreditInit);
+    b.peer_expect = acked;
+    b.push_ctl(CtlType::Heartbeat, b.ack_fields());
+    const size_t mark = b.from_dut.size();
+    REQUIRE(b.run_until([&] { return b.state() == LinkState::Active; }, 20));
+    const uint64_t entered = b.cycle;
+    b.auto_hb = true;
+    b.run(40);
+    auto sofs = b.ctl_sent(mark, CtlType::Sof);
+    REQUIRE_FALSE(sofs.empty());
+    CHECK((sofs[0].second.fields & 0xFFFF) == acked);
+    return sofs[0].first - entered;
+  };
+  const uint64_t ack_unchanged = first_sof_after_entry(0);
+  const uint64_t ack_advanced = first_sof_after_entry(1);
+  MESSAGE("first SOF after entering Active: " << ack_unchanged << " cycles (ack unchanged), " << ack_advanced
+                                              << " (ack advanced on entry)");
+  CHECK(ack_advanced == ack_unchanged);
+}
+
 TEST_CASE("the transmitter takes at most REPLAY_DEPTH unacknowledged frames from its XPU") {
   constexpr int kReplayDepth = 8;
   PeerBench b;
