@@ -1059,6 +1059,47 @@ TEST_CASE("the transmitter takes at most REPLAY_DEPTH unacknowledged frames from
   CHECK(seqs.back() == kReplayDepth);
 }
 
+TEST_CASE("replay: an acknowledgement overtaking the send pointer mid sequence space is caught up with, nothing resent") {
+  // The transmitter compares sequence numbers as differences from the acknowledgement, modulo
+  // 2^16. Around ack 32,766 a sum where a difference belongs (hi + ack) wraps past 2^16: the
+  // transmitter then either resends an acknowledged frame or never moves its send pointer again.
+  // So the link first carries 32,760 frames, acknowledged eight at a time.
+  PeerBench b;
+  b.train();
+  uint16_t next = 0;
+  auto send = [&](uint16_t n) {
+    const size_t mark = b.from_dut.size();
+    for (uint16_t i = 0; i < n; ++i) b.xpu_tx.push_back({uint64_t{next} + i, true});
+    REQUIRE(b.run_until([&] { return b.sof_seqs(mark).size() == n; }, 400));
+    CHECK(b.sof_seqs(mark).front() == next);
+    next = static_cast<uint16_t>(next + n);
+  };
+  auto ack_all = [&] {
+    b.peer_expect = next;
+    b.peer_credit = static_cast<uint16_t>(next + 8);
+    b.push_ctl(CtlType::Ack, b.ack_fields());
+  };
+  constexpr uint16_t kStart = 32760;
+  while (next < kStart) {
+    send(static_cast<uint16_t>(std::min(8, kStart - next)));
+    ack_all();
+  }
+  send(6);   // frames 32,760 to 32,765 on the lane, none acknowledged
+  b.run(20);  // the last EOF out: the transmitter idles
+  REQUIRE(b.xpu_tx.empty());
+  const size_t mark = b.from_dut.size();
+  b.peer_expect = kStart;  // a NAK for the first of them (go back to 32,760) ...
+  b.push_ctl(CtlType::Nak, b.ack_fields());
+  b.peer_expect = next;  // ... overtaken on the next clock by an acknowledgement of all six
+  b.peer_credit = static_cast<uint16_t>(next + 8);
+  b.push_ctl(CtlType::Ack, b.ack_fields());
+  b.run(60);
+  CHECK(b.sof_seqs(mark).empty());  // nothing the peer acknowledged goes out again
+  b.xpu_tx.push_back({99, true});
+  b.run(60);
+  CHECK(b.sof_seqs(mark) == std::vector<uint16_t>{next});  // and the next frame goes out
+}
+
 TEST_CASE("Idle blocks carry no fields, in training and while Active") {
   PeerBench b;
   b.train();
