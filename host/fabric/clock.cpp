@@ -3,6 +3,7 @@
 #include "protocol/board_map.h"
 
 #include <algorithm>
+#include <ctime>
 #include <thread>
 
 namespace mxtb::host::fabric {
@@ -16,6 +17,12 @@ uint64_t WallClock::now_ns() {
 }
 
 void WallClock::wait_ns(uint64_t ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }
+
+uint64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 bool is_emulator(Client& c) {
   try {
