@@ -77,7 +77,7 @@ alloc --experiment frag-tpuv4|fragmented-32|spares --json FILE
     (default: all six); the load at an operating point the stronger baseline sustains, bursts on
     top, and the sustained overload beside it (docs/serve.md))"},
     {"bench link", mxtb::app::cmd_bench_link,
-     R"(bench link [--cycles N] [--batch N] [--json FILE]
+     R"(bench link [--cycles N] [--batch N] [--rounds N] [--json FILE]
     simulated cycles per second of a link pair: plain C++ loop against the SystemC harness)"},
     {"bench bridge", mxtb::app::cmd_bench_bridge,
      R"(bench bridge [--rounds N] [--blocks N] [--json FILE]

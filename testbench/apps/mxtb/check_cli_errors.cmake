@@ -17,6 +17,7 @@ expect_error("no-such-file.json: cannot open scenario file" link-pair --scenario
 expect_error("--harness must be systemc or loop" link-pair --random 1 --harness gpu)
 expect_error("bench wants one of: alloc, bridge, link, paging, reconfig" bench nothing)
 expect_error("--cycles must be at least 10000" bench link --cycles 5)
+expect_error("--rounds must be 1 to 100" bench link --rounds 0)
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/bad-scenario.json "{\"lanes\": {\"ab\": {\"latency_cycles\": 0}}}")
 expect_error("$.lanes.ab.latency_cycles: must be in [1," link-pair --scenario ${CMAKE_CURRENT_BINARY_DIR}/bad-scenario.json)
 expect_error("--sizes: 100 is not a positive multiple of 16 bytes" bench paging --sizes 100)
