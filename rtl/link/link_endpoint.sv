@@ -72,7 +72,7 @@ module link_endpoint
   logic [39:0] train_fields;
   logic [65:0] tx_block, rx_block;
   logic [63:0] tx_scrambled, rx_descrambled;
-  logic        lock, hdr_valid, unused_bad_hdr, unused_idle;
+  logic        lock, hdr_valid, unused_bad_hdr;
   logic [15:0] rx_expect, rx_credit, peer_expect, peer_credit, ts_xpu, unused_unacked;
   logic [7:0]  ts_lane;
   logic        ack_req, nak_req, ack_sent, nak_sent;
@@ -119,7 +119,7 @@ module link_endpoint
     .ack_sent_i(ack_sent), .nak_sent_i(nak_sent),
     .peer_ack_o(peer_ack), .peer_nak_o(peer_nak), .peer_init_o(peer_init), .peer_hb_o(peer_hb),
     .peer_expect_o(peer_expect), .peer_credit_o(peer_credit),
-    .ts1_o(ts1), .ts2_o(ts2), .ts_xpu_o(ts_xpu), .ts_lane_o(ts_lane), .idle_o(unused_idle),
+    .ts1_o(ts1), .ts2_o(ts2), .ts_xpu_o(ts_xpu), .ts_lane_o(ts_lane),
     .bad_block_o(bad_block), .crc_err_o(crc_err), .frame_ok_o(frame_ok)
   );
 

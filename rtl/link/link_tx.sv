@@ -12,7 +12,7 @@ module link_tx
 #(
   parameter int MAX_WORDS      = 16,   // payload words per frame; power of two
   parameter int REPLAY_DEPTH   = 8,    // frames kept until acknowledged; power of two
-  parameter int HB_PERIOD      = 256,  // cycles between heartbeats while Active
+  parameter int HB_PERIOD      = 256,  // a heartbeat once this many cycles passed since the last
   parameter int REPLAY_TIMEOUT = 1024, // cycles without progress before going back
   parameter int MAX_REPLAYS    = 8     // go-backs in a row without progress before retraining
 ) (

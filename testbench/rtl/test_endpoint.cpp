@@ -1272,3 +1272,169 @@ TEST_CASE("heartbeat timeout: HB_TIMEOUT cycles after the last heartbeat was tak
   CHECK(b.reason() == Reason::HeartbeatTimeout);
   CHECK(b.cycle == last + lat + kHbTimeout + 1);
 }
+
+TEST_CASE("heartbeats: an idle Active link sends one every HB_PERIOD + 1 cycles, to the cycle") {
+  // The counter restarts at 0 in the heartbeat's cycle and the next goes out once it reaches
+  // HB_PERIOD: HB_PERIOD + 1 cycles apart when nothing else is on the lane.
+  PeerBench b;
+  b.train();
+  b.run(300);
+  size_t mark = b.from_dut.size();
+  b.run(2000);
+  auto hbs = b.ctl_sent(mark, CtlType::Heartbeat);
+  REQUIRE(hbs.size() >= 6);
+  for (size_t i = 1; i < hbs.size(); ++i) CHECK(hbs[i].first - hbs[i - 1].first == kHbPeriod + 1);
+  CHECK(b.ctl_sent(mark, CtlType::Ack).empty());  // nothing to acknowledge: heartbeats only
+}
+
+TEST_CASE("heartbeats: one that carries a pending acknowledgement takes its place: no Ack repeats it") {
+  // The transmitter is kept busy with frames while the peer's frame arrives and the heartbeat
+  // falls due; at the next free cycle the heartbeat wins over the Ack and carries the same
+  // fields, so the acknowledgement is sent, and must not go out again as an Ack. The frame's
+  // arrival is swept over a heartbeat period so that some runs make the two coincide.
+  int coincided = 0;
+  for (int offset = 0; offset <= kHbPeriod + 40; ++offset) {
+    PeerBench b;
+    b.train(/*credit=*/1000);
+    b.auto_hb = false;
+    for (uint64_t i = 0; i < 2000; ++i) b.xpu_tx.push_back({i, i % 16 == 15});  // 16-word messages
+    // The peer acknowledges every frame as it comes, so the transmitter never runs out of
+    // replay room and stays busy.
+    size_t seen = 0;
+    auto run_acking = [&](uint64_t n) {
+      for (uint64_t i = 0; i < n; i += 4) {
+        for (; seen < b.from_dut.size(); ++seen) {
+          const auto& blk = b.from_dut[seen].block;
+          if (blk.sync != mxtb::link::kSyncCtrl) continue;
+          if (auto c = parse_ctl(blk.payload, kSelf); c && c->type == CtlType::Sof)
+            b.peer_expect = static_cast<uint16_t>((c->fields & 0xFFFF) + 1);
+        }
+        if (b.to_dut.size() < 2) b.push_ctl(CtlType::Ack, b.ack_fields());
+        b.run(4);
+      }
+    };
+    run_acking(static_cast<uint64_t>(offset));
+    const size_t mark = b.from_dut.size();
+    b.push_frame(0, {42}, true);
+    run_acking(400);
+    REQUIRE(b.delivered.size() == 1);
+    // The acknowledgement-carrying blocks after the frame: expect 1 appears, then no block
+    // repeats the fields of a heartbeat before it as an Ack.
+    bool after_hb = false;
+    uint32_t hb_fields = 0;
+    for (auto& [c, ctl] : b.ctl_sent(mark)) {
+      if (ctl.type == CtlType::Heartbeat) {
+        after_hb = true;
+        hb_fields = ctl.fields;
+      } else if (ctl.type == CtlType::Ack) {
+        INFO("offset " << offset << ", Ack at cycle " << c);
+        CHECK_FALSE((after_hb && hb_fields == ctl.fields));
+        after_hb = false;
+      }
+    }
+    // Did a heartbeat, rather than an Ack, first carry the frame's acknowledgement (expect 1)?
+    bool acked_by_hb = false;
+    for (auto& [c, ctl] : b.ctl_sent(mark)) {
+      if ((ctl.type == CtlType::Heartbeat || ctl.type == CtlType::Ack) && (ctl.fields & 0xFFFF) == 1) {
+        acked_by_hb = ctl.type == CtlType::Heartbeat;
+        break;
+      }
+    }
+    coincided += acked_by_hb;
+  }
+  MESSAGE(coincided << " runs had a heartbeat carry the frame's acknowledgement");
+  CHECK(coincided > 0);  // the sweep reached the case it is for
+}
+
+TEST_CASE("a retrain to another lane of the same XPU is a new peer: both directions start at 0") {
+  PeerBench b;
+  b.m.check_peer_i = 0;
+  b.train(8, kPeerXpu, 0);
+  for (uint64_t i = 0; i < 2; ++i) b.xpu_tx.push_back({i, true});
+  b.push_frame(0, {100}, true);
+  b.run(60);
+  REQUIRE(b.sof_seqs() == std::vector<uint16_t>{0, 1});
+  REQUIRE(b.delivered.size() == 1);
+  b.light = false;
+  b.auto_hb = false;
+  b.run(5);
+  REQUIRE(b.state() == LinkState::Retrain);
+  b.light = true;
+  b.to_dut.clear();
+  b.peer_expect = 0;  // a fresh peer expects its first frame
+  const size_t before = b.from_dut.size();
+  b.train(8, kPeerXpu, 1);
+  REQUIRE(b.state() == LinkState::Active);
+  CHECK(b.m.peer_xpu_o == kPeerXpu);
+  CHECK(b.m.peer_lane_o == 1);
+  // Its CreditInit advertises the state after the flush: expect 0, not 1 from lane 0.
+  auto inits = b.ctl_sent(before, CtlType::CreditInit);
+  REQUIRE_FALSE(inits.empty());
+  for (auto& [c, ctl] : inits) CHECK(ctl.fields == (8u << 16));
+  const size_t mark = b.from_dut.size();
+  b.xpu_tx.push_back({2, true});
+  b.push_frame(0, {200}, true);  // the new peer's first frame is sequence 0
+  b.run(60);
+  CHECK(b.sof_seqs(mark) == std::vector<uint16_t>{0});
+  REQUIRE(b.delivered.size() == 2);
+  CHECK(b.delivered[1].first == 200);
+}
+
+TEST_CASE("credits: a retrain to the same peer takes its CreditInit's limit as is, even below the one before") {
+  PeerBench b;
+  b.train(/*credit=*/8);
+  for (uint64_t i = 0; i < 3; ++i) b.xpu_tx.push_back({i, true});
+  b.run(60);
+  REQUIRE(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2});
+  b.peer_expect = 3;
+  b.peer_credit = 11;
+  b.run(300);  // a heartbeat acknowledges 0..2 and moves the limit to 11
+  b.light = false;
+  b.auto_hb = false;
+  b.run(5);
+  REQUIRE(b.state() == LinkState::Retrain);
+  b.light = true;
+  b.to_dut.clear();
+  // The same peer comes back with two receive slots left: its CreditInit says expect 3, limit 5.
+  b.train(/*credit=*/5);
+  REQUIRE(b.state() == LinkState::Active);
+  const size_t mark = b.from_dut.size();
+  for (uint64_t i = 3; i < 9; ++i) b.xpu_tx.push_back({i, true});
+  b.run(200);  // well inside REPLAY_TIMEOUT; the heartbeats repeat limit 5
+  CHECK(b.sof_seqs(mark) == std::vector<uint16_t>{3, 4});
+}
+
+TEST_CASE("credits: a limit 0x7FFF ahead, the farthest serial arithmetic can tell, is taken") {
+  PeerBench b;
+  b.train(/*credit=*/2);
+  b.auto_hb = false;
+  for (uint64_t i = 0; i < 3; ++i) b.xpu_tx.push_back({i, true});
+  b.run(100);
+  REQUIRE(b.sof_seqs() == std::vector<uint16_t>{0, 1});
+  b.push_ctl(CtlType::Heartbeat, (b.ack_fields() & 0xFFFFu) | ((2u + 0x7FFFu) << 16));
+  b.run(60);
+  CHECK(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2});
+}
+
+TEST_CASE("deframer: a frame half the sequence space behind is a duplicate; one a step further is a gap") {
+  // expect - seq <= 0x8000 (and seq != expect) is behind: a replay, acknowledged again. From
+  // 0x8001 on, the frame counts as ahead: a gap, NAKed.
+  auto answer_to = [](uint16_t back) {
+    PeerBench b;
+    b.train();
+    b.push_frame(0, {7}, true);
+    b.run(60);
+    REQUIRE(b.delivered.size() == 1);  // expect is 1
+    const size_t mark = b.from_dut.size();
+    b.push_frame(static_cast<uint16_t>(1 - back), {9}, true);
+    b.run(60);
+    CHECK(b.delivered.size() == 1);
+    return std::make_pair(b.ctl_sent(mark, CtlType::Ack).size(), b.ctl_sent(mark, CtlType::Nak).size());
+  };
+  auto [acks_at_half, naks_at_half] = answer_to(0x8000);
+  CHECK(acks_at_half == 1);
+  CHECK(naks_at_half == 0);
+  auto [acks_past_half, naks_past_half] = answer_to(0x8001);
+  CHECK(acks_past_half == 0);
+  CHECK(naks_past_half == 1);
+}
