@@ -120,6 +120,17 @@ class PeerBench {
     return done();
   }
 
+  // The peer's light goes out until the link drops to Retrain (its heartbeats stop), then comes
+  // back; what the peer had queued is gone. The next train() brings the link up again.
+  void blink_to_retrain() {
+    light = false;
+    auto_hb = false;
+    run(5);
+    REQUIRE(state() == LinkState::Retrain);
+    light = true;
+    to_dut.clear();
+  }
+
   // Plays a well-behaved peer through training: TS1, TS2, CreditInit, as the RTL asks for them.
   void train(uint16_t credit = 8, uint16_t peer_xpu = kPeerXpu, uint8_t peer_lane = 0) {
     peer_credit = credit;
@@ -792,12 +803,7 @@ TEST_CASE("a retrain to the same peer keeps sequence state; a new peer starts bo
   REQUIRE(b.delivered.size() == 2);
 
   auto lose_light_and_retrain = [&](uint16_t peer) {
-    b.light = false;
-    b.auto_hb = false;
-    b.run(5);
-    REQUIRE(b.state() == LinkState::Retrain);
-    b.light = true;
-    b.to_dut.clear();
+    b.blink_to_retrain();
     if (peer != kPeerXpu) b.peer_expect = 0;  // a fresh peer expects its first frame
     b.train(8, peer);
     REQUIRE(b.state() == LinkState::Active);
@@ -958,12 +964,7 @@ TEST_CASE("a link whose peer is on lane 3 keeps sequence state through a retrain
   REQUIRE(b.sof_seqs() == std::vector<uint16_t>{0});
   b.peer_expect = 1;
   b.run(300);  // a heartbeat acknowledges it
-  b.light = false;
-  b.auto_hb = false;
-  b.run(5);
-  REQUIRE(b.state() == LinkState::Retrain);
-  b.light = true;
-  b.to_dut.clear();
+  b.blink_to_retrain();
   b.train(8, kPeerXpu, 3);
   REQUIRE(b.state() == LinkState::Active);
   size_t mark = b.from_dut.size();
@@ -978,12 +979,7 @@ TEST_CASE("after a retrain the frames the peer's CreditInit does not acknowledge
   for (uint64_t i = 0; i < 3; ++i) b.xpu_tx.push_back({i, true});
   b.run(60);
   REQUIRE(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2});  // none acknowledged yet
-  b.light = false;
-  b.auto_hb = false;
-  b.run(5);
-  REQUIRE(b.state() == LinkState::Retrain);
-  b.light = true;
-  b.to_dut.clear();
+  b.blink_to_retrain();
   b.peer_expect = 1;  // the peer got frame 0 and says so in its CreditInit, and nowhere else
   size_t mark = b.from_dut.size();
   b.train();
@@ -1004,12 +1000,7 @@ TEST_CASE("after a retrain the transmitter resumes at the acknowledgement that c
     for (uint64_t i = 0; i < 3; ++i) b.xpu_tx.push_back({i, true});
     b.run(60);
     REQUIRE(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2});
-    b.light = false;
-    b.auto_hb = false;
-    b.run(5);
-    REQUIRE(b.state() == LinkState::Retrain);
-    b.light = true;
-    b.to_dut.clear();
+    b.blink_to_retrain();
     REQUIRE(b.run_until([&] { return b.state() == LinkState::Ts1; }, 5000));
     auto feed = [&](LinkState st, CtlType t, uint32_t fields) {
       for (int i = 0; i < 5000 && b.state() == st; ++i) {
@@ -1137,12 +1128,7 @@ TEST_CASE("replay: frames already sent go out again without credit, even below a
   for (uint64_t i = 0; i < 4; ++i) b.xpu_tx.push_back({i, true});
   b.run(60);
   REQUIRE(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2});  // the limit: 3 frames
-  b.light = false;
-  b.auto_hb = false;
-  b.run(5);
-  REQUIRE(b.state() == LinkState::Retrain);
-  b.light = true;
-  b.to_dut.clear();
+  b.blink_to_retrain();
   b.peer_expect = 1;
   size_t mark = b.from_dut.size();
   b.train(/*credit=*/1);  // a peer that lost its buffer: a limit below the frames already sent
@@ -1355,12 +1341,7 @@ TEST_CASE("a retrain to another lane of the same XPU is a new peer: both directi
   b.run(60);
   REQUIRE(b.sof_seqs() == std::vector<uint16_t>{0, 1});
   REQUIRE(b.delivered.size() == 1);
-  b.light = false;
-  b.auto_hb = false;
-  b.run(5);
-  REQUIRE(b.state() == LinkState::Retrain);
-  b.light = true;
-  b.to_dut.clear();
+  b.blink_to_retrain();
   b.peer_expect = 0;  // a fresh peer expects its first frame
   const size_t before = b.from_dut.size();
   b.train(8, kPeerXpu, 1);
@@ -1389,12 +1370,7 @@ TEST_CASE("credits: a retrain to the same peer takes its CreditInit's limit as i
   b.peer_expect = 3;
   b.peer_credit = 11;
   b.run(300);  // a heartbeat acknowledges 0..2 and moves the limit to 11
-  b.light = false;
-  b.auto_hb = false;
-  b.run(5);
-  REQUIRE(b.state() == LinkState::Retrain);
-  b.light = true;
-  b.to_dut.clear();
+  b.blink_to_retrain();
   // The same peer comes back with two receive slots left: its CreditInit says expect 3, limit 5.
   b.train(/*credit=*/5);
   REQUIRE(b.state() == LinkState::Active);

@@ -401,31 +401,23 @@ TEST_CASE("ocs: AXI4-Lite: a read and a write offered together: the write goes f
 TEST_CASE("ocs: AXI4-Lite: a write address without its data, or data without an address, is not taken") {
   Small b;
   CHECK(b.rd(reg::scratch::addr(5)) == 0);
-  // The address alone, for a few cycles: nothing accepted, no response, nothing written.
   b.m.s_axil_awaddr = reg::scratch::addr(5);
   b.m.s_axil_wdata = 0xC0FFEE01;
   b.m.s_axil_wstrb = 0xF;
-  b.m.s_axil_awvalid = 1;
-  b.m.s_axil_wvalid = 0;
   b.m.s_axil_bready = 1;
-  for (int i = 0; i < 4; ++i) {
-    b.m.eval();
-    CHECK_FALSE(b.m.s_axil_awready);
-    CHECK_FALSE(b.m.s_axil_wready);
-    b.tick();
-    CHECK_FALSE(b.m.s_axil_bvalid);
+  // The address alone, then the data alone, for a few cycles each: nothing accepted, no
+  // response, nothing written.
+  for (auto* half : {&b.m.s_axil_awvalid, &b.m.s_axil_wvalid}) {
+    *half = 1;
+    for (int i = 0; i < 4; ++i) {
+      b.m.eval();
+      CHECK_FALSE(b.m.s_axil_awready);
+      CHECK_FALSE(b.m.s_axil_wready);
+      b.tick();
+      CHECK_FALSE(b.m.s_axil_bvalid);
+    }
+    *half = 0;
   }
-  b.m.s_axil_awvalid = 0;
-  // The data alone: the same.
-  b.m.s_axil_wvalid = 1;
-  for (int i = 0; i < 4; ++i) {
-    b.m.eval();
-    CHECK_FALSE(b.m.s_axil_awready);
-    CHECK_FALSE(b.m.s_axil_wready);
-    b.tick();
-    CHECK_FALSE(b.m.s_axil_bvalid);
-  }
-  b.m.s_axil_wvalid = 0;
   b.m.s_axil_bready = 0;
   CHECK(b.rd(reg::scratch::addr(5)) == 0);
   // Both together: taken at once, written once.
