@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 namespace mxtb::sim {
@@ -50,19 +51,25 @@ class PairSim final : public LinkPair::Impl {
         trace_(trace),
         ch_ab_(cfg.ab),
         ch_ba_(cfg.ba),
-        src_a_(cfg.seed * 2 + 1, cfg.traffic_ab, cfg.seed ^ 0xA5A5),
-        src_b_(cfg.seed * 2 + 2, cfg.traffic_ba, cfg.seed ^ 0x5A5A),
-        sb_b_(cfg.seed * 2 + 1, cfg.traffic_ab, cfg.seed ^ 0x1111),
-        sb_a_(cfg.seed * 2 + 2, cfg.traffic_ba, cfg.seed ^ 0x2222) {
+        src_a_(stream('a'), cfg.traffic_ab, cfg.seed ^ 0xA5A5),
+        src_b_(stream('b'), cfg.traffic_ba, cfg.seed ^ 0x5A5A),
+        sb_b_(stream('a'), cfg.traffic_ab, cfg.seed ^ 0x1111),
+        sb_a_(stream('b'), cfg.traffic_ba, cfg.seed ^ 0x2222) {
     ctx_.randReset(0);
     catch_assertions(ctx_);
     if constexpr (kTrace) ctx_.traceEverOn(true);
     a_ = std::make_unique<V>(&ctx_, "a");
     b_ = std::make_unique<V>(&ctx_, "b");
-    bool need_impostor = std::any_of(cfg.actions.begin(), cfg.actions.end(), [](const LinkAction& x) {
-      return x.kind == LinkAction::Kind::SwapPeer;
+    bool need_c = std::any_of(cfg.actions.begin(), cfg.actions.end(), [](const LinkAction& x) {
+      return x.kind == LinkAction::Kind::SwapPeer || x.kind == LinkAction::Kind::MovePeer;
     });
-    if (need_impostor) c_ = std::make_unique<V>(&ctx_, "c");
+    if (need_c) {
+      c_ = std::make_unique<V>(&ctx_, "c");
+      // C's XPU sends its own stream (B's traffic shape) and checks A's once A is moved to it.
+      src_c_.emplace(stream('c'), cfg.traffic_ba, cfg.seed ^ 0xC3C3);
+      sb_c_.emplace(stream('a'), cfg.traffic_ab, cfg.seed ^ 0x3333);
+      sb_c_->resync(stream('a'));  // A's stream reaches C mid-way, if ever
+    }
     setup(*a_, cfg.a, cfg.b);
     setup(*b_, cfg.b, cfg.a);
     if (c_) setup(*c_, cfg.impostor, cfg.a);
@@ -106,7 +113,8 @@ class PairSim final : public LinkPair::Impl {
       case K::DarkOn: lanes([](LaneChannel& c) { c.set_dark(true); }); break;
       case K::DarkOff: lanes([](LaneChannel& c) { c.set_dark(false); }); break;
       case K::SetBer: lanes([&](LaneChannel& c) { c.set_ber(x.value); }); break;
-      case K::SwapPeer: swapped_ = true; break;
+      case K::SwapPeer: peer_ = 'c'; break;  // unplanned: A still expects B, the scoreboards stay
+      case K::MovePeer: move_to(x.endpoint); break;
       case K::Disable: endpoint(x.endpoint).enable_i = 0; break;
       case K::Enable: endpoint(x.endpoint).enable_i = 1; break;
       case K::Retrain: retrain_pulse_ = x.endpoint; break;
@@ -116,12 +124,17 @@ class PairSim final : public LinkPair::Impl {
   void stop_traffic() override {
     src_a_.stop();
     src_b_.stop();
+    if (src_c_) src_c_->stop();
   }
 
+  // Both streams of A's planned circuit delivered up to their sources' last message. Strict
+  // scoreboards make that "everything"; after a planned move, "everything since the move but
+  // what the flush dropped". A scoreboard with errors counts as done: the verdict reports it.
   bool drained() const override {
-    return sb_b_.messages() + sb_b_.errors() >= src_a_.messages_sent() &&
-           sb_a_.messages() + sb_a_.errors() >= src_b_.messages_sent() && !src_a_.in_message() &&
-           !src_b_.in_message();
+    auto arrived = [](const TrafficSource& src, const Scoreboard& sb) {
+      return !src.in_message() && (sb.errors() > 0 || (!sb.resyncing() && sb.next_message() >= src.messages_sent()));
+    };
+    return arrived(src_a_, sb_of(planned_)) && arrived(src_of(planned_), sb_a_);
   }
 
   link::LinkState state(char e) const override {
@@ -133,10 +146,23 @@ class PairSim final : public LinkPair::Impl {
     r.cycles = cycle_;
     r.a = report(*a_);
     r.b = report(*b_);
+    if (c_) r.c = report(*c_);
+    r.peer = planned_;
+    // A's stream was checked by B's and (after a move) C's scoreboard: an error at either counts.
+    const Scoreboard& at_peer = sb_of(planned_);
     r.ab = DirectionReport{src_a_.messages_sent(), sb_b_.messages(), sb_b_.words(), sb_b_.errors(),
-                           sb_b_.first_error()};
-    r.ba = DirectionReport{src_b_.messages_sent(), sb_a_.messages(), sb_a_.words(), sb_a_.errors(),
-                           sb_a_.first_error()};
+                           sb_b_.first_error(), moves_, true};
+    if (sb_c_) {
+      r.ab.messages_delivered += sb_c_->messages();
+      r.ab.words_delivered += sb_c_->words();
+      r.ab.errors += sb_c_->errors();
+      if (r.ab.first_error.empty()) r.ab.first_error = sb_c_->first_error();
+    }
+    r.ab.last_delivered = !at_peer.resyncing() && at_peer.next_message() >= src_a_.messages_sent();
+    const TrafficSource& peer_src = src_of(planned_);
+    r.ba = DirectionReport{peer_src.messages_sent(), sb_a_.messages(), sb_a_.words(), sb_a_.errors(),
+                           sb_a_.first_error(), moves_,
+                           !sb_a_.resyncing() && sb_a_.next_message() >= peer_src.messages_sent()};
     r.transitions = transitions_;
     r.ch_ab = ch_ab_.stats();
     r.ch_ba = ch_ba_.stats();
@@ -144,6 +170,46 @@ class PairSim final : public LinkPair::Impl {
   }
 
  private:
+  uint64_t stream(char e) const { return cfg_.seed * 2 + (e == 'a' ? 1 : e == 'b' ? 2 : 3); }
+  const Scoreboard& sb_of(char e) const { return e == 'c' ? *sb_c_ : sb_b_; }
+  Scoreboard& sb_of(char e) { return e == 'c' ? *sb_c_ : sb_b_; }
+  const TrafficSource& src_of(char e) const { return e == 'c' ? *src_c_ : src_b_; }
+
+  // A planned circuit move: the controller points A's lane at `to` and sets A's expectation to
+  // it (`to` expects A already). A move to where A already is changes nothing.
+  void move_to(char to) {
+    if (to == planned_ && to == peer_) return;
+    const EndpointIdentity& id = to == 'c' ? cfg_.impostor : cfg_.b;
+    peer_ = planned_ = to;
+    ++moves_;
+    a_->expect_xpu_i = id.xpu;
+    a_->expect_lane_i = id.lane;
+    follow_[0] = Follow{true, false, stream(to)};
+    follow_[to == 'c' ? 2 : 1] = Follow{true, false, stream('a')};
+  }
+
+  // Each XPU's scoreboard follows the stream that reaches it after a move, from the moment its
+  // endpoint is Active again (where the flush clears what it held for the old peer): until then
+  // its XPU still drains the old peer's frames, checked strictly against the old stream.
+  struct Follow {
+    bool pending = false, left_active = false;
+    uint64_t stream = 0;
+  };
+  void follow_moves() {
+    V* eps[] = {a_.get(), b_.get(), c_.get()};
+    Scoreboard* sbs[] = {&sb_a_, &sb_b_, sb_c_ ? &*sb_c_ : nullptr};
+    for (int i = 0; i < 3; ++i) {
+      Follow& f = follow_[i];
+      if (!f.pending) continue;
+      const bool active = static_cast<link::LinkState>(eps[i]->state_o) == link::LinkState::Active;
+      if (!active) f.left_active = true;
+      else if (f.left_active) {
+        sbs[i]->resync(f.stream);
+        f.pending = false;
+      }
+    }
+  }
+
   std::vector<V*> models() {
     std::vector<V*> v{a_.get(), b_.get()};
     if (c_) v.push_back(c_.get());
@@ -218,16 +284,20 @@ class PairSim final : public LinkPair::Impl {
 
   void one_cycle() {
     static const LaneChannel::Output kDark{Raw66{}, false};
-    V& peer_of_a = swapped_ ? *c_ : *b_;
+    V& peer_of_a = peer_ == 'c' ? *c_ : *b_;
     lane_in(peer_of_a, ch_ab_.step(lane_out(*a_), a_->laser_o));
     lane_in(*a_, ch_ba_.step(lane_out(peer_of_a), peer_of_a.laser_o));
-    if (swapped_) lane_in(*b_, kDark);
+    if (peer_ == 'c') lane_in(*b_, kDark);
     else if (c_) lane_in(*c_, kDark);
 
     xpu_tx(*a_, src_a_);
     xpu_tx(*b_, src_b_);
     xpu_rx(*b_, sb_b_);
     xpu_rx(*a_, sb_a_);
+    if (c_) {
+      xpu_tx(*c_, *src_c_);
+      xpu_rx(*c_, *sb_c_);
+    }
     if (retrain_pulse_) endpoint(retrain_pulse_).retrain_req_i = 1;
 
     clock();
@@ -237,6 +307,7 @@ class PairSim final : public LinkPair::Impl {
       retrain_pulse_ = 0;
     }
     ++cycle_;
+    if (moves_) follow_moves();
     check_assertions(ctx_, cycle_);
     note_state('a', *a_, last_a_);
     note_state('b', *b_, last_b_);
@@ -259,7 +330,12 @@ class PairSim final : public LinkPair::Impl {
   LaneChannel ch_ab_, ch_ba_;
   TrafficSource src_a_, src_b_;
   Scoreboard sb_b_, sb_a_;
-  bool swapped_ = false;
+  std::optional<TrafficSource> src_c_;
+  std::optional<Scoreboard> sb_c_;
+  char peer_ = 'b';     // where A's lane is connected now
+  char planned_ = 'b';  // where the controller meant it to be (an unplanned swap leaves this)
+  uint64_t moves_ = 0;  // planned moves
+  Follow follow_[3];    // A's, B's and C's scoreboards
   char retrain_pulse_ = 0;
   uint64_t cycle_ = 0;
   link::LinkState last_a_{}, last_b_{};
@@ -326,10 +402,15 @@ LinkPairResult LinkPair::result() const {
   if (r.ab.errors) f.push_back(fmt::format("A->B scoreboard: {} errors; first: {}", r.ab.errors, r.ab.first_error));
   if (r.ba.errors) f.push_back(fmt::format("B->A scoreboard: {} errors; first: {}", r.ba.errors, r.ba.first_error));
   if (cfg_.expect_all_delivered) {
-    if (r.ab.messages_delivered != r.ab.messages_sent)
-      f.push_back(fmt::format("A->B: {} messages sent, {} delivered", r.ab.messages_sent, r.ab.messages_delivered));
-    if (r.ba.messages_delivered != r.ba.messages_sent)
-      f.push_back(fmt::format("B->A: {} messages sent, {} delivered", r.ba.messages_sent, r.ba.messages_delivered));
+    // A stream that followed a planned peer move may lose what the flush dropped (frames held for
+    // the old peer); everything after it must arrive, in order, so its last message must.
+    for (auto [name, d] : {std::pair{"A->B", &r.ab}, std::pair{"B->A", &r.ba}}) {
+      if (d->resyncs == 0 && d->messages_delivered != d->messages_sent)
+        f.push_back(fmt::format("{}: {} messages sent, {} delivered", name, d->messages_sent, d->messages_delivered));
+      if (d->resyncs > 0 && !d->last_delivered)
+        f.push_back(fmt::format("{} (after {} peer moves): the last of {} messages sent never arrived ({} delivered)",
+                                name, d->resyncs, d->messages_sent, d->messages_delivered));
+    }
   }
   if (r.a.state != cfg_.expect_state_a)
     f.push_back(fmt::format("A ends in {} ({}), expected {}", link::to_string(r.a.state),

@@ -1,6 +1,9 @@
 // A link pair: two verilated link endpoints (A, B) joined by two lane channels, an XPU traffic
-// source and scoreboard on each side, and an optional impostor endpoint (C) for swapped-peer
-// faults. Advanced cycle by cycle from plain C++; sim/link_pair_sc.h puts it under SystemC.
+// source and scoreboard on each side, and an optional third endpoint (C) that A's lane can be
+// moved to: unplanned (swap_peer: an impostor A does not expect) or planned (move_peer: the
+// controller re-points A's lane and its expectation, as bandwidth steering does, and may bring it
+// back to B). C has its own XPU traffic and scoreboard. Advanced cycle by cycle from plain C++;
+// sim/link_pair_sc.h puts it under SystemC.
 #pragma once
 
 #include "lane_channel.h"
@@ -16,13 +19,14 @@
 
 namespace mxtb::sim {
 
-// A fault or control action at a cycle. Lane: 0 = A->B, 1 = B->A, 2 = both.
+// A fault or control action at a cycle. Lane: 0 = A->B, 1 = B->A, 2 = both (A's lane to
+// whichever peer it is connected to).
 struct LinkAction {
-  enum class Kind { DarkOn, DarkOff, SetBer, SwapPeer, Disable, Enable, Retrain };
+  enum class Kind { DarkOn, DarkOff, SetBer, SwapPeer, MovePeer, Disable, Enable, Retrain };
   uint64_t cycle = 0;
   Kind kind = Kind::DarkOn;
   int lane = 2;        // DarkOn, DarkOff, SetBer
-  char endpoint = 'a'; // Disable, Enable, Retrain
+  char endpoint = 'a'; // Disable, Enable, Retrain: which endpoint; MovePeer: the new peer, 'b' or 'c'
   double value = 0.0;  // SetBer
 };
 
@@ -32,7 +36,7 @@ struct LinkPairConfig {
   double clock_mhz = 156.25;
   uint64_t traffic_cycles = 200000;  // cycles with traffic offered
   uint64_t drain_cycles = 100000;    // most cycles allowed afterwards to deliver and settle
-  EndpointIdentity a{1, 0}, b{2, 0}, impostor{7, 3};
+  EndpointIdentity a{1, 0}, b{2, 0}, impostor{7, 3};  // the impostor is endpoint C
   bool check_peer = true;
   LaneChannelConfig ab, ba;
   TrafficConfig traffic_ab, traffic_ba;
@@ -68,14 +72,20 @@ struct EndpointReport {
   uint64_t frames_tx, frames_rx, crc_errors, replays, retrains, bad_blocks;
 };
 
+// One XPU's stream: "ab" is A's, delivered to whichever peer it was connected to; "ba" is the
+// stream of A's peer at the end of the run (B, or C after a planned move), as A received it.
 struct DirectionReport {
   uint64_t messages_sent, messages_delivered, words_delivered, errors;
   std::string first_error;
+  uint64_t resyncs = 0;     // planned peer moves of A's lane, which this stream's scoreboards followed
+  bool last_delivered = true;  // the source's last message arrived (what a moved stream must do)
 };
 
 struct LinkPairResult {
   uint64_t cycles;
   EndpointReport a, b;
+  std::optional<EndpointReport> c;  // when the scenario has a third endpoint
+  char peer = 'b';                   // A's planned peer at the end
   DirectionReport ab, ba;
   std::vector<Transition> transitions;
   LaneChannelStats ch_ab, ch_ba;

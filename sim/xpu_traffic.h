@@ -92,6 +92,10 @@ class Scoreboard {
   void resync(uint64_t stream_seed);
   uint64_t resyncs() const { return resyncs_; }
   uint64_t skipped_words() const { return skipped_; }
+  // The number of the message it expects next (after a resync, once it has learnt where the
+  // stream is): equal to the source's messages_sent() once the source's last message arrived.
+  uint64_t next_message() const { return msg_; }
+  bool resyncing() const { return resyncing_; }
 
   // As TrafficSource::Checkpoint: the generator only when drawn from (rx_ready below 1).
   struct Checkpoint {

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <fstream>
 #include <thread>
+#include <vector>
 
 namespace mxtb::app {
 
@@ -38,14 +39,23 @@ void print_result(const LinkPairConfig& cfg, const LinkPairResult& r, double wal
              r.cycles, cfg.clock_mhz, sim_us, wall_s, r.cycles / std::max(wall_s, 1e-9));
   fmt::print("  {:<3} {:<10} {:<16} {:>9} {:>10} {:>10} {:>8} {:>8} {:>8} {:>10}\n", "", "state",
              "reason", "peer", "frames_tx", "frames_rx", "crc_err", "replays", "retrains", "bad_blocks");
-  for (auto [name, e] : {std::pair{"A", &r.a}, std::pair{"B", &r.b}})
+  std::vector<std::pair<const char*, const sim::EndpointReport*>> eps{{"A", &r.a}, {"B", &r.b}};
+  if (r.c) eps.push_back({"C", &*r.c});
+  for (auto [name, e] : eps)
     fmt::print("  {:<3} {:<10} {:<16} {:>9} {:>10} {:>10} {:>8} {:>8} {:>8} {:>10}\n", name,
                link::to_string(e->state), link::to_string(e->reason),
                fmt::format("{}.{}", e->peer.xpu, e->peer.lane), e->frames_tx, e->frames_rx,
                e->crc_errors, e->replays, e->retrains, e->bad_blocks);
-  for (auto [name, d] : {std::pair{"A->B", &r.ab}, std::pair{"B->A", &r.ba}})
-    fmt::print("  {}: {} messages sent, {} delivered ({} words), {} scoreboard errors\n", name,
+  const bool moved = r.ab.resyncs > 0;
+  const std::string peer(1, static_cast<char>(r.peer - 32));
+  for (auto [name, d] : {std::pair{"A->" + peer, &r.ab}, std::pair{peer + "->A", &r.ba}}) {
+    fmt::print("  {}: {} messages sent, {} delivered ({} words), {} scoreboard errors", name,
                d->messages_sent, d->messages_delivered, d->words_delivered, d->errors);
+    if (moved)
+      fmt::print("; after {} planned peer moves (delivered counts every peer's stream): last message {}", d->resyncs,
+                 d->last_delivered ? "delivered" : "NOT delivered");
+    fmt::print("\n");
+  }
   fmt::print("  channels: A->B {} bits flipped, {} erasures, {} dark cycles; B->A {}, {}, {}\n",
              r.ch_ab.bits_flipped, r.ch_ab.erasures, r.ch_ab.dark_cycles, r.ch_ba.bits_flipped,
              r.ch_ba.erasures, r.ch_ba.dark_cycles);

@@ -164,7 +164,7 @@ void parse_fault(Fields f, std::vector<LinkAction>& out) {
   LinkAction a;
   a.cycle = f.uint<uint64_t>("at", 0);
   if (!f.has("at")) f.fail("at", "missing (the cycle at which the fault happens)");
-  std::string kind = f.choice("kind", "", {"dark", "ber", "swap_peer", "disable", "enable", "retrain"});
+  std::string kind = f.choice("kind", "", {"dark", "ber", "swap_peer", "move_peer", "disable", "enable", "retrain"});
   if (kind == "dark") {
     a.lane = parse_lane_sel(f);
     uint64_t cycles = f.uint<uint64_t>("cycles", 0, 1);
@@ -185,6 +185,15 @@ void parse_fault(Fields f, std::vector<LinkAction>& out) {
     uint64_t settle = f.uint<uint64_t>("settle_cycles", 200, 1);
     out.push_back(LinkAction{a.cycle, K::DarkOn, 2, 'a', 0});
     out.push_back(LinkAction{a.cycle, K::SwapPeer, 2, 'a', 0});
+    out.push_back(LinkAction{a.cycle + settle, K::DarkOff, 2, 'a', 0});
+  } else if (kind == "move_peer") {
+    // The controller re-points A's lane (bandwidth steering): to C ("c", the impostor's identity,
+    // now expected) or back to B; dark while the switch settles.
+    if (!f.has("to")) f.fail("to", "missing (the new peer: \"b\" or \"c\")");
+    char to = f.choice("to", "", {"b", "c"})[0];
+    uint64_t settle = f.uint<uint64_t>("settle_cycles", 200, 1);
+    out.push_back(LinkAction{a.cycle, K::DarkOn, 2, 'a', 0});
+    out.push_back(LinkAction{a.cycle, K::MovePeer, 2, to, 0});
     out.push_back(LinkAction{a.cycle + settle, K::DarkOff, 2, 'a', 0});
   } else {
     a.kind = kind == "disable" ? K::Disable : kind == "enable" ? K::Enable : K::Retrain;
@@ -275,6 +284,20 @@ LinkPairConfig random_link_pair_scenario(uint64_t seed) {
                       {"cycles", uni(10, 5000)}});
   }
   if (chance(0.2)) faults.push_back({{"at", uni(20000, tc - 1)}, {"kind", "retrain"}, {"endpoint", chance(0.5) ? "a" : "b"}});
+  // Drawn last, so the draws above stay as they were for every seed: one run in three steers A's
+  // lane to a third XPU (C) and back, once or twice, as bandwidth steering does; the last return
+  // leaves at least 20,000 cycles of traffic for the scoreboards to check after it.
+  if (chance(1.0 / 3)) {
+    uint64_t t = 20000;
+    const uint64_t trips = uni(1, 2), last = tc - 20000;
+    for (uint64_t n = 0; n < trips && t < last && (last - t) / (trips - n) >= 4000; ++n) {
+      const uint64_t span = (last - t) / (trips - n);
+      const uint64_t away = uni(t, t + span / 2), back = uni(away + 2000, t + span);
+      faults.push_back({{"at", away}, {"kind", "move_peer"}, {"to", "c"}, {"settle_cycles", uni(50, 2000)}});
+      faults.push_back({{"at", back}, {"kind", "move_peer"}, {"to", "b"}, {"settle_cycles", uni(50, 2000)}});
+      t = back + 2000;
+    }
+  }
   j["faults"] = faults;
   return parse_link_pair_scenario(j, fmt::format("random scenario (seed {})", seed));
 }
@@ -620,7 +643,7 @@ json to_json(const LinkPairResult& r) {
   auto dir = [](const DirectionReport& d) {
     return json{{"messages_sent", d.messages_sent}, {"messages_delivered", d.messages_delivered},
                 {"words_delivered", d.words_delivered}, {"errors", d.errors},
-                {"first_error", d.first_error}};
+                {"first_error", d.first_error}, {"peer_moves", d.resyncs}, {"last_delivered", d.last_delivered}};
   };
   auto ch = [](const LaneChannelStats& s) {
     return json{{"words", s.words}, {"bits_flipped", s.bits_flipped}, {"erasures", s.erasures},
@@ -631,10 +654,12 @@ json to_json(const LinkPairResult& r) {
     tr.push_back({{"cycle", t.cycle}, {"endpoint", std::string(1, t.endpoint)},
                   {"from", link::to_string(t.from)}, {"to", link::to_string(t.to)},
                   {"reason", link::to_string(t.reason)}});
-  return json{{"cycles", r.cycles}, {"passed", r.passed()}, {"failures", r.failures},
-              {"drained", r.drained}, {"a", ep(r.a)}, {"b", ep(r.b)},
+  json out{{"cycles", r.cycles}, {"passed", r.passed()}, {"failures", r.failures},
+              {"drained", r.drained}, {"a", ep(r.a)}, {"b", ep(r.b)}, {"peer", std::string(1, r.peer)},
               {"ab", dir(r.ab)}, {"ba", dir(r.ba)}, {"channel_ab", ch(r.ch_ab)},
               {"channel_ba", ch(r.ch_ba)}, {"transitions", tr}};
+  if (r.c) out["c"] = ep(*r.c);
+  return out;
 }
 
 sim::EmulatorConfig emulator_config(const FailoverScenario& s, const std::string& source,

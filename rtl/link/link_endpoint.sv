@@ -68,13 +68,14 @@ module link_endpoint
 
   logic [3:0]  state;   // link_pkg::link_state_e
   logic [3:0]  reason;  // link_pkg::reason_e
-  logic        active, enter_active, retrain, replay_exhausted, replay, frame_sent, flush, new_peer;
+  logic        active, enter_active, retrain, replay_exhausted, replay, frame_sent, flush, will_flush;
   logic [39:0] train_fields;
   logic [65:0] tx_block, rx_block;
   logic [63:0] tx_scrambled, rx_descrambled;
   logic        lock, hdr_valid, unused_bad_hdr;
   logic [15:0] rx_expect, rx_credit, peer_expect, peer_credit, ts_xpu, unused_unacked;
   logic [7:0]  ts_lane;
+  logic        ts_flush;
   logic        ack_req, nak_req, ack_sent, nak_sent;
   logic        peer_ack, peer_nak, peer_init, peer_hb, ts1, ts2;
   logic        bad_block, crc_err, frame_ok;
@@ -90,7 +91,7 @@ module link_endpoint
     .tx_data_i, .tx_valid_i, .tx_last_i, .tx_ready_o,
     .rx_expect_i(rx_expect), .rx_credit_i(rx_credit),
     .ack_req_i(ack_req), .nak_req_i(nak_req), .ack_sent_o(ack_sent), .nak_sent_o(nak_sent),
-    .peer_ack_i(peer_ack && !new_peer), .peer_nak_i(peer_nak), .peer_init_i(peer_init && !new_peer),
+    .peer_ack_i(peer_ack && !will_flush), .peer_nak_i(peer_nak), .peer_init_i(peer_init && !will_flush),
     .peer_expect_i(peer_expect), .peer_credit_i(peer_credit),
     .block_o(tx_block), .frame_sent_o(frame_sent), .replay_o(replay),
     .replay_exhausted_o(replay_exhausted), .unacked_o(unused_unacked)
@@ -119,7 +120,7 @@ module link_endpoint
     .ack_sent_i(ack_sent), .nak_sent_i(nak_sent),
     .peer_ack_o(peer_ack), .peer_nak_o(peer_nak), .peer_init_o(peer_init), .peer_hb_o(peer_hb),
     .peer_expect_o(peer_expect), .peer_credit_o(peer_credit),
-    .ts1_o(ts1), .ts2_o(ts2), .ts_xpu_o(ts_xpu), .ts_lane_o(ts_lane),
+    .ts1_o(ts1), .ts2_o(ts2), .ts_xpu_o(ts_xpu), .ts_lane_o(ts_lane), .ts_flush_o(ts_flush),
     .bad_block_o(bad_block), .crc_err_o(crc_err), .frame_ok_o(frame_ok)
   );
 
@@ -131,11 +132,11 @@ module link_endpoint
   ) u_train (
     .clk_i, .rst_ni, .enable_i, .retrain_req_i, .check_peer_i, .xpu_id_i, .lane_id_i,
     .expect_xpu_i, .expect_lane_i, .sd_i(lane_sd_i), .lock_i(lock),
-    .ts1_i(ts1), .ts2_i(ts2), .ts_xpu_i(ts_xpu), .ts_lane_i(ts_lane),
+    .ts1_i(ts1), .ts2_i(ts2), .ts_xpu_i(ts_xpu), .ts_lane_i(ts_lane), .ts_flush_i(ts_flush),
     .peer_init_i(peer_init), .peer_hb_i(peer_hb), .bad_block_i(bad_block),
     .rx_expect_i(rx_expect), .rx_credit_i(rx_credit), .replay_exhausted_i(replay_exhausted),
     .state_o(state), .reason_o(reason), .laser_o, .active_o(active),
-    .enter_active_o(enter_active), .retrain_o(retrain), .flush_o(flush), .new_peer_o(new_peer),
+    .enter_active_o(enter_active), .retrain_o(retrain), .flush_o(flush), .will_flush_o(will_flush),
     .train_fields_o(train_fields),
     .peer_xpu_o, .peer_lane_o, .irq_o, .irq_clear_i
   );

@@ -44,6 +44,7 @@ module link_rx
   output logic        ts2_o,
   output logic [15:0] ts_xpu_o,
   output logic [7:0]  ts_lane_o,
+  output logic        ts_flush_o,    // a TS2's flush flag: its sender restarts sequence state
   // events
   output logic        bad_block_o,   // invalid header, failed control check, unknown type
   output logic        crc_err_o,     // a frame failed its CRC or length check
@@ -95,6 +96,7 @@ module link_rx
   assign peer_credit_o = blk_data_i[39:24];
   assign ts_xpu_o      = blk_data_i[23:8];
   assign ts_lane_o     = blk_data_i[31:24];
+  assign ts_flush_o    = blk_data_i[32];
 
   assign rd_slot    = rd_q[SlotW-1:0];
   assign rx_valid_o = rd_q != expect_q;

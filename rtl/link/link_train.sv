@@ -3,6 +3,8 @@
 // Every training state has a timeout parameter; Active is watched by loss of signal, block lock,
 // the heartbeat timeout, an error-rate window, replay exhaustion and the peer restarting training.
 // Retrain after dropping an Active link turns the laser off, so the peer sees loss of signal and retrains as well.
+// Both sides agree on a flush of sequence state: a side that meets a new peer says so in its TS2s
+// (the flush flag), and the other side flushes too.
 // States and reason codes come from link_pkg (generated from rtl/link/link_defs.json).
 `include "mxtb_assert.svh"
 
@@ -37,6 +39,7 @@ module link_train
   input  logic        ts2_i,
   input  logic [15:0] ts_xpu_i,
   input  logic [7:0]  ts_lane_i,
+  input  logic        ts_flush_i,      // the TS2's flush flag (its sender meets a new peer)
   input  logic        peer_init_i,
   input  logic        peer_hb_i,
   input  logic        bad_block_i,
@@ -51,8 +54,8 @@ module link_train
   output logic        active_o,
   output logic        enter_active_o,
   output logic        retrain_o,       // pulse: entering Retrain
-  output logic        flush_o,         // pulse: becoming Active with a different peer than the last one
-  output logic        new_peer_o,      // Ts2/CreditInit with a different peer: its acks are not ours yet
+  output logic        flush_o,         // pulse: becoming Active with sequence state restarting (below)
+  output logic        will_flush_o,    // Ts2/CreditInit towards a flush: the peer's acks are not ours yet
   output logic [39:0] train_fields_o,  // control block to send while not Active
   output logic [15:0] peer_xpu_o,
   output logic [7:0]  peer_lane_o,
@@ -70,6 +73,9 @@ module link_train
   logic [7:0]  cand_lane_q, cand_lane_d, peer_lane_q, peer_lane_d;
   logic        init_seen_q, init_seen_d, enable_q, irq_q;
   logic        had_peer_q, had_peer_d;  // the link has been Active (with act_*_q)
+  logic        cand_flush_q, cand_flush_d;  // the Ts1 candidate's TS2s carried the flush flag
+  logic        peer_flush_q, peer_flush_d;  // the peer's TS2s carried it: it restarts sequence state
+  logic        new_peer;                // Ts2/CreditInit with a peer other than the last Active one
   logic [15:0] act_xpu_q, act_xpu_d;     // the peer it was last Active with
   logic [7:0]  act_lane_q, act_lane_d;
   logic        quiet_q;                 // this Retrain keeps the laser off
@@ -88,8 +94,13 @@ module link_train
                             (st_q == link_pkg::StRetrain && quiet_q));
   assign active_o       = st_q == link_pkg::StActive;
   assign enter_active_o = st_d == link_pkg::StActive && st_q != link_pkg::StActive;
-  assign new_peer_o     = (st_q == link_pkg::StTs2 || st_q == link_pkg::StCreditInit) && had_peer_q &&
+  assign new_peer       = (st_q == link_pkg::StTs2 || st_q == link_pkg::StCreditInit) && had_peer_q &&
                           (peer_xpu_q != act_xpu_q || peer_lane_q != act_lane_q);
+  // A side flushes when it meets a new peer, or when its peer (the same one as before) says it
+  // does: the peer was Active with someone else meanwhile and restarts at sequence 0. A link that
+  // was never Active has nothing to flush: its state is the reset state the flush would leave.
+  assign will_flush_o   = new_peer || ((st_q == link_pkg::StTs2 || st_q == link_pkg::StCreditInit) &&
+                                       had_peer_q && peer_flush_q);
   assign retrain_o      = st_d == link_pkg::StRetrain && st_q != link_pkg::StRetrain;
   assign peer_xpu_o     = peer_xpu_q;
   assign peer_lane_o    = peer_lane_q;
@@ -98,10 +109,12 @@ module link_train
   always_comb begin
     unique case (st_q)
       link_pkg::StTs1:        train_fields_o = {8'h0, lane_id_i, xpu_id_i, link_pkg::CtlTs1};
-      link_pkg::StTs2:        train_fields_o = {8'h0, lane_id_i, xpu_id_i, link_pkg::CtlTs2};
-      // A new peer gets the state the flush on becoming Active will leave: expect 0, RX_SLOTS credit.
-      link_pkg::StCreditInit: train_fields_o = new_peer_o ? {16'(RX_SLOTS), 16'h0, link_pkg::CtlCreditInit} :
-                                                            {rx_credit_i, rx_expect_i, link_pkg::CtlCreditInit};
+      // The flush flag says this side meets a new peer, so that the peer flushes too.
+      link_pkg::StTs2:        train_fields_o = {7'h0, new_peer, lane_id_i, xpu_id_i, link_pkg::CtlTs2};
+      // Towards a flush the peer gets the state the flush on becoming Active will leave: expect 0,
+      // RX_SLOTS credit.
+      link_pkg::StCreditInit: train_fields_o = will_flush_o ? {16'(RX_SLOTS), 16'h0, link_pkg::CtlCreditInit} :
+                                                              {rx_credit_i, rx_expect_i, link_pkg::CtlCreditInit};
       default:      train_fields_o = {32'h0, link_pkg::CtlIdle};
     endcase
   end
@@ -118,6 +131,8 @@ module link_train
     cand_lane_d = cand_lane_q;
     peer_xpu_d  = peer_xpu_q;
     peer_lane_d = peer_lane_q;
+    cand_flush_d = cand_flush_q;
+    peer_flush_d = peer_flush_q;
     act_xpu_d   = st_q == link_pkg::StActive ? peer_xpu_q : act_xpu_q;
     act_lane_d  = st_q == link_pkg::StActive ? peer_lane_q : act_lane_q;
     ts_cnt_d    = ts_cnt_q;
@@ -171,11 +186,13 @@ module link_train
         link_pkg::StTs1: begin
           if (ts1_i || ts2_i) begin
             if (ts_xpu_i == cand_xpu_q && ts_lane_i == cand_lane_q) begin
-              ts_cnt_d = ts_cnt_q + 16'd1;
+              ts_cnt_d     = ts_cnt_q + 16'd1;
+              cand_flush_d = cand_flush_q || (ts2_i && ts_flush_i);
             end else begin
-              cand_xpu_d  = ts_xpu_i;
-              cand_lane_d = ts_lane_i;
-              ts_cnt_d    = 16'd1;
+              cand_xpu_d   = ts_xpu_i;
+              cand_lane_d  = ts_lane_i;
+              ts_cnt_d     = 16'd1;
+              cand_flush_d = ts2_i && ts_flush_i;
             end
           end
           if (link_lost) begin
@@ -186,9 +203,10 @@ module link_train
               st_d  = link_pkg::StDisabled;  // never Active with the wrong peer
               rsn_d = link_pkg::RsnWrongPeer;
             end else begin
-              st_d        = link_pkg::StTs2;
-              peer_xpu_d  = cand_xpu_q;
-              peer_lane_d = cand_lane_q;
+              st_d         = link_pkg::StTs2;
+              peer_xpu_d   = cand_xpu_q;
+              peer_lane_d  = cand_lane_q;
+              peer_flush_d = cand_flush_q;
             end
           end else if (timer_q >= 32'(TS_TIMEOUT)) begin
             st_d  = link_pkg::StRetrain;
@@ -196,7 +214,10 @@ module link_train
           end
         end
         link_pkg::StTs2: begin
-          if (ts2_i && ts_xpu_i == peer_xpu_q && ts_lane_i == peer_lane_q) ts_cnt_d = ts_cnt_q + 16'd1;
+          if (ts2_i && ts_xpu_i == peer_xpu_q && ts_lane_i == peer_lane_q) begin
+            ts_cnt_d     = ts_cnt_q + 16'd1;
+            peer_flush_d = peer_flush_q || ts_flush_i;
+          end
           if (link_lost) begin
             st_d  = link_pkg::StRetrain;
             rsn_d = lost_reason;
@@ -208,6 +229,8 @@ module link_train
           end
         end
         link_pkg::StCreditInit: begin
+          // The peer may still be in Ts2 (this side left it on the peer's TS2 count).
+          if (ts2_i && ts_xpu_i == peer_xpu_q && ts_lane_i == peer_lane_q && ts_flush_i) peer_flush_d = 1'b1;
           if (link_lost) begin
             st_d  = link_pkg::StRetrain;
             rsn_d = lost_reason;
@@ -218,8 +241,9 @@ module link_train
             // both directions afresh, but only once the link is Active with it. A peer glimpsed in
             // Ts1 while mesh elements move, or one that dies in Ts2/CreditInit before the link is
             // Active (the mesh then goes back to the old peer), must not cost the old peer its
-            // frames: until then new_peer_o keeps the new peer's acks out of the old state.
-            flush_o = new_peer_o;
+            // frames: until then will_flush_o keeps the new peer's acks out of the old state. The
+            // old peer flushes too when this side's TS2s said it would (peer_flush_q).
+            flush_o = will_flush_o;
           end else if (timer_q >= 32'(TS_TIMEOUT)) begin
             st_d  = link_pkg::StRetrain;
             rsn_d = link_pkg::RsnCreditTimeout;
@@ -248,6 +272,9 @@ module link_train
       endcase
     end
 
+    // The flag belongs to one training: kept from Ts1's candidate through Ts2 and CreditInit.
+    if (st_q != link_pkg::StTs1 || st_d != st_q) cand_flush_d = 1'b0;
+    if (st_d != link_pkg::StTs2 && st_d != link_pkg::StCreditInit) peer_flush_d = 1'b0;
     if (st_d != st_q) begin
       ts_cnt_d    = '0;
       init_seen_d = 1'b0;
@@ -276,6 +303,8 @@ module link_train
       act_lane_q  <= '0;
       init_seen_q <= 1'b0;
       had_peer_q  <= 1'b0;
+      cand_flush_q <= 1'b0;
+      peer_flush_q <= 1'b0;
       quiet_q     <= 1'b0;
       enable_q    <= 1'b0;
       irq_q       <= 1'b0;
@@ -296,6 +325,8 @@ module link_train
       act_lane_q  <= act_lane_d;
       init_seen_q <= init_seen_d;
       had_peer_q  <= had_peer_d;
+      cand_flush_q <= cand_flush_d;
+      peer_flush_q <= peer_flush_d;
       if (st_d == link_pkg::StRetrain && st_q != link_pkg::StRetrain)
         quiet_q <= st_q == link_pkg::StActive || retrain_req_i;
       enable_q    <= enable_i;
@@ -379,6 +410,37 @@ module link_train
           f_checked_q) ||
           (peer_xpu_q == f_exp_xpu_q && peer_lane_q == f_exp_lane_q))
   `ASSERT(train_active_laser_on, st_q != TActive || laser_o)
+
+  // The flush rule (docs/link-layer.md, "Reliability"), both ways: a link becoming Active flushes
+  // exactly when it was Active before and either meets a new peer or its peer's TS2s carried the
+  // flush flag; it never flushes otherwise; and its TS2s carry the flag exactly when it meets a
+  // new peer.
+  logic f_flush_q, f_prev_had_peer_q, f_prev_new_peer_q, f_prev_peer_flush_q;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      f_flush_q           <= 1'b0;
+      f_prev_had_peer_q   <= 1'b0;
+      f_prev_new_peer_q   <= 1'b0;
+      f_prev_peer_flush_q <= 1'b0;
+    end else begin
+      f_flush_q           <= flush_o;
+      f_prev_had_peer_q   <= had_peer_q;
+      f_prev_new_peer_q   <= new_peer;
+      f_prev_peer_flush_q <= peer_flush_q;
+    end
+  end
+  logic f_entered_active;
+  assign f_entered_active = f_prev_st_q == TInit && st_q == TActive;
+  `ASSERT(train_flush_iff_rule, !f_entered_active ||
+          f_flush_q == (f_prev_had_peer_q && (f_prev_new_peer_q || f_prev_peer_flush_q)))
+  `ASSERT(train_flush_only_entering_active, !f_flush_q || f_entered_active)
+  `ASSERT(train_ts2_flag_is_new_peer, st_q != TTs2 || train_fields_o[32] == new_peer)
+  `ASSERT(train_flush_flag_only_in_training, peer_flush_q == 1'b0 || st_q == TTs2 || st_q == TInit)
+  `COVER(cov_flush_new_peer, f_entered_active && f_flush_q && f_prev_new_peer_q)
+  `COVER(cov_flush_peer_flag_only, f_entered_active && f_flush_q && !f_prev_new_peer_q)
+  `COVER(cov_no_flush_same_peer, f_entered_active && f_prev_had_peer_q && !f_flush_q)
+  `COVER(cov_no_flush_never_active, f_entered_active && !f_prev_had_peer_q && f_prev_peer_flush_q)
+  `COVER(cov_ts2_flag_sent, st_q == TTs2 && new_peer)
 
   `COVER(cov_train_reset, st_q == TReset)
   `COVER(cov_train_detect, st_q == TDetect)

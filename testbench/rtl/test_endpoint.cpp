@@ -11,6 +11,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <vector>
@@ -132,7 +133,9 @@ class PeerBench {
   }
 
   // Plays a well-behaved peer through training: TS1, TS2, CreditInit, as the RTL asks for them.
-  void train(uint16_t credit = 8, uint16_t peer_xpu = kPeerXpu, uint8_t peer_lane = 0) {
+  // flush_flag: the peer's TS2s say it restarts its sequence state (it was Active with another
+  // peer meanwhile).
+  void train(uint16_t credit = 8, uint16_t peer_xpu = kPeerXpu, uint8_t peer_lane = 0, bool flush_flag = false) {
     peer_credit = credit;
     peer_id = EndpointIdentity{peer_xpu, peer_lane};
     REQUIRE(run_until([&] { return state() == LinkState::Ts1; }, 5000));
@@ -144,7 +147,7 @@ class PeerBench {
     };
     uint32_t ts = peer_xpu | (uint32_t{peer_lane} << 16);  // TS fields: {lane, xpu}
     feed(LinkState::Ts1, CtlType::Ts1, ts);
-    feed(LinkState::Ts2, CtlType::Ts2, ts);
+    feed(LinkState::Ts2, CtlType::Ts2, ts | (uint32_t{flush_flag} << 24));  // flag: payload bit 32
     feed(LinkState::CreditInit, CtlType::CreditInit, ack_fields());
     auto_hb = true;
   }
@@ -833,6 +836,82 @@ TEST_CASE("a retrain to the same peer keeps sequence state; a new peer starts bo
   CHECK(b.sof_seqs(mark) == std::vector<uint16_t>{0});
   REQUIRE(b.delivered.size() == 3);
   CHECK(b.delivered[2].first == 200);
+}
+
+TEST_CASE("TS2s carry the flush flag exactly when the link meets a new peer") {
+  PeerBench b;
+  b.m.check_peer_i = 0;
+  auto ts2_flags = [&](size_t from) {
+    std::vector<uint32_t> flags;
+    for (auto& [c, ctl] : b.ctl_sent(from, CtlType::Ts2)) flags.push_back(ctl.fields >> 24);
+    return flags;
+  };
+  auto all_are = [](const std::vector<uint32_t>& v, uint32_t x) {
+    return !v.empty() && std::all_of(v.begin(), v.end(), [&](uint32_t f) { return f == x; });
+  };
+  b.train(8, kPeerXpu);
+  CHECK(all_are(ts2_flags(0), 0));  // the first peer: nothing to flush
+  size_t mark = b.from_dut.size();
+  b.blink_to_retrain();
+  b.train(8, kPeerXpu);
+  CHECK(all_are(ts2_flags(mark), 0));  // the same peer again
+  mark = b.from_dut.size();
+  b.blink_to_retrain();
+  b.train(8, 9);
+  CHECK(all_are(ts2_flags(mark), 1));  // a new peer: flag set (bit 32 of the block, bit 24 of the fields)
+  mark = b.from_dut.size();
+  b.blink_to_retrain();
+  b.train(8, kPeerXpu);
+  CHECK(all_are(ts2_flags(mark), 1));  // back to the first: new again, since it was Active with 9
+}
+
+TEST_CASE("a peer whose TS2s carry the flush flag makes this side flush too, though it is the same peer") {
+  // The one-sided peer change: the peer (XPU 2) was Active with another XPU meanwhile and comes
+  // back flushed; this side never changed peer. Without the flag it would resume at sequence 3
+  // while the peer expects 0 (traces/scenarios/link/peer-moves-and-returns.json shows the retrain
+  // loop that follows with three real endpoints).
+  PeerBench b;
+  b.train(8, kPeerXpu);
+  for (uint64_t i = 0; i < 3; ++i) b.xpu_tx.push_back({i, true});
+  b.push_frame(0, {100}, true);
+  b.push_frame(1, {101}, true);
+  b.run(80);
+  REQUIRE(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2});
+  REQUIRE(b.delivered.size() == 2);
+  b.peer_expect = 1;  // frames 1 and 2 unacknowledged: the flush drops them
+  b.push_ctl(CtlType::Ack, b.ack_fields());
+  b.run(20);
+
+  b.blink_to_retrain();
+  b.peer_expect = 0;  // the peer restarted at 0
+  size_t before = b.from_dut.size();
+  b.train(8, kPeerXpu, 0, /*flush_flag=*/true);
+  REQUIRE(b.state() == LinkState::Active);
+  CHECK(b.m.peer_xpu_o == kPeerXpu);
+  // The CreditInit already advertises the flushed state: expect 0, RX_SLOTS credit (not expect 2).
+  auto inits = b.ctl_sent(before, CtlType::CreditInit);
+  REQUIRE_FALSE(inits.empty());
+  for (auto& [c, ctl] : inits) CHECK(ctl.fields == (8u << 16));
+  size_t mark = b.from_dut.size();
+  b.xpu_tx.push_back({7, true});
+  b.push_frame(0, {300}, true);  // the peer's first frame after its flush
+  b.run(kReplayTimeout / 2);
+  CHECK(b.sof_seqs(mark) == std::vector<uint16_t>{0});  // not 1 and 2 again, not 3
+  REQUIRE(b.delivered.size() == 3);
+  CHECK(b.delivered[2].first == 300);
+  CHECK(b.state() == LinkState::Active);
+}
+
+TEST_CASE("a link never Active before keeps what its XPU queued when its peer's TS2s carry the flush flag") {
+  PeerBench b;
+  b.xpu_tx.push_back({42, true});  // handed over before the first Active: nothing to flush
+  b.train(8, kPeerXpu, 0, /*flush_flag=*/true);
+  REQUIRE(b.state() == LinkState::Active);
+  b.run(60);
+  CHECK(b.sof_seqs() == std::vector<uint16_t>{0});
+  auto inits = b.ctl_sent(0, CtlType::CreditInit);
+  REQUIRE_FALSE(inits.empty());
+  CHECK(inits.front().second.fields == (8u << 16));  // expect 0 and credit 8 all the same
 }
 
 TEST_CASE("frames and acknowledgements from a transmitter other than the trained peer are refused") {

@@ -64,6 +64,8 @@ TEST_CASE("bad scenarios are rejected with the file, the field and the problem")
   CHECK(error_of(json::parse(R"({"lanes": {"ab": {"ber": "high"}}})")).find("$.lanes.ab.ber: must be a number") != std::string::npos);
   CHECK(error_of(json::parse(R"({"faults": [{"kind": "dark", "cycles": 4}]})")).find("$.faults[0].at: missing") != std::string::npos);
   CHECK(error_of(json::parse(R"({"faults": [{"at": 1, "kind": "explode"}]})")).find("$.faults[0].kind: \"explode\" is not one of") != std::string::npos);
+  CHECK(error_of(json::parse(R"({"faults": [{"at": 1, "kind": "move_peer"}]})")).find("$.faults[0].to: missing (the new peer") != std::string::npos);
+  CHECK(error_of(json::parse(R"({"faults": [{"at": 1, "kind": "move_peer", "to": "d"}]})")).find("$.faults[0].to: \"d\" is not one of b, c") != std::string::npos);
   CHECK(error_of(json::parse(R"({"expect": {"state_a": "Happy"}})")).find("$.expect.state_a: \"Happy\" is not a known name") != std::string::npos);
   CHECK(error_of(json::parse(R"({"traffic": {"ab": {"min_words": 9, "max_words": 3}}})")).find("max_words: must be >= min_words") != std::string::npos);
   CHECK(error_of(json::parse(R"([1, 2])")) == "test.json: $: must be an object");
@@ -86,4 +88,28 @@ TEST_CASE("random scenarios are valid and a function of their seed") {
     CHECK(a.ab.latency_cycles >= 1);
   }
   CHECK(to_json(random_link_pair_scenario(1)) != to_json(random_link_pair_scenario(2)));
+}
+
+TEST_CASE("move_peer: dark, the planned move, light again; random scenarios steer A's lane and bring it back") {
+  LinkPairConfig c = parse_link_pair_scenario(
+      json::parse(R"({"faults": [{"at": 100, "kind": "move_peer", "to": "c", "settle_cycles": 50}]})"), "x");
+  REQUIRE(c.actions.size() == 3);
+  CHECK(c.actions[0].kind == LinkAction::Kind::DarkOn);
+  CHECK(c.actions[1].kind == LinkAction::Kind::MovePeer);
+  CHECK(c.actions[1].endpoint == 'c');
+  CHECK(c.actions[2].kind == LinkAction::Kind::DarkOff);
+  CHECK(c.actions[2].cycle == 150);
+  int with_moves = 0;
+  for (uint64_t s = 1; s <= 60; ++s) {
+    LinkPairConfig r = random_link_pair_scenario(s);
+    std::vector<char> moves;
+    for (const auto& a : r.actions)
+      if (a.kind == LinkAction::Kind::MovePeer) moves.push_back(a.endpoint);
+    if (moves.empty()) continue;
+    ++with_moves;
+    CHECK(moves.back() == 'b');  // always back to B: both ends are checked Active at the end
+    for (size_t i = 0; i < moves.size(); ++i) CHECK(moves[i] == (i % 2 ? 'b' : 'c'));
+  }
+  CHECK(with_moves >= 10);  // about one seed in three
+  CHECK(with_moves <= 35);
 }
