@@ -14,6 +14,9 @@
 #   prove N   bounded model check to depth N from reset, then k-induction with k = N: both
 #             passing proves every assertion for all reachable states (unbounded)
 #   bmc N     bounded model check to depth N only
+#   abc N     bounded model check to depth N (frames 0..N-1) with ABC's bmc3 on the bit-level
+#             AIG (yosys-abc, from the same Debian package), after signal-correspondence
+#             reduction: for models whose CRC and scramblers drown an SMT solver (the link pair)
 # A failure writes the counterexample as VCD (GTKWave opens it), prints the failing property and
 # the command that reruns the group, and the script exits 1. results.tsv in --out gets one line
 # per group: group, top, mode, depth, status, seconds.
@@ -37,6 +40,7 @@ link_train_small|link_train|RESET_CYCLES=2 DETECT_STABLE=2 DETECT_TIMEOUT=8 LOCK
 link_rx_small|link_rx|MAX_WORDS=2 RX_SLOTS=2|prove 4|@gen/link_pkg.sv common/crc32_d64.sv link/link_rx.sv
 link_tx_small|link_tx|MAX_WORDS=2 REPLAY_DEPTH=2 HB_PERIOD=4 REPLAY_TIMEOUT=4 MAX_REPLAYS=2|prove 4|@gen/link_pkg.sv common/crc32_d64.sv link/link_tx.sv
 link_train_default|link_train||bmc 24|@gen/link_pkg.sv link/link_train.sv
+link_pair_bmc|link_pair_formal||abc 27|@gen/link_pkg.sv common/crc32_d64.sv common/scrambler58.sv common/descrambler58.sv link/link_block_lock.sv link/link_tx.sv link/link_rx.sv link/link_train.sv link/link_endpoint.sv formal/pair/pair_channel.sv formal/pair/pair_xpu.sv formal/pair/link_pair_formal.sv
 '
 
 die() { echo "formal: $*" >&2; exit 2; }
@@ -93,9 +97,37 @@ for g in "${groups[@]}"; do
   chp=""
   for p in $params; do chp+=" -chparam ${p%%=*} ${p#*=}"; done
   start=$(date +%s.%N)
+  if [ "$mode" = abc ]; then
+    # The AIG flow of SymbiYosys's abc engine: free inputs ($anyseq) and uninitialised registers
+    # (the buffers' memories) become AIG inputs, assertions bad-state outputs in the order Yosys
+    # lists its $assert cells, which asserts.txt keeps to name a failing one.
+    if ! yosys -q -l "$dir/yosys.log" -p "read_verilog -formal -sv -I$RTL/common ${srcs[*]}; \
+        hierarchy -check -top $top$chp; prep -top $top; flatten; memory_map; opt -fast; async2sync; \
+        chformal -assume -early; chformal -live -fair -cover -remove; opt_clean; setundef -anyseq; \
+        opt -keepdc -fast; techmap; opt -fast -nodffe -nosdff; dffunmap; abc -g AND -fast; opt_clean; \
+        tee -q -o $dir/asserts.txt select -list t:\$assert; write_aiger -zinit $dir/model.aig" > "$dir/yosys.out" 2>&1; then
+      cat "$dir/yosys.out" >&2
+      echo "formal: $name: Yosys failed (log: $dir/yosys.log); rerun: $(rerun_cmd "$name")" >&2
+      failed=1
+      continue
+    fi
+    yosys-abc -c "read_aiger $dir/model.aig; fold; strash; dc2; &get -n; &scorr; &put; dc2; bmc3 -F $depth -v; \
+        write_cex -a $dir/cex.aiw" > "$dir/bmc.log" 2>&1 || true
+    if grep -q "No output asserted in $depth frames" "$dir/bmc.log"; then
+      status="bounded to depth $depth"
+    else
+      status="FAILED (bmc)"
+      # "Output 12 of miter ... was asserted in frame 26": name the property.
+      out=$(grep -oE "Output [0-9]+ .*asserted in frame [0-9]+" "$dir/bmc.log" | head -1)
+      idx=$(echo "$out" | grep -oE "^Output [0-9]+" | grep -oE "[0-9]+")
+      if [ -n "$idx" ]; then
+        prop=$(grep -v '^$' "$dir/asserts.txt" | sed -n "$((idx + 1))p" | sed 's/.*[.\]//')
+        echo "  Assert failed in $top: $prop ($out)" > "$dir/bmc.log.failed"
+      fi
+    fi
   # async2sync: the asynchronous resets as the solver's synchronous model; memories become
   # registers (the shrunk ones are small).
-  if ! yosys -q -l "$dir/yosys.log" -p "read_verilog -formal -sv -I$RTL/common ${srcs[*]}; \
+  elif ! yosys -q -l "$dir/yosys.log" -p "read_verilog -formal -sv -I$RTL/common ${srcs[*]}; \
       hierarchy -check -top $top$chp; prep -flatten -top $top; async2sync; dffunmap; memory_map; opt_clean; \
       write_smt2 -wires $dir/model.smt2" > "$dir/yosys.out" 2>&1; then
     cat "$dir/yosys.out" >&2
@@ -103,21 +135,23 @@ for g in "${groups[@]}"; do
     failed=1
     continue
   fi
-  status=""
-  # z3 4.8.12 stalls on the incremental queries of some of these models; unrolled it answers in
-  # seconds.
-  smt=(-s "$SOLVER")
-  [ "$SOLVER" = z3 ] && smt+=(--unroll)
-  if ! yosys-smtbmc "${smt[@]}" --presat -t "$depth" --dump-vcd "$dir/cex.vcd" "$dir/model.smt2" > "$dir/bmc.log" 2>&1; then
-    status="FAILED (bmc)"
-  elif [ "$mode" = prove ]; then
-    if yosys-smtbmc "${smt[@]}" --presat -i -t "$depth" --dump-vcd "$dir/cex-induction.vcd" "$dir/model.smt2" > "$dir/induction.log" 2>&1; then
-      status="proven (k-induction, k=$depth)"
+  if [ "$mode" != abc ]; then
+    status=""
+    # z3 4.8.12 stalls on the incremental queries of some of these models; unrolled it answers in
+    # seconds.
+    smt=(-s "$SOLVER")
+    [ "$SOLVER" = z3 ] && smt+=(--unroll)
+    if ! yosys-smtbmc "${smt[@]}" --presat -t "$depth" --dump-vcd "$dir/cex.vcd" "$dir/model.smt2" > "$dir/bmc.log" 2>&1; then
+      status="FAILED (bmc)"
+    elif [ "$mode" = prove ]; then
+      if yosys-smtbmc "${smt[@]}" --presat -i -t "$depth" --dump-vcd "$dir/cex-induction.vcd" "$dir/model.smt2" > "$dir/induction.log" 2>&1; then
+        status="proven (k-induction, k=$depth)"
+      else
+        status="FAILED (induction)"
+      fi
     else
-      status="FAILED (induction)"
+      status="bounded to depth $depth"
     fi
-  else
-    status="bounded to depth $depth"
   fi
   secs=$(echo "$(date +%s.%N) - $start" | bc)
   secs=$(printf '%.1f' "$secs")
@@ -128,9 +162,12 @@ for g in "${groups[@]}"; do
       log="$dir/bmc.log"; vcd="$dir/cex.vcd"
       [ "$status" = "FAILED (induction)" ] && log="$dir/induction.log" && vcd="$dir/cex-induction.vcd"
       echo "formal: $name ($top$([ -n "$params" ] && echo " $params")): $status in ${secs}s" >&2
-      grep -E "Assert(ion)? failed|failed!" "$log" | sed 's/^## *[0-9:]* */  /' >&2 || tail -5 "$log" >&2
+      if [ -f "$dir/bmc.log.failed" ]; then cat "$dir/bmc.log.failed" >&2
+      else grep -E "Assert(ion)? failed|failed!" "$log" | sed 's/^## *[0-9:]* */  /' >&2 || tail -5 "$log" >&2; fi
       if [ -f "$vcd" ]; then
         echo "  counterexample: $vcd (gtkwave $vcd)" >&2
+      elif [ -f "$dir/cex.aiw" ]; then
+        echo "  counterexample: $dir/cex.aiw (an AIGER witness of the reduced model: the failing frame and property above)" >&2
       fi
       [ "$status" = "FAILED (induction)" ] &&
         echo "  (an induction counterexample may start in an unreachable state: a missing helper invariant)" >&2

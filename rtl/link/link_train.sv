@@ -442,6 +442,82 @@ module link_train
   `COVER(cov_no_flush_never_active, f_entered_active && !f_prev_had_peer_q && f_prev_peer_flush_q)
   `COVER(cov_ts2_flag_sent, st_q == TTs2 && new_peer)
 
+  // Every reason a link leaves Active or fails to train, both ways (docs/link-layer.md, "Training
+  // and states" and "Monitors in Active"): with no control override at the last edge, the link
+  // leaves with reason R exactly when R's rule held there and no rule before it in the table did,
+  // and a state whose rules all fail is kept. The first direction bounds what a fault does; the
+  // second is where a link would retrain for no reason, costing bandwidth without failing a
+  // scoreboard. Conditions are those the state machine saw at the last edge.
+  `ASSERT_PAST(f_p_en, 1, enable_i)
+  `ASSERT_PAST(f_p_req, 1, retrain_req_i)
+  `ASSERT_PAST(f_p_sd, 1, sd_i)
+  `ASSERT_PAST(f_p_lock, 1, lock_i)
+  `ASSERT_PAST(f_p_hb_out, 1, hb_timer_q >= 32'(HB_TIMEOUT))
+  `ASSERT_PAST(f_p_err_over, 1, err_cnt_q > 16'(ERR_THRESHOLD))
+  `ASSERT_PAST(f_p_rex, 1, replay_exhausted_i)
+  `ASSERT_PAST(f_p_ts1, 1, ts1_i)
+  `ASSERT_PAST(f_p_rsn, 4, rsn_q)
+  `ASSERT_PAST(f_p_sd_stable, 1, sd_cnt_q >= 16'(DETECT_STABLE))
+  `ASSERT_PAST(f_p_detect_out, 1, timer_q >= 32'(DETECT_TIMEOUT))
+  `ASSERT_PAST(f_p_lock_out, 1, timer_q >= 32'(LOCK_TIMEOUT))
+  `ASSERT_PAST(f_p_ts_out, 1, timer_q >= 32'(TS_TIMEOUT))
+  `ASSERT_PAST(f_p_ts1_done, 1, ts_cnt_q >= 16'(TS_COUNT))
+  `ASSERT_PAST(f_p_wrong_peer, 1, check_peer_i && (cand_xpu_q != expect_xpu_i || cand_lane_q != expect_lane_i))
+  `ASSERT_PAST(f_p_ts2_done, 1, (ts_cnt_q >= 16'(TS_COUNT) || init_seen_q) && timer_q >= 32'(TS_COUNT))
+  `ASSERT_PAST(f_p_init_done, 1, (init_seen_q || peer_hb_i) && timer_q >= 32'(TS_COUNT))
+  logic f_free, f_lost, f_in_ts, f_from_active, f_stay;
+  assign f_free        = f_past_rst_n && f_p_en && !f_p_req;  // no control override at the last edge
+  assign f_lost        = !f_p_sd || !f_p_lock;
+  assign f_in_ts       = f_prev_st_q == TTs1 || f_prev_st_q == TTs2 || f_prev_st_q == TInit;
+  assign f_from_active = f_free && f_prev_st_q == TActive;
+  assign f_stay        = st_q == f_prev_st_q;
+  function automatic logic f_is(input logic [3:0] st, input logic [3:0] rsn, input logic [3:0] want_st,
+                                input logic [3:0] want_rsn);
+    f_is = st == want_st && rsn == want_rsn;
+  endfunction
+  // Active's monitors, in the table's order of precedence.
+  `ASSERT(rsn_loss_of_signal_iff, !(f_from_active || (f_free && (f_in_ts || f_prev_st_q == TLock))) ||
+          (!f_p_sd == f_is(st_q, rsn_q, TRetrain, link_pkg::RsnLossOfSignal)))
+  `ASSERT(rsn_block_lock_lost_iff, !(f_from_active || (f_free && f_in_ts)) ||
+          ((f_p_sd && !f_p_lock) == f_is(st_q, rsn_q, TRetrain, link_pkg::RsnBlockLockLost)))
+  `ASSERT(rsn_heartbeat_timeout_iff, !f_from_active ||
+          ((!f_lost && f_p_hb_out) == f_is(st_q, rsn_q, TRetrain, link_pkg::RsnHeartbeatTimeout)))
+  `ASSERT(rsn_error_rate_iff, !f_from_active ||
+          ((!f_lost && !f_p_hb_out && f_p_err_over) == f_is(st_q, rsn_q, TRetrain, link_pkg::RsnErrorRate)))
+  `ASSERT(rsn_replay_exhausted_iff, !f_from_active ||
+          ((!f_lost && !f_p_hb_out && !f_p_err_over && f_p_rex) ==
+           f_is(st_q, rsn_q, TRetrain, link_pkg::RsnReplayExhausted)))
+  `ASSERT(rsn_peer_retrain_iff, !f_from_active ||
+          ((!f_lost && !f_p_hb_out && !f_p_err_over && !f_p_rex && f_p_ts1) ==
+           f_is(st_q, rsn_q, TRetrain, link_pkg::RsnPeerRetrain)))
+  `ASSERT(active_kept_without_a_reason, !f_from_active ||
+          ((!f_lost && !f_p_hb_out && !f_p_err_over && !f_p_rex && !f_p_ts1) == (st_q == TActive)))
+  // Control: enable_i low disables from any state; retrain_req_i retrains any state that can.
+  `ASSERT(rsn_admin_disabled_iff, !(f_past_rst_n && f_prev_st_q != TDisabled) ||
+          (!f_p_en == f_is(st_q, rsn_q, TDisabled, link_pkg::RsnAdminDisabled)))
+  `ASSERT(rsn_retrain_request_iff, !(f_past_rst_n && f_p_en && f_prev_st_q != TReset && f_prev_st_q != TRetrain &&
+          f_prev_st_q != TDisabled) || (f_p_req == f_is(st_q, rsn_q, TRetrain, link_pkg::RsnRetrainRequest)))
+  // Training: each step's timeout, and Ts1's peer check.
+  `ASSERT(rsn_detect_timeout_iff, !(f_free && f_prev_st_q == TDetect) ||
+          ((!f_p_sd_stable && f_p_detect_out) == (f_stay && rsn_q == link_pkg::RsnDetectTimeout && timer_q == 0)))
+  `ASSERT(rsn_detect_timeout_only_on_timeout, !(f_past_rst_n && f_prev_st_q == TDetect && f_stay &&
+          f_p_rsn != link_pkg::RsnDetectTimeout && rsn_q == link_pkg::RsnDetectTimeout) || f_p_detect_out)
+  `ASSERT(rsn_lock_timeout_iff, !(f_free && f_prev_st_q == TLock) ||
+          ((f_p_sd && !f_p_lock && f_p_lock_out) == f_is(st_q, rsn_q, TRetrain, link_pkg::RsnLockTimeout)))
+  `ASSERT(rsn_ts1_timeout_iff, !(f_free && f_prev_st_q == TTs1) ||
+          ((!f_lost && !f_p_ts1_done && f_p_ts_out) == f_is(st_q, rsn_q, TRetrain, link_pkg::RsnTs1Timeout)))
+  `ASSERT(rsn_wrong_peer_iff, !(f_free && f_prev_st_q == TTs1) ||
+          ((!f_lost && f_p_ts1_done && f_p_wrong_peer) == f_is(st_q, rsn_q, TDisabled, link_pkg::RsnWrongPeer)))
+  `ASSERT(rsn_ts2_timeout_iff, !(f_free && f_prev_st_q == TTs2) ||
+          ((!f_lost && !f_p_ts2_done && f_p_ts_out) == f_is(st_q, rsn_q, TRetrain, link_pkg::RsnTs2Timeout)))
+  `ASSERT(rsn_credit_timeout_iff, !(f_free && f_prev_st_q == TInit) ||
+          ((!f_lost && !f_p_init_done && f_p_ts_out) == f_is(st_q, rsn_q, TRetrain, link_pkg::RsnCreditTimeout)))
+  // A training step whose rules all fail is kept (no retrain for no reason while training).
+  `ASSERT(training_step_kept_without_a_reason, !(f_free && f_in_ts) ||
+          ((!f_lost && !f_p_ts_out && !(f_prev_st_q == TTs1 ? f_p_ts1_done : f_prev_st_q == TTs2 ? f_p_ts2_done :
+                                         f_p_init_done)) == f_stay))
+  `ASSERT(reason_none_exactly_when_active_entered, !(f_past_rst_n && f_entered_active) || rsn_q == link_pkg::RsnNone)
+
   `COVER(cov_train_reset, st_q == TReset)
   `COVER(cov_train_detect, st_q == TDetect)
   `COVER(cov_train_block_lock, st_q == TLock)
