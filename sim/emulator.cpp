@@ -127,6 +127,12 @@ class Emulator {
     }
     IpbusServer& server = *server_owner;
     server_ = &server;
+    if (cfg_.stall_report_ms > 0)
+      server.watch_stalls({std::chrono::milliseconds(cfg_.stall_report_ms), [this] { return describe_activity(); },
+                           [this](const std::string& line) {
+                             std::lock_guard<std::mutex> lock(log_mu_);
+                             fmt::print(stderr, "mxtb sim [{}]: {}\n", mode_name(cfg_.time_mode), line);
+                           }});
     fmt::print(stderr, "mxtb sim [{}]: scenario {}, seed {}, {} preset, {} XPUs x {} lanes, {}-port mesh, clock {} MHz{}\n",
                mode_name(cfg_.time_mode), cfg_.scenario, cfg_.server.seed, to_string(cfg_.server.mesh.settle),
                cfg_.server.shape.xpus, cfg_.server.shape.lanes_per_xpu, cfg_.server.shape.mesh_ports, cfg_.server.clock_mhz,
@@ -149,6 +155,7 @@ class Emulator {
         if (cfg_.stop_after_wall_s > 0 && std::chrono::duration<double>(wall - wall0_).count() > cfg_.stop_after_wall_s) break;
       }
       if (cfg_.time_mode == emu::TimeMode::Lockstep) {
+        activity_ = "waiting for a request (lockstep: simulated time stands still)";
         if (auto job = server.next_job(std::chrono::milliseconds(100))) handle(*job);
         continue;
       }
@@ -156,8 +163,10 @@ class Emulator {
         handle(*job);
         continue;
       }
+      activity_ = "running on its own between requests";
       free_run_slice();
       if (cfg_.time_mode == emu::TimeMode::Paced) {
+        activity_ = "waiting for a request while paced to real time";
         auto ahead = pace_target() - std::chrono::steady_clock::now();
         if (ahead > std::chrono::microseconds(0))
           if (auto job = server.next_job(std::chrono::duration_cast<std::chrono::microseconds>(ahead))) handle(*job);
@@ -212,8 +221,24 @@ class Emulator {
   // Paced and free modes: the simulation runs on its own between jobs, a microsecond at a time.
   void free_run_slice() {
     sc_core::sc_start(sc_time(1000, SC_NS));
+    note_progress();
     rethrow_process_error();
     sync_events();
+  }
+
+  // What the stall watchdog (another thread) may read: the simulation thread's activity and how
+  // far simulated time had got at the end of its last slice, and when.
+  void note_progress() {
+    sim_ns_seen_ = now_ns_u64();
+    progress_wall_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+  std::string describe_activity() const {
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch()).count();
+    const int64_t at = progress_wall_ns_.load();
+    return fmt::format("{}; simulated time {:.3f} us, last advanced {}", activity_.load(), sim_ns_seen_.load() / 1000.0,
+                       at ? fmt::format("{:.2f} s ago", (now - at) * 1e-9) : std::string("never"));
   }
 
   // Runs `work` inside the simulation (a SystemC thread) and returns when it finished.
@@ -225,6 +250,7 @@ class Emulator {
         sc_core::sc_start(sc_time(1000, SC_NS));
         if (cfg_.time_mode == emu::TimeMode::Paced) std::this_thread::sleep_until(pace_target());
       }
+      note_progress();
       rethrow_process_error();  // a failed RTL assertion in the clock thread
     }
     sync_events();
@@ -235,10 +261,13 @@ class Emulator {
     std::vector<uint32_t> out;
     const auto& a = job.access;
     uint32_t span = incrementing(a.type) ? std::max<uint32_t>(a.words, 1) : 1;
-    if (a.addr < protocol::kControllerBase + protocol::kControllerWords && uint64_t{a.addr} + span <= protocol::kControllerWords)
+    if (a.addr < protocol::kControllerBase + protocol::kControllerWords && uint64_t{a.addr} + span <= protocol::kControllerWords) {
+      activity_ = "running a request: controller registers over AXI4-Lite";
       code = controller_access(a, out);
-    else if (a.addr >= protocol::kEmulatorBase && uint64_t{a.addr} + span <= uint64_t{protocol::kEmulatorBase} + protocol::kEmulatorWords)
+    } else if (a.addr >= protocol::kEmulatorBase && uint64_t{a.addr} + span <= uint64_t{protocol::kEmulatorBase} + protocol::kEmulatorWords) {
+      activity_ = "running a request: emulator control block (RUN_UNTIL and ADVANCE_NS run simulated time)";
       code = emulator_access(a, out);
+    }
     else
       code = error_for(a.type);
     job.done(code, std::move(out));
@@ -559,6 +588,9 @@ class Emulator {
   sc_core::sc_event fw_ready_event_, fault_event_;
   std::string fw_init_error_;
   IpbusServer* server_ = nullptr;
+  std::atomic<const char*> activity_{"starting"};  // string literals only: read by the stall watchdog
+  std::atomic<uint64_t> sim_ns_seen_{0};
+  std::atomic<int64_t> progress_wall_ns_{0};
 
   std::chrono::steady_clock::time_point wall0_ = std::chrono::steady_clock::now();
   double sim0_ns_ = 0;

@@ -27,6 +27,7 @@ struct EmulatorConfig {
   std::string listen = "127.0.0.1:0";
   std::string fst_path;                    // where WAVE_CTRL dumps; empty: no waveforms
   double stop_after_wall_s = 0;            // 0: serve until SIGINT/SIGTERM or the parent exits
+  uint32_t stall_report_ms = 2000;         // log an IPbus request unanswered this long (0: never)
 };
 
 std::optional<emu::TimeMode> time_mode_from_string(const std::string& s);

@@ -5,6 +5,9 @@
 #include <boost/asio.hpp>
 #include <fmt/format.h>
 
+#include <sys/ioctl.h>
+
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <future>
@@ -61,6 +64,58 @@ struct IpbusServer::Impl : ipbus::BusPort {
   std::deque<Job> jobs;
   bool stopping = false;
 
+  // What the stall watchdog reads. Steady-clock nanoseconds; 0: none. The socket thread waits
+  // for one job at a time, so one request is outstanding at most.
+  std::atomic<int64_t> job_queued_ns{0}, job_taken_ns{0}, last_rx_ns{0};
+  std::string job_desc;  // under mu
+  std::thread watchdog;
+  std::mutex watch_mu;
+  std::condition_variable watch_cv;
+  bool watch_stop = false;
+
+  static int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+
+  void watch(IpbusServer::StallWatch w) {
+    const int64_t threshold = std::chrono::duration_cast<std::chrono::nanoseconds>(w.threshold).count();
+    int64_t stall_since = 0, last_report = 0;
+    std::string what;
+    std::unique_lock<std::mutex> lock(watch_mu);
+    while (!watch_stop) {
+      watch_cv.wait_for(lock, w.threshold / 4);
+      if (watch_stop) break;
+      const int64_t now = now_ns(), queued = job_queued_ns.load(), taken = job_taken_ns.load(), rx = last_rx_ns.load();
+      int unread = 0;
+      if (::ioctl(sock.native_handle(), FIONREAD, &unread) != 0) unread = 0;
+      const bool job_stuck = queued != 0 && now - queued > threshold;
+      const bool socket_stuck = unread > 0 && rx != 0 && now - rx > threshold;
+      if (!job_stuck && !socket_stuck) {
+        if (stall_since)
+          w.report(fmt::format("IPbus stall over: answering again after {:.2f} s ({})", (now - stall_since) * 1e-9, what));
+        stall_since = 0;
+        continue;
+      }
+      if (stall_since && now - last_report < threshold) continue;
+      if (!stall_since) stall_since = job_stuck ? queued : rx;
+      last_report = now;
+      {
+        std::lock_guard<std::mutex> g(mu);
+        what = queued ? job_desc : "no request in the simulation";
+      }
+      std::string line = fmt::format("IPbus stall: nothing answered for {:.2f} s", (now - stall_since) * 1e-9);
+      if (queued)
+        line += fmt::format("; request {} queued {:.2f} s ago, {}", what, (now - queued) * 1e-9,
+                            taken ? fmt::format("taken by the simulation thread {:.2f} s ago", (now - taken) * 1e-9)
+                                  : std::string("not yet taken by the simulation thread"));
+      if (unread > 0)
+        line += fmt::format("; {} bytes of datagrams unread, the socket thread last received {:.2f} s ago{}", unread,
+                            (now - rx) * 1e-9, queued ? " (it waits for that request)" : "");
+      if (w.describe_sim) line += "; simulation thread: " + w.describe_sim();
+      w.report(line);
+    }
+  }
+
   // The board's scratch RAM is the endpoint's own; everything else belongs to the simulation.
   InfoCode execute(const Access& a, std::vector<uint32_t>& out) override {
     uint32_t span = incrementing(a.type) ? a.words : 1;
@@ -77,10 +132,14 @@ struct IpbusServer::Impl : ipbus::BusPort {
     {
       std::lock_guard<std::mutex> lock(mu);
       if (stopping) return is_write(a.type) ? InfoCode::WriteTimeout : InfoCode::ReadTimeout;
+      job_desc = fmt::format("{} of {} word(s) at {:#010x}", ipbus::to_string(a.type), a.words, a.addr);
       jobs.push_back(std::move(job));
+      job_taken_ns = 0;
+      job_queued_ns = now_ns();
     }
     cv.notify_one();
     auto [code, data] = future.get();
+    job_queued_ns = 0;
     out.insert(out.end(), data.begin(), data.end());
     return code;
   }
@@ -115,6 +174,7 @@ struct IpbusServer::Impl : ipbus::BusPort {
   void receive() {
     sock.async_receive_from(asio::buffer(rx), from, [this](const boost::system::error_code& ec, size_t n) {
       if (ec == asio::error::operation_aborted) return;
+      last_rx_ns = now_ns();
       if (!ec) {
         if (auto reply = target.handle(rx.data(), n)) {
           boost::system::error_code send_ec;
@@ -147,11 +207,24 @@ IpbusServer::IpbusServer(const std::string& listen, std::function<void(ipbus::Fa
   impl_->sock.bind(udp::endpoint(asio::ip::make_address_v4(host), port), ec);
   if (ec) throw std::runtime_error(fmt::format("--listen '{}': cannot bind: {}", listen, ec.message()));
   impl_->target.on_fault(std::move(on_fault));
+  impl_->last_rx_ns = Impl::now_ns();
   impl_->receive();
   impl_->thread = std::thread([this] { impl_->io.run(); });
 }
 
+void IpbusServer::watch_stalls(StallWatch watch) {
+  if (impl_->watchdog.joinable()) throw std::logic_error("IpbusServer::watch_stalls: called twice");
+  if (watch.threshold.count() < 4) throw std::invalid_argument("IpbusServer::watch_stalls: threshold under 4 ms");
+  impl_->watchdog = std::thread([this, w = std::move(watch)]() mutable { impl_->watch(std::move(w)); });
+}
+
 IpbusServer::~IpbusServer() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->watch_mu);
+    impl_->watch_stop = true;
+  }
+  impl_->watch_cv.notify_all();
+  if (impl_->watchdog.joinable()) impl_->watchdog.join();
   {
     // Jobs still queued are answered with a timeout so that the socket thread can finish.
     std::lock_guard<std::mutex> lock(impl_->mu);
@@ -175,6 +248,7 @@ std::optional<IpbusServer::Job> IpbusServer::next_job(std::chrono::microseconds 
   if (!impl_->cv.wait_for(lock, timeout, [&] { return !impl_->jobs.empty(); })) return std::nullopt;
   Job j = std::move(impl_->jobs.front());
   impl_->jobs.pop_front();
+  impl_->job_taken_ns = Impl::now_ns();
   j.access.body = j.body.data();
   return j;
 }

@@ -48,6 +48,20 @@ class IpbusServer {
   // thread is then waiting for that job) or after the server stopped.
   const ipbus::TargetStats& stats_while_in_job() const;
 
+  // The server reports its own stalls. A watchdog thread looks every threshold / 4: when a
+  // request has waited for the simulation thread longer than `threshold`, or datagrams have
+  // waited unread in the socket that long, `report` gets one line saying so: the request (type,
+  // words, address), how long it has waited, whether the simulation thread has taken it, and
+  // `describe_sim()` (what the simulation thread is doing; called on the watchdog thread, so it
+  // may read only thread-safe state). Again every `threshold` while the stall lasts, and once when
+  // it ends. Call once, before the first request; `report` runs on the watchdog thread.
+  struct StallWatch {
+    std::chrono::milliseconds threshold{2000};
+    std::function<std::string()> describe_sim;
+    std::function<void(const std::string&)> report;
+  };
+  void watch_stalls(StallWatch watch);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

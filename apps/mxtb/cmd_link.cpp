@@ -1,5 +1,6 @@
 // `mxtb link-pair` runs one link-pair scenario; `mxtb bench link` measures the link pair's
-// simulation speed in the plain C++ loop and under SystemC, side by side in one process.
+// simulation speed in the plain C++ loop and under SystemC, side by side in one process;
+// `mxtb bench link-campaign` runs many random link-pair seeds (peer moves and faults) in threads.
 #include "apps/mxtb/args.h"
 #include "apps/mxtb/commands.h"
 
@@ -12,7 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <mutex>
 #include <fstream>
 #include <thread>
 #include <vector>
@@ -250,6 +253,105 @@ int cmd_bench_link(const ArgList& argv) {
     fmt::print("  wrote {}\n", args.str("--json"));
   }
   return identical ? 0 : 1;
+}
+
+}  // namespace mxtb::app
+
+namespace mxtb::app {
+
+namespace {
+
+// One seed of the link-pair campaign: what `mxtb link-pair --random SEED --harness loop` runs.
+struct CampaignSeed {
+  uint64_t seed = 0;
+  bool passed = false;
+  uint64_t cycles = 0, moves = 0, retrains = 0, replays = 0;
+  std::vector<std::string> failures;
+};
+
+CampaignSeed run_campaign_seed(uint64_t seed) {
+  CampaignSeed out;
+  out.seed = seed;
+  try {
+    LinkPair pair(random_link_pair_scenario(seed));
+    pair.run();
+    LinkPairResult r = pair.result();
+    out.passed = r.passed();
+    out.cycles = r.cycles;
+    out.moves = r.ab.resyncs;
+    out.retrains = r.a.retrains + r.b.retrains + (r.c ? r.c->retrains : 0);
+    out.replays = r.a.replays + r.b.replays + (r.c ? r.c->replays : 0);
+    out.failures = r.failures;
+  } catch (const std::exception& e) {  // an RTL assertion, or a harness error: a failed seed
+    out.failures.push_back(e.what());
+  }
+  return out;
+}
+
+}  // namespace
+
+int cmd_bench_link_campaign(const ArgList& argv) {
+  Args args(argv, {"--seeds", "--first-seed", "--jobs", "--json"}, {});
+  const uint64_t seeds = args.u64("--seeds", 500);
+  const uint64_t first = args.u64("--first-seed", 1);
+  const uint64_t jobs_arg = args.u64("--jobs", std::max(1u, std::thread::hardware_concurrency()));
+  if (seeds < 1) throw UsageError("--seeds must be at least 1");
+  if (jobs_arg < 1 || jobs_arg > 256) throw UsageError("--jobs must be 1 to 256");
+  const uint64_t goal_cycles = 100'000'000;
+
+  fmt::print("mxtb bench link-campaign: random link-pair seeds {}..{} (peer moves in about one in three), "
+             "{} jobs, plain C++ loop, time mode free\n", first, first + seeds - 1, jobs_arg);
+  std::vector<CampaignSeed> results(seeds);
+  std::atomic<uint64_t> next{0};
+  std::mutex print_mu;
+  auto t0 = std::chrono::steady_clock::now();
+  auto worker = [&] {
+    for (uint64_t i = next++; i < seeds; i = next++) {
+      results[i] = run_campaign_seed(first + i);
+      if (!results[i].passed) {
+        std::lock_guard<std::mutex> lock(print_mu);
+        fmt::print("  FAIL seed {}: {}\n    rerun alone: ./mxtb link-pair --random {}\n", first + i,
+                   results[i].failures.empty() ? "?" : results[i].failures.front(), first + i);
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (uint64_t j = 0; j < std::min(jobs_arg, seeds); ++j) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  uint64_t passed = 0, cycles = 0, moved_seeds = 0, moves = 0, retrains = 0, replays = 0;
+  json failed = json::array();
+  for (const auto& r : results) {
+    passed += r.passed;
+    cycles += r.cycles;
+    moved_seeds += r.moves > 0;
+    moves += r.moves;
+    retrains += r.retrains;
+    replays += r.replays;
+    if (!r.passed) failed.push_back({{"seed", r.seed}, {"failures", r.failures}});
+  }
+  fmt::print("  {} seeds: {} passed, {} failed\n", seeds, passed, seeds - passed);
+  fmt::print("  {} cycles simulated in {:.1f} s wall ({:.0f} cycles/s over {} jobs)\n", cycles, wall, cycles / wall,
+             jobs_arg);
+  fmt::print("  {} seeds with planned peer moves ({} moves), {} retrains, {} go-back-N replays in all\n", moved_seeds,
+             moves, retrains, replays);
+  if (cycles >= goal_cycles)
+    fmt::print("  goal: >= {} cycles with 0 failures: {}\n", goal_cycles, passed == seeds ? "met" : "NOT met");
+  else
+    fmt::print("  goal: >= {} cycles with 0 failures: not measured by this sample ({} cycles; about 1,000 seeds reach it)\n",
+               goal_cycles, cycles);
+  if (args.has("--json")) {
+    json j{{"bench", "link-campaign"}, {"time_mode", "free"},   {"first_seed", first},
+           {"seeds", seeds},           {"passed", passed},      {"failed", failed},
+           {"cycles", cycles},         {"wall_s", wall},        {"jobs", jobs_arg},
+           {"seeds_with_moves", moved_seeds}, {"peer_moves", moves}, {"retrains", retrains},
+           {"replays", replays},       {"goal_cycles", goal_cycles},
+           {"goal_met", cycles >= goal_cycles && passed == seeds}};
+    write_json(args.str("--json"), j);
+    fmt::print("  wrote {}\n", args.str("--json"));
+  }
+  return passed == seeds ? 0 : 1;
 }
 
 }  // namespace mxtb::app

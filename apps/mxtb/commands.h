@@ -8,6 +8,7 @@ namespace mxtb::app {
 
 int cmd_link_pair(const ArgList& args);
 int cmd_bench_link(const ArgList& args);
+int cmd_bench_link_campaign(const ArgList& args);
 int cmd_sim(const ArgList& args);
 int cmd_reg(const ArgList& args);
 int cmd_bench_bridge(const ArgList& args);

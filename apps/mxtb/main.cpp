@@ -47,7 +47,9 @@ regress --collect DIR [--json FILE] [--junit FILE]
     {"sim", mxtb::app::cmd_sim,
      R"(sim [--scenario FILE | --preset P] [--listen ADDR:PORT] [--time-mode lockstep|paced|free] [--rtf X]
     [--seed N] [--fst FILE] [--stop-after-s S] [--calibration FILE] [--engine reference|fast] [--threads N]
+    [--stall-report-ms MS]
     the emulated server as a board on the network: IPbus 2.0 over UDP (docs/protocol.md);
+    a request unanswered for MS (default 2000; 0: off) is logged with what the simulation does;
     prints "listening on udp://ADDR:PORT" when it answers. It runs on the fast engine on one
     thread unless --engine/--threads (or, for every command that starts it, MXTB_ENGINE and
     MXTB_THREADS) say otherwise (docs/performance.md))"},
@@ -79,6 +81,10 @@ alloc --experiment frag-tpuv4|fragmented-32|spares --json FILE
     {"bench link", mxtb::app::cmd_bench_link,
      R"(bench link [--cycles N] [--batch N] [--rounds N] [--json FILE]
     simulated cycles per second of a link pair: plain C++ loop against the SystemC harness)"},
+    {"bench link-campaign", mxtb::app::cmd_bench_link_campaign,
+     R"(bench link-campaign [--seeds N] [--first-seed S] [--jobs J] [--json FILE]
+    random link-pair seeds (faults, and A's lane steered to a third endpoint and back in about one
+    seed of three) in J threads: passes, cycles, peer moves; the goal is 1e8 cycles at 0 errors)"},
     {"bench bridge", mxtb::app::cmd_bench_bridge,
      R"(bench bridge [--rounds N] [--blocks N] [--json FILE]
     IPbus round trip and block-read throughput against a plain UDP echo on loopback)"},

@@ -11,6 +11,10 @@
 
 #include <chrono>
 #include <future>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
 #include <optional>
 #include <stdexcept>
 
@@ -83,4 +87,69 @@ TEST_CASE("a job answered once is not answered again when dropped") {
   job->done(InfoCode::ReadError, {});  // a second call changes nothing
   job.reset();
   CHECK(read.get() == 42u);
+}
+
+TEST_CASE("a request the simulation thread leaves waiting is reported as a stall, with what the simulation does") {
+  IpbusServer server("127.0.0.1:0", nullptr);
+  std::mutex mu;
+  std::vector<std::string> lines;
+  server.watch_stalls({std::chrono::milliseconds(100), [] { return std::string("busy in a long RUN_UNTIL"); },
+                       [&](const std::string& l) {
+                         std::lock_guard<std::mutex> lock(mu);
+                         lines.push_back(l);
+                       }});
+  Client client("udp://" + server.local_address(), quick());
+  const auto t0 = std::chrono::steady_clock::now();
+  auto read = std::async(std::launch::async, [&] { return client.read(kSimAddr + 3); });
+  // The simulation thread takes the job but answers only after 450 ms: a stall of 4.5 thresholds.
+  auto job = server.next_job(std::chrono::seconds(5));
+  REQUIRE(job.has_value());
+  std::this_thread::sleep_for(std::chrono::milliseconds(450));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    REQUIRE_FALSE(lines.empty());
+    const std::string& first = lines.front();
+    CHECK(first.find("IPbus stall: nothing answered for") != std::string::npos);
+    CHECK(first.find("read of 1 word(s) at 0x00010003") != std::string::npos);
+    CHECK(first.find("taken by the simulation thread") != std::string::npos);
+    CHECK(first.find("simulation thread: busy in a long RUN_UNTIL") != std::string::npos);
+    // Repeated every threshold while it lasts, not every look (a look is every 25 ms).
+    const auto waited = std::chrono::steady_clock::now() - t0;
+    CHECK(lines.size() >= 2);
+    CHECK(lines.size() <= static_cast<size_t>(waited / std::chrono::milliseconds(100)) + 1);
+  }
+  job->done(InfoCode::Success, {5u});
+  CHECK(read.get() == 5u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  std::lock_guard<std::mutex> lock(mu);
+  CHECK(lines.back().find("IPbus stall over: answering again after") != std::string::npos);
+}
+
+TEST_CASE("requests answered in time are no stall") {
+  IpbusServer server("127.0.0.1:0", nullptr);
+  std::mutex mu;
+  std::vector<std::string> lines;
+  server.watch_stalls({std::chrono::milliseconds(200), nullptr, [&](const std::string& l) {
+                         std::lock_guard<std::mutex> lock(mu);
+                         lines.push_back(l);
+                       }});
+  Client client("udp://" + server.local_address(), quick());
+  for (int i = 0; i < 5; ++i) {
+    auto read = std::async(std::launch::async, [&] { return client.read(kSimAddr); });
+    auto job = server.next_job(std::chrono::seconds(5));
+    REQUIRE(job.has_value());
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));  // well under the threshold
+    job->done(InfoCode::Success, {1u});
+    CHECK(read.get() == 1u);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // idle: no request waits
+  std::lock_guard<std::mutex> lock(mu);
+  CHECK(lines.empty());
+}
+
+TEST_CASE("a stall watch with a threshold under 4 ms, or a second one, is refused") {
+  IpbusServer server("127.0.0.1:0", nullptr);
+  CHECK_THROWS_AS(server.watch_stalls({std::chrono::milliseconds(2), nullptr, [](const std::string&) {}}), std::invalid_argument);
+  server.watch_stalls({std::chrono::milliseconds(100), nullptr, [](const std::string&) {}});
+  CHECK_THROWS_AS(server.watch_stalls({std::chrono::milliseconds(100), nullptr, [](const std::string&) {}}), std::logic_error);
 }
