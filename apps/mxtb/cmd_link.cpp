@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <fstream>
 #include <thread>
 #include <vector>
@@ -266,16 +267,39 @@ struct CampaignSeed {
   uint64_t seed = 0;
   bool passed = false;
   uint64_t cycles = 0, moves = 0, retrains = 0, replays = 0;
+  std::optional<uint64_t> recovery;  // cycles from the last disruption to the last state change
   std::vector<std::string> failures;
 };
+
+// How long the pair took to settle after its last disruption (the light back after a dark window
+// or a move, an enable, a retrain request): from that cycle to the last state change of either
+// endpoint, 0 if none followed. Only for runs that end with both Active; lanes with bit errors
+// count too, so an error-rate retrain after the last fault would show here as a longer recovery.
+std::optional<uint64_t> recovery_cycles(const LinkPairConfig& cfg, const LinkPairResult& r) {
+  using K = sim::LinkAction::Kind;
+  if (r.a.state != link::LinkState::Active || r.b.state != link::LinkState::Active) return std::nullopt;
+  uint64_t last_fault = 0;
+  bool any = false;
+  for (const auto& a : cfg.actions)
+    if (a.kind == K::DarkOff || a.kind == K::Enable || a.kind == K::Retrain) {
+      last_fault = std::max(last_fault, a.cycle);
+      any = true;
+    }
+  if (!any) return std::nullopt;
+  uint64_t last_change = 0;
+  for (const auto& t : r.transitions) last_change = std::max(last_change, t.cycle);
+  return last_change > last_fault ? last_change - last_fault : 0;
+}
 
 CampaignSeed run_campaign_seed(uint64_t seed) {
   CampaignSeed out;
   out.seed = seed;
   try {
-    LinkPair pair(random_link_pair_scenario(seed));
+    const LinkPairConfig cfg = random_link_pair_scenario(seed);
+    LinkPair pair(cfg);
     pair.run();
     LinkPairResult r = pair.result();
+    out.recovery = recovery_cycles(cfg, r);
     out.passed = r.passed();
     out.cycles = r.cycles;
     out.moves = r.ab.resyncs;
@@ -322,7 +346,9 @@ int cmd_bench_link_campaign(const ArgList& argv) {
 
   uint64_t passed = 0, cycles = 0, moved_seeds = 0, moves = 0, retrains = 0, replays = 0;
   json failed = json::array();
+  std::vector<uint64_t> recovery;
   for (const auto& r : results) {
+    if (r.recovery) recovery.push_back(*r.recovery);
     passed += r.passed;
     cycles += r.cycles;
     moved_seeds += r.moves > 0;
@@ -336,6 +362,16 @@ int cmd_bench_link_campaign(const ArgList& argv) {
              jobs_arg);
   fmt::print("  {} seeds with planned peer moves ({} moves), {} retrains, {} go-back-N replays in all\n", moved_seeds,
              moves, retrains, replays);
+  std::sort(recovery.begin(), recovery.end());
+  auto pct = [&](double q) { return recovery.empty() ? 0 : recovery[static_cast<size_t>(q * (recovery.size() - 1))]; };
+  if (!recovery.empty())
+    fmt::print("  recovery after the last fault ({} seeds ending Active): p50 {} p99 {} max {} cycles "
+               "(to the last state change; seed {} the longest)\n", recovery.size(), pct(0.5), pct(0.99),
+               recovery.back(), [&] {
+                 for (const auto& r : results)
+                   if (r.recovery && *r.recovery == recovery.back()) return r.seed;
+                 return uint64_t{0};
+               }());
   if (cycles >= goal_cycles)
     fmt::print("  goal: >= {} cycles with 0 failures: {}\n", goal_cycles, passed == seeds ? "met" : "NOT met");
   else
@@ -347,6 +383,8 @@ int cmd_bench_link_campaign(const ArgList& argv) {
            {"cycles", cycles},         {"wall_s", wall},        {"jobs", jobs_arg},
            {"seeds_with_moves", moved_seeds}, {"peer_moves", moves}, {"retrains", retrains},
            {"replays", replays},       {"goal_cycles", goal_cycles},
+           {"recovery_cycles", {{"seeds", recovery.size()}, {"p50", pct(0.5)}, {"p99", pct(0.99)},
+                                {"max", recovery.empty() ? 0 : recovery.back()}}},
            {"goal_met", cycles >= goal_cycles && passed == seeds}};
     write_json(args.str("--json"), j);
     fmt::print("  wrote {}\n", args.str("--json"));
