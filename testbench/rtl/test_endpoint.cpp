@@ -185,6 +185,16 @@ class PeerBench {
   uint64_t cycle = 0;
 };
 
+// On an Active link: this side's XPU sends three one-word messages (frames 0, 1, 2) and the peer
+// two (100, 101), nothing acknowledged yet.
+void exchange_frames(PeerBench& b) {
+  for (uint64_t i = 0; i < 3; ++i) b.xpu_tx.push_back({i, true});
+  b.push_frame(0, {100}, true);
+  b.push_frame(1, {101}, true);
+  b.run(80);
+  REQUIRE(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2});
+}
+
 }  // namespace
 
 TEST_CASE("training walks every state in order, exchanges identities and raises the interrupt") {
@@ -795,11 +805,7 @@ TEST_CASE("a retrain to the same peer keeps sequence state; a new peer starts bo
   PeerBench b;
   b.m.check_peer_i = 0;
   b.train(8, kPeerXpu);
-  for (uint64_t i = 0; i < 3; ++i) b.xpu_tx.push_back({i, true});
-  b.push_frame(0, {100}, true);
-  b.push_frame(1, {101}, true);
-  b.run(80);
-  REQUIRE(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2});
+  exchange_frames(b);
   b.peer_expect = 3;
   b.push_ctl(CtlType::Ack, b.ack_fields());
   b.run(20);
@@ -872,11 +878,7 @@ TEST_CASE("a peer whose TS2s carry the flush flag makes this side flush too, tho
   // loop that follows with three real endpoints).
   PeerBench b;
   b.train(8, kPeerXpu);
-  for (uint64_t i = 0; i < 3; ++i) b.xpu_tx.push_back({i, true});
-  b.push_frame(0, {100}, true);
-  b.push_frame(1, {101}, true);
-  b.run(80);
-  REQUIRE(b.sof_seqs() == std::vector<uint16_t>{0, 1, 2});
+  exchange_frames(b);
   REQUIRE(b.delivered.size() == 2);
   b.peer_expect = 1;  // frames 1 and 2 unacknowledged: the flush drops them
   b.push_ctl(CtlType::Ack, b.ack_fields());

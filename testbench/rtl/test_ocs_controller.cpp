@@ -912,6 +912,17 @@ TEST_CASE("ocs: busy rejects COMMIT and staged writes with SLVERR") {
   REQUIRE(b.wait_idle());
   CHECK(b.active_gen() == 2);
   CHECK(b.rd(reg::active_dac::addr(1)) == 3000);
+  // Nothing else changes on SLVERR: the refused COMMIT is not queued (no second commit follows,
+  // its log holds generation 2's events only) and the refused staged writes left the tables.
+  b.run(300);
+  CHECK(b.state() == State::Idle);
+  CHECK(b.active_gen() == 2);
+  CHECK(b.rd(reg::staged_dac::addr(1)) == 3000);
+  CHECK(b.rd(reg::staged_map::addr(1)) == (reg::staged_map::kValidMask | 6u));
+  auto ev = b.drain_events();
+  CHECK(Small::types(ev) == std::vector<Event>{Event::CommitStart, Event::ProgramDone, Event::SettleDone,
+                                               Event::VerifyPass});
+  for (auto& e : ev) CHECK(e.data() == 2);
 }
 
 TEST_CASE("ocs: default-parameter model: generated reset values, sizes and a commit over 32 ports") {

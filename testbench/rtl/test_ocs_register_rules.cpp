@@ -973,28 +973,6 @@ TEST_CASE("ocs rules: ProgramDone and RollbackDone counts saturate at 255; WRITE
   CHECK(ev.back().index() == 255);
 }
 
-// Rule ("Nothing else changes on SLVERR"; busy): a COMMIT refused while busy is not queued and
-// logs nothing; refused staged writes leave the staged tables as they were.
-TEST_CASE("ocs rules: a COMMIT or staged write refused while busy changes nothing and is not queued") {
-  Small b;
-  commit_baseline(b);
-  b.stage_dac(1, 3000);
-  b.wr(reg::commit::kOffset, 2);
-  CHECK(b.write_resp(reg::commit::kOffset, 3) == kSlverr);
-  CHECK(b.write_resp(reg::staged_dac::addr(1), 5) == kSlverr);
-  CHECK(b.write_resp(reg::staged_map::addr(1), 5) == kSlverr);
-  REQUIRE(b.wait_idle());
-  b.run(300);
-  CHECK(b.state() == State::Idle);
-  CHECK(b.active_gen() == 2);
-  CHECK(b.rd(reg::staged_dac::addr(1)) == 3000);
-  CHECK(b.rd(reg::staged_map::addr(1)) == (reg::staged_map::kValidMask | 6u));
-  auto ev = b.drain_events();
-  CHECK(Small::types(ev) == std::vector<Event>{Event::CommitStart, Event::ProgramDone, Event::SettleDone,
-                                               Event::VerifyPass});
-  for (auto& e : ev) CHECK(e.data() == 2);
-}
-
 // Rule (WRITE_COUNT: "element writes of the last commit that passed validation; a rejected or
 // no-op commit writes nothing and leaves the counts as they were"): the counts are cleared only
 // when a commit enters Program. (This test first found the register map saying "of the last
