@@ -904,6 +904,44 @@ TEST_CASE("a peer whose TS2s carry the flush flag makes this side flush too, tho
   CHECK(b.state() == LinkState::Active);
 }
 
+TEST_CASE("the flush flag still counts when it arrives in CreditInit, from the peer only") {
+  // This side may reach CreditInit on the peer's TS2 count while the peer, still in Ts2, has yet
+  // to send a flagged TS2 (its flag is learnt from the trained identity in Ts1, Ts2 and
+  // CreditInit). A flagged TS2 from any other identity is no reason to flush.
+  for (bool from_peer : {true, false}) {
+    CAPTURE(from_peer);
+    PeerBench b;
+    b.train(8, kPeerXpu);
+    exchange_frames(b);
+    b.peer_expect = 3;  // everything acknowledged: without a flush the next frame is sequence 3
+    b.push_ctl(CtlType::Ack, b.ack_fields());
+    b.run(20);
+    b.blink_to_retrain();
+    REQUIRE(b.run_until([&] { return b.state() == LinkState::Ts1; }, 5000));
+    const uint32_t ts = kPeerXpu;  // {lane 0, xpu}
+    for (LinkState st : {LinkState::Ts1, LinkState::Ts2})
+      for (int i = 0; i < 5000 && b.state() == st; ++i) {
+        if (b.to_dut.size() < 4) b.push_ctl(st == LinkState::Ts1 ? CtlType::Ts1 : CtlType::Ts2, ts);  // no flag
+        b.tick();
+      }
+    REQUIRE(b.state() == LinkState::CreditInit);
+    b.to_dut.clear();
+    const uint32_t flagged = from_peer ? (ts | (1u << 24)) : (kPeerXpu | (5u << 16) | (1u << 24));
+    b.push_ctl(CtlType::Ts2, flagged, 3);
+    b.peer_expect = from_peer ? 0 : 3;
+    for (int i = 0; i < 5000 && b.state() == LinkState::CreditInit; ++i) {
+      if (b.to_dut.size() < 2) b.push_ctl(CtlType::CreditInit, b.ack_fields());
+      b.tick();
+    }
+    REQUIRE(b.state() == LinkState::Active);
+    b.auto_hb = true;
+    size_t mark = b.from_dut.size();
+    b.xpu_tx.push_back({9, true});
+    b.run(80);
+    CHECK(b.sof_seqs(mark) == std::vector<uint16_t>{static_cast<uint16_t>(from_peer ? 0 : 3)});
+  }
+}
+
 TEST_CASE("a link never Active before keeps what its XPU queued when its peer's TS2s carry the flush flag") {
   PeerBench b;
   b.xpu_tx.push_back({42, true});  // handed over before the first Active: nothing to flush
