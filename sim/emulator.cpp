@@ -227,7 +227,8 @@ class Emulator {
   }
 
   // What the stall watchdog (another thread) may read: the simulation thread's activity and how
-  // far simulated time had got at the end of its last slice, and when.
+  // far simulated time had got when the kernel last returned, and when. In lockstep a request runs
+  // in one kernel call, so there the figure is the start of a request still running.
   void note_progress() {
     sim_ns_seen_ = now_ns_u64();
     progress_wall_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -237,7 +238,7 @@ class Emulator {
     const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                             std::chrono::steady_clock::now().time_since_epoch()).count();
     const int64_t at = progress_wall_ns_.load();
-    return fmt::format("{}; simulated time {:.3f} us, last advanced {}", activity_.load(), sim_ns_seen_.load() / 1000.0,
+    return fmt::format("{}; simulated time {:.3f} us when the kernel last returned, {}", activity_.load(), sim_ns_seen_.load() / 1000.0,
                        at ? fmt::format("{:.2f} s ago", (now - at) * 1e-9) : std::string("never"));
   }
 

@@ -67,7 +67,7 @@ struct IpbusServer::Impl : ipbus::BusPort {
   // What the stall watchdog reads. Steady-clock nanoseconds; 0: none. The socket thread waits
   // for one job at a time, so one request is outstanding at most.
   std::atomic<int64_t> job_queued_ns{0}, job_taken_ns{0}, last_rx_ns{0};
-  std::string job_desc;  // under mu
+  Access job_access{};  // the outstanding request's header fields, under mu (body not kept)
   std::thread watchdog;
   std::mutex watch_mu;
   std::condition_variable watch_cv;
@@ -101,7 +101,9 @@ struct IpbusServer::Impl : ipbus::BusPort {
       last_report = now;
       {
         std::lock_guard<std::mutex> g(mu);
-        what = queued ? job_desc : "no request in the simulation";
+        what = queued ? fmt::format("{} of {} word(s) at {:#010x}", ipbus::to_string(job_access.type), job_access.words,
+                                    job_access.addr)
+                      : "no request in the simulation";
       }
       std::string line = fmt::format("IPbus stall: nothing answered for {:.2f} s", (now - stall_since) * 1e-9);
       if (queued)
@@ -132,7 +134,8 @@ struct IpbusServer::Impl : ipbus::BusPort {
     {
       std::lock_guard<std::mutex> lock(mu);
       if (stopping) return is_write(a.type) ? InfoCode::WriteTimeout : InfoCode::ReadTimeout;
-      job_desc = fmt::format("{} of {} word(s) at {:#010x}", ipbus::to_string(a.type), a.words, a.addr);
+      job_access = a;
+      job_access.body = nullptr;
       jobs.push_back(std::move(job));
       job_taken_ns = 0;
       job_queued_ns = now_ns();

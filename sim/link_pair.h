@@ -77,7 +77,7 @@ struct EndpointReport {
 struct DirectionReport {
   uint64_t messages_sent, messages_delivered, words_delivered, errors;
   std::string first_error;
-  uint64_t resyncs = 0;     // planned peer moves of A's lane, which this stream's scoreboards followed
+  uint64_t peer_moves = 0;  // planned moves of A's lane, which this stream's scoreboards followed
   bool last_delivered = true;  // the source's last message arrived (what a moved stream must do)
 };
 

@@ -15,9 +15,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <mutex>
 #include <optional>
-#include <fstream>
 #include <thread>
 #include <vector>
 
@@ -50,13 +50,13 @@ void print_result(const LinkPairConfig& cfg, const LinkPairResult& r, double wal
                link::to_string(e->state), link::to_string(e->reason),
                fmt::format("{}.{}", e->peer.xpu, e->peer.lane), e->frames_tx, e->frames_rx,
                e->crc_errors, e->replays, e->retrains, e->bad_blocks);
-  const bool moved = r.ab.resyncs > 0;
+  const bool moved = r.ab.peer_moves > 0;
   const std::string peer(1, static_cast<char>(r.peer - 32));
   for (auto [name, d] : {std::pair{"A->" + peer, &r.ab}, std::pair{peer + "->A", &r.ba}}) {
     fmt::print("  {}: {} messages sent, {} delivered ({} words), {} scoreboard errors", name,
                d->messages_sent, d->messages_delivered, d->words_delivered, d->errors);
     if (moved)
-      fmt::print("; after {} planned peer moves (delivered counts every peer's stream): last message {}", d->resyncs,
+      fmt::print("; after {} planned peer moves (delivered counts every peer's stream): last message {}", d->peer_moves,
                  d->last_delivered ? "delivered" : "NOT delivered");
     fmt::print("\n");
   }
@@ -256,10 +256,6 @@ int cmd_bench_link(const ArgList& argv) {
   return identical ? 0 : 1;
 }
 
-}  // namespace mxtb::app
-
-namespace mxtb::app {
-
 namespace {
 
 // One seed of the link-pair campaign: what `mxtb link-pair --random SEED --harness loop` runs.
@@ -302,7 +298,7 @@ CampaignSeed run_campaign_seed(uint64_t seed) {
     out.recovery = recovery_cycles(cfg, r);
     out.passed = r.passed();
     out.cycles = r.cycles;
-    out.moves = r.ab.resyncs;
+    out.moves = r.ab.peer_moves;
     out.retrains = r.a.retrains + r.b.retrains + (r.c ? r.c->retrains : 0);
     out.replays = r.a.replays + r.b.replays + (r.c ? r.c->replays : 0);
     out.failures = r.failures;

@@ -643,7 +643,7 @@ json to_json(const LinkPairResult& r) {
   auto dir = [](const DirectionReport& d) {
     return json{{"messages_sent", d.messages_sent}, {"messages_delivered", d.messages_delivered},
                 {"words_delivered", d.words_delivered}, {"errors", d.errors},
-                {"first_error", d.first_error}, {"peer_moves", d.resyncs}, {"last_delivered", d.last_delivered}};
+                {"first_error", d.first_error}, {"peer_moves", d.peer_moves}, {"last_delivered", d.last_delivered}};
   };
   auto ch = [](const LaneChannelStats& s) {
     return json{{"words", s.words}, {"bits_flipped", s.bits_flipped}, {"erasures", s.erasures},

@@ -75,7 +75,9 @@ module link_train
   logic        had_peer_q, had_peer_d;  // the link has been Active (with act_*_q)
   logic        cand_flush_q, cand_flush_d;  // the Ts1 candidate's TS2s carried the flush flag
   logic        peer_flush_q, peer_flush_d;  // the peer's TS2s carried it: it restarts sequence state
-  logic        new_peer;                // Ts2/CreditInit with a peer other than the last Active one
+  logic        in_ts2_init;             // Ts2 or CreditInit: the peer's identity is known
+  logic        new_peer;                // ... and it is not the one the link was last Active with
+  logic        peer_ts2;                // a TS2 from that peer arrives
   logic [15:0] act_xpu_q, act_xpu_d;     // the peer it was last Active with
   logic [7:0]  act_lane_q, act_lane_d;
   logic        quiet_q;                 // this Retrain keeps the laser off
@@ -94,13 +96,13 @@ module link_train
                             (st_q == link_pkg::StRetrain && quiet_q));
   assign active_o       = st_q == link_pkg::StActive;
   assign enter_active_o = st_d == link_pkg::StActive && st_q != link_pkg::StActive;
-  assign new_peer       = (st_q == link_pkg::StTs2 || st_q == link_pkg::StCreditInit) && had_peer_q &&
-                          (peer_xpu_q != act_xpu_q || peer_lane_q != act_lane_q);
+  assign in_ts2_init    = st_q == link_pkg::StTs2 || st_q == link_pkg::StCreditInit;
+  assign new_peer       = in_ts2_init && had_peer_q && (peer_xpu_q != act_xpu_q || peer_lane_q != act_lane_q);
+  assign peer_ts2       = ts2_i && ts_xpu_i == peer_xpu_q && ts_lane_i == peer_lane_q;
   // A side flushes when it meets a new peer, or when its peer (the same one as before) says it
   // does: the peer was Active with someone else meanwhile and restarts at sequence 0. A link that
   // was never Active has nothing to flush: its state is the reset state the flush would leave.
-  assign will_flush_o   = new_peer || ((st_q == link_pkg::StTs2 || st_q == link_pkg::StCreditInit) &&
-                                       had_peer_q && peer_flush_q);
+  assign will_flush_o   = new_peer || (in_ts2_init && had_peer_q && peer_flush_q);
   assign retrain_o      = st_d == link_pkg::StRetrain && st_q != link_pkg::StRetrain;
   assign peer_xpu_o     = peer_xpu_q;
   assign peer_lane_o    = peer_lane_q;
@@ -214,10 +216,7 @@ module link_train
           end
         end
         link_pkg::StTs2: begin
-          if (ts2_i && ts_xpu_i == peer_xpu_q && ts_lane_i == peer_lane_q) begin
-            ts_cnt_d     = ts_cnt_q + 16'd1;
-            peer_flush_d = peer_flush_q || ts_flush_i;
-          end
+          if (peer_ts2) ts_cnt_d = ts_cnt_q + 16'd1;
           if (link_lost) begin
             st_d  = link_pkg::StRetrain;
             rsn_d = lost_reason;
@@ -229,8 +228,6 @@ module link_train
           end
         end
         link_pkg::StCreditInit: begin
-          // The peer may still be in Ts2 (this side left it on the peer's TS2 count).
-          if (ts2_i && ts_xpu_i == peer_xpu_q && ts_lane_i == peer_lane_q && ts_flush_i) peer_flush_d = 1'b1;
           if (link_lost) begin
             st_d  = link_pkg::StRetrain;
             rsn_d = lost_reason;
@@ -272,7 +269,9 @@ module link_train
       endcase
     end
 
-    // The flag belongs to one training: kept from Ts1's candidate through Ts2 and CreditInit.
+    // The flag belongs to one training: kept from Ts1's candidate through Ts2 and CreditInit (the
+    // peer may still be in Ts2 when this side left it on the peer's TS2 count).
+    if (in_ts2_init && peer_ts2 && ts_flush_i) peer_flush_d = 1'b1;
     if (st_q != link_pkg::StTs1 || st_d != st_q) cand_flush_d = 1'b0;
     if (st_d != link_pkg::StTs2 && st_d != link_pkg::StCreditInit) peer_flush_d = 1'b0;
     if (st_d != st_q) begin
@@ -415,25 +414,15 @@ module link_train
   // exactly when it was Active before and either meets a new peer or its peer's TS2s carried the
   // flush flag; it never flushes otherwise; and its TS2s carry the flag exactly when it meets a
   // new peer.
-  logic f_flush_q, f_prev_had_peer_q, f_prev_new_peer_q, f_prev_peer_flush_q;
-  always_ff @(posedge clk_i or negedge rst_ni) begin
-    if (!rst_ni) begin
-      f_flush_q           <= 1'b0;
-      f_prev_had_peer_q   <= 1'b0;
-      f_prev_new_peer_q   <= 1'b0;
-      f_prev_peer_flush_q <= 1'b0;
-    end else begin
-      f_flush_q           <= flush_o;
-      f_prev_had_peer_q   <= had_peer_q;
-      f_prev_new_peer_q   <= new_peer;
-      f_prev_peer_flush_q <= peer_flush_q;
-    end
-  end
+  `ASSERT_PAST(f_flush_q, 1, flush_o)
+  `ASSERT_PAST(f_prev_had_peer_q, 1, had_peer_q)
+  `ASSERT_PAST(f_prev_new_peer_q, 1, new_peer)
+  `ASSERT_PAST(f_prev_peer_flush_q, 1, peer_flush_q)
   logic f_entered_active;
   assign f_entered_active = f_prev_st_q == TInit && st_q == TActive;
-  `ASSERT(train_flush_iff_rule, !f_entered_active ||
+  `ASSERT(train_flush_iff_rule, !(f_past_rst_n && f_entered_active) ||
           f_flush_q == (f_prev_had_peer_q && (f_prev_new_peer_q || f_prev_peer_flush_q)))
-  `ASSERT(train_flush_only_entering_active, !f_flush_q || f_entered_active)
+  `ASSERT(train_flush_only_entering_active, !(f_past_rst_n && f_flush_q) || f_entered_active)
   `ASSERT(train_ts2_flag_is_new_peer, st_q != TTs2 || train_fields_o[32] == new_peer)
   `ASSERT(train_flush_flag_only_in_training, peer_flush_q == 1'b0 || st_q == TTs2 || st_q == TInit)
   `COVER(cov_flush_new_peer, f_entered_active && f_flush_q && f_prev_new_peer_q)

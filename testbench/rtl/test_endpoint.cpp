@@ -904,12 +904,15 @@ TEST_CASE("a peer whose TS2s carry the flush flag makes this side flush too, tho
   CHECK(b.state() == LinkState::Active);
 }
 
-TEST_CASE("the flush flag still counts when it arrives in CreditInit, from the peer only") {
-  // This side may reach CreditInit on the peer's TS2 count while the peer, still in Ts2, has yet
-  // to send a flagged TS2 (its flag is learnt from the trained identity in Ts1, Ts2 and
-  // CreditInit). A flagged TS2 from any other identity is no reason to flush.
-  for (bool from_peer : {true, false}) {
-    CAPTURE(from_peer);
+TEST_CASE("the flush flag counts from the trained peer's TS2s in Ts1, Ts2 and CreditInit, from no one else") {
+  // The flag is learnt from the identity the link trains with: in Ts1 from the candidate (the peer
+  // may already be in Ts2), and in CreditInit too (this side may leave Ts2 on the peer's TS2 count
+  // while the peer, still in Ts2, has yet to send a flagged one). A flagged TS2 from any other
+  // identity, or from a Ts1 candidate that was replaced, is no reason to flush.
+  enum class Where { Ts1Peer, Ts1ReplacedCandidate, CreditInitPeer, CreditInitStranger };
+  for (Where w : {Where::Ts1Peer, Where::Ts1ReplacedCandidate, Where::CreditInitPeer, Where::CreditInitStranger}) {
+    CAPTURE(static_cast<int>(w));
+    const bool flush = w == Where::Ts1Peer || w == Where::CreditInitPeer;
     PeerBench b;
     b.train(8, kPeerXpu);
     exchange_frames(b);
@@ -918,17 +921,22 @@ TEST_CASE("the flush flag still counts when it arrives in CreditInit, from the p
     b.run(20);
     b.blink_to_retrain();
     REQUIRE(b.run_until([&] { return b.state() == LinkState::Ts1; }, 5000));
-    const uint32_t ts = kPeerXpu;  // {lane 0, xpu}
+    const uint32_t ts = kPeerXpu, flag = 1u << 24, stranger = kPeerXpu | (5u << 16);  // TS fields {lane, xpu}
+    if (w == Where::Ts1ReplacedCandidate) b.push_ctl(CtlType::Ts2, stranger | flag, 5);
+    const bool ts1_flagged = w == Where::Ts1Peer;
     for (LinkState st : {LinkState::Ts1, LinkState::Ts2})
       for (int i = 0; i < 5000 && b.state() == st; ++i) {
-        if (b.to_dut.size() < 4) b.push_ctl(st == LinkState::Ts1 ? CtlType::Ts1 : CtlType::Ts2, ts);  // no flag
+        if (b.to_dut.size() < 4) {
+          if (st == LinkState::Ts1 && ts1_flagged) b.push_ctl(CtlType::Ts2, ts | flag);
+          else b.push_ctl(st == LinkState::Ts1 ? CtlType::Ts1 : CtlType::Ts2, ts);
+        }
         b.tick();
       }
     REQUIRE(b.state() == LinkState::CreditInit);
     b.to_dut.clear();
-    const uint32_t flagged = from_peer ? (ts | (1u << 24)) : (kPeerXpu | (5u << 16) | (1u << 24));
-    b.push_ctl(CtlType::Ts2, flagged, 3);
-    b.peer_expect = from_peer ? 0 : 3;
+    if (w == Where::CreditInitPeer) b.push_ctl(CtlType::Ts2, ts | flag, 3);
+    if (w == Where::CreditInitStranger) b.push_ctl(CtlType::Ts2, stranger | flag, 3);
+    b.peer_expect = flush ? 0 : 3;
     for (int i = 0; i < 5000 && b.state() == LinkState::CreditInit; ++i) {
       if (b.to_dut.size() < 2) b.push_ctl(CtlType::CreditInit, b.ack_fields());
       b.tick();
@@ -938,7 +946,7 @@ TEST_CASE("the flush flag still counts when it arrives in CreditInit, from the p
     size_t mark = b.from_dut.size();
     b.xpu_tx.push_back({9, true});
     b.run(80);
-    CHECK(b.sof_seqs(mark) == std::vector<uint16_t>{static_cast<uint16_t>(from_peer ? 0 : 3)});
+    CHECK(b.sof_seqs(mark) == std::vector<uint16_t>{static_cast<uint16_t>(flush ? 0 : 3)});
   }
 }
 
