@@ -180,8 +180,9 @@ class Emulator {
                    link::to_string(r.state), link::to_string(r.reason), r.peer.xpu, r.peer.lane, r.messages_sent,
                    r.messages_delivered, r.scoreboard_errors, r.skipped_words, r.resyncs, r.first_error);
       }
-    fmt::print(stderr, "mxtb sim [{}]: stopped at {:.3f} us simulated, {} cycles, real-time factor {:.3g}\n",
-               mode_name(cfg_.time_mode), now_ns() / 1000.0, sim_.cycle(), achieved_rtf());
+    fmt::print(stderr, "mxtb sim [{}]: stopped at {:.3f} us simulated, {} cycles, real-time factor {:.3g}; longest request {:.1f} ms "
+               "wall, {:.3f} us simulated ({})\n", mode_name(cfg_.time_mode), now_ns() / 1000.0, sim_.cycle(), achieved_rtf(),
+               longest_.wall_s * 1e3, longest_.sim_ns / 1000.0, longest_.what.empty() ? "none" : longest_.what);
     return 0;
   }
 
@@ -261,6 +262,12 @@ class Emulator {
     InfoCode code = InfoCode::Success;
     std::vector<uint32_t> out;
     const auto& a = job.access;
+    const auto wall_start = std::chrono::steady_clock::now();
+    const double sim_start_ns = now_ns();
+    if (cfg_.inject_stall_ms && ++requests_seen_ % cfg_.inject_stall_every == 0) {
+      activity_ = "stalled on purpose (--inject-stall) before a request";
+      std::this_thread::sleep_for(std::chrono::milliseconds(cfg_.inject_stall_ms));
+    }
     uint32_t span = incrementing(a.type) ? std::max<uint32_t>(a.words, 1) : 1;
     if (a.addr < protocol::kControllerBase + protocol::kControllerWords && uint64_t{a.addr} + span <= protocol::kControllerWords) {
       activity_ = "running a request: controller registers over AXI4-Lite";
@@ -272,6 +279,9 @@ class Emulator {
     else
       code = error_for(a.type);
     job.done(code, std::move(out));
+    const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    if (wall_s > longest_.wall_s)
+      longest_ = {wall_s, now_ns() - sim_start_ns, fmt::format("{} of {} word(s) at {:#010x}", ipbus::to_string(a.type), a.words, a.addr)};
   }
 
   // ---- the controller: AXI4-Lite transactions with their cycle cost ----
@@ -402,14 +412,14 @@ class Emulator {
     if (off == er::messages_hi::kOffset) return static_cast<uint32_t>(sim_.messages_delivered() >> 32);
     if (off == er::scoreboard_errors::kOffset) return static_cast<uint32_t>(sim_.scoreboard_errors());
     if (off >= er::ipbus_stats::kOffset && off < er::ipbus_stats::kOffset + 4 * er::ipbus_stats::kCount) {
-      const auto& s = server_->stats_while_in_job();
+      const auto s = server_->stats();
       uint32_t i = (off - er::ipbus_stats::kOffset) / 4;
       const uint64_t head[] = {s.datagrams, s.control, s.status, s.resends_served, s.transactions};
       if (i < 5) return static_cast<uint32_t>(head[i]);
       return static_cast<uint32_t>(s.faults[i - 5]);
     }
     if (off == er::ipbus_bus_errors::kOffset)
-      return static_cast<uint32_t>(server_->stats_while_in_job().faults[static_cast<size_t>(ipbus::Fault::BusError)]);
+      return static_cast<uint32_t>(server_->stats().faults[static_cast<size_t>(ipbus::Fault::BusError)]);
     return 0;
   }
 
@@ -589,6 +599,11 @@ class Emulator {
   sc_core::sc_event fw_ready_event_, fault_event_;
   std::string fw_init_error_;
   IpbusServer* server_ = nullptr;
+  struct LongestRequest {
+    double wall_s = 0, sim_ns = 0;
+    std::string what;
+  } longest_;  // the simulation thread's slowest request, for the stop line
+  uint64_t requests_seen_ = 0;
   std::atomic<const char*> activity_{"starting"};  // string literals only: read by the stall watchdog
   std::atomic<uint64_t> sim_ns_seen_{0};
   std::atomic<int64_t> progress_wall_ns_{0};

@@ -28,6 +28,10 @@ struct EmulatorConfig {
   std::string fst_path;                    // where WAVE_CTRL dumps; empty: no waveforms
   double stop_after_wall_s = 0;            // 0: serve until SIGINT/SIGTERM or the parent exits
   uint32_t stall_report_ms = 2000;         // log an IPbus request unanswered this long (0: never)
+  // Fault injection for the IPbus stress harness (tools/ipbus_stress.py): every Nth request that
+  // reaches the simulation waits this long before it runs, as if the simulation thread were
+  // starved. 0: never.
+  uint32_t inject_stall_ms = 0, inject_stall_every = 0;
 };
 
 std::optional<emu::TimeMode> time_mode_from_string(const std::string& s);

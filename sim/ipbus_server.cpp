@@ -56,16 +56,30 @@ struct IpbusServer::Impl : ipbus::BusPort {
   std::thread thread;
   std::vector<uint8_t> rx = std::vector<uint8_t>(65536);
   udp::endpoint from;
+  // The socket thread answers status, resend and bad packets itself (accept) and hands control
+  // packets, in order, to the transactor thread, which executes them (waiting for the simulation
+  // thread where they reach it) and sends their replies. So a request that runs long never
+  // silences the target: a status request still says the packet arrived and is executing.
   ipbus::Target target{*this};
-  std::vector<uint32_t> ram = std::vector<uint32_t>(protocol::kRamWords, 0);
+  std::mutex target_mu;  // accept(), finish(), stats()
+  struct Queued {
+    ipbus::AcceptedPacket packet;
+    udp::endpoint from;
+  };
+  std::thread transactor;
+  std::mutex packets_mu;
+  std::condition_variable packets_cv;
+  std::deque<Queued> packets;
+  bool packets_stop = false;
+  std::vector<uint32_t> ram = std::vector<uint32_t>(protocol::kRamWords, 0);  // the transactor's
 
   mutable std::mutex mu;
   std::condition_variable cv;
   std::deque<Job> jobs;
   bool stopping = false;
 
-  // What the stall watchdog reads. Steady-clock nanoseconds; 0: none. The socket thread waits
-  // for one job at a time, so one request is outstanding at most.
+  // What the stall watchdog reads. Steady-clock nanoseconds; 0: none. The transactor waits for
+  // one job at a time, so one request is outstanding at most.
   std::atomic<int64_t> job_queued_ns{0}, job_taken_ns{0}, last_rx_ns{0};
   Access job_access{};  // the outstanding request's header fields, under mu (body not kept)
   std::thread watchdog;
@@ -111,8 +125,7 @@ struct IpbusServer::Impl : ipbus::BusPort {
                             taken ? fmt::format("taken by the simulation thread {:.2f} s ago", (now - taken) * 1e-9)
                                   : std::string("not yet taken by the simulation thread"));
       if (unread > 0)
-        line += fmt::format("; {} bytes of datagrams unread, the socket thread last received {:.2f} s ago{}", unread,
-                            (now - rx) * 1e-9, queued ? " (it waits for that request)" : "");
+        line += fmt::format("; {} bytes of datagrams unread, the socket thread last received {:.2f} s ago", unread, (now - rx) * 1e-9);
       if (w.describe_sim) line += "; simulation thread: " + w.describe_sim();
       w.report(line);
     }
@@ -174,18 +187,51 @@ struct IpbusServer::Impl : ipbus::BusPort {
     return InfoCode::Success;
   }
 
+  void send(std::vector<uint8_t> bytes, const udp::endpoint& to) {
+    boost::system::error_code ec;
+    sock.send_to(asio::buffer(bytes), to, 0, ec);  // a vanished client is not our problem
+  }
+
   void receive() {
     sock.async_receive_from(asio::buffer(rx), from, [this](const boost::system::error_code& ec, size_t n) {
       if (ec == asio::error::operation_aborted) return;
       last_rx_ns = now_ns();
       if (!ec) {
-        if (auto reply = target.handle(rx.data(), n)) {
-          boost::system::error_code send_ec;
-          sock.send_to(asio::buffer(*reply), from, 0, send_ec);  // a vanished client is not our problem
+        ipbus::Target::Intake in;
+        {
+          std::lock_guard<std::mutex> lock(target_mu);
+          in = target.accept(rx.data(), n);
+        }
+        if (in.reply) send(std::move(*in.reply), from);
+        if (in.control) {
+          std::lock_guard<std::mutex> lock(packets_mu);
+          packets.push_back({std::move(*in.control), from});
+          packets_cv.notify_one();
         }
       }
       receive();
     });
+  }
+
+  void run_transactor() {
+    for (;;) {
+      Queued q;
+      {
+        std::unique_lock<std::mutex> lock(packets_mu);
+        packets_cv.wait(lock, [&] { return packets_stop || !packets.empty(); });
+        if (packets_stop) return;
+        q = std::move(packets.front());
+        packets.pop_front();
+      }
+      ipbus::TargetStats counts;
+      std::vector<uint8_t> reply = target.execute(q.packet, counts);
+      {
+        std::lock_guard<std::mutex> lock(target_mu);
+        target.finish(q.packet, reply, counts);
+      }
+      // The socket belongs to the io thread: sending from here could race its receive.
+      asio::post(io, [this, reply = std::move(reply), to = q.from]() mutable { send(std::move(reply), to); });
+    }
   }
 };
 
@@ -212,6 +258,7 @@ IpbusServer::IpbusServer(const std::string& listen, std::function<void(ipbus::Fa
   impl_->target.on_fault(std::move(on_fault));
   impl_->last_rx_ns = Impl::now_ns();
   impl_->receive();
+  impl_->transactor = std::thread([this] { impl_->run_transactor(); });
   impl_->thread = std::thread([this] { impl_->io.run(); });
 }
 
@@ -229,13 +276,19 @@ IpbusServer::~IpbusServer() {
   impl_->watch_cv.notify_all();
   if (impl_->watchdog.joinable()) impl_->watchdog.join();
   {
-    // Jobs still queued are answered with a timeout so that the socket thread can finish.
+    // Jobs still queued are answered with a timeout so that the transactor can finish.
     std::lock_guard<std::mutex> lock(impl_->mu);
     impl_->stopping = true;
     for (auto& j : impl_->jobs)
       j.done(is_write(j.access.type) ? InfoCode::WriteTimeout : InfoCode::ReadTimeout, {});
     impl_->jobs.clear();
   }
+  {
+    std::lock_guard<std::mutex> lock(impl_->packets_mu);
+    impl_->packets_stop = true;
+  }
+  impl_->packets_cv.notify_all();
+  if (impl_->transactor.joinable()) impl_->transactor.join();
   asio::post(impl_->io, [this] { impl_->sock.close(); });
   impl_->io.stop();
   if (impl_->thread.joinable()) impl_->thread.join();
@@ -261,6 +314,9 @@ bool IpbusServer::job_waiting() const {
   return !impl_->jobs.empty();
 }
 
-const ipbus::TargetStats& IpbusServer::stats_while_in_job() const { return impl_->target.stats(); }
+ipbus::TargetStats IpbusServer::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->target_mu);
+  return impl_->target.stats();
+}
 
 }  // namespace mxtb::sim

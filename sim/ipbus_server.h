@@ -1,8 +1,10 @@
 // The emulator's IPbus endpoint: a Boost.Asio UDP socket served on its own thread by the IPbus
-// target (protocol/ipbus/target.h). The board's scratch RAM, status and resend packets are answered
-// on that thread; every access that reaches the simulation (the controller, the emulator control
-// block) becomes a job for the thread that owns the SystemC kernel, which runs it between
-// sc_start() calls: the socket thread never touches signals, eval() or the kernel. docs/protocol.md.
+// target (protocol/ipbus/target.h). Status and resend packets are answered on that thread at
+// once, even while a control packet runs; control packets go in order to a transactor thread,
+// which answers the board's scratch RAM itself and turns every access that reaches the
+// simulation (the controller, the emulator control block) into a job for the thread that owns
+// the SystemC kernel, which runs it between sc_start() calls: neither server thread touches
+// signals, eval() or the kernel. docs/protocol.md.
 #pragma once
 
 #include "protocol/ipbus/target.h"
@@ -44,9 +46,9 @@ class IpbusServer {
   // Simulation thread: the next job, waiting up to `timeout`.
   std::optional<Job> next_job(std::chrono::microseconds timeout);
   bool job_waiting() const;
-  // The target's counters; call from the simulation thread while it runs a job (the socket
-  // thread is then waiting for that job) or after the server stopped.
-  const ipbus::TargetStats& stats_while_in_job() const;
+  // The target's counters, from any thread. Transactions and faults of a packet count when it
+  // finishes.
+  ipbus::TargetStats stats() const;
 
   // The server reports its own stalls. A watchdog thread looks every threshold / 4: when a
   // request has waited for the simulation thread longer than `threshold`, or datagrams have

@@ -31,7 +31,7 @@ using nlohmann::json;
 int cmd_sim(const ArgList& argv) {
   Args args(argv,
             {"--scenario", "--preset", "--seed", "--listen", "--time-mode", "--rtf", "--fst", "--stop-after-s", "--calibration",
-             "--stall-report-ms", kEngineFlags[0], kEngineFlags[1]},
+             "--stall-report-ms", "--inject-stall", kEngineFlags[0], kEngineFlags[1]},
             {});
   args.exclusive("--scenario", "--preset");
   const std::string calibration = args.str("--calibration", source_root() + "/traces/calibration/mesh32.json");
@@ -54,6 +54,11 @@ int cmd_sim(const ArgList& argv) {
   cfg.stall_report_ms = static_cast<uint32_t>(args.u64("--stall-report-ms", cfg.stall_report_ms, 0, 3'600'000));
   if (cfg.stall_report_ms > 0 && cfg.stall_report_ms < 4)
     throw UsageError(fmt::format("--stall-report-ms must be 0 (off) or at least 4, got {}", cfg.stall_report_ms));
+  if (args.has("--inject-stall")) {
+    auto [ms, every] = parse_inject_stall(args.str("--inject-stall"));
+    cfg.inject_stall_ms = ms;
+    cfg.inject_stall_every = every;
+  }
   try {
     sim::parse_listen_address(cfg.listen);
   } catch (const std::invalid_argument& e) {

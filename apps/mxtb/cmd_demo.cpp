@@ -5,6 +5,7 @@
 #include "apps/mxtb/args.h"
 #include "apps/mxtb/commands.h"
 #include "apps/mxtb/demo.h"
+#include "apps/mxtb/engine_options.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -14,7 +15,8 @@
 namespace mxtb::app {
 
 int cmd_demo(const ArgList& argv) {
-  Args args(argv, {"--scenario", "--scenario-seed", "--seed", "--out", "--json", "--time-mode"}, {"--no-waves"});
+  Args args(argv, {"--scenario", "--scenario-seed", "--seed", "--out", "--json", "--time-mode", "--ipbus-timeout-ms", "--inject-stall"},
+            {"--no-waves"});
   args.exclusive("--scenario", "--scenario-seed");
   FailoverScenario s =
       args.has("--scenario-seed")
@@ -25,14 +27,20 @@ int cmd_demo(const ArgList& argv) {
   DemoOptions o;
   o.out_dir = args.str("--out", "out");
   o.waves = !args.has("--no-waves");
+  o.ipbus_timeout = std::chrono::milliseconds(args.u64("--ipbus-timeout-ms", 1000, 10, 600'000));
+  if (args.has("--inject-stall")) {
+    parse_inject_stall(args.str("--inject-stall"));  // a bad value stops here, not in the emulator's log
+    o.inject_stall = args.str("--inject-stall");
+  }
   o.progress = [](const std::string& line) { fmt::print("  {}\n", line); };
   if (s.time_mode == "lockstep")
     fmt::print("mxtb demo: scenario {} (seed {}), time mode {}, {} XPUs x {} lanes, {}-port mesh, {} settle\n", s.name,
                s.seed, s.time_mode, s.shape.xpus, s.shape.lanes_per_xpu, s.shape.mesh_ports, sim::to_string(s.settle));
   DemoRun r = run_demo(s, o);
   fmt::print("{}", host::report::format_table(r.job.timeline));
-  fmt::print("  emulated {:.1f} us of the server in {:.1f} s wall; client: {} packets, {} timeouts\n", r.sim_ns / 1000.0,
-             r.wall_s, r.client.packets_sent, r.client.timeouts);
+  fmt::print("  emulated {:.1f} us of the server in {:.1f} s wall; client: {} packets, {} timeouts ({} while the target was "
+             "executing the packet), slowest answer {:.1f} ms\n", r.sim_ns / 1000.0, r.wall_s, r.client.packets_sent, r.client.timeouts,
+             r.client.busy_waits, r.client.worst_answer_ms);
   for (const auto& p : r.written) fmt::print("  wrote {}\n", p);
   if (args.has("--json")) {
     std::ofstream f(args.str("--json"));

@@ -35,10 +35,12 @@ DemoRun run_demo(const FailoverScenario& s, const DemoOptions& o) {
   }
   std::vector<std::string> sim_args{"--scenario", scenario_file, "--time-mode", s.time_mode};
   if (o.waves) sim_args.insert(sim_args.end(), {"--fst", o.out_dir + "/waves.fst"});
+  if (!o.inject_stall.empty()) sim_args.insert(sim_args.end(), {"--inject-stall", o.inject_stall});
   fabric::EmulatorProcess emu(fabric::self_executable(), sim_args, o.out_dir + "/emulator.log");
   say(fmt::format("emulator: {} (log: {}/emulator.log)", emu.target(), o.out_dir));
   fabric::ClientOptions opts;
   opts.describe = protocol::describe;
+  opts.timeout = o.ipbus_timeout;
   fabric::Client client(emu.target(), opts);
   fabric::Board board(client);
 
@@ -68,7 +70,10 @@ json demo_json(const FailoverScenario& s, const DemoRun& r) {
     failovers.push_back({{"failed", f.failed}, {"spare", f.spare ? json(*f.spare) : json(nullptr)},
                          {"fast_path", f.fast_path}, {"report", report::to_json(f.timeline)}, {"problems", f.problems}});
   return json{{"scenario", to_json(s)},        {"report", report::to_json(r.job.timeline)}, {"failovers", failovers},
-              {"failures", r.job.failures},    {"passed", r.job.passed()},                  {"wall_s", r.wall_s}};
+              {"failures", r.job.failures},    {"passed", r.job.passed()},                  {"wall_s", r.wall_s},
+              {"ipbus", {{"packets", r.client.packets_sent}, {"timeouts", r.client.timeouts}, {"busy_waits", r.client.busy_waits},
+                         {"status_requests", r.client.status_requests}, {"resend_requests", r.client.resend_requests},
+                         {"worst_answer_ms", r.client.worst_answer_ms}}}};
 }
 
 }  // namespace mxtb::app

@@ -8,6 +8,7 @@
 #include "host/fabric/client.h"
 #include "host/failover/job.h"
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -19,6 +20,10 @@ struct DemoOptions {
   bool waves = true;            // a waveform window around the first failure (out_dir/waves.fst)
   // Milestones as they happen (the emulator's address, the tenant placed, ...); none when empty.
   std::function<void(const std::string&)> progress;
+  // The IPbus stress harness's knobs (tools/ipbus_stress.py): the client's time per attempt, and
+  // `mxtb sim --inject-stall MS/EVERY` (empty: none).
+  std::chrono::milliseconds ipbus_timeout{1000};
+  std::string inject_stall;
 };
 
 struct DemoRun {

@@ -31,4 +31,17 @@ void apply_engine_options(const Args& args, sim::ServerConfig& cfg) {
   cfg.threads = static_cast<int>(threads);
 }
 
+std::pair<uint32_t, uint32_t> parse_inject_stall(const std::string& value) {
+  auto bad = [&](const std::string& why) { return UsageError(fmt::format("--inject-stall '{}': {} (want MS/EVERY, e.g. 1500/40)", value, why)); };
+  auto slash = value.find('/');
+  if (slash == std::string::npos) throw bad("no '/'");
+  auto number = [&](const std::string& t, uint64_t max, const char* name) {
+    bool digits = !t.empty() && t.size() <= 9 && t.find_first_not_of("0123456789") == std::string::npos;
+    uint64_t v = digits ? std::stoull(t) : 0;
+    if (v == 0 || v > max) throw bad(fmt::format("{} must be 1..{}", name, max));
+    return static_cast<uint32_t>(v);
+  };
+  return {number(value.substr(0, slash), 600'000, "MS"), number(value.substr(slash + 1), 1'000'000, "EVERY")};
+}
+
 }  // namespace mxtb::app

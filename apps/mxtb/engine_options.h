@@ -16,4 +16,9 @@ inline const char* const kEngineFlags[] = {"--engine", "--threads"};
 // Sets cfg.engine and cfg.threads; a bad value (flag or variable) is a UsageError naming it.
 void apply_engine_options(const Args& args, sim::ServerConfig& cfg);
 
+// `--inject-stall MS/EVERY` of `mxtb sim` and `mxtb demo` (the IPbus stress harness's fault):
+// every EVERY-th request that reaches the simulation waits MS before it runs. Returns (MS, EVERY);
+// a malformed value is a UsageError naming it.
+std::pair<uint32_t, uint32_t> parse_inject_stall(const std::string& value);
+
 }  // namespace mxtb::app

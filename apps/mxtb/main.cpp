@@ -27,8 +27,11 @@ struct Command {
 const Command kCommands[] = {
     {"demo", mxtb::app::cmd_demo,
      R"(demo [--scenario FILE | --scenario-seed N] [--seed N] [--out DIR] [--json FILE] [--no-waves]
+    [--ipbus-timeout-ms MS] [--inject-stall MS/EVERY]
     the main job: the emulator on loopback, the failover manager over IPbus, an XPU killed and
-    replaced by a spare; phase table against 1.2 s, report.json, timeline.json/.svg, waves.fst)"},
+    replaced by a spare; phase table against 1.2 s, report.json, timeline.json/.svg, waves.fst.
+    The IPbus client waits MS per attempt (default 1000); --inject-stall is the stress harness's
+    fault (see sim))"},
     {"regress", mxtb::app::cmd_regress,
      R"(regress --seeds N [--jobs J] [--first-seed S] [--out DIR] [--json FILE] [--junit FILE] [--quiet]
     [--launcher local|slurm] [--seeds-per-task K] [--partition P] [--time-limit T]
@@ -47,9 +50,11 @@ regress --collect DIR [--json FILE] [--junit FILE]
     {"sim", mxtb::app::cmd_sim,
      R"(sim [--scenario FILE | --preset P] [--listen ADDR:PORT] [--time-mode lockstep|paced|free] [--rtf X]
     [--seed N] [--fst FILE] [--stop-after-s S] [--calibration FILE] [--engine reference|fast] [--threads N]
-    [--stall-report-ms MS]
+    [--stall-report-ms MS] [--inject-stall MS/EVERY]
     the emulated server as a board on the network: IPbus 2.0 over UDP (docs/protocol.md);
     a request unanswered for MS (default 2000; 0: off) is logged with what the simulation does;
+    --inject-stall holds every EVERY-th request that reaches the simulation for MS first
+    (a starved simulation thread, for tools/ipbus_stress.py);
     prints "listening on udp://ADDR:PORT" when it answers. It runs on the fast engine on one
     thread unless --engine/--threads (or, for every command that starts it, MXTB_ENGINE and
     MXTB_THREADS) say otherwise (docs/performance.md))"},

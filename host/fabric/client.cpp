@@ -58,7 +58,15 @@ struct Packet {
   std::vector<size_t> txs;
   std::vector<uint8_t> bytes;
   bool answered = false;
+  std::chrono::steady_clock::time_point sent;
 };
+
+bool has_packet_id(const std::vector<uint32_t>& headers, uint16_t id) {
+  return std::any_of(headers.begin(), headers.end(), [&](uint32_t w) {
+    auto h = decode_packet_header(w, nullptr);
+    return h && h->id == id;
+  });
+}
 
 }  // namespace
 
@@ -170,7 +178,7 @@ void Client::dispatch(std::chrono::milliseconds timeout) {
   std::vector<Packet> packets;
   uint32_t req_words = kMtuWords, rep_words = kMtuWords;  // no packet yet
   auto new_packet = [&] {
-    packets.push_back(Packet{0, {}, {}, false});
+    packets.push_back(Packet{0, {}, {}, false, {}});
     req_words = rep_words = 1;
   };
   for (Tx& q : queued) {
@@ -248,10 +256,14 @@ void Client::dispatch(std::chrono::milliseconds timeout) {
   size_t next_to_send = 0, answered = 0;
   std::deque<size_t> in_flight;
   int rounds = 0;
+  // When the oldest packet was first seen executing; epoch: not now (gcc's maybe-uninitialized
+  // objects to an optional time_point).
+  std::chrono::steady_clock::time_point busy_since{};
   while (answered < packets.size()) {
     // Unsequenced replies all carry id 0: one packet in flight, so that a reply names its packet.
     while (next_to_send < packets.size() && in_flight.size() < (opts_.sequenced ? impl_->window : 1u)) {
       impl_->send(packets[next_to_send].bytes);
+      packets[next_to_send].sent = std::chrono::steady_clock::now();
       ++stats_.packets_sent;
       stats_.bytes_sent += packets[next_to_send].bytes.size();
       in_flight.push_back(next_to_send++);
@@ -272,10 +284,13 @@ void Client::dispatch(std::chrono::milliseconds timeout) {
         throw ProtocolError(fmt::format("IPbus target {} sent a malformed reply to packet {}", target_, packets[*it].id));
       ++stats_.replies;
       stats_.bytes_received += got->size();
+      stats_.worst_answer_ms = std::max(
+          stats_.worst_answer_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - packets[*it].sent).count());
       packets[*it].answered = true;
       ++answered;
       in_flight.erase(it);
       rounds = 0;
+      busy_since = {};
       continue;
     }
     // Timeout: ask which requests arrived. Those before the next expected id were executed and
@@ -292,6 +307,20 @@ void Client::dispatch(std::chrono::milliseconds timeout) {
       throw TimeoutError(fmt::format("IPbus target {}: no reply to packet {} after {} attempts of {} ms", target_,
                                      packets[in_flight.front()].id, opts_.retries + 1, timeout.count()));
     StatusReply s = status();
+    // Taken and not yet replied to: the target is executing it, and its reply (and the replies
+    // of the packets queued behind it) will come. Nothing to recover; wait, up to busy_limit.
+    const Packet& oldest = packets[in_flight.front()];
+    if (has_packet_id(s.received_headers, oldest.id) && !has_packet_id(s.sent_headers, oldest.id)) {
+      --rounds;
+      ++stats_.busy_waits;
+      auto now = std::chrono::steady_clock::now();
+      if (busy_since == std::chrono::steady_clock::time_point{}) busy_since = now;
+      if (now - busy_since > opts_.busy_limit)
+        throw TimeoutError(fmt::format("IPbus target {}: still executing packet {} after {:.1f} s (it answers status requests; "
+                                       "limit {} ms)", target_, oldest.id,
+                                       std::chrono::duration<double>(now - oldest.sent).count(), opts_.busy_limit.count()));
+      continue;
+    }
     bool received = true;
     for (size_t k : in_flight) {
       if (packets[k].id == s.next_expected_id) received = false;

@@ -39,6 +39,10 @@ struct ProtocolError : std::runtime_error {
 struct ClientOptions {
   std::chrono::milliseconds timeout{1000};  // per attempt
   int retries = 5;                          // recovery rounds before TimeoutError
+  // A target whose status says it took the packet and has not replied yet is executing it (a
+  // long emulator request, a starved emulator): the client waits for it without counting retries,
+  // this long at most, then TimeoutError.
+  std::chrono::milliseconds busy_limit{120'000};
   uint32_t max_in_flight = 8;               // packets; capped by the target's reply buffers
   ipbus::ByteOrder order = ipbus::ByteOrder::Little;      // what x86 uHAL clients send
   // Sequenced packets (ids 1..65535) are what make lost packets recoverable, but a target keeps
@@ -53,6 +57,8 @@ struct ClientOptions {
 struct ClientStats {
   uint64_t packets_sent = 0, bytes_sent = 0, bytes_received = 0, replies = 0, timeouts = 0, status_requests = 0, resend_requests = 0, packets_resent = 0,
            stray_replies = 0;
+  uint64_t busy_waits = 0;         // timeouts on a packet the target said it was executing
+  double worst_answer_ms = 0;      // longest first send -> reply of a packet, recovery included
 };
 
 // The result of a queued read or RMW: valid after dispatch().

@@ -50,8 +50,16 @@ const char* to_string(Fault f);
 
 struct TargetStats {
   uint64_t datagrams = 0, control = 0, status = 0, resends_served = 0, transactions = 0;
+  uint64_t resends_while_running = 0;  // resend of a packet still executing: ignored, its reply follows
   std::array<uint64_t, static_cast<size_t>(Fault::kCount)> faults{};
   uint64_t dropped() const;
+};
+
+// A control packet taken in sequence, waiting for or in execution.
+struct AcceptedPacket {
+  std::vector<uint32_t> words;
+  ByteOrder order;
+  uint16_t id;
 };
 
 class Target {
@@ -59,6 +67,23 @@ class Target {
   explicit Target(BusPort& port, uint32_t n_buffers = 16) : port_(port), n_buffers_(n_buffers) {}
   // Handles one datagram; the reply's bytes, or nullopt to drop it.
   std::optional<std::vector<uint8_t>> handle(const uint8_t* data, size_t size);
+
+  // handle() in three steps, so that a server can answer status and resend requests while a
+  // control packet executes, as a board's packet engine does beside its transactor. accept():
+  // status, resend and bad packets are answered (or dropped) at once; a control packet in
+  // sequence is taken (the next expected id moves past it, so a status request says it arrived
+  // and, while its header is not among the sent ones, that it is executing) and returned for
+  // execute(), which touches only the bus and `counts`; finish() stores the reply for resends.
+  // accept() and finish() must not run concurrently with each other; execute() may run beside
+  // both. Packets are executed and finished in the order they were accepted.
+  struct Intake {
+    std::optional<std::vector<uint8_t>> reply;  // to send now
+    std::optional<AcceptedPacket> control;      // to execute
+  };
+  Intake accept(const uint8_t* data, size_t size);
+  std::vector<uint8_t> execute(const AcceptedPacket& p, TargetStats& counts);
+  void finish(const AcceptedPacket& p, const std::vector<uint8_t>& reply, const TargetStats& counts);
+
   const TargetStats& stats() const { return stats_; }
   uint16_t next_expected_id() const { return next_id_; }
   // Called with every fault and a description naming the packet and what was wrong.
@@ -66,13 +91,14 @@ class Target {
 
  private:
   std::optional<std::vector<uint8_t>> drop(Fault f, const std::string& what);
-  std::vector<uint32_t> run_control(const std::vector<uint32_t>& in, uint16_t id);
+  std::vector<uint32_t> run_control(const std::vector<uint32_t>& in, uint16_t id, TargetStats& counts);
   void note_history(uint8_t kind);
 
   BusPort& port_;
   uint32_t n_buffers_;
   uint16_t next_id_ = 1;
   std::deque<std::pair<uint16_t, std::vector<uint8_t>>> replies_;  // newest last
+  std::deque<uint16_t> running_;                                    // accepted, not finished; oldest first
   std::deque<uint32_t> received_, sent_;                            // newest first
   std::deque<uint8_t> history_;                                     // newest first
   TargetStats stats_;

@@ -6,7 +6,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <random>
+#include <stdexcept>
 
 using namespace mxtb::protocol::ipbus;
 using namespace mxtb::protocol;
@@ -140,6 +142,80 @@ TEST_CASE("sequence: out-of-order ids are dropped; a resend replays the reply an
   roundtrip(t, {control(0), tx(TxType::RmwSum, 1), 0x100, 1});
   CHECK(mem.mem[0] == 3);
   CHECK(t.next_expected_id() == 2);
+}
+
+TEST_CASE("a control packet in execution: status says it arrived and is unanswered; its resend waits, then replays") {
+  MemPort port;
+  Target t(port);
+  auto status = [&] {
+    std::vector<uint32_t> req(kStatusWords, 0);
+    req[0] = encode(PacketHeader{PacketType::Status, 0});
+    auto bytes = to_bytes(req, ByteOrder::Big);
+    auto in = t.accept(bytes.data(), bytes.size());
+    REQUIRE(in.reply);
+    REQUIRE_FALSE(in.control);
+    auto w = to_words(in.reply->data(), in.reply->size(), nullptr);
+    REQUIRE(w);
+    auto s = decode_status_reply(w->words);
+    REQUIRE(s);
+    return *s;
+  };
+  auto resend = [&](uint16_t id) {
+    auto bytes = to_bytes({encode(PacketHeader{PacketType::Resend, id})}, ByteOrder::Big);
+    return t.accept(bytes.data(), bytes.size());
+  };
+  auto req = to_bytes({control(1), tx(TxType::Write, 1), 0x100, 0xABCDu}, ByteOrder::Big);
+  auto in = t.accept(req.data(), req.size());
+  REQUIRE(in.control);
+  CHECK_FALSE(in.reply);
+  CHECK(port.writes == 0);  // taken, not executed
+
+  // Taken: the next expected id moves past it; received, not sent.
+  auto s = status();
+  CHECK(s.next_expected_id == 2);
+  REQUIRE(s.received_headers.size() >= 1);
+  CHECK(s.received_headers[0] == control(1));
+  CHECK(std::find(s.sent_headers.begin(), s.sent_headers.end(), control(1)) == s.sent_headers.end());
+  // A resend of it is not answered and is no fault: the reply follows when it finishes.
+  auto early = resend(1);
+  CHECK_FALSE(early.reply);
+  CHECK_FALSE(early.control);
+  CHECK(t.stats().resends_while_running == 1);
+  CHECK(t.stats().faults[static_cast<size_t>(Fault::BadResend)] == 0);
+  // The same id again is out of sequence: it is not executed twice.
+  auto again = t.accept(req.data(), req.size());
+  CHECK_FALSE(again.control);
+  CHECK(t.stats().faults[static_cast<size_t>(Fault::OutOfSequence)] == 1);
+
+  TargetStats counts;
+  auto reply = t.execute(*in.control, counts);
+  CHECK(port.writes == 1);
+  CHECK(t.stats().transactions == 0);  // a packet's counts land when it finishes
+  t.finish(*in.control, reply, counts);
+  CHECK(t.stats().transactions == 1);
+  s = status();
+  REQUIRE(s.sent_headers.size() >= 1);
+  CHECK(s.sent_headers[0] == control(1));
+  auto late = resend(1);
+  REQUIRE(late.reply);
+  CHECK(*late.reply == reply);
+  CHECK(port.writes == 1);
+  // A resend of an id never taken is still a fault.
+  CHECK_FALSE(resend(7).reply);
+  CHECK(t.stats().faults[static_cast<size_t>(Fault::BadResend)] == 1);
+}
+
+TEST_CASE("packets finish in the order they were taken") {
+  MemPort port;
+  Target t(port);
+  auto p1 = to_bytes({control(1), tx(TxType::Read, 1), 0x100}, ByteOrder::Big);
+  auto p2 = to_bytes({control(2), tx(TxType::Read, 1), 0x101}, ByteOrder::Big);
+  auto a1 = t.accept(p1.data(), p1.size());
+  auto a2 = t.accept(p2.data(), p2.size());
+  REQUIRE(a1.control);
+  REQUIRE(a2.control);
+  TargetStats c;
+  CHECK_THROWS_AS(t.finish(*a2.control, t.execute(*a2.control, c), c), std::logic_error);
 }
 
 TEST_CASE("status reply: MTU, buffers, next expected id, always big-endian") {

@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <mutex>
@@ -71,7 +72,7 @@ TEST_CASE("a job dropped unanswered answers a bus timeout and the server still s
       CHECK(e.code == (write ? InfoCode::WriteTimeout : InfoCode::ReadTimeout));
       CHECK(e.addr == kSimAddr);
     }
-    // The socket thread is free again: the board answers, and the destructor joins it.
+    // The transactor is free again: the board answers, and the destructor joins its threads.
     CHECK(client.status().n_buffers > 0);
     server.reset();
   }
@@ -87,6 +88,60 @@ TEST_CASE("a job answered once is not answered again when dropped") {
   job->done(InfoCode::ReadError, {});  // a second call changes nothing
   job.reset();
   CHECK(read.get() == 42u);
+}
+
+// The failure class behind issue 27's silent emulator: while one request ran, the single socket
+// thread waited for it and answered nothing, status requests included, so a client whose
+// timeout x (retries + 1) was shorter than the request declared the target dead. Now the socket
+// thread answers status while the transactor waits, and the client waits for a packet the
+// status says is executing.
+TEST_CASE("a request that outlasts the client's whole retry budget completes: status is answered while it runs") {
+  IpbusServer server("127.0.0.1:0", nullptr);
+  ClientOptions o;
+  o.timeout = std::chrono::milliseconds(50);
+  o.retries = 2;  // 150 ms of retries; the request runs 600 ms
+  Client client("udp://" + server.local_address(), o);
+  auto read = std::async(std::launch::async, [&] { return client.read(kSimAddr + 1); });
+  auto job = server.next_job(std::chrono::seconds(5));
+  REQUIRE(job.has_value());
+  // Meanwhile a second client (unsequenced: it leaves the first one's sequence alone) sees the
+  // packet taken and not answered.
+  ClientOptions side;
+  side.sequenced = false;
+  side.timeout = std::chrono::milliseconds(200);
+  Client observer("udp://" + server.local_address(), side);
+  auto s = observer.status();
+  REQUIRE_FALSE(s.received_headers.empty());
+  auto newest = mxtb::protocol::ipbus::decode_packet_header(s.received_headers[0], nullptr);
+  REQUIRE(newest);
+  CHECK(s.next_expected_id == mxtb::protocol::ipbus::next_packet_id(newest->id));
+  CHECK(std::find(s.sent_headers.begin(), s.sent_headers.end(), s.received_headers[0]) == s.sent_headers.end());
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  job->done(InfoCode::Success, {0xFEEDu});
+  CHECK(read.get() == 0xFEEDu);
+  CHECK(client.stats().busy_waits >= 2);
+  CHECK(client.stats().packets_resent == 0);  // nothing was executed twice
+  CHECK(client.stats().worst_answer_ms >= 600);
+  CHECK(server.stats().faults[static_cast<size_t>(mxtb::protocol::ipbus::Fault::OutOfSequence)] == 0);
+}
+
+TEST_CASE("a request still running after the client's busy limit ends in a TimeoutError that says so") {
+  IpbusServer server("127.0.0.1:0", nullptr);
+  ClientOptions o;
+  o.timeout = std::chrono::milliseconds(50);
+  o.retries = 2;
+  o.busy_limit = std::chrono::milliseconds(300);
+  Client client("udp://" + server.local_address(), o);
+  auto read = std::async(std::launch::async, [&] { return client.read(kSimAddr + 2); });
+  auto job = server.next_job(std::chrono::seconds(5));
+  REQUIRE(job.has_value());
+  try {
+    read.get();
+    FAIL("a request running past the busy limit was answered");
+  } catch (const mxtb::host::fabric::TimeoutError& e) {
+    CHECK(std::string(e.what()).find("still executing packet") != std::string::npos);
+  }
+  job->done(InfoCode::Success, {1u});  // late: the server still stops cleanly
 }
 
 TEST_CASE("a request the simulation thread leaves waiting is reported as a stall, with what the simulation does") {
