@@ -124,6 +124,12 @@ struct IpbusServer::Impl : ipbus::BusPort {
         line += fmt::format("; request {} queued {:.2f} s ago, {}", what, (now - queued) * 1e-9,
                             taken ? fmt::format("taken by the simulation thread {:.2f} s ago", (now - taken) * 1e-9)
                                   : std::string("not yet taken by the simulation thread"));
+      size_t behind = 0;
+      {
+        std::lock_guard<std::mutex> g(packets_mu);
+        behind = packets.size();
+      }
+      if (behind) line += fmt::format("; {} control packet(s) queued behind it", behind);
       if (unread > 0)
         line += fmt::format("; {} bytes of datagrams unread, the socket thread last received {:.2f} s ago", unread, (now - rx) * 1e-9);
       if (w.describe_sim) line += "; simulation thread: " + w.describe_sim();

@@ -53,7 +53,8 @@ class IpbusServer {
   // The server reports its own stalls. A watchdog thread looks every threshold / 4: when a
   // request has waited for the simulation thread longer than `threshold`, or datagrams have
   // waited unread in the socket that long, `report` gets one line saying so: the request (type,
-  // words, address), how long it has waited, whether the simulation thread has taken it, and
+  // words, address), how long it has waited, whether the simulation thread has taken it, how many
+  // control packets wait behind it, and
   // `describe_sim()` (what the simulation thread is doing; called on the watchdog thread, so it
   // may read only thread-safe state). Again every `threshold` while the stall lasts, and once when
   // it ends. Call once, before the first request; `report` runs on the watchdog thread.

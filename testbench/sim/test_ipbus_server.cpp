@@ -159,6 +159,12 @@ TEST_CASE("a request the simulation thread leaves waiting is reported as a stall
   // The simulation thread takes the job but answers only after 450 ms: a stall of 4.5 thresholds.
   auto job = server.next_job(std::chrono::seconds(5));
   REQUIRE(job.has_value());
+  // A second client's packet waits behind it for the transactor.
+  ClientOptions side;
+  side.sequenced = false;
+  side.timeout = std::chrono::milliseconds(3000);
+  Client second("udp://" + server.local_address(), side);
+  auto second_read = std::async(std::launch::async, [&] { return second.read(kSimAddr + 4); });
   std::this_thread::sleep_for(std::chrono::milliseconds(450));
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -173,8 +179,23 @@ TEST_CASE("a request the simulation thread leaves waiting is reported as a stall
     CHECK(lines.size() >= 2);
     CHECK(lines.size() <= static_cast<size_t>(waited / std::chrono::milliseconds(100)) + 1);
   }
+  // The stall lasts while the job is held: a later line counts the second client's packet.
+  bool behind = false;
+  for (int i = 0; i < 100 && !behind; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      behind = lines.back().find("; 1 control packet(s) queued behind it") != std::string::npos;
+    }
+    if (!behind) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(behind);
   job->done(InfoCode::Success, {5u});
   CHECK(read.get() == 5u);
+  auto job2 = server.next_job(std::chrono::seconds(5));
+  REQUIRE(job2.has_value());
+  CHECK(job2->access.addr == kSimAddr + 4);
+  job2->done(InfoCode::Success, {6u});
+  CHECK(second_read.get() == 6u);
   std::this_thread::sleep_for(std::chrono::milliseconds(150));
   std::lock_guard<std::mutex> lock(mu);
   CHECK(lines.back().find("IPbus stall over: answering again after") != std::string::npos);
