@@ -9,6 +9,9 @@ scenarios, `--scenario-seed`) with
 
   * `--inject-stall MS/EVERY`: every EVERY-th request that reaches the simulation waits MS first,
     as a starved simulation thread would (default 800/250);
+  * `--freeze MS/EVERY_S`: every EVERY_S seconds the whole emulator process is stopped (SIGSTOP)
+    for MS and continued, as a machine that does not schedule it for that long would do
+    (default 1000/4): nothing answers then, status requests included;
   * `--ipbus-timeout-ms T`: the client's time per attempt (default 100, so its whole retry budget,
     6 attempts, is 600 ms: shorter than every injected stall);
   * busy-loop processes beside the runs (`--load`, default 2) and `--jobs` runs at a time.
@@ -25,8 +28,10 @@ import argparse
 import json
 import multiprocessing
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -35,6 +40,39 @@ from pathlib import Path
 def busy_loop():
     while True:
         pass
+
+
+def emulator_of(demo_pid):
+    """The pid of the demo's `mxtb sim` child, or None."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == demo_pid and len(argv) > 1 and argv[1] == b"sim":
+            return int(entry)
+    return None
+
+
+def freezer(demo, ms, every_s, done, count):
+    """Stops the demo's emulator for ms every every_s seconds until `done` is set."""
+    while not done.wait(every_s):
+        pid = emulator_of(demo.pid)
+        if pid is None:
+            continue
+        try:
+            os.kill(pid, signal.SIGSTOP)
+            done.wait(ms / 1000.0)
+            os.kill(pid, signal.SIGCONT)
+            count[0] += 1
+        except ProcessLookupError:
+            pass
 
 
 def run_one(args, k):
@@ -46,9 +84,24 @@ def run_one(args, k):
     if args.inject_stall != "none":
         cmd += ["--inject-stall", args.inject_stall]
     t0 = time.monotonic()
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=args.run_timeout_s)
+    demo = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    done, freezes = threading.Event(), [0]
+    frz = None
+    if args.freeze != "none":
+        ms, every_s = args.freeze.split("/")
+        frz = threading.Thread(target=freezer, args=(demo, int(ms), float(every_s), done, freezes), daemon=True)
+        frz.start()
+    try:
+        stdout, _ = demo.communicate(timeout=args.run_timeout_s)
+    except subprocess.TimeoutExpired:
+        demo.kill()
+        stdout, _ = demo.communicate()
+    done.set()
+    if frz:
+        frz.join()
+    p = subprocess.CompletedProcess(cmd, demo.returncode, stdout)
     wall = time.monotonic() - t0
-    result = {"run": k, "scenario_seed": seed, "exit_code": p.returncode, "wall_s": round(wall, 2)}
+    result = {"run": k, "scenario_seed": seed, "exit_code": p.returncode, "wall_s": round(wall, 2), "freezes": freezes[0]}
     try:
         with open(out / "demo.json") as f:
             demo = json.load(f)
@@ -77,6 +130,7 @@ def main():
     ap.add_argument("--first-seed", type=int, default=1, help="run k uses --scenario-seed FIRST_SEED + k")
     ap.add_argument("--ipbus-timeout-ms", type=int, default=100)
     ap.add_argument("--inject-stall", default="800/250", help="MS/EVERY, or 'none'")
+    ap.add_argument("--freeze", default="1000/4", help="MS/EVERY_S: stop the emulator process MS every EVERY_S s, or 'none'")
     ap.add_argument("--run-timeout-s", type=float, default=600)
     ap.add_argument("--out", default="out/ipbus-stress")
     ap.add_argument("--json", help="default: OUT/ipbus-stress.json")
@@ -85,6 +139,10 @@ def main():
         ap.error("--runs and --jobs must be at least 1, --load at least 0")
     if not os.access(args.mxtb, os.X_OK):
         ap.error(f"--mxtb {args.mxtb}: not an executable file")
+    for flag, value in (("--inject-stall", args.inject_stall), ("--freeze", args.freeze)):
+        parts = value.split("/")
+        if value != "none" and (len(parts) != 2 or not all(x.replace(".", "", 1).isdigit() for x in parts) or float(parts[1]) <= 0):
+            ap.error(f"{flag} {value}: want MS/EVERY (positive numbers) or 'none'")
     Path(args.out).mkdir(parents=True, exist_ok=True)
 
     load = [multiprocessing.Process(target=busy_loop, daemon=True) for _ in range(args.load)]
@@ -110,6 +168,8 @@ def main():
         "packets": sum(i["packets"] for i in answered),
         "timeouts": sum(i["timeouts"] for i in answered),
         "busy_waits": sum(i["busy_waits"] for i in answered),
+        "silent_waits": sum(i.get("silent_waits", 0) for i in answered),
+        "freezes": sum(r["freezes"] for r in results), "freeze": args.freeze,
         "resend_requests": sum(i["resend_requests"] for i in answered),
         "stall_lines": sum(r["stall_lines"] for r in results),
         "results": results,
@@ -118,11 +178,12 @@ def main():
     with open(path, "w") as f:
         json.dump(summary, f, indent=2)
     print(f"ipbus stress: {summary['runs']} runs, {summary['failed']} failed, {summary['wall_s']} s wall "
-          f"({args.jobs} at a time beside {args.load} busy loops; stall {args.inject_stall}, client timeout "
-          f"{args.ipbus_timeout_ms} ms x 6 attempts)")
+          f"({args.jobs} at a time beside {args.load} busy loops; stall {args.inject_stall}, freeze {args.freeze}, client "
+          f"timeout {args.ipbus_timeout_ms} ms x 6 attempts)")
     print(f"  worst IPbus answer {summary['worst_answer_ms']} ms; {summary['packets']} packets, {summary['timeouts']} timeouts, "
-          f"{summary['busy_waits']} of them on a packet the target said it was executing; {summary['resend_requests']} resend "
-          f"requests; {summary['stall_lines']} stall lines in the emulators' logs")
+          f"{summary['busy_waits']} of them on a packet the target said it was executing; {summary['freezes']} process freezes, "
+          f"{summary['silent_waits']} status rounds unanswered while the emulator's process was alive; "
+          f"{summary['resend_requests']} resend requests; {summary['stall_lines']} stall lines in the emulators' logs")
     for r in failed[:10]:
         print(f"  FAIL run {r['run']} (scenario seed {r['scenario_seed']}, exit {r['exit_code']}): "
               + "; ".join(r["failures"][:2] if r["failures"] else r.get("demo_output_tail", [])[-2:]))

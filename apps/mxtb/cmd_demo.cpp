@@ -39,8 +39,8 @@ int cmd_demo(const ArgList& argv) {
   DemoRun r = run_demo(s, o);
   fmt::print("{}", host::report::format_table(r.job.timeline));
   fmt::print("  emulated {:.1f} us of the server in {:.1f} s wall; client: {} packets, {} timeouts ({} while the target was "
-             "executing the packet), slowest answer {:.1f} ms\n", r.sim_ns / 1000.0, r.wall_s, r.client.packets_sent, r.client.timeouts,
-             r.client.busy_waits, r.client.worst_answer_ms);
+             "executing the packet, {} status rounds while its process was silent), slowest answer {:.1f} ms\n", r.sim_ns / 1000.0,
+             r.wall_s, r.client.packets_sent, r.client.timeouts, r.client.busy_waits, r.client.silent_waits, r.client.worst_answer_ms);
   for (const auto& p : r.written) fmt::print("  wrote {}\n", p);
   if (args.has("--json")) {
     std::ofstream f(args.str("--json"));

@@ -41,6 +41,7 @@ DemoRun run_demo(const FailoverScenario& s, const DemoOptions& o) {
   fabric::ClientOptions opts;
   opts.describe = protocol::describe;
   opts.timeout = o.ipbus_timeout;
+  opts.target_alive = [&emu] { return emu.running(); };
   fabric::Client client(emu.target(), opts);
   fabric::Board board(client);
 
@@ -72,6 +73,7 @@ json demo_json(const FailoverScenario& s, const DemoRun& r) {
   return json{{"scenario", to_json(s)},        {"report", report::to_json(r.job.timeline)}, {"failovers", failovers},
               {"failures", r.job.failures},    {"passed", r.job.passed()},                  {"wall_s", r.wall_s},
               {"ipbus", {{"packets", r.client.packets_sent}, {"timeouts", r.client.timeouts}, {"busy_waits", r.client.busy_waits},
+                         {"silent_waits", r.client.silent_waits},
                          {"status_requests", r.client.status_requests}, {"resend_requests", r.client.resend_requests},
                          {"worst_answer_ms", r.client.worst_answer_ms}}}};
 }

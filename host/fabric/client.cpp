@@ -121,7 +121,15 @@ StatusReply Client::status() {
   std::vector<uint32_t> req(kStatusWords, 0);
   req[0] = encode(PacketHeader{PacketType::Status, 0});
   auto bytes = to_bytes(req, ByteOrder::Big);
-  for (int attempt = 0; attempt <= opts_.retries; ++attempt) {
+  const auto start = std::chrono::steady_clock::now();
+  bool alive = false;
+  for (int attempt = 0;; ++attempt) {
+    if (attempt > opts_.retries) {
+      alive = opts_.target_alive && opts_.target_alive();
+      if (!alive || std::chrono::steady_clock::now() - start > opts_.busy_limit) break;
+      ++stats_.silent_waits;
+      attempt = 0;
+    }
     impl_->send(bytes);
     ++stats_.status_requests;
     auto deadline = std::chrono::steady_clock::now() + opts_.timeout;
@@ -137,6 +145,11 @@ StatusReply Client::status() {
     }
     ++stats_.timeouts;
   }
+  if (alive)
+    throw TimeoutError(fmt::format("no IPbus 2.0 target answers a status request at {} for {:.1f} s although its process is alive "
+                                   "(limit {} ms)", target_,
+                                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                                   opts_.busy_limit.count()));
   throw TimeoutError(fmt::format("no IPbus 2.0 target answers a status request at {} ({} attempts of {} ms)", target_,
                                  opts_.retries + 1, opts_.timeout.count()));
 }

@@ -43,6 +43,11 @@ struct ClientOptions {
   // long emulator request, a starved emulator): the client waits for it without counting retries,
   // this long at most, then TimeoutError.
   std::chrono::milliseconds busy_limit{120'000};
+  // For a target whose process the caller can see (an emulator child on this host): whether it is
+  // still alive. A target that answers nothing, status included, through every retry while its
+  // process is alive is one the machine has not scheduled (a loaded host, memory pressure): the
+  // client keeps asking, up to busy_limit, instead of declaring it gone. Empty: a board.
+  std::function<bool()> target_alive;
   uint32_t max_in_flight = 8;               // packets; capped by the target's reply buffers
   ipbus::ByteOrder order = ipbus::ByteOrder::Little;      // what x86 uHAL clients send
   // Sequenced packets (ids 1..65535) are what make lost packets recoverable, but a target keeps
@@ -58,6 +63,7 @@ struct ClientStats {
   uint64_t packets_sent = 0, bytes_sent = 0, bytes_received = 0, replies = 0, timeouts = 0, status_requests = 0, resend_requests = 0, packets_resent = 0,
            stray_replies = 0;
   uint64_t busy_waits = 0;         // timeouts on a packet the target said it was executing
+  uint64_t silent_waits = 0;       // status rounds unanswered while target_alive() said alive
   double worst_answer_ms = 0;      // longest first send -> reply of a packet, recovery included
 };
 

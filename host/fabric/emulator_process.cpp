@@ -142,6 +142,13 @@ std::optional<std::string> EmulatorProcess::ended() {
   return log_path_.empty() ? how : fmt::format("{}; its log: {}{}", how, log_path_, tail_of(log_path_));
 }
 
+bool EmulatorProcess::running() const {
+  if (pid_ <= 0) return false;
+  siginfo_t info{};
+  if (waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return false;
+  return info.si_pid == 0;  // nothing to report: still there
+}
+
 int EmulatorProcess::stop() {
   if (pid_ <= 0) {
     finish_drain();

@@ -30,6 +30,9 @@ class EmulatorProcess {
   // status 1", "died of signal 9") and the last lines of its log, which holds what it printed.
   // nullopt while it runs, and after stop().
   std::optional<std::string> ended();
+  // Whether the child process still exists (a stopped or unscheduled one too); does not reap it,
+  // so ended() still tells how it ended.
+  bool running() const;
 
  private:
   void finish_drain();

@@ -7,7 +7,9 @@
 #include "protocol/board_map.h"
 #include "sim/ipbus_server.h"
 
+#include <boost/asio.hpp>
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -142,6 +144,44 @@ TEST_CASE("a request still running after the client's busy limit ends in a Timeo
     CHECK(std::string(e.what()).find("still executing packet") != std::string::npos);
   }
   job->done(InfoCode::Success, {1u});  // late: the server still stops cleanly
+}
+
+// A target that answers nothing at all, status included: gone, unless the caller can see that its
+// process is alive (an emulator the machine has not scheduled): then the client keeps asking, up
+// to busy_limit. A bound socket that never answers stands for both.
+TEST_CASE("a silent target: declared gone after its retries, or waited for up to busy_limit while its process is alive") {
+  boost::asio::io_context io;
+  boost::asio::ip::udp::socket silent(io, boost::asio::ip::udp::endpoint(boost::asio::ip::make_address_v4("127.0.0.1"), 0));
+  const std::string target = fmt::format("udp://127.0.0.1:{}", silent.local_endpoint().port());
+  ClientOptions o;
+  o.timeout = std::chrono::milliseconds(20);
+  o.retries = 1;
+  o.busy_limit = std::chrono::milliseconds(300);
+  for (bool alive : {false, true}) {
+    CAPTURE(alive);
+    int asked = 0;
+    o.target_alive = [&] {
+      ++asked;
+      return alive;
+    };
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      Client c(target, o);
+      FAIL("a silent target was answered");
+    } catch (const mxtb::host::fabric::TimeoutError& e) {
+      const auto waited = std::chrono::steady_clock::now() - t0;
+      const std::string what = e.what();
+      if (alive) {
+        CHECK(what.find("although its process is alive") != std::string::npos);
+        CHECK(waited >= std::chrono::milliseconds(300));
+        CHECK(asked >= 2);
+      } else {
+        CHECK(what.find("(2 attempts of 20 ms)") != std::string::npos);
+        CHECK(waited < std::chrono::milliseconds(300));
+        CHECK(asked == 1);
+      }
+    }
+  }
 }
 
 TEST_CASE("a request the simulation thread leaves waiting is reported as a stall, with what the simulation does") {

@@ -8,13 +8,17 @@
 // retrain_req_i of both endpoints are free; rx_ready and tx_valid/last free. Checked: pair_xpu_rx's
 // assertions both ways (exactly once, in order, intact, no loss across any number of retrains with
 // the one peer), that neither endpoint is ever Active with anyone but the other (so never
-// flushes), and every endpoint assertion. rtl/formal/formal.sh runs it as link_pair_bmc (ABC's
+// flushes), that with clean lanes and steady controls from reset both are Active from cycle
+// LIVE_K on (bounded liveness), and every endpoint assertion. rtl/formal/formal.sh runs it as link_pair_bmc (ABC's
 // bmc3; docs/verification.md says what depth fits and why).
 `include "mxtb_assert.svh"
 
 module link_pair_formal #(
   parameter bit FLIPS    = 1'b1,   // the lanes may flip bits (else pass, erase, dark)
   parameter int FLIP_GAP = 8,
+  // Bounded liveness from reset: both lanes clean, both endpoints enabled and never asked to
+  // retrain since reset, and both are Active from cycle LIVE_K on. 0: not checked.
+  parameter int LIVE_K   = 0,
   // link_endpoint, shrunk
   parameter int MAX_WORDS      = 2,
   parameter int REPLAY_DEPTH   = 2,
@@ -51,7 +55,7 @@ module link_pair_formal #(
   always_ff @(posedge clk_i) rst_ni <= 1'b1;
 
   logic [65:0] a_lane_tx, b_lane_tx, a_lane_rx, b_lane_rx;
-  logic        a_laser, b_laser, a_sd, b_sd, unused_ab_clean, unused_ba_clean;
+  logic        a_laser, b_laser, a_sd, b_sd, ab_clean, ba_clean;
   logic [63:0] a_tx_data, b_tx_data, a_rx_data, b_rx_data;
   logic        a_tx_valid, b_tx_valid, a_tx_last, b_tx_last, a_tx_ready, b_tx_ready;
   logic        a_rx_valid, b_rx_valid, a_rx_last, b_rx_last, a_fire, b_fire;
@@ -65,10 +69,10 @@ module link_pair_formal #(
 
   pair_channel #(.FLIP_GAP(FLIP_GAP), .ALLOW_FLIP(FLIPS)) u_ab (
     .clk_i, .rst_ni, .tx_i(a_lane_tx), .laser_i(a_laser), .mode_i(ab_mode_i), .pos_i(ab_pos_i),
-    .rx_o(b_lane_rx), .sd_o(b_sd), .clean_o(unused_ab_clean));
+    .rx_o(b_lane_rx), .sd_o(b_sd), .clean_o(ab_clean));
   pair_channel #(.FLIP_GAP(FLIP_GAP), .ALLOW_FLIP(FLIPS)) u_ba (
     .clk_i, .rst_ni, .tx_i(b_lane_tx), .laser_i(b_laser), .mode_i(ba_mode_i), .pos_i(ba_pos_i),
-    .rx_o(a_lane_rx), .sd_o(a_sd), .clean_o(unused_ba_clean));
+    .rx_o(a_lane_rx), .sd_o(a_sd), .clean_o(ba_clean));
 
   pair_xpu_tx #(.TAG(XA)) u_a_xtx (.clk_i, .rst_ni, .valid_i(a_tx_valid_i), .last_i(a_last),
     .tx_data_o(a_tx_data), .tx_valid_o(a_tx_valid), .tx_last_o(a_tx_last), .tx_ready_i(a_tx_ready),
@@ -107,5 +111,22 @@ module link_pair_formal #(
   // Never Active with anyone but the other endpoint (so no flush ever: the peer never changes).
   `ASSERT(pair_a_peer_fixed, a_state != StActive || (a_peer_xpu == XB && a_peer_lane == 8'd0))
   `ASSERT(pair_b_peer_fixed, b_state != StActive || (b_peer_xpu == XA && b_peer_lane == 8'd0))
+
+  // Bounded liveness, from reset: clean lanes, both enabled, no retrain request, and both
+  // endpoints are Active from cycle LIVE_K on. (After a fault it needs a retrain, past the depth.)
+  logic       clean_now, clean_so_far_q;
+  logic [7:0] cycle_q;
+  assign clean_now = ab_clean && ba_clean && a_enable_i && b_enable_i && !a_retrain_i && !b_retrain_i;
+  always_ff @(posedge clk_i or negedge rst_ni)
+    if (!rst_ni) begin
+      clean_so_far_q <= 1'b1;
+      cycle_q        <= 8'd0;
+    end else begin
+      clean_so_far_q <= clean_so_far_q && clean_now;
+      cycle_q        <= cycle_q == 8'hFF ? cycle_q : cycle_q + 8'd1;
+    end
+  logic live_due;  // clean from reset through this cycle, and LIVE_K cycles have passed
+  assign live_due = LIVE_K != 0 && clean_so_far_q && clean_now && cycle_q >= 8'(LIVE_K);
+  `ASSERT(pair_active_when_clean_from_reset, !live_due || (a_state == StActive && b_state == StActive))
 
 endmodule
