@@ -320,10 +320,15 @@ void Client::dispatch(std::chrono::milliseconds timeout) {
       throw TimeoutError(fmt::format("IPbus target {}: no reply to packet {} after {} attempts of {} ms", target_,
                                      packets[in_flight.front()].id, opts_.retries + 1, timeout.count()));
     StatusReply s = status();
-    // Taken and not yet replied to: the target is executing it, and its reply (and the replies
-    // of the packets queued behind it) will come. Nothing to recover; wait, up to busy_limit.
+    // Taken (the next expected id is past it) and not yet replied to: the target is executing
+    // it, and its reply and those of the packets queued behind it will come. Nothing to recover;
+    // wait, up to busy_limit. The target runs packets in order, so had it replied to the oldest,
+    // the sent history (4 deep) would hold it or a packet sent after it (answered since or not);
+    // the received history alone may have lost it behind those.
     const Packet& oldest = packets[in_flight.front()];
-    if (has_packet_id(s.received_headers, oldest.id) && !has_packet_id(s.sent_headers, oldest.id)) {
+    bool replied = false;
+    for (size_t k = in_flight.front(); k < next_to_send && !replied; ++k) replied = has_packet_id(s.sent_headers, packets[k].id);
+    if (oldest.id != s.next_expected_id && !replied) {
       --rounds;
       ++stats_.busy_waits;
       auto now = std::chrono::steady_clock::now();

@@ -127,6 +127,34 @@ TEST_CASE("a request that outlasts the client's whole retry budget completes: st
   CHECK(server.stats().faults[static_cast<size_t>(mxtb::protocol::ipbus::Fault::OutOfSequence)] == 0);
 }
 
+TEST_CASE("a block read of six packets held at its first: waited for, though the first left the received history") {
+  // Six packets in flight, all taken: the status's received history (4 deep) no longer holds the
+  // first, which is still executing; the client must still see it as executing, not lost.
+  IpbusServer server("127.0.0.1:0", nullptr);
+  ClientOptions o;
+  o.timeout = std::chrono::milliseconds(50);
+  o.retries = 2;
+  Client client("udp://" + server.local_address(), o);
+  auto read = std::async(std::launch::async, [&] { return client.read_block(kSimAddr, 6 * 255); });
+  auto first = server.next_job(std::chrono::seconds(5));
+  REQUIRE(first.has_value());
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  // Each word read answers its own address, so order and completeness show in the result.
+  auto answer = [](IpbusServer::Job& job) {
+    std::vector<uint32_t> data(job.access.words);
+    for (uint32_t i = 0; i < job.access.words; ++i) data[i] = job.access.addr + i;
+    job.done(InfoCode::Success, std::move(data));
+  };
+  answer(*first);
+  while (read.wait_for(std::chrono::milliseconds(0)) != std::future_status::ready)
+    if (auto job = server.next_job(std::chrono::milliseconds(100))) answer(*job);
+  auto words = read.get();
+  REQUIRE(words.size() == 6u * 255u);
+  for (uint32_t i = 0; i < words.size(); ++i) REQUIRE(words[i] == kSimAddr + i);
+  CHECK(client.stats().busy_waits >= 2);
+  CHECK(client.stats().packets_resent == 0);
+}
+
 TEST_CASE("a request still running after the client's busy limit ends in a TimeoutError that says so") {
   IpbusServer server("127.0.0.1:0", nullptr);
   ClientOptions o;
