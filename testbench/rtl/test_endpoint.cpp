@@ -908,9 +908,12 @@ TEST_CASE("the flush flag counts from the trained peer's TS2s in Ts1, Ts2 and Cr
   // The flag is learnt from the identity the link trains with: in Ts1 from the candidate (the peer
   // may already be in Ts2), and in CreditInit too (this side may leave Ts2 on the peer's TS2 count
   // while the peer, still in Ts2, has yet to send a flagged one). A flagged TS2 from any other
-  // identity, or from a Ts1 candidate that was replaced, is no reason to flush.
-  enum class Where { Ts1Peer, Ts1ReplacedCandidate, CreditInitPeer, CreditInitStranger };
-  for (Where w : {Where::Ts1Peer, Where::Ts1ReplacedCandidate, Where::CreditInitPeer, Where::CreditInitStranger}) {
+  // identity, or from a Ts1 candidate that was replaced, is no reason to flush; nor is a TS2 from
+  // the candidate without the flag (the peer already in Ts2, the same peer: mutation seed 11's
+  // survivor link_train.sv:192 flushed on any TS2 in Ts1, one-sidedly).
+  enum class Where { Ts1Peer, Ts1PeerUnflagged, Ts1ReplacedCandidate, CreditInitPeer, CreditInitStranger };
+  for (Where w : {Where::Ts1Peer, Where::Ts1PeerUnflagged, Where::Ts1ReplacedCandidate, Where::CreditInitPeer,
+                  Where::CreditInitStranger}) {
     CAPTURE(static_cast<int>(w));
     const bool flush = w == Where::Ts1Peer || w == Where::CreditInitPeer;
     PeerBench b;
@@ -923,11 +926,12 @@ TEST_CASE("the flush flag counts from the trained peer's TS2s in Ts1, Ts2 and Cr
     REQUIRE(b.run_until([&] { return b.state() == LinkState::Ts1; }, 5000));
     const uint32_t ts = kPeerXpu, flag = 1u << 24, stranger = kPeerXpu | (5u << 16);  // TS fields {lane, xpu}
     if (w == Where::Ts1ReplacedCandidate) b.push_ctl(CtlType::Ts2, stranger | flag, 5);
-    const bool ts1_flagged = w == Where::Ts1Peer;
+    const bool ts1_sends_ts2 = w == Where::Ts1Peer || w == Where::Ts1PeerUnflagged;
+    const uint32_t ts1_flag = w == Where::Ts1Peer ? flag : 0;
     for (LinkState st : {LinkState::Ts1, LinkState::Ts2})
       for (int i = 0; i < 5000 && b.state() == st; ++i) {
         if (b.to_dut.size() < 4) {
-          if (st == LinkState::Ts1 && ts1_flagged) b.push_ctl(CtlType::Ts2, ts | flag);
+          if (st == LinkState::Ts1 && ts1_sends_ts2) b.push_ctl(CtlType::Ts2, ts | ts1_flag);
           else b.push_ctl(st == LinkState::Ts1 ? CtlType::Ts1 : CtlType::Ts2, ts);
         }
         b.tick();
