@@ -309,40 +309,10 @@ void OcsFirmware::on_event(const LogEvent& e) {
   }
   size_t peers_needed = std::min<size_t>(2, neighbours.size());
   if (down >= cfg_.failover_threshold && down_peers.size() >= peers_needed && !failover_pending_ && armed_lanes_dark() &&
-      a_peer_alive(down_peers) && !a_peer_as_dark(down_peers, down)) {
+      a_peer_alive(down_peers)) {
     failover_pending_ = true;
     failover_event_cycle_ = e.cycle;
-    failover_peers_ = down_peers;
-    failover_down_ = down;
   }
-}
-
-bool OcsFirmware::link_active(int l) {
-  return static_cast<link::LinkState>(field(rd(reg::link_status::addr(static_cast<uint32_t>(l))), reg::link_status::kStateMask,
-                                            reg::link_status::kStateShift)) == link::LinkState::Active;
-}
-
-// The host names an XPU failed only when no other XPU without an Active lane has as many circuits
-// down; the fast path holds the armed XPU to the same rule against its neighbours. A neighbour
-// dying as dark windows take the armed XPU's other circuits leaves the armed XPU with every circuit
-// down across both neighbours and no lane Active, yet the dead neighbour has as many down and no
-// lane Active either (regress seed 40712: the first version committed the living XPU's backup).
-// The dead neighbour's receivers drop some 32 ns after the armed XPU's lasers go off, so the rule
-// is checked again just before the commit (service()), after the events that follow have been read.
-bool OcsFirmware::a_peer_as_dark(const std::vector<int>& peers, int down) {
-  const int lanes = cfg_.shape.lanes_per_xpu;
-  for (int n : peers) {
-    int its_down = 0;
-    bool active = false;
-    for (int l = n * lanes; l < (n + 1) * lanes && l < cfg_.shape.links() && !active; ++l) {
-      int p = active_map_[static_cast<size_t>(l)];
-      if (p < 0 || p / lanes == n) continue;  // no circuit, or a loop within the XPU
-      if (link_active(l)) active = true;
-      else ++its_down;
-    }
-    if (!active && its_down >= down) return true;
-  }
-  return false;
 }
 
 // A dead XPU's lasers are all dark, and a link is Active only once both ends have heard each
@@ -353,8 +323,11 @@ bool OcsFirmware::a_peer_as_dark(const std::vector<int>& peers, int down) {
 // events bring the firmware back here.
 bool OcsFirmware::armed_lanes_dark() {
   const int lanes = cfg_.shape.lanes_per_xpu;
-  for (int l = *armed_xpu_ * lanes; l < (*armed_xpu_ + 1) * lanes && l < cfg_.shape.links(); ++l)
-    if (link_active(l)) return false;
+  for (int l = *armed_xpu_ * lanes; l < (*armed_xpu_ + 1) * lanes && l < cfg_.shape.links(); ++l) {
+    auto state = static_cast<link::LinkState>(
+        field(rd(reg::link_status::addr(static_cast<uint32_t>(l))), reg::link_status::kStateMask, reg::link_status::kStateShift));
+    if (state == link::LinkState::Active) return false;
+  }
   return true;
 }
 
@@ -366,8 +339,11 @@ bool OcsFirmware::armed_lanes_dark() {
 bool OcsFirmware::a_peer_alive(const std::vector<int>& peers) {
   const int lanes = cfg_.shape.lanes_per_xpu;
   for (int n : peers)
-    for (int l = n * lanes; l < (n + 1) * lanes && l < cfg_.shape.links(); ++l)
-      if (link_active(l)) return true;
+    for (int l = n * lanes; l < (n + 1) * lanes && l < cfg_.shape.links(); ++l) {
+      auto state = static_cast<link::LinkState>(
+          field(rd(reg::link_status::addr(static_cast<uint32_t>(l))), reg::link_status::kStateMask, reg::link_status::kStateShift));
+      if (state == link::LinkState::Active) return true;
+    }
   return false;
 }
 
@@ -389,10 +365,7 @@ void OcsFirmware::fail_over(uint64_t event_cycle) {
 
 void OcsFirmware::service() {
   if (hal_.wait_irq(0)) drain_interrupts();
-  if (failover_pending_ && armed_xpu_ && !in_commit_) {
-    if (a_peer_as_dark(failover_peers_, failover_down_)) failover_pending_ = false;  // the host decides
-    else fail_over(failover_event_cycle_);
-  }
+  if (failover_pending_ && armed_xpu_ && !in_commit_) fail_over(failover_event_cycle_);
   poll_mailbox();
 }
 

@@ -101,12 +101,8 @@ class OcsFirmware {
   uint64_t controller_cycle();
   void drain_events();
   void on_event(const LogEvent& e);
-  bool link_active(int link);  // reads LINK_STATUS
   bool armed_lanes_dark();  // reads the armed XPU's LINK_STATUS: none of its lanes Active
   bool a_peer_alive(const std::vector<int>& peers);  // one of `peers` has a lane Active
-  // One of `peers` has no lane Active and at least `down` circuits not Active: as good a
-  // candidate for the failure as the armed XPU, so the fast path leaves it to the host.
-  bool a_peer_as_dark(const std::vector<int>& peers, int down);
   void fail_over(uint64_t event_cycle);
   void poll_mailbox();
 
@@ -124,8 +120,6 @@ class OcsFirmware {
   uint64_t armed_cycle_ = 0;        // controller time when armed: older events do not count
   bool failover_pending_ = false;
   uint64_t failover_event_cycle_ = 0;
-  std::vector<int> failover_peers_;  // the armed XPU's neighbours with a circuit down, when pending
-  int failover_down_ = 0;            // and how many of its circuits were down
   bool in_commit_ = false;
   uint64_t last_commit_ns_ = 0;  // when the last COMMIT write completed
   uint32_t last_doorbell_ = 0;
