@@ -37,7 +37,16 @@ ClientOptions quick() {
   return o;
 }
 
-// The address a job is for: the emulator block's first word (no RAM: the socket thread serves that).
+// A second client beside the test's own: unsequenced, so that it leaves the first one's packet
+// sequence alone.
+ClientOptions unsequenced(std::chrono::milliseconds timeout) {
+  ClientOptions o;
+  o.sequenced = false;
+  o.timeout = timeout;
+  return o;
+}
+
+// The address a job is for: the emulator block's first word (no RAM: the transactor serves that).
 constexpr uint32_t kSimAddr = protocol::kEmulatorBase;
 
 }  // namespace
@@ -106,12 +115,8 @@ TEST_CASE("a request that outlasts the client's whole retry budget completes: st
   auto read = std::async(std::launch::async, [&] { return client.read(kSimAddr + 1); });
   auto job = server.next_job(std::chrono::seconds(5));
   REQUIRE(job.has_value());
-  // Meanwhile a second client (unsequenced: it leaves the first one's sequence alone) sees the
-  // packet taken and not answered.
-  ClientOptions side;
-  side.sequenced = false;
-  side.timeout = std::chrono::milliseconds(200);
-  Client observer("udp://" + server.local_address(), side);
+  // Meanwhile a second client sees the packet taken and not answered.
+  Client observer("udp://" + server.local_address(), unsequenced(std::chrono::milliseconds(200)));
   auto s = observer.status();
   REQUIRE_FALSE(s.received_headers.empty());
   auto newest = mxtb::protocol::ipbus::decode_packet_header(s.received_headers[0], nullptr);
@@ -228,10 +233,7 @@ TEST_CASE("a request the simulation thread leaves waiting is reported as a stall
   auto job = server.next_job(std::chrono::seconds(5));
   REQUIRE(job.has_value());
   // A second client's packet waits behind it for the transactor.
-  ClientOptions side;
-  side.sequenced = false;
-  side.timeout = std::chrono::milliseconds(3000);
-  Client second("udp://" + server.local_address(), side);
+  Client second("udp://" + server.local_address(), unsequenced(std::chrono::milliseconds(3000)));
   auto second_read = std::async(std::launch::async, [&] { return second.read(kSimAddr + 4); });
   std::this_thread::sleep_for(std::chrono::milliseconds(450));
   {
