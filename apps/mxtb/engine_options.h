@@ -2,6 +2,7 @@
 // (`mxtb sim`, `mxtb bench server`). Their defaults come from MXTB_ENGINE and MXTB_THREADS when set, so a
 // command that starts the emulator as a child (demo, regress, bench bridge, bench reconfig, serve)
 // runs it the same way: `MXTB_ENGINE=reference mxtb regress ...` measures the reference engine.
+// Also `--inject-stall`, the other option that `mxtb sim` takes and `mxtb demo` passes on to it.
 #pragma once
 
 #include "apps/mxtb/args.h"

@@ -269,9 +269,6 @@ void Client::dispatch(std::chrono::milliseconds timeout) {
   size_t next_to_send = 0, answered = 0;
   std::deque<size_t> in_flight;
   int rounds = 0;
-  // When the oldest packet was first seen executing; epoch: not now (gcc's maybe-uninitialized
-  // objects to an optional time_point).
-  std::chrono::steady_clock::time_point busy_since{};
   while (answered < packets.size()) {
     // Unsequenced replies all carry id 0: one packet in flight, so that a reply names its packet.
     while (next_to_send < packets.size() && in_flight.size() < (opts_.sequenced ? impl_->window : 1u)) {
@@ -303,7 +300,6 @@ void Client::dispatch(std::chrono::milliseconds timeout) {
       ++answered;
       in_flight.erase(it);
       rounds = 0;
-      busy_since = {};
       continue;
     }
     // Timeout: ask which requests arrived. Those before the next expected id were executed and
@@ -332,8 +328,7 @@ void Client::dispatch(std::chrono::milliseconds timeout) {
       --rounds;
       ++stats_.busy_waits;
       auto now = std::chrono::steady_clock::now();
-      if (busy_since == std::chrono::steady_clock::time_point{}) busy_since = now;
-      if (now - busy_since > opts_.busy_limit)
+      if (now - oldest.sent > opts_.busy_limit)
         throw TimeoutError(fmt::format("IPbus target {}: still executing packet {} after {:.1f} s (it answers status requests; "
                                        "limit {} ms)", target_, oldest.id,
                                        std::chrono::duration<double>(now - oldest.sent).count(), opts_.busy_limit.count()));

@@ -41,7 +41,7 @@ struct ClientOptions {
   int retries = 5;                          // recovery rounds before TimeoutError
   // A target whose status says it took the packet and has not replied yet is executing it (a
   // long emulator request, a starved emulator): the client waits for it without counting retries,
-  // this long at most, then TimeoutError.
+  // up to this long after its first send, then TimeoutError.
   std::chrono::milliseconds busy_limit{120'000};
   // For a target whose process the caller can see (an emulator child on this host): whether it is
   // still alive. A target that answers nothing, status included, through every retry while its
