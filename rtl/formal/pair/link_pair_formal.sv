@@ -9,7 +9,7 @@
 // assertions both ways (exactly once, in order, intact, no loss across any number of retrains with
 // the one peer), that neither endpoint is ever Active with anyone but the other (so never
 // flushes), that with clean lanes and steady controls from reset both are Active from cycle
-// LIVE_K on (bounded liveness), and every endpoint assertion. rtl/formal/formal.sh runs it as link_pair_bmc (ABC's
+// LIVE_K on and never both before it (bounded liveness, K exact), and every endpoint assertion. rtl/formal/formal.sh runs it as link_pair_bmc (ABC's
 // bmc3; docs/verification.md says what depth fits and why).
 `include "mxtb_assert.svh"
 
@@ -128,5 +128,7 @@ module link_pair_formal #(
   logic live_due;  // clean from reset through this cycle, and LIVE_K cycles have passed
   assign live_due = LIVE_K != 0 && clean_so_far_q && clean_now && cycle_q >= 8'(LIVE_K);
   `ASSERT(pair_active_when_clean_from_reset, !live_due || (a_state == StActive && b_state == StActive))
+  // ... and not before: LIVE_K is the training path's length, not a loose bound.
+  `ASSERT(pair_not_active_before_k, LIVE_K == 0 || cycle_q >= 8'(LIVE_K) || !(a_state == StActive && b_state == StActive))
 
 endmodule
