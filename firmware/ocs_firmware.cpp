@@ -27,7 +27,7 @@ void say(std::string* why, std::string text) {
 OcsFirmware::OcsFirmware(Hal& hal, FirmwareConfig cfg) : hal_(hal), cfg_(std::move(cfg)) {
   active_map_.assign(static_cast<size_t>(cfg_.shape.mesh_ports), -1);
   staged_map_ = active_map_;
-  circuit_down_.assign(static_cast<size_t>(cfg_.shape.mesh_ports), false);
+  left_active_.assign(static_cast<size_t>(cfg_.shape.mesh_ports), std::nullopt);
 }
 
 uint32_t OcsFirmware::rd(uint32_t addr) {
@@ -221,7 +221,7 @@ FwStatus OcsFirmware::arm_backup(int xpu, int spare, const std::vector<int>& bac
   armed_cycle_ = controller_cycle();
   armed_xpu_ = xpu;
   armed_spare_ = spare;
-  std::fill(circuit_down_.begin(), circuit_down_.end(), false);
+  std::fill(left_active_.begin(), left_active_.end(), std::nullopt);
   stage(backup_);
   return FwStatus::Ok;
 }
@@ -276,40 +276,41 @@ void OcsFirmware::on_event(const LogEvent& e) {
   bool touches = link / cfg_.shape.lanes_per_xpu == *armed_xpu_ ||
                  (peer >= 0 && peer < cfg_.shape.links() && peer / cfg_.shape.lanes_per_xpu == *armed_xpu_);
   if (!touches) return;
-  int circuit = peer >= 0 ? std::min(link, peer) : link;
+  auto& left = left_active_[static_cast<size_t>(link)];
   if (now_state == link::LinkState::Active) {
-    circuit_down_[static_cast<size_t>(circuit)] = false;  // it came back: a glitch, not a failure
+    left.reset();  // it came back: a glitch, not a failure
     return;
   }
   // A retrain the controller asked for (a commit moved the circuit) is not a failure.
   if (prev_state != link::LinkState::Active || reason == link::Reason::RetrainRequest) return;
-  circuit_down_[static_cast<size_t>(circuit)] = true;
-  // A dead XPU darkens its circuits to every neighbour; a dead neighbour darkens only its own
-  // share of them (two of four in a 2x2 torus). So the armed XPU counts as failed once its down
-  // circuits reach the threshold and span two of its neighbours (or all of them, if it has one).
+  left = e.cycle;
+  if (failover_pending_) return;
+  // Whose light went out first. A dying XPU's lasers all go dark at once: the receivers facing it
+  // lose light in that cycle, and its own receivers only after its neighbours, having lost it,
+  // turn their lasers off (RETRAIN: about 5 cycles later). A living XPU cut off by a dead
+  // neighbour, or by a dark lane, loses light on its own receivers first and its neighbours' only
+  // in answer. So a circuit counts against the armed XPU when its far end left Active no later
+  // than its own end; two XPUs that die in the same cycle count against each other. (Counting a
+  // circuit as down whatever its order, the first rule committed a living XPU's backup when a
+  // neighbour died as dark lanes took its other circuits: regress seed 40712.) The armed XPU has
+  // failed once such circuits reach the threshold and span two of its neighbours (or all of them,
+  // if it has one), and none of its own lanes is Active.
   const int lanes = cfg_.shape.lanes_per_xpu;
-  auto other_end = [&](int c) {
-    int p = active_map_[static_cast<size_t>(c)];
-    int a = c / lanes, b = p >= 0 ? p / lanes : a;
-    return a == *armed_xpu_ ? b : a;
-  };
-  std::vector<int> neighbours, down_peers;
-  int down = 0;
-  for (int c = 0; c < cfg_.shape.links(); ++c) {
-    int p = active_map_[static_cast<size_t>(c)];
-    if (p < 0 || p >= cfg_.shape.links() || c > p) continue;  // each circuit once, by its lower port
-    bool mine = c / lanes == *armed_xpu_ || p / lanes == *armed_xpu_;
-    if (!mine || c / lanes == p / lanes) continue;
-    int n = other_end(c);
+  std::vector<int> neighbours, dark_peers;
+  int dark = 0;
+  for (int a = *armed_xpu_ * lanes; a < (*armed_xpu_ + 1) * lanes && a < cfg_.shape.links(); ++a) {
+    int b = active_map_[static_cast<size_t>(a)];
+    if (b < 0 || b >= cfg_.shape.links() || b / lanes == *armed_xpu_) continue;
+    int n = b / lanes;
     if (std::find(neighbours.begin(), neighbours.end(), n) == neighbours.end()) neighbours.push_back(n);
-    if (circuit_down_[static_cast<size_t>(c)]) {
-      ++down;
-      if (std::find(down_peers.begin(), down_peers.end(), n) == down_peers.end()) down_peers.push_back(n);
-    }
+    const auto& mine = left_active_[static_cast<size_t>(a)];
+    const auto& theirs = left_active_[static_cast<size_t>(b)];
+    if (!mine || !theirs || *theirs > *mine) continue;
+    ++dark;
+    if (std::find(dark_peers.begin(), dark_peers.end(), n) == dark_peers.end()) dark_peers.push_back(n);
   }
   size_t peers_needed = std::min<size_t>(2, neighbours.size());
-  if (down >= cfg_.failover_threshold && down_peers.size() >= peers_needed && !failover_pending_ && armed_lanes_dark() &&
-      a_peer_alive(down_peers)) {
+  if (dark >= cfg_.failover_threshold && dark_peers.size() >= peers_needed && armed_lanes_dark()) {
     failover_pending_ = true;
     failover_event_cycle_ = e.cycle;
   }
@@ -317,10 +318,7 @@ void OcsFirmware::on_event(const LogEvent& e) {
 
 // A dead XPU's lasers are all dark, and a link is Active only once both ends have heard each
 // other's training: while any lane of the armed XPU is Active, the XPU is alive, whatever its
-// down circuits say. (One neighbour's death plus a dark lane to another neighbour spans two
-// neighbours too: the first version committed the backup of a living XPU then.) Its own links
-// leave Active a few tens of nanoseconds after its neighbours' receivers lose its light; those
-// events bring the firmware back here.
+// dark circuits say (light lost one way on two of its lanes, say).
 bool OcsFirmware::armed_lanes_dark() {
   const int lanes = cfg_.shape.lanes_per_xpu;
   for (int l = *armed_xpu_ * lanes; l < (*armed_xpu_ + 1) * lanes && l < cfg_.shape.links(); ++l) {
@@ -329,22 +327,6 @@ bool OcsFirmware::armed_lanes_dark() {
     if (state == link::LinkState::Active) return false;
   }
   return true;
-}
-
-// The armed XPU's circuits also all go dark, and its own lanes with them, when every neighbour
-// of it dies (both of them in a 2x2 torus: it is cut off, not dead). A neighbour that has lost
-// the armed XPU's light yet has a lane Active elsewhere is alive, and then the darkness is the
-// armed XPU's own. Without one such neighbour the firmware leaves the failure to the host, whose
-// view of which XPUs died is wider.
-bool OcsFirmware::a_peer_alive(const std::vector<int>& peers) {
-  const int lanes = cfg_.shape.lanes_per_xpu;
-  for (int n : peers)
-    for (int l = n * lanes; l < (n + 1) * lanes && l < cfg_.shape.links(); ++l) {
-      auto state = static_cast<link::LinkState>(
-          field(rd(reg::link_status::addr(static_cast<uint32_t>(l))), reg::link_status::kStateMask, reg::link_status::kStateShift));
-      if (state == link::LinkState::Active) return true;
-    }
-  return false;
 }
 
 void OcsFirmware::fail_over(uint64_t event_cycle) {

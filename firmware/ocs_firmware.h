@@ -29,7 +29,7 @@ struct FirmwareConfig {
   uint32_t dac_update_cycles = 1;       // DAC_UPDATE_CYCLES
   int16_t verify_min_code = -2000;      // VERIFY_MIN_DBM in 0.01 dBm: -20 dBm
   uint64_t route_cost_ns = 20000;       // modelled soft-core time of one routing + code lookup
-  int failover_threshold = 2;           // circuits of the armed XPU that must be down
+  int failover_threshold = 2;           // circuits of the armed XPU that must go dark from its end
   uint64_t commit_timeout_ns = 20'000'000;
   uint64_t mailbox_poll_ns = 10'000;    // how often the idle loop looks at the mailbox
 };
@@ -69,7 +69,8 @@ class OcsFirmware {
   FwStatus set_port_map(const std::vector<int>& perm, std::string* why = nullptr);
 
   // Keeps `backup` ready for XPU `xpu` failing: routed and staged now, committed by one register
-  // write when at least failover_threshold of xpu's circuits go down.
+  // write when at least failover_threshold of xpu's circuits go dark from xpu's end (the rule in
+  // OcsFirmware::on_event).
   FwStatus arm_backup(int xpu, int spare, const std::vector<int>& backup, std::string* why = nullptr);
   std::optional<int> armed_xpu() const;
 
@@ -102,7 +103,6 @@ class OcsFirmware {
   void drain_events();
   void on_event(const LogEvent& e);
   bool armed_lanes_dark();  // reads the armed XPU's LINK_STATUS: none of its lanes Active
-  bool a_peer_alive(const std::vector<int>& peers);  // one of `peers` has a lane Active
   void fail_over(uint64_t event_cycle);
   void poll_mailbox();
 
@@ -116,7 +116,8 @@ class OcsFirmware {
   std::optional<int> armed_xpu_;
   int armed_spare_ = -1;
   Prepared backup_;
-  std::vector<bool> circuit_down_;  // per link, while armed
+  // Per link of the armed XPU's circuits (either end): when it last left Active, while armed.
+  std::vector<std::optional<uint64_t>> left_active_;
   uint64_t armed_cycle_ = 0;        // controller time when armed: older events do not count
   bool failover_pending_ = false;
   uint64_t failover_event_cycle_ = 0;

@@ -480,8 +480,8 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
   rec.fast_path = armed_xpu_ == det->xpu && armed_spare_ == *choice.spare;
   if (rec.fast_path && firmware_left_failure_to_host(det->xpu)) {
     rec.fast_path = false;
-    t.notes.push_back(fmt::format("the firmware left XPU {}'s failure to the host (no neighbour of it seen alive): host path",
-                                  det->xpu));
+    t.notes.push_back(fmt::format("the firmware left XPU {}'s failure to the host (its events did not show XPU {} going dark first): host path",
+                                  det->xpu, det->xpu));
   }
   current_ = InFlight{*det, decided_ns, *choice.spare};
 
@@ -577,18 +577,12 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
   return rec;
 }
 
-// The firmware commits the armed XPU's backup only when a neighbour that lost its light still has
-// a lane Active elsewhere (firmware/ocs_firmware.cpp, a_peer_alive); when every neighbour is dark
-// too (the XPUs of a diagonal dying at once), it leaves the failure to the host. Only then does the
-// host spend a mailbox round trip asking whether the backup is still armed and unfired.
+// The firmware decides on its own whether the armed XPU died (firmware/ocs_firmware.cpp, on_event:
+// whose light went out first), and leaves the failure to the host when its events do not show it
+// (every neighbour dying at once, a lane that was already down). The host does not guess its
+// rule: it asks. The firmware drains its event log before it answers the mailbox, so the answer
+// comes after its decision on the events the host's detection saw.
 bool FailoverManager::firmware_left_failure_to_host(int xpu) {
-  const int lanes = cfg_.shape.lanes_per_xpu;
-  for (int l : circuits_of(xpu)) {
-    int peer_port = l / lanes == xpu ? map_.port_target[static_cast<size_t>(l)] : l;
-    int peer = peer_port / lanes;
-    for (int p = peer * lanes; p < (peer + 1) * lanes && p < board_.links(); ++p)
-      if (link_state_[static_cast<size_t>(p)] == LinkState::Active) return false;
-  }
   fabric::FirmwareReport fw = board_.report();
   return fw.armed_xpu == xpu && fw.failovers == firmware_failovers_;
 }
