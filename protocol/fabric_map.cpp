@@ -54,6 +54,41 @@ FabricMap torus_map(const ServerShape& s, const TorusPlacement& t) {
   return m;
 }
 
+FabricMap ring_map(const ServerShape& s, const std::vector<int>& ring) {
+  const int n = static_cast<int>(ring.size());
+  if (n < 2) throw FabricMapError("a ring needs at least 2 XPUs, got " + std::to_string(n));
+  if (s.lanes_per_xpu < 2 || s.lanes_per_xpu % 2)
+    throw FabricMapError("a ring needs an even number of lanes per XPU, the server has " + std::to_string(s.lanes_per_xpu));
+  if (s.xpus * s.lanes_per_xpu > s.mesh_ports)
+    throw FabricMapError("the mesh has " + std::to_string(s.mesh_ports) + " ports, fewer than the XPU lanes");
+  std::vector<bool> used(s.xpus, false);
+  for (int i = 0; i < n; ++i) {
+    int x = ring[i];
+    if (x < 0 || x >= s.xpus)
+      throw FabricMapError("ring position " + std::to_string(i) + " is XPU " + std::to_string(x) + ", outside 0.." +
+                           std::to_string(s.xpus - 1));
+    if (used[x]) throw FabricMapError("XPU " + std::to_string(x) + " is in the ring twice");
+    used[x] = true;
+  }
+  FabricMap m;
+  m.port_target.assign(s.mesh_ports, -1);
+  m.expected_peer.assign(s.mesh_ports, LaneId{});
+  const int half = s.lanes_per_xpu / 2;
+  // Two XPUs are each other's successor: one hop's lanes, then the other's, cover all of them.
+  for (int i = 0; i < (n == 2 ? 2 : n); ++i) {
+    int here = ring[i], next = ring[(i + 1) % n];
+    for (int l = 0; l < half; ++l) {
+      LaneId a{here, l}, b{next, half + l};
+      int pa = port_of(s, a), pb = port_of(s, b);
+      m.port_target[pa] = pb;
+      m.port_target[pb] = pa;
+      m.expected_peer[pa] = b;
+      m.expected_peer[pb] = a;
+    }
+  }
+  return m;
+}
+
 TorusPlacement substitute(const TorusPlacement& t, int failed, int spare) {
   TorusPlacement out = t;
   auto it = std::find(out.xpu_of_position.begin(), out.xpu_of_position.end(), failed);

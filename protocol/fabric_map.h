@@ -55,6 +55,11 @@ LaneId lane_of_port(const ServerShape& s, int port);  // xpu -1 for an external 
 // Throws FabricMapError naming the problem (an XPU used twice, out of range, too few lanes).
 FabricMap torus_map(const ServerShape& s, const TorusPlacement& t);
 
+// Bandwidth steered to a ring (Morphlux): every lane of the ring's XPUs into the ring, the first
+// half of an XPU's lanes to its successor's second half, so that each hop gets lanes / 2 circuits
+// (two XPUs: all of their lanes, to each other). Throws FabricMapError as torus_map does.
+FabricMap ring_map(const ServerShape& s, const std::vector<int>& ring);
+
 // The same tenant with physical XPU `failed` replaced by `spare`.
 TorusPlacement substitute(const TorusPlacement& t, int failed, int spare);
 

@@ -56,6 +56,23 @@ class ServerSim::Impl {
   virtual void stop_waveform() = 0;
   virtual bool waveform_on() const = 0;
   virtual ServerProfile profile() const { return {}; }
+
+ protected:
+  // A collective's lane (ServerSim::set_collective): its words instead of the lane's traffic
+  // source and scoreboard, from the link's outputs of the clock before. Returns false for a lane
+  // that carries traffic.
+  template <class Ep>
+  static bool drive_collective_lane(ServerSim& s, Ep& e, int link, uint64_t cycle) {
+    if (s.collective_lane_.empty() || !s.collective_lane_[static_cast<size_t>(link)]) return false;
+    RingCollective::Drive d = s.collective_->drive(link);
+    e.tx_valid_i = d.valid;
+    e.tx_data_i = d.data;
+    e.tx_last_i = d.last;
+    if (d.valid && e.tx_ready_o) s.collective_->fire(link);
+    e.rx_ready_i = 1;
+    if (e.rx_valid_o) s.collective_->deliver(link, e.rx_data_o, e.rx_last_o, cycle);
+    return true;
+  }
 };
 
 // Both engines seed the XPUs' streams, scoreboards and receivers alike.

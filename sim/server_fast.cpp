@@ -686,6 +686,7 @@ void FastEngine<Ctl, Ep, kTrace>::link_inputs(int i, uint64_t t) {
     e.expect_lane_i = c.expect_lane;
     control_applied_[k] = control_gen_;
   }
+  if (this->drive_collective_lane(sim_, e, i, t)) return;
   TrafficSource& src = sources_[k];
   TrafficSource::Drive d = src.drive();
   e.tx_valid_i = d.valid;

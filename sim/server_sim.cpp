@@ -342,6 +342,16 @@ void ServerSim::kill_xpu(int xpu) {
   for (int l = 0; l < cfg_.shape.lanes_per_xpu; ++l) impl_->source(xpu * cfg_.shape.lanes_per_xpu + l).stop();
 }
 
+void ServerSim::set_collective(RingCollective* c) {
+  if (c && cfg_.engine == ServerEngine::Fast && cfg_.threads > 1)
+    throw std::invalid_argument(fmt::format("collectives run on one thread, not {}: an XPU's lanes share its memory", cfg_.threads));
+  collective_ = c;
+  collective_lane_.assign(static_cast<size_t>(n_links_), 0);
+  if (!c) return;
+  for (int i = 0; i < n_links_; ++i) collective_lane_[static_cast<size_t>(i)] = c->owns(i);
+  c->start(cycle_);
+}
+
 void ServerSim::set_lane_ber(int link, double ber) {
   if (link < 0 || link >= n_links_) throw std::invalid_argument(fmt::format("no link {}", link));
   impl_->lane_fault(link).errors.set_ber(ber);
@@ -456,6 +466,7 @@ void ReferenceEngine<Ctl, Ep, kTrace>::one_cycle(ServerSim& sim) {
   lap.start(profiling ? &prof.xpu_s : nullptr);
   for (int i = 0; i < n_links; ++i) {
     Ep& e = *m.ep[static_cast<size_t>(i)];
+    if (drive_collective_lane(sim, e, i, cycle_)) continue;
     auto& src = m.sources[static_cast<size_t>(i)];
     TrafficSource::Drive d = src.drive();
     e.tx_valid_i = d.valid;

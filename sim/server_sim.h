@@ -10,6 +10,7 @@
 #pragma once
 
 #include "sim/axil_master.h"
+#include "sim/collective.h"
 #include "sim/link_pair.h"
 #include "sim/photonic_mesh.h"
 #include "sim/xpu_traffic.h"
@@ -145,6 +146,13 @@ class ServerSim {
   void swap_lanes(int a, int b);
   bool xpu_alive(int xpu) const { return alive_[static_cast<size_t>(xpu)]; }
 
+  // A collective (sim/collective.h): from the next clock, the lanes it owns carry its words
+  // instead of their traffic source and scoreboard (whose messages in flight are the caller's to
+  // let drain first), until set_collective(nullptr). The XPU's lanes share its memory, so the
+  // fast engine's threads cannot split them: one thread only (std::invalid_argument otherwise).
+  void set_collective(RingCollective* c);
+  RingCollective* collective() const { return collective_; }
+
   // Waveform window (trace_capable servers): every model's signals into one FST file, in ps.
   void start_waveform(const std::string& path);  // opens the file on the first call
   void stop_waveform();
@@ -187,6 +195,8 @@ class ServerSim {
   Propagation light_;
   std::vector<LinkTransition> transitions_;
   std::mt19937_64 rng_;
+  RingCollective* collective_ = nullptr;
+  std::vector<uint8_t> collective_lane_;  // per link: collective_ owns it
 };
 
 }  // namespace mxtb::sim

@@ -2,6 +2,7 @@
 // PASS/FAIL lines, writes JSON and a TTFT CDF plot (host/serve/, docs/serve.md).
 #include "apps/mxtb/args.h"
 #include "apps/mxtb/commands.h"
+#include "apps/mxtb/plot.h"
 
 #include "host/fabric/board.h"
 #include "host/fabric/client.h"
@@ -30,7 +31,7 @@ namespace fabric = host::fabric;
 namespace {
 
 bool plot_ttft_cdf(const std::vector<RunResult>& runs, const std::string& svg) {
-  std::string stem = svg.size() > 4 && svg.compare(svg.size() - 4, 4, ".svg") == 0 ? svg.substr(0, svg.size() - 4) : svg;
+  const std::string stem = plot_stem(svg);
   std::ofstream dat(stem + ".dat");
   if (!dat) throw std::runtime_error(fmt::format("cannot write plot data '{}.dat'", stem));
   for (const auto& r : runs) {
@@ -50,17 +51,7 @@ bool plot_ttft_cdf(const std::vector<RunResult>& runs, const std::string& svg) {
     gp << (i ? ", " : "") << "'" << stem << ".dat' index " << i << " with steps lw 2 title '" << runs[i].policy << "'";
   gp << "\n";
   gp.close();
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
-    fmt::print("gnuplot not found: wrote {}.dat and {}.gp but no plot\n", stem, stem);
-    return false;
-  }
-  int rc = std::system(fmt::format("gnuplot '{}.gp'", stem).c_str());
-  if (rc != 0) {
-    fmt::print("gnuplot failed on {}.gp (exit {})\n", stem, rc);
-    return false;
-  }
-  fmt::print("wrote {}\n", svg);
-  return true;
+  return render_gnuplot(stem, svg);
 }
 
 }  // namespace

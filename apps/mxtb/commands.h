@@ -21,5 +21,6 @@ int cmd_alloc(const ArgList& args);
 int cmd_bench_alloc(const ArgList& args);
 int cmd_serve(const ArgList& args);
 int cmd_bench_paging(const ArgList& args);
+int cmd_collective(const ArgList& args);
 
 }  // namespace mxtb::app

@@ -83,6 +83,12 @@ alloc --experiment frag-tpuv4|fragmented-32|spares --json FILE
     LLM serving under bursts: policies fcfs, vllm-0.3, recompute, aqua-host, aqua-fabric, aqua
     (default: all six); the load at an operating point the stronger baseline sustains, bursts on
     top, and the sustained overload beside it (docs/serve.md))"},
+    {"collective", mxtb::app::cmd_collective,
+     R"(collective [--op all_reduce|reduce_scatter|all_gather|all ...] [--type float|bfloat16]
+    [--minbytes 4K] [--maxbytes 4M] [--stepfactor 2] [--tenant X,X,..] [--placement torus|steered|both]
+    [--rings N] [--one-direction] [--seed N] [--engine fast|reference] [--json FILE] [--plot FILE.svg]
+    nccl-tests' sweep on the emulated server: ring collectives with real data over the RTL links,
+    the static torus wiring against lanes steered into the tenant's ring (docs/collectives.md))"},
     {"bench link", mxtb::app::cmd_bench_link,
      R"(bench link [--cycles N] [--batch N] [--rounds N] [--json FILE]
     simulated cycles per second of a link pair: plain C++ loop against the SystemC harness)"},

@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <vector>
+
 using namespace mxtb::protocol;
 
 namespace {
@@ -52,4 +55,33 @@ TEST_CASE("bad placements are rejected with what was wrong") {
   ServerShape two_lanes{5, 2, 32};
   CHECK_THROWS_WITH(torus_map(two_lanes, TorusPlacement{2, 2, {0, 1, 2, 3}}),
                     "a torus with 2 dimensions needs 4 lanes per XPU, the server has 2");
+}
+
+TEST_CASE("ring_map steers every lane of the ring's XPUs into the ring") {
+  ServerShape s;
+  for (std::vector<int> ring : {std::vector<int>{0, 1}, std::vector<int>{0, 1, 2}, std::vector<int>{3, 0, 4, 1}}) {
+    CAPTURE(ring.size());
+    FabricMap m = ring_map(s, ring);
+    const int n = static_cast<int>(ring.size());
+    std::vector<int> circuits(static_cast<size_t>(s.xpus * s.xpus), 0);
+    for (int port = 0; port < s.mesh_ports; ++port) {
+      int t = m.port_target[static_cast<size_t>(port)];
+      LaneId a = lane_of_port(s, port);
+      bool in_ring = a.xpu >= 0 && std::find(ring.begin(), ring.end(), a.xpu) != ring.end();
+      CHECK((t >= 0) == in_ring);  // every lane of the ring, nothing else
+      if (t < 0) continue;
+      CHECK(m.port_target[static_cast<size_t>(t)] == port);
+      LaneId b = lane_of_port(s, t);
+      CHECK(m.expected_peer[static_cast<size_t>(port)] == b);
+      ++circuits[static_cast<size_t>(a.xpu * s.xpus + b.xpu)];
+    }
+    // Each hop: half the lanes (two XPUs: all of them), counted from each end.
+    for (int i = 0; i < n; ++i) {
+      int x = ring[static_cast<size_t>(i)], y = ring[static_cast<size_t>((i + 1) % n)];
+      CHECK(circuits[static_cast<size_t>(x * s.xpus + y)] == (n == 2 ? 4 : 2));
+    }
+  }
+  CHECK_THROWS_WITH_AS(ring_map(s, {0, 0}), "XPU 0 is in the ring twice", FabricMapError);
+  CHECK_THROWS_WITH_AS(ring_map(s, {1}), "a ring needs at least 2 XPUs, got 1", FabricMapError);
+  CHECK_THROWS_WITH_AS(ring_map(s, {0, 7}), "ring position 1 is XPU 7, outside 0..4", FabricMapError);
 }

@@ -1,0 +1,223 @@
+// `mxtb collective`: nccl-tests' sweep on the emulated server (sim/collective_bench.h), for the
+// static torus wiring and for lanes steered into the tenant's ring, side by side. docs/collectives.md.
+#include "apps/mxtb/args.h"
+#include "apps/mxtb/commands.h"
+#include "apps/mxtb/plot.h"
+#include "sim/collective_bench.h"
+#include "sim/server_bench.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+
+namespace mxtb::app {
+
+namespace {
+
+using sim::CollectiveBenchResult;
+
+// nccl-tests' size syntax: a number with an optional K, M or G (powers of 1024).
+uint64_t parse_bytes(const std::string& flag, const std::string& v) {
+  if (v.empty()) throw UsageError(fmt::format("{}: empty size", flag));
+  uint64_t mult = 1;
+  std::string digits = v;
+  switch (v.back()) {
+    case 'K': case 'k': mult = 1ull << 10; digits.pop_back(); break;
+    case 'M': case 'm': mult = 1ull << 20; digits.pop_back(); break;
+    case 'G': case 'g': mult = 1ull << 30; digits.pop_back(); break;
+    default: break;
+  }
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos)
+    throw UsageError(fmt::format("{} '{}': not a size (a number, optionally followed by K, M or G)", flag, v));
+  uint64_t n = std::stoull(digits);
+  if (n == 0 || n > (1ull << 34) / mult) throw UsageError(fmt::format("{} '{}': out of range (1 B to 16 GiB)", flag, v));
+  return n * mult;
+}
+
+void print_table(const CollectiveBenchResult& r, const std::string& placement) {
+  const auto& c = r.config;
+  fmt::print("# placement {}: {} ranks on XPUs {}, {} rings ({} lanes sent on per rank, {:.1f} Gb/s each at {:.2f} MHz), "
+             "bring-up {:.1f} us\n",
+             placement, c.tenant.size(), fmt::join(c.tenant, " "), r.tx_lanes_per_rank, r.tx_lanes_per_rank, r.lane_gbps,
+             r.clock_mhz, static_cast<double>(r.bringup_cycles) * 1e3 / r.clock_mhz / 1e3);
+  fmt::print("#\n");
+  fmt::print("#{:>11} {:>13} {:>9} {:>7} {:>7} {:>10} {:>7} {:>7} {:>6} {:>8} {:>6} {:>7}\n", "size", "count", "type", "redop",
+             "root", "time", "algbw", "busbw", "#wrong", "replays", "crc", "stall%");
+  fmt::print("#{:>11} {:>13} {:>9} {:>7} {:>7} {:>10} {:>7} {:>7} {:>6} {:>8} {:>6} {:>7}\n", "(B)", "(elements)", "", "", "",
+             "(us)", "(GB/s)", "(GB/s)", "", "", "", "");
+  std::string op;
+  double bw_sum = 0;
+  uint64_t wrong = 0;
+  for (const auto& x : r.rows) {
+    if (to_string(x.op) != op) {
+      op = to_string(x.op);
+      fmt::print("# {}\n", op);
+    }
+    bool sums = x.op != sim::CollectiveOp::AllGather;
+    double stall = x.lane_words + x.backpressure ? 100.0 * static_cast<double>(x.backpressure) /
+                                                      static_cast<double>(x.lane_words + x.backpressure)
+                                                : 0.0;
+    fmt::print(" {:>11} {:>13} {:>9} {:>7} {:>7} {:>10.2f} {:>7.2f} {:>7.2f} {:>6} {:>8} {:>6} {:>7.1f}{}\n", x.size, x.count,
+               to_string(x.type), sums ? "sum" : "none", -1, x.time_us, x.algbw_gbs, x.busbw_gbs, x.wrong, x.replays,
+               x.crc_errors, stall, x.completed && !x.framing_errors ? "" : "  FAILED: " + x.first_error);
+    bw_sum += x.busbw_gbs;
+    wrong += x.wrong + x.framing_errors;
+  }
+  fmt::print("# Out of bounds values : {} {}\n", wrong, wrong ? "FAILED" : "OK");
+  fmt::print("# Avg bus bandwidth    : {:.4f}\n#\n", r.rows.empty() ? 0.0 : bw_sum / static_cast<double>(r.rows.size()));
+}
+
+bool plot_busbw(const std::vector<std::pair<std::string, CollectiveBenchResult>>& runs, const std::string& svg) {
+  const std::string stem = plot_stem(svg);
+  std::ofstream dat(stem + ".dat");
+  if (!dat) throw std::runtime_error(fmt::format("cannot write plot data '{}.dat'", stem));
+  std::vector<std::string> titles;
+  for (const auto& [placement, r] : runs) {
+    std::vector<std::string> ops;
+    for (const auto& x : r.rows)
+      if (std::find(ops.begin(), ops.end(), to_string(x.op)) == ops.end()) ops.push_back(to_string(x.op));
+    for (const auto& op : ops) {
+      dat << "# " << placement << " " << op << "\n";
+      for (const auto& x : r.rows)
+        if (to_string(x.op) == op) dat << x.size << " " << x.busbw_gbs << "\n";
+      dat << "\n\n";
+      titles.push_back(placement + " " + op);
+    }
+  }
+  dat.close();
+  std::ofstream gp(stem + ".gp");
+  gp << "set terminal svg size 720,440 dynamic\nset output '" << svg << "'\n"
+     << "set logscale x 2\nset xlabel 'size (bytes)'\nset ylabel 'busbw (GB/s)'\nset key top left\nset grid\nplot ";
+  for (size_t i = 0; i < titles.size(); ++i)
+    gp << (i ? ", " : "") << "'" << stem << ".dat' index " << i << " with linespoints lw 2 title '" << titles[i] << "'";
+  gp << "\n";
+  gp.close();
+  return render_gnuplot(stem, svg);
+}
+
+}  // namespace
+
+int cmd_collective(const ArgList& argv) {
+  Args args(argv, ArgSpec{{"--type", "--minbytes", "--maxbytes", "--stepfactor", "--placement", "--rings", "--seed", "--json",
+                           "--plot", "--engine"},
+                          {"--one-direction"},
+                          {"--op", "--tenant"},
+                          false});
+  std::vector<sim::CollectiveOp> ops;
+  for (const auto& name : args.list("--op")) {
+    if (name == "all") {
+      ops = {sim::CollectiveOp::AllReduce, sim::CollectiveOp::ReduceScatter, sim::CollectiveOp::AllGather};
+      continue;
+    }
+    auto op = sim::collective_op_from_string(name);
+    if (!op) throw UsageError(fmt::format("--op '{}': not all_reduce, reduce_scatter, all_gather or all", name));
+    ops.push_back(*op);
+  }
+  if (ops.empty()) ops = {sim::CollectiveOp::AllReduce};
+  auto type = sim::data_type_from_string(args.str("--type", "float"));
+  if (!type) throw UsageError(fmt::format("--type '{}': not float (fp32) or bfloat16 (bf16)", args.str("--type")));
+  const uint64_t min_bytes = parse_bytes("--minbytes", args.str("--minbytes", "4K"));
+  const uint64_t max_bytes = parse_bytes("--maxbytes", args.str("--maxbytes", "4M"));
+  const uint64_t factor = args.u64("--stepfactor", 2, 2, 1024);
+  if (max_bytes < min_bytes)
+    throw UsageError(fmt::format("--maxbytes {} is below --minbytes {}", max_bytes, min_bytes));
+  std::vector<int> tenant;
+  for (const auto& v : args.list("--tenant")) {
+    if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 3)
+      throw UsageError(fmt::format("--tenant '{}': not an XPU number", v));
+    tenant.push_back(std::stoi(v));
+  }
+  if (tenant.empty()) tenant = {0, 1, 3, 2};
+  const protocol::ServerShape shape;
+  for (size_t i = 0; i < tenant.size(); ++i) {
+    if (tenant[i] >= shape.xpus)
+      throw UsageError(fmt::format("--tenant: XPU {} is not an XPU of the server (0..{})", tenant[i], shape.xpus - 1));
+    if (std::count(tenant.begin(), tenant.end(), tenant[i]) > 1) throw UsageError(fmt::format("--tenant: XPU {} is given twice", tenant[i]));
+  }
+  if (tenant.size() < 2) throw UsageError("--tenant: a collective needs at least 2 XPUs");
+  const uint64_t elem = sim::element_bytes(*type);
+  for (const auto& [flag, v] : {std::pair{"--minbytes", min_bytes}, std::pair{"--maxbytes", max_bytes}})
+    if (v % elem) throw UsageError(fmt::format("{} {}: not a multiple of {}'s {} bytes", flag, v, to_string(*type), elem));
+  // As nccl-tests does, each size is rounded down to a whole number of elements per rank.
+  const uint64_t quantum = elem * std::max<uint64_t>(1, tenant.size());
+  std::vector<uint64_t> sizes;
+  for (uint64_t s = min_bytes; s <= max_bytes; s *= factor)
+    if (s / quantum * quantum > 0 && (sizes.empty() || sizes.back() != s / quantum * quantum)) sizes.push_back(s / quantum * quantum);
+  if (sizes.empty()) throw UsageError(fmt::format("--maxbytes {}: less than one element per rank", max_bytes));
+  const std::string placement = args.choice("--placement", "both", {"torus", "steered", "both"});
+  const int rings = static_cast<int>(args.u64("--rings", 0, 0, 64));
+  const std::string engine = args.choice("--engine", "fast", {"fast", "reference"});
+
+  sim::CollectiveBenchConfig base;
+  base.tenant = tenant;
+  base.ops = ops;
+  base.type = *type;
+  base.sizes = sizes;
+  base.seed = args.u64("--seed", 1);
+  base.max_rings = rings;
+  base.both_directions = !args.has("--one-direction");
+  base.engine = engine == "fast" ? sim::ServerEngine::Fast : sim::ServerEngine::Reference;
+  base.calibration_file = source_root() + "/traces/calibration/mesh32.json";
+
+  // Both maps are built and every spec checked before anything runs or is written.
+  std::vector<std::pair<std::string, sim::CollectiveBenchConfig>> configs;
+  try {
+    if (placement != "steered") {
+      auto c = base;
+      // The electrical server's wiring, fixed: the 2x2 torus on XPUs 0-3 (spare XPU 4 unwired).
+      c.port_map = protocol::torus_map(c.shape, protocol::TorusPlacement{2, 2, {0, 1, 2, 3}}).port_target;
+      sim::ring_plan(c.shape, c.port_map, c.tenant, c.both_directions);
+      configs.emplace_back("torus", c);
+    }
+    if (placement != "torus") {
+      auto c = base;
+      c.port_map = protocol::ring_map(c.shape, c.tenant).port_target;
+      configs.emplace_back("steered", c);
+    }
+  } catch (const protocol::FabricMapError& e) {
+    throw InputError(fmt::format("--tenant {}: {}", fmt::join(tenant, ","), e.what()));
+  } catch (const std::invalid_argument& e) {
+    throw InputError(fmt::format("--tenant {} on the static torus: {}", fmt::join(tenant, ","), e.what()));
+  }
+
+  fmt::print("# mxtb collective: {} ranks (XPUs {}), {}, sizes {} to {} B (x{}), seed {}, {} engine\n", tenant.size(),
+             fmt::join(tenant, " "), to_string(*type), min_bytes, max_bytes, factor, base.seed, engine);
+  fmt::print("# every element of every rank checked against the host's sum (#wrong); time in emulated us\n#\n");
+  std::vector<std::pair<std::string, CollectiveBenchResult>> results;
+  bool ok = true;
+  for (const auto& [name, c] : configs) {
+    CollectiveBenchResult r;
+    try {
+      r = sim::run_collective_bench(c);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(e.what());
+    }
+    print_table(r, name);
+    ok = ok && r.passed();
+    results.emplace_back(name, std::move(r));
+  }
+  if (results.size() == 2) {
+    fmt::print("# steered / torus busbw\n");
+    const auto& t = results[0].second.rows;
+    const auto& s = results[1].second.rows;
+    for (size_t i = 0; i < t.size() && i < s.size(); ++i)
+      fmt::print("#  {:>14} {:>11} B  {:.3f}x\n", to_string(t[i].op), t[i].size,
+                 t[i].busbw_gbs > 0 ? s[i].busbw_gbs / t[i].busbw_gbs : 0.0);
+  }
+  if (args.has("--json")) {
+    nlohmann::json j = {{"tool", "mxtb collective"}, {"passed", ok}};
+    for (const auto& [name, r] : results) j["placements"][name] = to_json(r);
+    std::ofstream f(args.str("--json"));
+    if (!f) throw InputError(fmt::format("--json {}: cannot write", args.str("--json")));
+    f << j.dump(2) << "\n";
+    fmt::print("wrote {}\n", args.str("--json"));
+  }
+  if (args.has("--plot")) plot_busbw(results, args.str("--plot"));
+  fmt::print("{}\n", ok ? "PASS" : "FAIL");
+  return ok ? 0 : 1;
+}
+
+}  // namespace mxtb::app

@@ -1,0 +1,210 @@
+// Collectives on the emulated server (sim/collective.h, sim/collective_bench.h): the ring plan
+// from a circuit map, the checks on a spec, the algorithm over a perfect wire (where a corrupted,
+// lost or extra word must show), and the real thing: every op and type over the RTL links of a
+// tenant the firmware placed, element-exact, identical on both engines.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include "sim/collective_bench.h"
+#include "sim/server_bench.h"
+
+#include <doctest/doctest.h>
+
+#include <deque>
+#include <functional>
+#include <string>
+
+using namespace mxtb;
+using namespace mxtb::sim;
+
+namespace {
+
+protocol::ServerShape shape5() { return protocol::ServerShape{}; }
+
+// The 2x2 torus on XPUs 0-3, ring order 0 -> 1 -> 3 -> 2 (positions (0,0), (1,0), (1,1), (0,1)).
+std::vector<int> torus_map() { return bench_port_map(shape5(), {0, 1, 2, 3}); }
+const std::vector<int> kRing4{0, 1, 3, 2};
+
+CollectiveSpec spec(CollectiveOp op, DataType t, uint64_t count) {
+  CollectiveSpec s;
+  s.op = op;
+  s.type = t;
+  s.count = count;
+  s.ranks = kRing4;
+  s.rings = ring_plan(shape5(), torus_map(), kRing4);
+  s.seed = 7;
+  return s;
+}
+
+// Every hop as a wire of `delay` clocks; `tamper` may change, drop (return false) or keep a word.
+struct Wire {
+  uint64_t cycle = 0;
+  uint64_t run(RingCollective& c, const std::function<bool(int, uint64_t&, uint64_t)>& tamper, uint64_t limit = 1'000'000,
+               uint64_t delay = 3) {
+    struct InFlight {
+      uint64_t at;
+      int rx;
+      uint64_t data;
+      bool last;
+    };
+    std::deque<InFlight> wire;
+    std::vector<int> rx_of(static_cast<size_t>(shape5().links()), -1);
+    for (const Ring& r : c.spec().rings)
+      for (const RingHop& h : r.hops) rx_of[static_cast<size_t>(h.tx_link)] = h.rx_link;
+    uint64_t n = 0;
+    for (; !c.done() && n < limit; ++n, ++cycle) {
+      while (!wire.empty() && wire.front().at <= cycle) {
+        c.deliver(wire.front().rx, wire.front().data, wire.front().last, cycle);
+        wire.pop_front();
+      }
+      for (int l = 0; l < shape5().links(); ++l) {
+        if (rx_of[static_cast<size_t>(l)] < 0) continue;
+        RingCollective::Drive d = c.drive(l);
+        if (!d.valid) continue;
+        c.fire(l);
+        uint64_t data = d.data;
+        if (tamper(l, data, c.words_sent())) wire.push_back({cycle + delay, rx_of[static_cast<size_t>(l)], data, d.last});
+      }
+    }
+    return n;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("ring_plan: the 2x2 torus gives four rings, every tenant lane sending once and receiving once") {
+  std::vector<Ring> rings = ring_plan(shape5(), torus_map(), kRing4);
+  REQUIRE(rings.size() == 4);  // two circuits per hop, both directions
+  std::vector<int> tx(20, 0), rx(20, 0);
+  for (const Ring& r : rings) {
+    REQUIRE(r.hops.size() == 4);
+    for (size_t p = 0; p < r.hops.size(); ++p) {
+      CHECK(r.hops[p].tx_link / 4 == r.order[p]);
+      CHECK(r.hops[p].rx_link / 4 == r.order[(p + 1) % 4]);
+      ++tx[static_cast<size_t>(r.hops[p].tx_link)];
+      ++rx[static_cast<size_t>(r.hops[p].rx_link)];
+    }
+  }
+  for (int l = 0; l < 16; ++l) {
+    CHECK_MESSAGE(tx[static_cast<size_t>(l)] == 1, "link ", l);
+    CHECK_MESSAGE(rx[static_cast<size_t>(l)] == 1, "link ", l);
+  }
+  CHECK(std::string(check_spec(spec(CollectiveOp::AllReduce, DataType::F32, 1024), shape5())).empty());
+  // Two XPUs: one ring per circuit between them, each circuit used both ways.
+  CHECK(ring_plan(shape5(), torus_map(), {0, 1}).size() == 2);
+  // XPU 4 has no circuit to the tenant.
+  CHECK_THROWS_WITH_AS(ring_plan(shape5(), torus_map(), {0, 1, 4}), "no circuit from XPU 1 to XPU 4: the ring cannot be formed",
+                       std::invalid_argument);
+}
+
+TEST_CASE("check_spec names what is wrong") {
+  CHECK(check_spec(spec(CollectiveOp::AllReduce, DataType::F32, 1022), shape5()) ==
+        "count 1022 is not a positive multiple of the 4 ranks");
+  CHECK(check_spec(spec(CollectiveOp::AllReduce, DataType::F32, 24), shape5()) ==
+        "count 24 gives 3 lane words per rank's chunk, fewer than the 4 rings");
+  CollectiveSpec s = spec(CollectiveOp::AllReduce, DataType::F32, 1024);
+  s.ranks = {0, 1, 3, 3};
+  CHECK(check_spec(s, shape5()) == "XPU 3 is two ranks");
+  s = spec(CollectiveOp::AllReduce, DataType::F32, 1024);
+  s.rings.push_back(s.rings.front());
+  CHECK(check_spec(s, shape5()).find("already carries another ring") != std::string::npos);
+  CHECK_THROWS_AS(RingCollective(s, shape5()), std::invalid_argument);
+}
+
+TEST_CASE("over a perfect wire every op and type is exact, and the data dependencies pipeline") {
+  for (auto op : {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllGather})
+    for (auto t : {DataType::F32, DataType::BF16})
+      for (uint64_t count : {1024ull, 1028ull, 20000ull}) {  // 1028: a chunk's last word half full (fp32)
+        CAPTURE(to_string(op));
+        CAPTURE(to_string(t));
+        CAPTURE(count);
+        RingCollective c(spec(op, t, count), shape5());
+        Wire w;
+        w.run(c, [](int, uint64_t&, uint64_t) { return true; });
+        REQUIRE(c.done());
+        CHECK(c.wrong() == 0);
+        CHECK(c.framing_errors() == 0);
+        // Each rank sends steps x chunk: 2(n-1) steps for all-reduce, n-1 otherwise.
+        const uint64_t steps = op == CollectiveOp::AllReduce ? 6 : 3;
+        CHECK(c.payload_bytes_per_rank() == steps * count / 4 * element_bytes(t));
+      }
+}
+
+TEST_CASE("over a perfect wire a corrupted, lost or extra word is caught") {
+  const uint64_t count = 4096;
+  SUBCASE("one word's bits flipped: exactly the elements downstream of it are wrong") {
+    RingCollective c(spec(CollectiveOp::AllReduce, DataType::F32, count), shape5());
+    Wire w;
+    bool done = false;
+    w.run(c, [&](int, uint64_t& data, uint64_t sent) {
+      if (!done && sent == 100) {  // a reduce-scatter word: its sum goes wrong on every rank
+        data ^= 1ull << 20;
+        done = true;
+      }
+      return true;
+    });
+    REQUIRE(c.done());
+    CHECK(c.wrong() == 4);  // one element (the low half of the word), on all four ranks
+    CHECK(c.framing_errors() == 0);
+  }
+  SUBCASE("a word lost: the collective never completes") {
+    RingCollective c(spec(CollectiveOp::AllGather, DataType::BF16, count), shape5());
+    Wire w;
+    w.run(c, [&](int, uint64_t&, uint64_t sent) { return sent != 50; }, 200000);
+    CHECK(!c.done());
+  }
+  SUBCASE("a word on a lane that carries no ring") {
+    RingCollective c(spec(CollectiveOp::AllReduce, DataType::F32, count), shape5());
+    c.deliver(17, 0, false, 0);
+    CHECK(c.framing_errors() == 1);
+    CHECK(c.first_error() == "link 17 received a word but carries no ring");
+  }
+}
+
+TEST_CASE("collectives over the RTL links of a tenant the firmware placed: exact, and the engines agree") {
+  CollectiveBenchConfig cfg;
+  cfg.port_map = torus_map();
+  cfg.tenant = kRing4;
+  cfg.ops = {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllGather};
+  cfg.sizes = {4096, 65536};
+  cfg.calibration_file = std::string(MXTB_SOURCE_DIR) + "/traces/calibration/mesh32.json";
+  for (auto t : {DataType::F32, DataType::BF16}) {
+    cfg.type = t;
+    CollectiveBenchResult r = run_collective_bench(cfg);
+    REQUIRE(r.rows.size() == 6);
+    CHECK(r.tx_lanes_per_rank == 4);
+    for (const auto& row : r.rows) {
+      CAPTURE(to_string(row.op));
+      CAPTURE(row.size);
+      CHECK(row.completed);
+      CHECK(row.wrong == 0);
+      CHECK(row.framing_errors == 0);
+      CHECK(row.retrains == 0);
+      CHECK(row.busbw_gbs > 0);
+      // Each rank sends on 4 lanes of 10 Gb/s: 5 GB/s is the bound no collective can pass.
+      CHECK(row.busbw_gbs < 5.0);
+    }
+    CHECK(r.passed());
+    if (t == DataType::F32) {
+      // The reference engine runs the same cycles.
+      CollectiveBenchConfig ref = cfg;
+      ref.engine = ServerEngine::Reference;
+      ref.ops = {CollectiveOp::AllReduce};
+      ref.sizes = {4096};
+      CollectiveBenchResult rr = run_collective_bench(ref);
+      REQUIRE(rr.rows.size() == 1);
+      CHECK(rr.rows[0].cycles == r.rows[0].cycles);
+      CHECK(rr.rows[0].wrong == 0);
+    }
+  }
+}
+
+TEST_CASE("a bad size is refused before anything runs, naming it") {
+  CollectiveBenchConfig cfg;
+  cfg.port_map = torus_map();
+  cfg.tenant = kRing4;
+  cfg.calibration_file = std::string(MXTB_SOURCE_DIR) + "/traces/calibration/mesh32.json";
+  cfg.sizes = {4098};
+  CHECK_THROWS_WITH_AS(run_collective_bench(cfg), "size 4098 is not a multiple of float's 4 bytes", std::invalid_argument);
+  cfg.sizes = {4104};
+  CHECK_THROWS_WITH_AS(run_collective_bench(cfg), "all_reduce of 4104 bytes: count 1026 is not a positive multiple of the 4 ranks",
+                       std::invalid_argument);
+}
