@@ -23,17 +23,108 @@ namespace {
 
 constexpr uint64_t kBringUpLimitCycles = 3'000'000;
 
-std::vector<int> circuit_links(const CollectiveBenchConfig& c) {
-  std::vector<int> links;
-  for (int x : c.tenant)
-    for (int l = 0; l < c.shape.lanes_per_xpu; ++l) {
-      int a = x * c.shape.lanes_per_xpu + l;
-      if (c.port_map[static_cast<size_t>(a)] >= 0) links.push_back(a);
-    }
-  return links;
-}
-
 }  // namespace
+
+// The emulated server with its firmware, ready to place circuits and run collectives on them.
+class CollectiveServer {
+ public:
+  CollectiveServer(const protocol::ServerShape& shape, uint64_t seed, ServerEngine engine, SettlePreset settle,
+                   const std::string& calibration_file)
+      : shape_(shape), sim_(server_config(shape, seed, engine, settle)), hal_(sim_),
+        fw_(hal_, firmware_config(shape, sim_, calibration_file)) {
+    std::string why;
+    if (fw_.init(&why) != mailbox::FwStatus::Ok) throw std::runtime_error("collective: firmware init: " + why);
+  }
+  ServerSim& sim() { return sim_; }
+
+  // Commits `port_map` through the firmware and waits until every circuit of `xpus` is Active:
+  // returns the cycles from the request to the last circuit Active (routing, staging, program,
+  // settle, verify, retrain).
+  uint64_t place(const std::vector<int>& port_map, const std::vector<int>& xpus) {
+    const uint64_t c0 = sim_.cycle();
+    std::string why;
+    if (auto s = fw_.set_port_map(port_map, &why); s != mailbox::FwStatus::Ok)
+      throw std::runtime_error(fmt::format("collective: committing the circuits: {}: {}", mailbox::describe(s), why));
+    links_.clear();
+    for (int x : xpus)
+      for (int l = 0; l < shape_.lanes_per_xpu; ++l) {
+        int a = x * shape_.lanes_per_xpu + l;
+        if (port_map[static_cast<size_t>(a)] >= 0) links_.push_back(a);
+      }
+    auto active = [&] {
+      return std::all_of(links_.begin(), links_.end(), [&](int l) { return sim_.link_state(l) == link::LinkState::Active; });
+    };
+    while (!active()) {
+      if (sim_.cycle() - c0 > kBringUpLimitCycles) throw std::runtime_error("collective: the circuits did not all train");
+      sim_.step(256);
+    }
+    return sim_.cycle() - c0;
+  }
+
+  CollectiveRow run(const CollectiveSpec& spec) {
+    RingCollective coll(spec, shape_);
+    CollectiveRow row;
+    row.op = spec.op;
+    row.type = spec.type;
+    row.size = spec.count * element_bytes(spec.type);
+    row.count = spec.count;
+    row.ranks = static_cast<int>(spec.ranks.size());
+    row.rings = static_cast<int>(spec.rings.size());
+    std::vector<LinkReport> before;
+    for (int l : links_) before.push_back(sim_.link_report(l));
+    // A lane moves one word a clock at best: far beyond that, something is stuck.
+    const uint64_t words_per_lane = coll.payload_bytes_per_rank() / 8 / spec.rings.size() + 1;
+    const uint64_t limit = 50 * words_per_lane + 200'000;
+    sim_.set_collective(&coll);
+    const uint64_t start = sim_.cycle();
+    while (!coll.done() && sim_.cycle() - start < limit) sim_.step(std::min<uint64_t>(4096, limit));
+    sim_.set_collective(nullptr);
+    row.completed = coll.done();
+    row.cycles = (row.completed ? coll.end_cycle() + 1 : sim_.cycle()) - start;
+    row.time_us = static_cast<double>(row.cycles) * sim_.period_ns() / 1000;
+    row.algbw_gbs = static_cast<double>(row.size) / (row.time_us * 1e3);
+    row.busbw_gbs = row.algbw_gbs * busbw_factor(spec.op, row.ranks);
+    row.wrong = row.completed ? coll.wrong() : spec.count * spec.ranks.size();
+    row.framing_errors = coll.framing_errors();
+    row.first_error = row.completed ? coll.first_error() : fmt::format("not done after {} cycles", row.cycles);
+    row.backpressure = coll.backpressure();
+    row.lane_words = coll.words_sent();
+    for (size_t i = 0; i < links_.size(); ++i) {
+      LinkReport now = sim_.link_report(links_[i]);
+      row.replays += now.replays - before[i].replays;
+      row.crc_errors += now.crc_errors - before[i].crc_errors;
+      row.retrains += now.retrains - before[i].retrains;
+    }
+    return row;
+  }
+
+ private:
+  static ServerConfig server_config(const protocol::ServerShape& shape, uint64_t seed, ServerEngine engine, SettlePreset settle) {
+    ServerConfig sc;
+    sc.name = "collective";
+    sc.seed = seed;
+    sc.shape = shape;
+    sc.mesh.ports = shape.mesh_ports;
+    sc.mesh.settle = settle;
+    sc.traffic.load = 0;  // the lanes carry the collectives only
+    sc.engine = engine;
+    return sc;
+  }
+  static firmware::FirmwareConfig firmware_config(const protocol::ServerShape& shape, const ServerSim& sim,
+                                                  const std::string& calibration_file) {
+    firmware::FirmwareConfig fc;
+    fc.shape = shape;
+    fc.calibration = load_calibration(calibration_file).elements;
+    fc.settle_cycles = static_cast<uint32_t>(std::max(4.0, std::ceil(5 * sim.mesh().tau_ns() / sim.period_ns())));
+    return fc;
+  }
+
+  protocol::ServerShape shape_;
+  ServerSim sim_;
+  LoopHal hal_;
+  firmware::OcsFirmware fw_;
+  std::vector<int> links_;
+};
 
 CollectiveBenchResult run_collective_bench(const CollectiveBenchConfig& cfg) {
   if (static_cast<int>(cfg.port_map.size()) != cfg.shape.mesh_ports)
@@ -55,79 +146,134 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchConfig& cfg) {
 
   CollectiveBenchResult res;
   res.config = cfg;
-  ServerConfig sc;
-  sc.name = "collective";
-  sc.seed = cfg.seed;
-  sc.shape = cfg.shape;
-  sc.mesh.ports = cfg.shape.mesh_ports;
-  sc.mesh.settle = cfg.settle;
-  sc.traffic.load = 0;  // the lanes carry the collectives only
-  sc.engine = cfg.engine;
-  ServerSim sim(sc);
-  res.clock_mhz = sc.clock_mhz;
-  res.lane_gbps = 64 * sc.clock_mhz / 1000;
+  CollectiveServer server(cfg.shape, cfg.seed, cfg.engine, cfg.settle, cfg.calibration_file);
+  res.clock_mhz = server.sim().config().clock_mhz;
+  res.lane_gbps = 64 * res.clock_mhz / 1000;
   res.tx_lanes_per_rank = static_cast<int>(rings.size());
-  LoopHal hal(sim);
-  firmware::FirmwareConfig fc;
-  fc.shape = cfg.shape;
-  MeshCalibration cal = load_calibration(cfg.calibration_file);
-  fc.calibration = cal.elements;
-  fc.settle_cycles = static_cast<uint32_t>(std::max(4.0, std::ceil(5 * sim.mesh().tau_ns() / sim.period_ns())));
-  firmware::OcsFirmware fw(hal, fc);
-  std::string why;
-  if (fw.init(&why) != mailbox::FwStatus::Ok) throw std::runtime_error("collective: firmware init: " + why);
-  const uint64_t c0 = sim.cycle();
-  if (auto s = fw.set_port_map(cfg.port_map, &why); s != mailbox::FwStatus::Ok)
-    throw std::runtime_error(fmt::format("collective: committing the tenant's circuits: {}: {}", mailbox::describe(s), why));
-  const std::vector<int> links = circuit_links(cfg);
-  auto tenant_active = [&] {
-    return std::all_of(links.begin(), links.end(), [&](int l) { return sim.link_state(l) == link::LinkState::Active; });
-  };
-  while (!tenant_active()) {
-    if (sim.cycle() - c0 > kBringUpLimitCycles) throw std::runtime_error("collective: the tenant's circuits did not all train");
-    sim.step(1000);
-  }
-  res.bringup_cycles = sim.cycle() - c0;
-
+  res.bringup_cycles = server.place(cfg.port_map, cfg.tenant);
   for (CollectiveOp op : cfg.ops)
-    for (uint64_t size : cfg.sizes) {
-      CollectiveSpec spec{op, cfg.type, size / element_bytes(cfg.type), cfg.tenant, rings, cfg.seed ^ size};
-      RingCollective coll(spec, cfg.shape);
-      CollectiveRow row;
-      row.op = op;
-      row.type = cfg.type;
-      row.size = size;
-      row.count = spec.count;
-      row.ranks = static_cast<int>(cfg.tenant.size());
-      row.rings = static_cast<int>(rings.size());
-      std::vector<LinkReport> before;
-      for (int l : links) before.push_back(sim.link_report(l));
-      // A lane moves one word a clock at best: far beyond that, something is stuck.
-      const uint64_t words_per_lane = coll.payload_bytes_per_rank() / 8 / rings.size() + 1;
-      const uint64_t limit = 50 * words_per_lane + 200'000;
-      sim.set_collective(&coll);
-      const uint64_t start = sim.cycle();
-      while (!coll.done() && sim.cycle() - start < limit) sim.step(std::min<uint64_t>(4096, limit));
-      sim.set_collective(nullptr);
-      row.completed = coll.done();
-      row.cycles = (row.completed ? coll.end_cycle() + 1 : sim.cycle()) - start;
-      row.time_us = static_cast<double>(row.cycles) * sim.period_ns() / 1000;
-      row.algbw_gbs = static_cast<double>(size) / (row.time_us * 1e3);
-      row.busbw_gbs = row.algbw_gbs * busbw_factor(op, row.ranks);
-      row.wrong = row.completed ? coll.wrong() : spec.count * cfg.tenant.size();
-      row.framing_errors = coll.framing_errors();
-      row.first_error = row.completed ? coll.first_error() : fmt::format("not done after {} cycles", row.cycles);
-      row.backpressure = coll.backpressure();
-      row.lane_words = coll.words_sent();
-      for (size_t i = 0; i < links.size(); ++i) {
-        LinkReport now = sim.link_report(links[i]);
-        row.replays += now.replays - before[i].replays;
-        row.crc_errors += now.crc_errors - before[i].crc_errors;
-        row.retrains += now.retrains - before[i].retrains;
-      }
-      res.rows.push_back(row);
-    }
+    for (uint64_t size : cfg.sizes)
+      res.rows.push_back(server.run({op, cfg.type, size / element_bytes(cfg.type), cfg.tenant, rings, cfg.seed ^ size}));
   return res;
+}
+
+bool SteeringBenchResult::passed() const {
+  for (const auto& p : presets) {
+    if (!p.tenant_phase.completed || p.tenant_phase.wrong || p.tenant_phase.framing_errors) return false;
+    for (const auto* rows : {&p.static_rows, &p.steered_rows})
+      for (const auto& r : *rows)
+        if (!r.completed || r.wrong || r.framing_errors) return false;
+  }
+  return !presets.empty();
+}
+
+namespace {
+
+// Where `gain(size)` (time saved by steering, us) crosses zero: interpolated linearly in size
+// between measured sizes, else extrapolated from the two largest (times are linear in size there).
+// -1 when the gain does not grow with size.
+double crossing(const std::vector<uint64_t>& sizes, const std::vector<double>& gain, bool& extrapolated) {
+  extrapolated = false;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (gain[i] <= 0) continue;
+    if (i == 0) return static_cast<double>(sizes[0]);
+    double s0 = static_cast<double>(sizes[i - 1]), s1 = static_cast<double>(sizes[i]);
+    return s0 + (s1 - s0) * (-gain[i - 1]) / (gain[i] - gain[i - 1]);
+  }
+  if (sizes.size() < 2) return -1;
+  size_t a = sizes.size() - 2, b = sizes.size() - 1;
+  double slope = (gain[b] - gain[a]) / static_cast<double>(sizes[b] - sizes[a]);
+  if (slope <= 0) return -1;
+  extrapolated = true;
+  return static_cast<double>(sizes[b]) - gain[b] / slope;
+}
+
+}  // namespace
+
+SteeringBenchResult run_steering_bench(const SteeringBenchConfig& cfg) {
+  if (cfg.sizes.empty()) throw std::invalid_argument("no size to run");
+  if (cfg.pair.size() != 2 || cfg.pair[0] == cfg.pair[1])
+    throw std::invalid_argument(fmt::format("the hot pair must be two XPUs, not {}", fmt::join(cfg.pair, ",")));
+  for (int x : cfg.pair)
+    if (std::find(cfg.tenant.begin(), cfg.tenant.end(), x) == cfg.tenant.end())
+      throw std::invalid_argument(fmt::format("hot pair XPU {} is not in the tenant {}", x, fmt::join(cfg.tenant, ",")));
+  const std::vector<int> torus = protocol::torus_map(cfg.shape, protocol::TorusPlacement{2, 2, {0, 1, 2, 3}}).port_target;
+  // The pair's lanes all to each other, the tenant's other XPUs' likewise.
+  std::vector<int> steered = protocol::ring_map(cfg.shape, cfg.pair).port_target;
+  std::vector<int> others;
+  for (int x : cfg.tenant)
+    if (x != cfg.pair[0] && x != cfg.pair[1]) others.push_back(x);
+  if (others.size() >= 2) {
+    std::vector<int> rest = protocol::ring_map(cfg.shape, others).port_target;
+    for (size_t p = 0; p < steered.size(); ++p)
+      if (rest[p] >= 0) steered[p] = rest[p];
+  }
+  const std::vector<Ring> tenant_rings = ring_plan(cfg.shape, torus, cfg.tenant);
+  const std::vector<Ring> static_rings = ring_plan(cfg.shape, torus, cfg.pair);
+  const std::vector<Ring> steered_rings = ring_plan(cfg.shape, steered, cfg.pair);
+  for (uint64_t size : cfg.sizes) {
+    CollectiveSpec s{CollectiveOp::AllReduce, cfg.type, size / element_bytes(cfg.type), cfg.pair, steered_rings, cfg.seed};
+    std::string why = size % element_bytes(cfg.type) ? fmt::format("not a multiple of {}'s {} bytes", to_string(cfg.type),
+                                                                    element_bytes(cfg.type))
+                                                     : check_spec(s, cfg.shape);
+    if (!why.empty()) throw std::invalid_argument(fmt::format("size {}: {}", size, why));
+  }
+
+  SteeringBenchResult res;
+  res.config = cfg;
+  for (SettlePreset preset : cfg.presets) {
+    CollectiveServer server(cfg.shape, cfg.seed, cfg.engine, preset, cfg.calibration_file);
+    SteeringPreset p;
+    p.preset = preset;
+    server.place(torus, cfg.tenant);
+    // The job's all-reduce phase that precedes, on the torus: the same for both, run and checked.
+    const uint64_t per_rank = std::max<uint64_t>(cfg.sizes.front() / element_bytes(cfg.type) / cfg.tenant.size(), 64);
+    p.tenant_phase = server.run({CollectiveOp::AllReduce, cfg.type, per_rank * cfg.tenant.size(), cfg.tenant, tenant_rings, cfg.seed});
+    for (uint64_t size : cfg.sizes)
+      p.static_rows.push_back(server.run({CollectiveOp::AllReduce, cfg.type, size / element_bytes(cfg.type), cfg.pair,
+                                          static_rings, cfg.seed ^ size}));
+    const double us_per_cycle = server.sim().period_ns() / 1000;
+    p.to_pair_us = static_cast<double>(server.place(steered, cfg.tenant)) * us_per_cycle;
+    for (uint64_t size : cfg.sizes)
+      p.steered_rows.push_back(server.run({CollectiveOp::AllReduce, cfg.type, size / element_bytes(cfg.type), cfg.pair,
+                                           steered_rings, cfg.seed ^ size}));
+    p.back_us = static_cast<double>(server.place(torus, cfg.tenant)) * us_per_cycle;
+    std::vector<double> once, round;
+    for (size_t i = 0; i < cfg.sizes.size(); ++i) {
+      double saved = p.static_rows[i].time_us - p.steered_rows[i].time_us;
+      once.push_back(saved - p.to_pair_us);
+      round.push_back(saved - p.to_pair_us - p.back_us);
+    }
+    p.break_even_bytes = crossing(cfg.sizes, once, p.extrapolated);
+    p.round_trip_break_even_bytes = crossing(cfg.sizes, round, p.round_trip_extrapolated);
+    res.presets.push_back(std::move(p));
+  }
+  return res;
+}
+
+nlohmann::json to_json(const SteeringBenchResult& r) {
+  nlohmann::json presets = nlohmann::json::array();
+  for (const auto& p : r.presets) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (size_t i = 0; i < p.static_rows.size(); ++i)
+      rows.push_back({{"size", p.static_rows[i].size},
+                      {"static_us", p.static_rows[i].time_us},
+                      {"steered_us", p.steered_rows[i].time_us},
+                      {"steered_with_reconfiguration_us", p.steered_rows[i].time_us + p.to_pair_us},
+                      {"wrong", p.static_rows[i].wrong + p.steered_rows[i].wrong}});
+    presets.push_back({{"preset", to_string(p.preset)},
+                       {"tau_ns", preset_tau_ns(p.preset)},
+                       {"tenant_phase", {{"size", p.tenant_phase.size}, {"time_us", p.tenant_phase.time_us},
+                                         {"wrong", p.tenant_phase.wrong}}},
+                       {"reconfigure_to_pair_us", p.to_pair_us},
+                       {"reconfigure_back_us", p.back_us},
+                       {"break_even_bytes", p.break_even_bytes},
+                       {"break_even_extrapolated", p.extrapolated},
+                       {"round_trip_break_even_bytes", p.round_trip_break_even_bytes},
+                       {"round_trip_break_even_extrapolated", p.round_trip_extrapolated},
+                       {"rows", rows}});
+  }
+  return {{"tenant", r.config.tenant}, {"pair", r.config.pair}, {"passed", r.passed()}, {"presets", presets}};
 }
 
 nlohmann::json to_json(const CollectiveBenchResult& r) {

@@ -61,4 +61,43 @@ struct CollectiveBenchResult {
 CollectiveBenchResult run_collective_bench(const CollectiveBenchConfig& config);
 nlohmann::json to_json(const CollectiveBenchResult& r);
 
+// Steering between the phases of a job: after an all-reduce phase on the static torus, a hot pair
+// of the tenant exchanges an all-reduce of `size` bytes. Static: the pair keeps the torus's
+// circuits between them. Steered: the firmware re-points every lane of the pair to each other
+// (the tenant's other XPUs to each other likewise), at the reconfiguration's measured cost
+// (routing, staging, program, settle, verify, retrain), and back to the torus for the next
+// all-reduce phase. Per settle preset: where steering pays.
+struct SteeringBenchConfig {
+  protocol::ServerShape shape;
+  std::vector<int> tenant{0, 1, 3, 2};  // on the static 2x2 torus of XPUs 0-3
+  std::vector<int> pair{0, 1};          // the hot pair: two of the tenant's XPUs
+  std::vector<uint64_t> sizes;          // the pair's all-reduce, bytes
+  std::vector<SettlePreset> presets{SettlePreset::ElectroOptic, SettlePreset::ThermoOptic, SettlePreset::Mems};
+  DataType type = DataType::F32;
+  uint64_t seed = 1;
+  std::string calibration_file;
+  ServerEngine engine = ServerEngine::Fast;
+};
+
+struct SteeringPreset {
+  SettlePreset preset;
+  double to_pair_us = 0, back_us = 0;  // torus -> pair lanes, and back: request to every circuit Active
+  CollectiveRow tenant_phase;                             // the job's all-reduce phase before, on the torus
+  std::vector<CollectiveRow> static_rows, steered_rows;  // the pair's all-reduce per size on each map
+  // The smallest size at which steering pays, interpolated between the sizes measured (or
+  // extrapolated from the two largest, then `extrapolated`): one way (steer and stay) and round
+  // trip (steer for the phase and back). Negative: it never pays (the steered lanes are no faster).
+  double break_even_bytes = -1, round_trip_break_even_bytes = -1;
+  bool extrapolated = false, round_trip_extrapolated = false;
+};
+
+struct SteeringBenchResult {
+  SteeringBenchConfig config;
+  std::vector<SteeringPreset> presets;
+  bool passed() const;  // every collective exact
+};
+
+SteeringBenchResult run_steering_bench(const SteeringBenchConfig& config);
+nlohmann::json to_json(const SteeringBenchResult& r);
+
 }  // namespace mxtb::sim

@@ -4,6 +4,7 @@
 #include "apps/mxtb/commands.h"
 #include "apps/mxtb/plot.h"
 #include "sim/collective_bench.h"
+#include "sim/photonic_mesh.h"
 #include "sim/server_bench.h"
 
 #include <fmt/format.h>
@@ -98,7 +99,101 @@ bool plot_busbw(const std::vector<std::pair<std::string, CollectiveBenchResult>>
   return render_gnuplot(stem, svg);
 }
 
+void plot_steering(const sim::SteeringBenchResult& r, const std::string& svg) {
+  const std::string stem = plot_stem(svg);
+  std::ofstream dat(stem + ".dat");
+  if (!dat) throw std::runtime_error(fmt::format("cannot write plot data '{}.dat'", stem));
+  for (const auto& p : r.presets) {
+    dat << "# " << sim::to_string(p.preset) << ": size, time saved by steering once (us)\n";
+    for (size_t i = 0; i < p.static_rows.size(); ++i)
+      dat << p.static_rows[i].size << " " << p.static_rows[i].time_us - p.steered_rows[i].time_us - p.to_pair_us << "\n";
+    dat << "\n\n";
+  }
+  dat.close();
+  std::ofstream gp(stem + ".gp");
+  gp << "set terminal svg size 720,440 dynamic\nset output '" << svg << "'\n"
+     << "set logscale x 2\nset xlabel 'hot pair all-reduce size (bytes)'\n"
+     << "set ylabel 'phase time saved by steering (us)'\nset key top left\nset grid\nset xzeroaxis lw 2\nplot ";
+  for (size_t i = 0; i < r.presets.size(); ++i)
+    gp << (i ? ", " : "") << "'" << stem << ".dat' index " << i << " with linespoints lw 2 title '"
+       << sim::to_string(r.presets[i].preset) << "'";
+  gp << "\n";
+  gp.close();
+  render_gnuplot(stem, svg);
+}
+
+std::string bytes_text(double b) {
+  if (b < 0) return "never (the steered lanes are no faster)";
+  if (b >= 1 << 20) return fmt::format("{:.2f} MiB", b / (1 << 20));
+  if (b >= 1 << 10) return fmt::format("{:.1f} KiB", b / (1 << 10));
+  return fmt::format("{:.0f} B", b);
+}
+
 }  // namespace
+
+int cmd_bench_steering(const ArgList& argv) {
+  Args args(argv, ArgSpec{{"--seed", "--json", "--plot", "--minbytes", "--maxbytes", "--stepfactor"}, {}, {"--preset", "--pair"}, false});
+  const uint64_t min_bytes = parse_bytes("--minbytes", args.str("--minbytes", "4K"));
+  const uint64_t max_bytes = parse_bytes("--maxbytes", args.str("--maxbytes", "4M"));
+  const uint64_t factor = args.u64("--stepfactor", 2, 2, 1024);
+  if (max_bytes < min_bytes) throw UsageError(fmt::format("--maxbytes {} is below --minbytes {}", max_bytes, min_bytes));
+  sim::SteeringBenchConfig cfg;
+  for (uint64_t s = min_bytes; s <= max_bytes; s *= factor) cfg.sizes.push_back(s / 8 * 8);
+  if (!args.list("--preset").empty()) {
+    cfg.presets.clear();
+    for (const auto& name : args.list("--preset")) {
+      auto p = sim::settle_preset_from_string(name);
+      if (!p) throw UsageError(fmt::format("--preset '{}': not electro_optic, thermo_optic or mems", name));
+      cfg.presets.push_back(*p);
+    }
+  }
+  if (!args.list("--pair").empty()) {
+    cfg.pair.clear();
+    for (const auto& v : args.list("--pair")) {
+      if (v.empty() || v.size() > 3 || v.find_first_not_of("0123456789") != std::string::npos)
+        throw UsageError(fmt::format("--pair '{}': not an XPU number", v));
+      cfg.pair.push_back(std::stoi(v));
+    }
+  }
+  cfg.seed = args.u64("--seed", 1);
+  cfg.calibration_file = source_root() + "/traces/calibration/mesh32.json";
+  fmt::print("# mxtb bench steering: tenant XPUs {} on the static 2x2 torus; hot pair {}: an all-reduce of each size,\n"
+             "# on the torus's circuits between them (static) or on every lane of the pair steered to each other\n"
+             "# through the firmware (steered); times in emulated us, reconfiguration from the request to every\n"
+             "# circuit Active\n#\n",
+             fmt::join(cfg.tenant, " "), fmt::join(cfg.pair, " "));
+  sim::SteeringBenchResult r;
+  try {
+    r = sim::run_steering_bench(cfg);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(e.what());
+  }
+  for (const auto& p : r.presets) {
+    fmt::print("# preset {} (tau {} ns): torus -> pair lanes {:.2f} us, back {:.2f} us\n", sim::to_string(p.preset),
+               sim::preset_tau_ns(p.preset), p.to_pair_us, p.back_us);
+    fmt::print("#{:>11} {:>11} {:>11} {:>13} {:>6} {:>7}\n", "size", "static", "steered", "steered+reconf", "pays", "#wrong");
+    fmt::print("#{:>11} {:>11} {:>11} {:>13} {:>6} {:>7}\n", "(B)", "(us)", "(us)", "(us)", "", "");
+    for (size_t i = 0; i < p.static_rows.size(); ++i) {
+      const auto& a = p.static_rows[i];
+      const auto& b = p.steered_rows[i];
+      double with = b.time_us + p.to_pair_us;
+      fmt::print(" {:>11} {:>11.2f} {:>11.2f} {:>13.2f} {:>6} {:>7}\n", a.size, a.time_us, b.time_us, with,
+                 with < a.time_us ? "yes" : "no", a.wrong + b.wrong);
+    }
+    fmt::print("# steering pays above {}{} (steer and stay); {}{} (steer for the phase and back)\n#\n",
+               bytes_text(p.break_even_bytes), p.extrapolated ? ", extrapolated" : "", bytes_text(p.round_trip_break_even_bytes),
+               p.round_trip_extrapolated ? ", extrapolated" : "");
+  }
+  if (args.has("--json")) {
+    std::ofstream f(args.str("--json"));
+    if (!f) throw InputError(fmt::format("--json {}: cannot write", args.str("--json")));
+    f << sim::to_json(r).dump(2) << "\n";
+    fmt::print("wrote {}\n", args.str("--json"));
+  }
+  if (args.has("--plot")) plot_steering(r, args.str("--plot"));
+  fmt::print("{}\n", r.passed() ? "PASS" : "FAIL");
+  return r.passed() ? 0 : 1;
+}
 
 int cmd_collective(const ArgList& argv) {
   Args args(argv, ArgSpec{{"--type", "--minbytes", "--maxbytes", "--stepfactor", "--placement", "--rings", "--seed", "--json",

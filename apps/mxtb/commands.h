@@ -22,5 +22,6 @@ int cmd_bench_alloc(const ArgList& args);
 int cmd_serve(const ArgList& args);
 int cmd_bench_paging(const ArgList& args);
 int cmd_collective(const ArgList& args);
+int cmd_bench_steering(const ArgList& args);
 
 }  // namespace mxtb::app

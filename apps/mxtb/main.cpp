@@ -89,6 +89,11 @@ alloc --experiment frag-tpuv4|fragmented-32|spares --json FILE
     [--rings N] [--one-direction] [--seed N] [--engine fast|reference] [--json FILE] [--plot FILE.svg]
     nccl-tests' sweep on the emulated server: ring collectives with real data over the RTL links,
     the static torus wiring against lanes steered into the tenant's ring (docs/collectives.md))"},
+    {"bench steering", mxtb::app::cmd_bench_steering,
+     R"(bench steering [--preset electro_optic|thermo_optic|mems ...] [--pair X,X] [--minbytes 4K]
+    [--maxbytes 4M] [--stepfactor 2] [--seed N] [--json FILE] [--plot FILE.svg]
+    a hot pair's all-reduce on the static torus against its lanes steered to each other, with the
+    reconfiguration measured: the size above which steering pays, per settle preset (docs/collectives.md))"},
     {"bench link", mxtb::app::cmd_bench_link,
      R"(bench link [--cycles N] [--batch N] [--rounds N] [--json FILE]
     simulated cycles per second of a link pair: plain C++ loop against the SystemC harness)"},

@@ -208,3 +208,37 @@ TEST_CASE("a bad size is refused before anything runs, naming it") {
   CHECK_THROWS_WITH_AS(run_collective_bench(cfg), "all_reduce of 4104 bytes: count 1026 is not a positive multiple of the 4 ranks",
                        std::invalid_argument);
 }
+
+TEST_CASE("steering a hot pair between phases: exact on both maps, the reconfiguration measured, a break-even found") {
+  SteeringBenchConfig cfg;
+  cfg.sizes = {65536, 262144};
+  cfg.presets = {SettlePreset::ElectroOptic};
+  cfg.calibration_file = std::string(MXTB_SOURCE_DIR) + "/traces/calibration/mesh32.json";
+  SteeringBenchResult r = run_steering_bench(cfg);
+  REQUIRE(r.presets.size() == 1);
+  const SteeringPreset& p = r.presets[0];
+  CHECK(r.passed());
+  CHECK(p.tenant_phase.completed);
+  CHECK(p.tenant_phase.ranks == 4);
+  REQUIRE(p.static_rows.size() == 2);
+  REQUIRE(p.steered_rows.size() == 2);
+  CHECK(p.static_rows[0].rings == 2);   // the torus gives the pair two circuits
+  CHECK(p.steered_rows[0].rings == 4);  // steered: all four
+  // Twice the lanes: close to half the time once the size hides the pipeline's fill.
+  CHECK(p.steered_rows[1].time_us * 1.8 < p.static_rows[1].time_us);
+  // The reconfiguration (routing's modelled 20 us, staging, program, settle, verify, retrain) costs
+  // more than the small size saves and less than the large one does.
+  CHECK(p.to_pair_us > 20);
+  CHECK(p.back_us > 20);
+  CHECK(p.break_even_bytes > 65536);
+  CHECK(p.break_even_bytes < 262144);
+  CHECK(!p.extrapolated);
+  CHECK(p.round_trip_break_even_bytes > p.break_even_bytes);
+
+  cfg.pair = {0, 4};
+  CHECK_THROWS_WITH_AS(run_steering_bench(cfg), "hot pair XPU 4 is not in the tenant 0,1,3,2", std::invalid_argument);
+  cfg.pair = {0, 1};
+  cfg.sizes = {65540};
+  CHECK_THROWS_WITH_AS(run_steering_bench(cfg), "size 65540: count 16385 is not a positive multiple of the 2 ranks",
+                       std::invalid_argument);
+}

@@ -76,3 +76,5 @@ expect_error("--tenant 0,1,3 on the static torus: no circuit from XPU 3 to XPU 0
 if(EXISTS ${CMAKE_CURRENT_BINARY_DIR}/collective-refused.json)
   message(FATAL_ERROR "mxtb collective wrote its JSON for a refused tenant")
 endif()
+expect_error("--preset 'fast': not electro_optic, thermo_optic or mems" bench steering --preset fast)
+expect_error("hot pair XPU 4 is not in the tenant 0,1,3,2" bench steering --pair 0,4)
