@@ -302,9 +302,43 @@ int cmd_collective(const ArgList& argv) {
       fmt::print("#  {:>14} {:>11} B  {:.3f}x\n", to_string(t[i].op), t[i].size,
                  t[i].busbw_gbs > 0 ? s[i].busbw_gbs / t[i].busbw_gbs : 0.0);
   }
+  // A finetuning step: compute, then the gradient's all-reduce (the largest size measured), under
+  // both placements. Compute is swept as a multiple of the torus's all-reduce time.
+  nlohmann::json step = nlohmann::json::array();
+  const sim::CollectiveRow* t_ar = nullptr;
+  const sim::CollectiveRow* s_ar = nullptr;
+  if (results.size() == 2)
+    for (size_t i = 0; i < results[0].second.rows.size(); ++i)
+      if (results[0].second.rows[i].op == sim::CollectiveOp::AllReduce) {
+        t_ar = &results[0].second.rows[i];
+        s_ar = &results[1].second.rows[i];
+      }
+  if (t_ar && s_ar && s_ar->time_us > 0) {
+    const double comm_ratio = t_ar->time_us / s_ar->time_us;
+    fmt::print("# finetuning step: compute + all-reduce of the {} B gradient (torus {:.2f} us, steered {:.2f} us)\n", t_ar->size,
+               t_ar->time_us, s_ar->time_us);
+    fmt::print("#{:>16} {:>12} {:>12} {:>14}\n", "compute/comm", "torus (us)", "steered (us)", "steered speedup");
+    for (double r : {0.0, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0}) {
+      double compute = r * t_ar->time_us;
+      double ratio = (compute + t_ar->time_us) / (compute + s_ar->time_us);
+      fmt::print(" {:>16.2f} {:>12.2f} {:>12.2f} {:>13.3f}x\n", r, compute + t_ar->time_us, compute + s_ar->time_us, ratio);
+      step.push_back({{"compute_over_comm", r}, {"torus_us", compute + t_ar->time_us}, {"steered_us", compute + s_ar->time_us},
+                      {"speedup", ratio}});
+    }
+    // (r + 1) / (r + 1/c) = 1.72 for the all-reduce's speedup c: the compute share at which this
+    // fabric gives the prototype's finetuning speedup.
+    constexpr double kPrototype = 1.72;
+    if (comm_ratio > kPrototype)
+      fmt::print("# the prototype's 1.72x: compute = {:.3f} x the torus's all-reduce time (communication-bound)\n#\n",
+                 (kPrototype / comm_ratio - 1) / (1 - kPrototype));
+    else
+      fmt::print("# the prototype's 1.72x is above this tenant's all-reduce speedup ({:.3f}x): no compute share reaches it\n#\n",
+                 comm_ratio);
+  }
   if (args.has("--json")) {
     nlohmann::json j = {{"tool", "mxtb collective"}, {"passed", ok}};
     for (const auto& [name, r] : results) j["placements"][name] = to_json(r);
+    if (!step.empty()) j["finetuning_step"] = step;
     std::ofstream f(args.str("--json"));
     if (!f) throw InputError(fmt::format("--json {}: cannot write", args.str("--json")));
     f << j.dump(2) << "\n";

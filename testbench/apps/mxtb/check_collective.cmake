@@ -11,7 +11,8 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "mxtb collective failed (exit ${rc}):\n${err}")
 endif()
 foreach(column "#       size         count      type   redop    root       time   algbw   busbw #wrong"
-               "# Out of bounds values : 0 OK" "# steered / torus busbw")
+               "# Out of bounds values : 0 OK" "# steered / torus busbw" "# finetuning step: compute + all-reduce"
+               "# the prototype's 1.72x: compute = ")
   string(FIND "${out}" "${column}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "mxtb collective's output lacks '${column}'")
