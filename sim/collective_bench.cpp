@@ -131,6 +131,8 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchConfig& cfg) {
     throw std::invalid_argument(fmt::format("the port map has {} entries for a {}-port mesh", cfg.port_map.size(),
                                             cfg.shape.mesh_ports));
   if (cfg.sizes.empty()) throw std::invalid_argument("no size to run");
+  if (!(cfg.lane_ber >= 0 && cfg.lane_ber < 1e-3))
+    throw std::invalid_argument(fmt::format("lane BER {} is outside [0, 1e-3) (above, frames rarely survive)", cfg.lane_ber));
   std::vector<Ring> rings = ring_plan(cfg.shape, cfg.port_map, cfg.tenant, cfg.both_directions);
   if (cfg.max_rings > 0 && static_cast<int>(rings.size()) > cfg.max_rings) rings.resize(static_cast<size_t>(cfg.max_rings));
   // Every spec is checked before the server is built: a bad size fails at once, and nothing runs.
@@ -151,6 +153,11 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchConfig& cfg) {
   res.lane_gbps = 64 * res.clock_mhz / 1000;
   res.tx_lanes_per_rank = static_cast<int>(rings.size());
   res.bringup_cycles = server.place(cfg.port_map, cfg.tenant);
+  if (cfg.lane_ber > 0)
+    for (int x : cfg.tenant)
+      for (int l = 0; l < cfg.shape.lanes_per_xpu; ++l)
+        if (cfg.port_map[static_cast<size_t>(x * cfg.shape.lanes_per_xpu + l)] >= 0)
+          server.sim().set_lane_ber(x * cfg.shape.lanes_per_xpu + l, cfg.lane_ber);
   for (CollectiveOp op : cfg.ops)
     for (uint64_t size : cfg.sizes)
       res.rows.push_back(server.run({op, cfg.type, size / element_bytes(cfg.type), cfg.tenant, rings, cfg.seed ^ size}));
@@ -302,6 +309,7 @@ nlohmann::json to_json(const CollectiveBenchResult& r) {
           {"clock_mhz", r.clock_mhz},
           {"lane_gbps", r.lane_gbps},
           {"tx_lanes_per_rank", r.tx_lanes_per_rank},
+          {"lane_ber", r.config.lane_ber},
           {"bringup_cycles", r.bringup_cycles},
           {"seed", r.config.seed},
           {"passed", r.passed()},

@@ -242,3 +242,26 @@ TEST_CASE("steering a hot pair between phases: exact on both maps, the reconfigu
   CHECK_THROWS_WITH_AS(run_steering_bench(cfg), "size 65540: count 16385 is not a positive multiple of the 2 ranks",
                        std::invalid_argument);
 }
+
+TEST_CASE("bit errors on every lane: the link layer replays, the collective is slower and still exact") {
+  CollectiveBenchConfig cfg;
+  cfg.port_map = torus_map();
+  cfg.tenant = kRing4;
+  cfg.sizes = {65536};
+  cfg.calibration_file = std::string(MXTB_SOURCE_DIR) + "/traces/calibration/mesh32.json";
+  CollectiveBenchResult clean = run_collective_bench(cfg);
+  cfg.lane_ber = 1e-5;
+  CollectiveBenchResult noisy = run_collective_bench(cfg);
+  REQUIRE(clean.rows.size() == 1);
+  REQUIRE(noisy.rows.size() == 1);
+  CHECK(clean.rows[0].replays == 0);
+  CHECK(clean.rows[0].crc_errors == 0);
+  CHECK(noisy.rows[0].crc_errors > 0);
+  CHECK(noisy.rows[0].replays > 0);
+  CHECK(noisy.rows[0].completed);
+  CHECK(noisy.rows[0].wrong == 0);
+  CHECK(noisy.rows[0].time_us > clean.rows[0].time_us);
+  cfg.lane_ber = 0.01;
+  CHECK_THROWS_WITH_AS(run_collective_bench(cfg), "lane BER 0.01 is outside [0, 1e-3) (above, frames rarely survive)",
+                       std::invalid_argument);
+}
