@@ -15,6 +15,7 @@ const char* to_string(CollectiveOp op) {
     case CollectiveOp::AllReduce: return "all_reduce";
     case CollectiveOp::ReduceScatter: return "reduce_scatter";
     case CollectiveOp::AllGather: return "all_gather";
+    case CollectiveOp::AllToAll: return "alltoall";
   }
   return "?";
 }
@@ -25,6 +26,7 @@ std::optional<CollectiveOp> collective_op_from_string(const std::string& s) {
   if (s == "all_reduce" || s == "allreduce") return CollectiveOp::AllReduce;
   if (s == "reduce_scatter" || s == "reducescatter") return CollectiveOp::ReduceScatter;
   if (s == "all_gather" || s == "allgather") return CollectiveOp::AllGather;
+  if (s == "alltoall" || s == "all_to_all") return CollectiveOp::AllToAll;
   return std::nullopt;
 }
 
@@ -182,13 +184,26 @@ RingCollective::RingCollective(const CollectiveSpec& spec, const protocol::Serve
       const RingHop& h = spec.rings[r].hops[static_cast<size_t>(p)];
       tx_role_[static_cast<size_t>(h.tx_link)] = {static_cast<int>(r), p};
       rx_role_[static_cast<size_t>(h.rx_link)] = {static_cast<int>(r), (p + 1) % n_};
-      pending_ += 2 * static_cast<uint64_t>(steps()) * chunk_words(static_cast<int>(r));
+      for (int st = 0; st < steps(); ++st) pending_ += 2 * step_words(static_cast<int>(r), st);
     }
   const float unwritten = std::numeric_limits<float>::quiet_NaN();
   buf_.assign(static_cast<size_t>(n_), std::vector<float>(spec.count, unwritten));
+  if (all_to_all()) {
+    send_.assign(static_cast<size_t>(n_), std::vector<float>(spec.count));
+    transit_.assign(k, std::vector<std::vector<std::vector<uint64_t>>>(static_cast<size_t>(n_),
+                                                                         std::vector<std::vector<uint64_t>>(static_cast<size_t>(steps()))));
+  }
   for (int r = 0; r < n_; ++r) {
     auto& b = buf_[static_cast<size_t>(r)];
-    if (spec.op == CollectiveOp::AllGather) {
+    if (all_to_all()) {
+      auto& out = send_[static_cast<size_t>(r)];
+      for (uint64_t e = 0; e < spec.count; ++e) out[e] = collective_input(spec, r, e);
+      // Its own block stays home.
+      for (uint64_t i = 0; i < chunk_elems_; ++i) {
+        uint64_t e = static_cast<uint64_t>(r) * chunk_elems_ + i;
+        b[e] = out[e];
+      }
+    } else if (spec.op == CollectiveOp::AllGather) {
       for (uint64_t i = 0; i < chunk_elems_; ++i) {
         uint64_t e = static_cast<uint64_t>(r) * chunk_elems_ + i;
         b[e] = collective_input(spec, r, e);
@@ -204,6 +219,10 @@ bool RingCollective::owns(int link) const {
 }
 
 int RingCollective::steps() const { return spec_.op == CollectiveOp::AllReduce ? 2 * (n_ - 1) : n_ - 1; }
+
+uint64_t RingCollective::step_words(int ring, int step) const {
+  return all_to_all() ? static_cast<uint64_t>(n_ - 1 - step) * chunk_words(ring) : chunk_words(ring);
+}
 
 bool RingCollective::reduces(int step) const {
   return spec_.op == CollectiveOp::ReduceScatter || (spec_.op == CollectiveOp::AllReduce && step < n_ - 1);
@@ -226,8 +245,7 @@ uint64_t RingCollective::first_element(int ring, int slot, uint64_t word) const 
   return chunk * chunk_elems_ + (ring_first_word_[static_cast<size_t>(ring)] + word) * per_word_;
 }
 
-uint64_t RingCollective::pack(int rank, uint64_t first) const {
-  const auto& b = buf_[static_cast<size_t>(rank)];
+uint64_t RingCollective::pack(const std::vector<float>& b, uint64_t first) const {
   const uint64_t end = (first / chunk_elems_ + 1) * chunk_elems_;  // the chunk's last word may be short
   uint64_t w = 0;
   for (uint32_t j = 0; j < per_word_ && first + j < end; ++j) {
@@ -238,8 +256,7 @@ uint64_t RingCollective::pack(int rank, uint64_t first) const {
   return w;
 }
 
-void RingCollective::unpack(int rank, uint64_t first, uint64_t data, bool add) {
-  auto& b = buf_[static_cast<size_t>(rank)];
+void RingCollective::unpack(std::vector<float>& b, uint64_t first, uint64_t data, bool add) {
   const uint64_t end = (first / chunk_elems_ + 1) * chunk_elems_;
   for (uint32_t j = 0; j < per_word_ && first + j < end; ++j) {
     uint64_t bits = data >> (64 / per_word_ * j);
@@ -253,15 +270,27 @@ RingCollective::Drive RingCollective::drive(int link) {
   if (role.ring < 0) return {false, 0, false};
   const Lane& lane = lanes_[static_cast<size_t>(role.ring)][static_cast<size_t>(role.pos)];
   if (lane.step_tx >= steps()) return {false, 0, false};
-  // What this step forwards is what the step before brought in: wait for that word.
+  // What this step forwards is what the step before brought in: wait for that word (all-to-all:
+  // the message it came in also carried this rank's own block first).
+  const uint64_t cw = chunk_words(role.ring);
+  const uint64_t from = lane.word_tx + (all_to_all() ? cw : 0);
   bool forwards = lane.step_tx > 0;
-  if (forwards && !(lane.step_rx > lane.step_tx - 1 || (lane.step_rx == lane.step_tx - 1 && lane.word_rx > lane.word_tx)))
+  if (forwards && !(lane.step_rx > lane.step_tx - 1 || (lane.step_rx == lane.step_tx - 1 && lane.word_rx > from)))
     return {false, 0, false};
+  const bool last = lane.word_tx + 1 == step_words(role.ring, lane.step_tx);
+  ++offers_;
+  if (all_to_all() && forwards)
+    return {true, transit_[static_cast<size_t>(role.ring)][static_cast<size_t>(role.pos)][static_cast<size_t>(lane.step_tx - 1)][from], last};
   int xpu = spec_.rings[static_cast<size_t>(role.ring)].order[static_cast<size_t>(role.pos)];
   int rank = rank_of_xpu_[static_cast<size_t>(xpu)];
+  if (all_to_all()) {  // its own blocks, for the ranks 1, 2, ... positions on
+    uint64_t block = lane.word_tx / cw;
+    int dest = (role.pos + 1 + static_cast<int>(block)) % n_;
+    uint64_t first = first_element(role.ring, dest, lane.word_tx % cw);
+    return {true, pack(send_[static_cast<size_t>(rank)], first), last};
+  }
   uint64_t first = first_element(role.ring, send_slot(role.pos, lane.step_tx), lane.word_tx);
-  ++offers_;
-  return {true, pack(rank, first), lane.word_tx + 1 == chunk_words(role.ring)};
+  return {true, pack(buf_[static_cast<size_t>(rank)], first), last};
 }
 
 void RingCollective::fire(int link) {
@@ -269,7 +298,7 @@ void RingCollective::fire(int link) {
   Lane& lane = lanes_[static_cast<size_t>(role.ring)][static_cast<size_t>(role.pos)];
   ++words_sent_;
   --pending_;
-  if (++lane.word_tx == chunk_words(role.ring)) {
+  if (++lane.word_tx == step_words(role.ring, lane.step_tx)) {
     lane.word_tx = 0;
     ++lane.step_tx;
   }
@@ -282,15 +311,25 @@ void RingCollective::deliver(int link, uint64_t data, bool last, uint64_t cycle)
   if (lane.step_rx >= steps())
     return error(fmt::format("link {} (ring {}, position {}) received a word after the collective's last step", link,
                              role.ring, role.pos));
-  const uint64_t words = chunk_words(role.ring);
+  const uint64_t words = step_words(role.ring, lane.step_rx);
   if (last != (lane.word_rx + 1 == words))
     error(fmt::format("link {} (ring {}, position {}): step {} word {} of {} arrived with end-of-message {}", link, role.ring,
                       role.pos, lane.step_rx, lane.word_rx, words, last ? 1 : 0));
   int xpu = spec_.rings[static_cast<size_t>(role.ring)].order[static_cast<size_t>(role.pos)];
   int rank = rank_of_xpu_[static_cast<size_t>(xpu)];
   int prev = (role.pos + n_ - 1) % n_;
-  uint64_t first = first_element(role.ring, send_slot(prev, lane.step_rx), lane.word_rx);
-  unpack(rank, first, data, reduces(lane.step_rx));
+  if (all_to_all()) {
+    auto& msg = transit_[static_cast<size_t>(role.ring)][static_cast<size_t>(role.pos)][static_cast<size_t>(lane.step_rx)];
+    msg.push_back(data);
+    const uint64_t cw = chunk_words(role.ring);
+    if (lane.word_rx < cw) {  // the first block is this rank's, from the message's origin
+      int origin = ((prev - lane.step_rx) % n_ + n_) % n_;
+      unpack(buf_[static_cast<size_t>(rank)], first_element(role.ring, origin, lane.word_rx), data, false);
+    }
+  } else {
+    uint64_t first = first_element(role.ring, send_slot(prev, lane.step_rx), lane.word_rx);
+    unpack(buf_[static_cast<size_t>(rank)], first, data, reduces(lane.step_rx));
+  }
   --pending_;
   end_cycle_ = cycle;
   if (++lane.word_rx == words) {
@@ -306,7 +345,7 @@ void RingCollective::error(const std::string& what) {
 uint64_t RingCollective::wrong() const {
   uint64_t bad = 0;
   std::vector<float> sum(spec_.count);
-  if (spec_.op != CollectiveOp::AllGather)
+  if (spec_.op != CollectiveOp::AllGather && !all_to_all())
     for (uint64_t e = 0; e < spec_.count; ++e) {
       double s = 0;
       for (int r = 0; r < n_; ++r) s += collective_input(spec_, r, e);
@@ -320,7 +359,10 @@ uint64_t RingCollective::wrong() const {
       to = from + chunk_elems_;
     }
     for (uint64_t e = from; e < to; ++e) {
-      float want = spec_.op == CollectiveOp::AllGather ? collective_input(spec_, static_cast<int>(e / chunk_elems_), e) : sum[e];
+      const int block = static_cast<int>(e / chunk_elems_);
+      float want = spec_.op == CollectiveOp::AllGather ? collective_input(spec_, block, e)
+                   : all_to_all() ? collective_input(spec_, block, static_cast<uint64_t>(r) * chunk_elems_ + e % chunk_elems_)
+                                  : sum[e];
       if (float_bits(b[e]) != float_bits(want)) ++bad;
     }
   }
@@ -328,7 +370,8 @@ uint64_t RingCollective::wrong() const {
 }
 
 uint64_t RingCollective::payload_bytes_per_rank() const {
-  return static_cast<uint64_t>(steps()) * chunk_elems_ * element_bytes(spec_.type);
+  uint64_t blocks = all_to_all() ? static_cast<uint64_t>(n_) * (n_ - 1) / 2 : static_cast<uint64_t>(steps());
+  return blocks * chunk_elems_ * element_bytes(spec_.type);
 }
 
 }  // namespace mxtb::sim

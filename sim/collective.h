@@ -16,7 +16,10 @@
 // a chunk to the next and adds the chunk it receives), all-gather (n - 1 steps: forward the chunk
 // received), all-reduce (both). A rank sends a word of step s only once it has received that
 // word's position of step s - 1 (the data it forwards), so the ring pipelines word by word, as a
-// real XPU's DMA engine would with chunks of one word.
+// real XPU's DMA engine would with chunks of one word. All-to-all goes round the same rings by
+// store and forward (n - 1 steps: a rank sends the blocks of its origin not yet delivered, the
+// next keeps the first, its own, and forwards the rest), so a block travels up to n - 1 hops: each
+// ring carries its slice of every block, in its own direction, not the shorter way round.
 #pragma once
 
 #include "protocol/fabric_map.h"
@@ -28,9 +31,9 @@
 
 namespace mxtb::sim {
 
-enum class CollectiveOp { AllReduce, ReduceScatter, AllGather };
+enum class CollectiveOp { AllReduce, ReduceScatter, AllGather, AllToAll };
 enum class DataType { F32, BF16 };
-const char* to_string(CollectiveOp op);  // nccl-tests' names: all_reduce, reduce_scatter, all_gather
+const char* to_string(CollectiveOp op);  // nccl-tests' names: all_reduce, reduce_scatter, all_gather, alltoall
 const char* to_string(DataType t);       // float, bfloat16 (nccl-tests' type column)
 std::optional<CollectiveOp> collective_op_from_string(const std::string& s);  // also "allreduce" etc.
 std::optional<DataType> data_type_from_string(const std::string& s);          // float|fp32, bfloat16|bf16
@@ -113,9 +116,11 @@ class RingCollective {
   bool reduces(int step) const;              // the received words are added (reduce-scatter steps)
   int send_slot(int pos, int step) const;    // which chunk slot (ring position) a position sends
   uint64_t chunk_words(int ring) const;      // words per chunk slot on this ring
+  uint64_t step_words(int ring, int step) const;  // words of one step's message on this ring
+  bool all_to_all() const { return spec_.op == CollectiveOp::AllToAll; }
   uint64_t first_element(int ring, int slot, uint64_t word) const;
-  uint64_t pack(int rank, uint64_t first) const;
-  void unpack(int rank, uint64_t first, uint64_t data, bool add);
+  uint64_t pack(const std::vector<float>& b, uint64_t first) const;
+  void unpack(std::vector<float>& b, uint64_t first, uint64_t data, bool add);
   void error(const std::string& what);
 
   CollectiveSpec spec_;
@@ -125,7 +130,11 @@ class RingCollective {
   std::vector<uint64_t> ring_first_word_;  // ring k's words of a chunk: [first[k], first[k + 1])
   std::vector<std::vector<Lane>> lanes_;   // [ring][pos]
   std::vector<Role> tx_role_, rx_role_;    // per link
-  std::vector<std::vector<float>> buf_;    // per rank
+  std::vector<std::vector<float>> buf_;    // per rank (all-to-all: what it received)
+  std::vector<std::vector<float>> send_;   // all-to-all: per rank, block d for rank d
+  // All-to-all: per ring and position, the words of each step's message as received, forwarded
+  // at the next step (every step kept: a fast neighbour's next message must not overwrite them).
+  std::vector<std::vector<std::vector<std::vector<uint64_t>>>> transit_;
   std::vector<int> rank_of_xpu_;
   uint64_t pending_ = 0;  // sends and receives still to happen (steps x positions x rings x 2)
   uint64_t start_cycle_ = 0, end_cycle_ = 0, words_sent_ = 0, offers_ = 0, framing_errors_ = 0;

@@ -57,7 +57,7 @@ void print_table(const CollectiveBenchResult& r, const std::string& placement) {
       op = to_string(x.op);
       fmt::print("# {}\n", op);
     }
-    bool sums = x.op != sim::CollectiveOp::AllGather;
+    bool sums = x.op == sim::CollectiveOp::AllReduce || x.op == sim::CollectiveOp::ReduceScatter;
     double stall = x.lane_words + x.backpressure ? 100.0 * static_cast<double>(x.backpressure) /
                                                       static_cast<double>(x.lane_words + x.backpressure)
                                                 : 0.0;
@@ -204,11 +204,12 @@ int cmd_collective(const ArgList& argv) {
   std::vector<sim::CollectiveOp> ops;
   for (const auto& name : args.list("--op")) {
     if (name == "all") {
-      ops = {sim::CollectiveOp::AllReduce, sim::CollectiveOp::ReduceScatter, sim::CollectiveOp::AllGather};
+      ops = {sim::CollectiveOp::AllReduce, sim::CollectiveOp::ReduceScatter, sim::CollectiveOp::AllGather,
+             sim::CollectiveOp::AllToAll};
       continue;
     }
     auto op = sim::collective_op_from_string(name);
-    if (!op) throw UsageError(fmt::format("--op '{}': not all_reduce, reduce_scatter, all_gather or all", name));
+    if (!op) throw UsageError(fmt::format("--op '{}': not all_reduce, reduce_scatter, all_gather, alltoall or all", name));
     ops.push_back(*op);
   }
   if (ops.empty()) ops = {sim::CollectiveOp::AllReduce};

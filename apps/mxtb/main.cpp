@@ -84,7 +84,7 @@ alloc --experiment frag-tpuv4|fragmented-32|spares --json FILE
     (default: all six); the load at an operating point the stronger baseline sustains, bursts on
     top, and the sustained overload beside it (docs/serve.md))"},
     {"collective", mxtb::app::cmd_collective,
-     R"(collective [--op all_reduce|reduce_scatter|all_gather|all ...] [--type float|bfloat16]
+     R"(collective [--op all_reduce|reduce_scatter|all_gather|alltoall|all ...] [--type float|bfloat16]
     [--minbytes 4K] [--maxbytes 4M] [--stepfactor 2] [--tenant X,X,..] [--placement torus|steered|both]
     [--rings N] [--one-direction] [--ber B] [--seed N] [--engine fast|reference] [--json FILE] [--plot FILE.svg]
     nccl-tests' sweep on the emulated server: ring collectives with real data over the RTL links,

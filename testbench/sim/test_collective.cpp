@@ -110,7 +110,7 @@ TEST_CASE("check_spec names what is wrong") {
 }
 
 TEST_CASE("over a perfect wire every op and type is exact, and the data dependencies pipeline") {
-  for (auto op : {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllGather})
+  for (auto op : {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllGather, CollectiveOp::AllToAll})
     for (auto t : {DataType::F32, DataType::BF16})
       for (uint64_t count : {1024ull, 1028ull, 20000ull}) {  // 1028: a chunk's last word half full (fp32)
         CAPTURE(to_string(op));
@@ -122,9 +122,10 @@ TEST_CASE("over a perfect wire every op and type is exact, and the data dependen
         REQUIRE(c.done());
         CHECK(c.wrong() == 0);
         CHECK(c.framing_errors() == 0);
-        // Each rank sends steps x chunk: 2(n-1) steps for all-reduce, n-1 otherwise.
-        const uint64_t steps = op == CollectiveOp::AllReduce ? 6 : 3;
-        CHECK(c.payload_bytes_per_rank() == steps * count / 4 * element_bytes(t));
+        // Each rank sends steps x chunk: 2(n-1) steps for all-reduce, n-1 for reduce-scatter and
+        // all-gather; all-to-all forwards n(n-1)/2 blocks.
+        const uint64_t blocks = op == CollectiveOp::AllReduce ? 6 : op == CollectiveOp::AllToAll ? 6 : 3;
+        CHECK(c.payload_bytes_per_rank() == blocks * count / 4 * element_bytes(t));
       }
 }
 
@@ -151,6 +152,27 @@ TEST_CASE("over a perfect wire a corrupted, lost or extra word is caught") {
     w.run(c, [&](int, uint64_t&, uint64_t sent) { return sent != 50; }, 200000);
     CHECK(!c.done());
   }
+  SUBCASE("all-to-all: a word corrupted on its way is wrong at its destination only") {
+    RingCollective c(spec(CollectiveOp::AllToAll, DataType::F32, count), shape5());
+    Wire w;
+    bool done = false;
+    uint64_t corrupted_link = 0;
+    w.run(c, [&](int link, uint64_t& data, uint64_t) {
+      // A word well into the exchange, both of its elements: whether it is delivered on this hop or
+      // forwarded, it lands in one block of one rank.
+      if (!done && c.words_sent() > 1536) {
+        data ^= (1ull << 5) | (1ull << 40);
+        done = true;
+        corrupted_link = static_cast<uint64_t>(link);
+      }
+      return true;
+    });
+    REQUIRE(done);
+    REQUIRE(c.done());
+    CHECK(c.wrong() == 2);  // two elements of one block, at one rank
+    CHECK(c.framing_errors() == 0);
+    CAPTURE(corrupted_link);
+  }
   SUBCASE("a word on a lane that carries no ring") {
     RingCollective c(spec(CollectiveOp::AllReduce, DataType::F32, count), shape5());
     c.deliver(17, 0, false, 0);
@@ -163,13 +185,13 @@ TEST_CASE("collectives over the RTL links of a tenant the firmware placed: exact
   CollectiveBenchConfig cfg;
   cfg.port_map = torus_map();
   cfg.tenant = kRing4;
-  cfg.ops = {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllGather};
+  cfg.ops = {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllGather, CollectiveOp::AllToAll};
   cfg.sizes = {4096, 65536};
   cfg.calibration_file = std::string(MXTB_SOURCE_DIR) + "/traces/calibration/mesh32.json";
   for (auto t : {DataType::F32, DataType::BF16}) {
     cfg.type = t;
     CollectiveBenchResult r = run_collective_bench(cfg);
-    REQUIRE(r.rows.size() == 6);
+    REQUIRE(r.rows.size() == 8);
     CHECK(r.tx_lanes_per_rank == 4);
     for (const auto& row : r.rows) {
       CAPTURE(to_string(row.op));
