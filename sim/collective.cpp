@@ -139,6 +139,7 @@ std::string check_spec(const CollectiveSpec& spec, const protocol::ServerShape& 
   if (spec.count == 0 || spec.count % static_cast<uint64_t>(n) != 0)
     return fmt::format("count {} is not a positive multiple of the {} ranks", spec.count, n);
   if (spec.rings.empty()) return "no ring to run on";
+  if (spec.grain_words == 0) return "a pipeline grain of 0 words";
   const uint32_t per_word = 8 / element_bytes(spec.type);
   const uint64_t chunk_words = (spec.count / static_cast<uint64_t>(n) + per_word - 1) / per_word;
   if (chunk_words < spec.rings.size())
@@ -220,6 +221,11 @@ bool RingCollective::owns(int link) const {
 
 int RingCollective::steps() const { return spec_.op == CollectiveOp::AllReduce ? 2 * (n_ - 1) : n_ - 1; }
 
+uint64_t RingCollective::grain_end(uint64_t word, uint64_t words) const {
+  const uint64_t g = spec_.grain_words;
+  return std::min(words, (word / g + 1) * g) - 1;
+}
+
 uint64_t RingCollective::step_words(int ring, int step) const {
   return all_to_all() ? static_cast<uint64_t>(n_ - 1 - step) * chunk_words(ring) : chunk_words(ring);
 }
@@ -275,7 +281,8 @@ RingCollective::Drive RingCollective::drive(int link) {
   const uint64_t cw = chunk_words(role.ring);
   const uint64_t from = lane.word_tx + (all_to_all() ? cw : 0);
   bool forwards = lane.step_tx > 0;
-  if (forwards && !(lane.step_rx > lane.step_tx - 1 || (lane.step_rx == lane.step_tx - 1 && lane.word_rx > from)))
+  if (forwards && !(lane.step_rx > lane.step_tx - 1 ||
+                    (lane.step_rx == lane.step_tx - 1 && lane.word_rx > grain_end(from, step_words(role.ring, lane.step_rx)))))
     return {false, 0, false};
   const bool last = lane.word_tx + 1 == step_words(role.ring, lane.step_tx);
   ++offers_;

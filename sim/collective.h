@@ -64,6 +64,9 @@ struct CollectiveSpec {
   std::vector<int> ranks;  // XPU of each rank
   std::vector<Ring> rings;
   uint64_t seed = 1;
+  // Pipeline grain: a rank forwards a word only once the whole grain of words it lies in has
+  // arrived (a DMA engine moving chunks of this many words). 1: word by word.
+  uint32_t grain_words = 1;
 };
 
 // Why `spec` cannot run (empty: it can): each reason names the value.
@@ -117,6 +120,7 @@ class RingCollective {
   int send_slot(int pos, int step) const;    // which chunk slot (ring position) a position sends
   uint64_t chunk_words(int ring) const;      // words per chunk slot on this ring
   uint64_t step_words(int ring, int step) const;  // words of one step's message on this ring
+  uint64_t grain_end(uint64_t word, uint64_t words) const;  // the last word of `word`'s grain in a message of `words`
   bool all_to_all() const { return spec_.op == CollectiveOp::AllToAll; }
   uint64_t first_element(int ring, int slot, uint64_t word) const;
   uint64_t pack(const std::vector<float>& b, uint64_t first) const;

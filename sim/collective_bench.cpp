@@ -141,7 +141,7 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchConfig& cfg) {
       if (size % element_bytes(cfg.type))
         throw std::invalid_argument(fmt::format("size {} is not a multiple of {}'s {} bytes", size, to_string(cfg.type),
                                                 element_bytes(cfg.type)));
-      CollectiveSpec s{op, cfg.type, size / element_bytes(cfg.type), cfg.tenant, rings, cfg.seed};
+      CollectiveSpec s{op, cfg.type, size / element_bytes(cfg.type), cfg.tenant, rings, cfg.seed, cfg.grain_words};
       if (std::string why = check_spec(s, cfg.shape); !why.empty())
         throw std::invalid_argument(fmt::format("{} of {} bytes: {}", to_string(op), size, why));
     }
@@ -160,7 +160,8 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchConfig& cfg) {
           server.sim().set_lane_ber(x * cfg.shape.lanes_per_xpu + l, cfg.lane_ber);
   for (CollectiveOp op : cfg.ops)
     for (uint64_t size : cfg.sizes)
-      res.rows.push_back(server.run({op, cfg.type, size / element_bytes(cfg.type), cfg.tenant, rings, cfg.seed ^ size}));
+      res.rows.push_back(
+          server.run({op, cfg.type, size / element_bytes(cfg.type), cfg.tenant, rings, cfg.seed ^ size, cfg.grain_words}));
   return res;
 }
 
@@ -310,6 +311,7 @@ nlohmann::json to_json(const CollectiveBenchResult& r) {
           {"lane_gbps", r.lane_gbps},
           {"tx_lanes_per_rank", r.tx_lanes_per_rank},
           {"lane_ber", r.config.lane_ber},
+          {"grain_words", r.config.grain_words},
           {"bringup_cycles", r.bringup_cycles},
           {"seed", r.config.seed},
           {"passed", r.passed()},

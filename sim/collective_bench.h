@@ -21,6 +21,7 @@ struct CollectiveBenchConfig {
   std::vector<int> tenant;    // the ranks' XPUs, in ring order
   bool both_directions = true;
   int max_rings = 0;          // 0: every ring the circuits allow
+  uint32_t grain_words = 1;   // the pipeline grain (CollectiveSpec::grain_words)
   double lane_ber = 0;        // bit errors on every receiver of the tenant's lanes once placed (replays, not wrong results)
   std::vector<CollectiveOp> ops{CollectiveOp::AllReduce};
   DataType type = DataType::F32;

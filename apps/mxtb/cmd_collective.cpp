@@ -197,7 +197,7 @@ int cmd_bench_steering(const ArgList& argv) {
 
 int cmd_collective(const ArgList& argv) {
   Args args(argv, ArgSpec{{"--type", "--minbytes", "--maxbytes", "--stepfactor", "--placement", "--rings", "--seed", "--json",
-                           "--plot", "--engine", "--ber"},
+                           "--plot", "--engine", "--ber", "--grain"},
                           {"--one-direction"},
                           {"--op", "--tenant"},
                           false});
@@ -254,6 +254,7 @@ int cmd_collective(const ArgList& argv) {
   base.sizes = sizes;
   base.seed = args.u64("--seed", 1);
   base.max_rings = rings;
+  base.grain_words = static_cast<uint32_t>(args.u64("--grain", 1, 1, 1u << 20));
   base.lane_ber = args.real("--ber", 0, 0, 1e-3);
   if (base.lane_ber >= 1e-3) throw UsageError(fmt::format("--ber {}: must be below 1e-3", base.lane_ber));
   base.both_directions = !args.has("--one-direction");
@@ -281,8 +282,9 @@ int cmd_collective(const ArgList& argv) {
     throw InputError(fmt::format("--tenant {} on the static torus: {}", fmt::join(tenant, ","), e.what()));
   }
 
-  fmt::print("# mxtb collective: {} ranks (XPUs {}), {}, sizes {} to {} B (x{}), seed {}, {} engine{}\n", tenant.size(),
-             fmt::join(tenant, " "), to_string(*type), min_bytes, max_bytes, factor, base.seed, engine,
+  fmt::print("# mxtb collective: {} ranks (XPUs {}), {}, sizes {} to {} B (x{}), pipeline grain {} word(s), seed {}, {} engine{}\n",
+             tenant.size(), fmt::join(tenant, " "), to_string(*type), min_bytes, max_bytes, factor, base.grain_words, base.seed,
+             engine,
              base.lane_ber > 0 ? fmt::format(", bit errors at {:g} on every tenant lane", base.lane_ber) : "");
   fmt::print("# every element of every rank checked against the host's sum (#wrong); time in emulated us\n#\n");
   std::vector<std::pair<std::string, CollectiveBenchResult>> results;

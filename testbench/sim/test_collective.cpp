@@ -287,3 +287,19 @@ TEST_CASE("bit errors on every lane: the link layer replays, the collective is s
   CHECK_THROWS_WITH_AS(run_collective_bench(cfg), "lane BER 0.01 is outside [0, 1e-3) (above, frames rarely survive)",
                        std::invalid_argument);
 }
+
+TEST_CASE("a coarser pipeline grain waits for whole grains: slower when a step's message is short, same result") {
+  CollectiveBenchConfig cfg;
+  cfg.port_map = torus_map();
+  cfg.tenant = kRing4;
+  cfg.sizes = {4096};
+  cfg.calibration_file = std::string(MXTB_SOURCE_DIR) + "/traces/calibration/mesh32.json";
+  CollectiveBenchResult fine = run_collective_bench(cfg);
+  cfg.grain_words = 64;  // a 4 KiB all-reduce's step message on a ring is 32 words: every step waits for all of it
+  CollectiveBenchResult coarse = run_collective_bench(cfg);
+  CHECK(fine.passed());
+  CHECK(coarse.passed());
+  CHECK(coarse.rows[0].cycles > fine.rows[0].cycles + 6 * 8);  // six steps, each waiting at least a frame's latency
+  cfg.grain_words = 0;
+  CHECK_THROWS_WITH_AS(run_collective_bench(cfg), "all_reduce of 4096 bytes: a pipeline grain of 0 words", std::invalid_argument);
+}
