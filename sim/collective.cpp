@@ -20,6 +20,8 @@ const char* to_string(CollectiveOp op) {
   return "?";
 }
 
+const char* to_string(Algorithm a) { return a == Algorithm::Ring ? "ring" : "chain"; }
+
 const char* to_string(DataType t) { return t == DataType::F32 ? "float" : "bfloat16"; }
 
 std::optional<CollectiveOp> collective_op_from_string(const std::string& s) {
@@ -129,6 +131,44 @@ std::vector<Ring> ring_plan(const protocol::ServerShape& shape, const std::vecto
   return rings;
 }
 
+std::vector<Ring> chain_plan(const protocol::ServerShape& shape, const std::vector<int>& port_target,
+                             const std::vector<int>& xpus) {
+  const int n = static_cast<int>(xpus.size());
+  const int lanes = shape.lanes_per_xpu;
+  if (n < 2) throw std::invalid_argument(fmt::format("a chain needs at least 2 XPUs, not {}", n));
+  std::vector<std::vector<RingHop>> hop_circuits(static_cast<size_t>(n - 1));
+  size_t k = std::numeric_limits<size_t>::max();
+  for (int p = 0; p + 1 < n; ++p) {
+    int from = xpus[static_cast<size_t>(p)], to = xpus[static_cast<size_t>(p + 1)];
+    for (int l = 0; l < lanes; ++l) {
+      int a = from * lanes + l;
+      if (a >= static_cast<int>(port_target.size())) break;
+      int b = port_target[static_cast<size_t>(a)];
+      if (b >= 0 && b < shape.links() && b / lanes == to && port_target[static_cast<size_t>(b)] == a)
+        hop_circuits[static_cast<size_t>(p)].push_back({a, b});
+    }
+    if (hop_circuits[static_cast<size_t>(p)].empty())
+      throw std::invalid_argument(fmt::format("no circuit from XPU {} to XPU {}: the chain cannot be formed", from, to));
+    k = std::min(k, hop_circuits[static_cast<size_t>(p)].size());
+  }
+  std::vector<Ring> streams;
+  for (size_t r = 0; r < k; ++r) {
+    Ring s;
+    if (r % 2 == 0) {
+      s.order = xpus;
+      for (int p = 0; p + 1 < n; ++p) s.hops.push_back(hop_circuits[static_cast<size_t>(p)][r]);
+    } else {  // the other way along the line
+      for (int p = n - 1; p >= 0; --p) s.order.push_back(xpus[static_cast<size_t>(p)]);
+      for (int p = n - 2; p >= 0; --p) {
+        const RingHop& f = hop_circuits[static_cast<size_t>(p)][r];
+        s.hops.push_back({f.rx_link, f.tx_link});
+      }
+    }
+    streams.push_back(s);
+  }
+  return streams;
+}
+
 std::string check_spec(const CollectiveSpec& spec, const protocol::ServerShape& shape) {
   const int n = static_cast<int>(spec.ranks.size());
   if (n < 2) return fmt::format("a collective needs at least 2 ranks, not {}", n);
@@ -140,8 +180,11 @@ std::string check_spec(const CollectiveSpec& spec, const protocol::ServerShape& 
     return fmt::format("count {} is not a positive multiple of the {} ranks", spec.count, n);
   if (spec.rings.empty()) return "no ring to run on";
   if (spec.grain_words == 0) return "a pipeline grain of 0 words";
+  if (spec.algorithm == Algorithm::Chain && spec.op != CollectiveOp::AllReduce)
+    return fmt::format("the chain runs all_reduce only, not {}", to_string(spec.op));
   const uint32_t per_word = 8 / element_bytes(spec.type);
-  const uint64_t chunk_words = (spec.count / static_cast<uint64_t>(n) + per_word - 1) / per_word;
+  const uint64_t chunk_words = spec.algorithm == Algorithm::Chain ? (spec.count + per_word - 1) / per_word
+                                                                   : (spec.count / static_cast<uint64_t>(n) + per_word - 1) / per_word;
   if (chunk_words < spec.rings.size())
     return fmt::format("count {} gives {} lane words per rank's chunk, fewer than the {} rings", spec.count, chunk_words,
                        spec.rings.size());
@@ -153,7 +196,8 @@ std::string check_spec(const CollectiveSpec& spec, const protocol::ServerShape& 
     std::vector<int> order = r.order;
     std::sort(order.begin(), order.end());
     if (order != sorted_ranks) return fmt::format("ring {} does not visit exactly the ranks' XPUs", k);
-    if (r.hops.size() != r.order.size()) return fmt::format("ring {} has {} hops for {} XPUs", k, r.hops.size(), r.order.size());
+    const size_t hops = spec.algorithm == Algorithm::Chain ? r.order.size() - 1 : r.order.size();
+    if (r.hops.size() != hops) return fmt::format("ring {} has {} hops for {} XPUs", k, r.hops.size(), r.order.size());
     for (size_t p = 0; p < r.hops.size(); ++p) {
       const RingHop& h = r.hops[p];
       int from = r.order[p], to = r.order[(p + 1) % r.order.size()];
@@ -162,6 +206,10 @@ std::string check_spec(const CollectiveSpec& spec, const protocol::ServerShape& 
         return fmt::format("ring {} hop {}: links {} -> {} do not join XPU {} to XPU {}", k, p, h.tx_link, h.rx_link, from, to);
       if (tx_used[static_cast<size_t>(h.tx_link)]++ || rx_used[static_cast<size_t>(h.rx_link)]++)
         return fmt::format("ring {} hop {}: link {} -> {} already carries another ring", k, p, h.tx_link, h.rx_link);
+      // A chain's broadcast comes back over the same circuit.
+      if (spec.algorithm == Algorithm::Chain &&
+          (tx_used[static_cast<size_t>(h.rx_link)]++ || rx_used[static_cast<size_t>(h.tx_link)]++))
+        return fmt::format("ring {} hop {}: link {} -> {} already carries another ring", k, p, h.rx_link, h.tx_link);
     }
   }
   return "";
@@ -174,18 +222,26 @@ RingCollective::RingCollective(const CollectiveSpec& spec, const protocol::Serve
   chunk_elems_ = spec.count / static_cast<uint64_t>(n_);
   chunk_total_words_ = (chunk_elems_ + per_word_ - 1) / per_word_;
   const size_t k = spec.rings.size();
-  for (size_t r = 0; r <= k; ++r) ring_first_word_.push_back(chunk_total_words_ * r / k);
+  // A chain's streams split the whole buffer; the rings split each rank's chunk.
+  const uint64_t split = chain() ? (spec.count + per_word_ - 1) / per_word_ : chunk_total_words_;
+  for (size_t r = 0; r <= k; ++r) ring_first_word_.push_back(split * r / k);
   rank_of_xpu_.assign(static_cast<size_t>(shape.xpus), -1);
   for (int r = 0; r < n_; ++r) rank_of_xpu_[static_cast<size_t>(spec.ranks[static_cast<size_t>(r)])] = r;
   tx_role_.assign(static_cast<size_t>(shape.links()), Role{});
   rx_role_.assign(static_cast<size_t>(shape.links()), Role{});
   lanes_.assign(k, std::vector<Lane>(static_cast<size_t>(n_)));
   for (size_t r = 0; r < k; ++r)
-    for (int p = 0; p < n_; ++p) {
+    for (int p = 0; p < static_cast<int>(spec.rings[r].hops.size()); ++p) {
       const RingHop& h = spec.rings[r].hops[static_cast<size_t>(p)];
-      tx_role_[static_cast<size_t>(h.tx_link)] = {static_cast<int>(r), p};
-      rx_role_[static_cast<size_t>(h.rx_link)] = {static_cast<int>(r), (p + 1) % n_};
-      for (int st = 0; st < steps(); ++st) pending_ += 2 * step_words(static_cast<int>(r), st);
+      tx_role_[static_cast<size_t>(h.tx_link)] = {static_cast<int>(r), p, false};
+      rx_role_[static_cast<size_t>(h.rx_link)] = {static_cast<int>(r), (p + 1) % n_, false};
+      if (chain()) {  // the sum comes back over the same circuit
+        tx_role_[static_cast<size_t>(h.rx_link)] = {static_cast<int>(r), p + 1, true};
+        rx_role_[static_cast<size_t>(h.tx_link)] = {static_cast<int>(r), p, true};
+        pending_ += 4 * stream_words(static_cast<int>(r));
+      } else {
+        for (int st = 0; st < steps(); ++st) pending_ += 2 * step_words(static_cast<int>(r), st);
+      }
     }
   const float unwritten = std::numeric_limits<float>::quiet_NaN();
   buf_.assign(static_cast<size_t>(n_), std::vector<float>(spec.count, unwritten));
@@ -221,6 +277,12 @@ bool RingCollective::owns(int link) const {
 
 int RingCollective::steps() const { return spec_.op == CollectiveOp::AllReduce ? 2 * (n_ - 1) : n_ - 1; }
 
+uint64_t RingCollective::stream_words(int ring) const { return chunk_words(ring); }
+
+uint64_t RingCollective::stream_element(int ring, uint64_t word) const {
+  return (ring_first_word_[static_cast<size_t>(ring)] + word) * per_word_;
+}
+
 uint64_t RingCollective::grain_end(uint64_t word, uint64_t words) const {
   const uint64_t g = spec_.grain_words;
   return std::min(words, (word / g + 1) * g) - 1;
@@ -252,7 +314,8 @@ uint64_t RingCollective::first_element(int ring, int slot, uint64_t word) const 
 }
 
 uint64_t RingCollective::pack(const std::vector<float>& b, uint64_t first) const {
-  const uint64_t end = (first / chunk_elems_ + 1) * chunk_elems_;  // the chunk's last word may be short
+  // The chunk's last word may be short (a chain's: the buffer's).
+  const uint64_t end = chain() ? spec_.count : (first / chunk_elems_ + 1) * chunk_elems_;
   uint64_t w = 0;
   for (uint32_t j = 0; j < per_word_ && first + j < end; ++j) {
     float v = b[first + j];
@@ -263,7 +326,7 @@ uint64_t RingCollective::pack(const std::vector<float>& b, uint64_t first) const
 }
 
 void RingCollective::unpack(std::vector<float>& b, uint64_t first, uint64_t data, bool add) {
-  const uint64_t end = (first / chunk_elems_ + 1) * chunk_elems_;
+  const uint64_t end = chain() ? spec_.count : (first / chunk_elems_ + 1) * chunk_elems_;
   for (uint32_t j = 0; j < per_word_ && first + j < end; ++j) {
     uint64_t bits = data >> (64 / per_word_ * j);
     float v = spec_.type == DataType::F32 ? bits_float(static_cast<uint32_t>(bits)) : from_bf16(static_cast<uint16_t>(bits));
@@ -275,6 +338,20 @@ RingCollective::Drive RingCollective::drive(int link) {
   const Role& role = tx_role_[static_cast<size_t>(link)];
   if (role.ring < 0) return {false, 0, false};
   const Lane& lane = lanes_[static_cast<size_t>(role.ring)][static_cast<size_t>(role.pos)];
+  if (chain()) {
+    const uint64_t words = stream_words(role.ring);
+    const uint64_t word = role.back ? lane.back_tx : lane.word_tx;
+    if (word >= words) return {false, 0, false};
+    // The reduce forwards the partial sum once the word from the position before is added in;
+    // the broadcast starts at the line's end with the sum, and forwards what came back.
+    const bool own = !role.back && role.pos == 0;
+    const uint64_t have = role.back && role.pos < n_ - 1 ? lane.back_rx : lane.word_rx;
+    if (!own && !(have > grain_end(word, words))) return {false, 0, false};
+    int xpu = spec_.rings[static_cast<size_t>(role.ring)].order[static_cast<size_t>(role.pos)];
+    ++offers_;
+    return {true, pack(buf_[static_cast<size_t>(rank_of_xpu_[static_cast<size_t>(xpu)])], stream_element(role.ring, word)),
+            word + 1 == words};
+  }
   if (lane.step_tx >= steps()) return {false, 0, false};
   // What this step forwards is what the step before brought in: wait for that word (all-to-all:
   // the message it came in also carried this rank's own block first).
@@ -305,6 +382,10 @@ void RingCollective::fire(int link) {
   Lane& lane = lanes_[static_cast<size_t>(role.ring)][static_cast<size_t>(role.pos)];
   ++words_sent_;
   --pending_;
+  if (chain()) {
+    ++(role.back ? lane.back_tx : lane.word_tx);
+    return;
+  }
   if (++lane.word_tx == step_words(role.ring, lane.step_tx)) {
     lane.word_tx = 0;
     ++lane.step_tx;
@@ -315,6 +396,22 @@ void RingCollective::deliver(int link, uint64_t data, bool last, uint64_t cycle)
   const Role& role = rx_role_[static_cast<size_t>(link)];
   if (role.ring < 0) return error(fmt::format("link {} received a word but carries no ring", link));
   Lane& lane = lanes_[static_cast<size_t>(role.ring)][static_cast<size_t>(role.pos)];
+  if (chain()) {
+    const uint64_t words = stream_words(role.ring);
+    uint64_t& got = role.back ? lane.back_rx : lane.word_rx;
+    if (got >= words)
+      return error(fmt::format("link {} (stream {}, position {}) received a word after its {}'s last", link, role.ring, role.pos,
+                               role.back ? "broadcast" : "reduce"));
+    if (last != (got + 1 == words))
+      error(fmt::format("link {} (stream {}, position {}): {} word {} of {} arrived with end-of-message {}", link, role.ring,
+                        role.pos, role.back ? "broadcast" : "reduce", got, words, last ? 1 : 0));
+    int xpu = spec_.rings[static_cast<size_t>(role.ring)].order[static_cast<size_t>(role.pos)];
+    unpack(buf_[static_cast<size_t>(rank_of_xpu_[static_cast<size_t>(xpu)])], stream_element(role.ring, got), data, !role.back);
+    --pending_;
+    end_cycle_ = cycle;
+    ++got;
+    return;
+  }
   if (lane.step_rx >= steps())
     return error(fmt::format("link {} (ring {}, position {}) received a word after the collective's last step", link,
                              role.ring, role.pos));
@@ -377,6 +474,7 @@ uint64_t RingCollective::wrong() const {
 }
 
 uint64_t RingCollective::payload_bytes_per_rank() const {
+  if (chain()) return 2 * spec_.count * element_bytes(spec_.type);  // a middle rank: the reduce and the broadcast
   uint64_t blocks = all_to_all() ? static_cast<uint64_t>(n_) * (n_ - 1) / 2 : static_cast<uint64_t>(steps());
   return blocks * chunk_elems_ * element_bytes(spec_.type);
 }

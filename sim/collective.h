@@ -33,6 +33,12 @@ namespace mxtb::sim {
 
 enum class CollectiveOp { AllReduce, ReduceScatter, AllGather, AllToAll };
 enum class DataType { F32, BF16 };
+// Ring: the rings above. Chain (all-reduce only): for XPUs joined in a line but not a ring (three
+// XPUs of a 2x2 torus), each stream reduces along the line and broadcasts the sum back, word by
+// word; streams alternate direction, so a circuit carries one stream's reduce one way and its
+// broadcast the other.
+enum class Algorithm { Ring, Chain };
+const char* to_string(Algorithm a);  // "ring", "chain"
 const char* to_string(CollectiveOp op);  // nccl-tests' names: all_reduce, reduce_scatter, all_gather, alltoall
 const char* to_string(DataType t);       // float, bfloat16 (nccl-tests' type column)
 std::optional<CollectiveOp> collective_op_from_string(const std::string& s);  // also "allreduce" etc.
@@ -47,7 +53,7 @@ struct RingHop {
 };
 struct Ring {
   std::vector<int> order;     // XPUs, ring order (a rank's position in it)
-  std::vector<RingHop> hops;  // hops[p]: order[p] -> order[(p + 1) % n]
+  std::vector<RingHop> hops;  // hops[p]: order[p] -> order[(p + 1) % n] (a chain: n - 1 hops, no way back)
 };
 
 // Rings over the tenant's XPUs (`xpus`, in ring order) from the circuit map (`port_target`: mesh
@@ -56,6 +62,11 @@ struct Ring {
 // circuit.
 std::vector<Ring> ring_plan(const protocol::ServerShape& shape, const std::vector<int>& port_target,
                             const std::vector<int>& xpus, bool both_directions = true);
+
+// Chains over XPUs joined in a line (`xpus` in line order): one stream per circuit of the hop with
+// the fewest, alternately in each direction. Throws std::invalid_argument naming a missing hop.
+std::vector<Ring> chain_plan(const protocol::ServerShape& shape, const std::vector<int>& port_target,
+                             const std::vector<int>& xpus);
 
 struct CollectiveSpec {
   CollectiveOp op = CollectiveOp::AllReduce;
@@ -67,6 +78,7 @@ struct CollectiveSpec {
   // Pipeline grain: a rank forwards a word only once the whole grain of words it lies in has
   // arrived (a DMA engine moving chunks of this many words). 1: word by word.
   uint32_t grain_words = 1;
+  Algorithm algorithm = Algorithm::Ring;  // Chain: `rings` are chain_plan()'s streams
 };
 
 // Why `spec` cannot run (empty: it can): each reason names the value.
@@ -111,10 +123,15 @@ class RingCollective {
   struct Lane {  // one position of one ring: what it sends and receives
     int step_tx = 0, step_rx = 0;
     uint64_t word_tx = 0, word_rx = 0;
+    uint64_t back_tx = 0, back_rx = 0;  // a chain's broadcast (word_*: its reduce)
   };
   struct Role {
     int ring = -1, pos = -1;
+    bool back = false;  // a chain's broadcast link (towards position 0)
   };
+  bool chain() const { return spec_.algorithm == Algorithm::Chain; }
+  uint64_t stream_words(int ring) const;  // a chain stream's words of the buffer
+  uint64_t stream_element(int ring, uint64_t word) const;
   int steps() const;
   bool reduces(int step) const;              // the received words are added (reduce-scatter steps)
   int send_slot(int pos, int step) const;    // which chunk slot (ring position) a position sends

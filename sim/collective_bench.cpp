@@ -133,7 +133,17 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchConfig& cfg) {
   if (cfg.sizes.empty()) throw std::invalid_argument("no size to run");
   if (!(cfg.lane_ber >= 0 && cfg.lane_ber < 1e-3))
     throw std::invalid_argument(fmt::format("lane BER {} is outside [0, 1e-3) (above, frames rarely survive)", cfg.lane_ber));
-  std::vector<Ring> rings = ring_plan(cfg.shape, cfg.port_map, cfg.tenant, cfg.both_directions);
+  Algorithm algorithm = cfg.algo == CollectiveBenchConfig::Algo::Chain ? Algorithm::Chain : Algorithm::Ring;
+  std::vector<Ring> rings;
+  if (algorithm == Algorithm::Ring) {
+    try {
+      rings = ring_plan(cfg.shape, cfg.port_map, cfg.tenant, cfg.both_directions);
+    } catch (const std::invalid_argument&) {
+      if (cfg.algo != CollectiveBenchConfig::Algo::Auto) throw;
+      algorithm = Algorithm::Chain;
+    }
+  }
+  if (algorithm == Algorithm::Chain) rings = chain_plan(cfg.shape, cfg.port_map, cfg.tenant);
   if (cfg.max_rings > 0 && static_cast<int>(rings.size()) > cfg.max_rings) rings.resize(static_cast<size_t>(cfg.max_rings));
   // Every spec is checked before the server is built: a bad size fails at once, and nothing runs.
   for (CollectiveOp op : cfg.ops)
@@ -141,7 +151,7 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchConfig& cfg) {
       if (size % element_bytes(cfg.type))
         throw std::invalid_argument(fmt::format("size {} is not a multiple of {}'s {} bytes", size, to_string(cfg.type),
                                                 element_bytes(cfg.type)));
-      CollectiveSpec s{op, cfg.type, size / element_bytes(cfg.type), cfg.tenant, rings, cfg.seed, cfg.grain_words};
+      CollectiveSpec s{op, cfg.type, size / element_bytes(cfg.type), cfg.tenant, rings, cfg.seed, cfg.grain_words, algorithm};
       if (std::string why = check_spec(s, cfg.shape); !why.empty())
         throw std::invalid_argument(fmt::format("{} of {} bytes: {}", to_string(op), size, why));
     }
@@ -151,7 +161,8 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchConfig& cfg) {
   CollectiveServer server(cfg.shape, cfg.seed, cfg.engine, cfg.settle, cfg.calibration_file);
   res.clock_mhz = server.sim().config().clock_mhz;
   res.lane_gbps = 64 * res.clock_mhz / 1000;
-  res.tx_lanes_per_rank = static_cast<int>(rings.size());
+  res.algorithm = algorithm;
+  res.tx_lanes_per_rank = static_cast<int>(rings.size()) * (algorithm == Algorithm::Chain && cfg.tenant.size() > 2 ? 2 : 1);
   res.bringup_cycles = server.place(cfg.port_map, cfg.tenant);
   if (cfg.lane_ber > 0)
     for (int x : cfg.tenant)
@@ -161,7 +172,7 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchConfig& cfg) {
   for (CollectiveOp op : cfg.ops)
     for (uint64_t size : cfg.sizes)
       res.rows.push_back(
-          server.run({op, cfg.type, size / element_bytes(cfg.type), cfg.tenant, rings, cfg.seed ^ size, cfg.grain_words}));
+          server.run({op, cfg.type, size / element_bytes(cfg.type), cfg.tenant, rings, cfg.seed ^ size, cfg.grain_words, algorithm}));
   return res;
 }
 
@@ -310,6 +321,7 @@ nlohmann::json to_json(const CollectiveBenchResult& r) {
           {"clock_mhz", r.clock_mhz},
           {"lane_gbps", r.lane_gbps},
           {"tx_lanes_per_rank", r.tx_lanes_per_rank},
+          {"algorithm", to_string(r.algorithm)},
           {"lane_ber", r.config.lane_ber},
           {"grain_words", r.config.grain_words},
           {"bringup_cycles", r.bringup_cycles},

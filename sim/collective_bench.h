@@ -22,6 +22,9 @@ struct CollectiveBenchConfig {
   bool both_directions = true;
   int max_rings = 0;          // 0: every ring the circuits allow
   uint32_t grain_words = 1;   // the pipeline grain (CollectiveSpec::grain_words)
+  // Ring; Chain for XPUs in a line (all-reduce only). Auto: the ring when the circuits close one,
+  // else the chain.
+  enum class Algo { Auto, Ring, Chain } algo = Algo::Auto;
   double lane_ber = 0;        // bit errors on every receiver of the tenant's lanes once placed (replays, not wrong results)
   std::vector<CollectiveOp> ops{CollectiveOp::AllReduce};
   DataType type = DataType::F32;
@@ -52,7 +55,8 @@ struct CollectiveBenchResult {
   CollectiveBenchConfig config;
   double clock_mhz = 0;
   double lane_gbps = 0;        // a lane's raw data path: 64 bits per clock
-  int tx_lanes_per_rank = 0;   // lanes each rank sends on (rings x 1)
+  int tx_lanes_per_rank = 0;   // lanes each rank sends on (rings x 1; a chain's middle rank: streams x 2)
+  Algorithm algorithm = Algorithm::Ring;
   uint64_t bringup_cycles = 0; // commit to every circuit Active
   std::vector<CollectiveRow> rows;
   bool passed() const;

@@ -40,10 +40,12 @@ uint64_t parse_bytes(const std::string& flag, const std::string& v) {
 
 void print_table(const CollectiveBenchResult& r, const std::string& placement) {
   const auto& c = r.config;
-  fmt::print("# placement {}: {} ranks on XPUs {}, {} rings ({} lanes sent on per rank, {:.1f} Gb/s each at {:.2f} MHz), "
+  const size_t streams = r.rows.empty() ? 0 : static_cast<size_t>(r.rows.front().rings);
+  fmt::print("# placement {}: {} ranks on XPUs {}, {} {} {} ({} lanes sent on per rank, {:.1f} Gb/s each at {:.2f} MHz), "
              "bring-up {:.1f} us\n",
-             placement, c.tenant.size(), fmt::join(c.tenant, " "), r.tx_lanes_per_rank, r.tx_lanes_per_rank, r.lane_gbps,
-             r.clock_mhz, static_cast<double>(r.bringup_cycles) * 1e3 / r.clock_mhz / 1e3);
+             placement, c.tenant.size(), fmt::join(c.tenant, " "), to_string(r.algorithm), streams,
+             r.algorithm == sim::Algorithm::Chain ? "streams" : "rings", r.tx_lanes_per_rank, r.lane_gbps, r.clock_mhz,
+             static_cast<double>(r.bringup_cycles) * 1e3 / r.clock_mhz / 1e3);
   fmt::print("#\n");
   fmt::print("#{:>11} {:>13} {:>9} {:>7} {:>7} {:>10} {:>7} {:>7} {:>6} {:>8} {:>6} {:>7}\n", "size", "count", "type", "redop",
              "root", "time", "algbw", "busbw", "#wrong", "replays", "crc", "stall%");
@@ -197,7 +199,7 @@ int cmd_bench_steering(const ArgList& argv) {
 
 int cmd_collective(const ArgList& argv) {
   Args args(argv, ArgSpec{{"--type", "--minbytes", "--maxbytes", "--stepfactor", "--placement", "--rings", "--seed", "--json",
-                           "--plot", "--engine", "--ber", "--grain"},
+                           "--plot", "--engine", "--ber", "--grain", "--algo"},
                           {"--one-direction"},
                           {"--op", "--tenant"},
                           false});
@@ -255,6 +257,10 @@ int cmd_collective(const ArgList& argv) {
   base.seed = args.u64("--seed", 1);
   base.max_rings = rings;
   base.grain_words = static_cast<uint32_t>(args.u64("--grain", 1, 1, 1u << 20));
+  const std::string algo = args.choice("--algo", "auto", {"auto", "ring", "chain"});
+  base.algo = algo == "ring"    ? sim::CollectiveBenchConfig::Algo::Ring
+              : algo == "chain" ? sim::CollectiveBenchConfig::Algo::Chain
+                                : sim::CollectiveBenchConfig::Algo::Auto;
   base.lane_ber = args.real("--ber", 0, 0, 1e-3);
   if (base.lane_ber >= 1e-3) throw UsageError(fmt::format("--ber {}: must be below 1e-3", base.lane_ber));
   base.both_directions = !args.has("--one-direction");
@@ -268,7 +274,13 @@ int cmd_collective(const ArgList& argv) {
       auto c = base;
       // The electrical server's wiring, fixed: the 2x2 torus on XPUs 0-3 (spare XPU 4 unwired).
       c.port_map = protocol::torus_map(c.shape, protocol::TorusPlacement{2, 2, {0, 1, 2, 3}}).port_target;
-      sim::ring_plan(c.shape, c.port_map, c.tenant, c.both_directions);
+      if (c.algo == sim::CollectiveBenchConfig::Algo::Chain) sim::chain_plan(c.shape, c.port_map, c.tenant);
+      else if (c.algo == sim::CollectiveBenchConfig::Algo::Ring) sim::ring_plan(c.shape, c.port_map, c.tenant, c.both_directions);
+      else try {
+          sim::ring_plan(c.shape, c.port_map, c.tenant, c.both_directions);
+        } catch (const std::invalid_argument&) {
+          sim::chain_plan(c.shape, c.port_map, c.tenant);
+        }
       configs.emplace_back("torus", c);
     }
     if (placement != "torus") {

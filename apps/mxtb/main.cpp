@@ -86,7 +86,7 @@ alloc --experiment frag-tpuv4|fragmented-32|spares --json FILE
     {"collective", mxtb::app::cmd_collective,
      R"(collective [--op all_reduce|reduce_scatter|all_gather|alltoall|all ...] [--type float|bfloat16]
     [--minbytes 4K] [--maxbytes 4M] [--stepfactor 2] [--tenant X,X,..] [--placement torus|steered|both]
-    [--rings N] [--one-direction] [--grain W] [--ber B] [--seed N] [--engine fast|reference] [--json FILE] [--plot FILE.svg]
+    [--rings N] [--one-direction] [--grain W] [--algo auto|ring|chain] [--ber B] [--seed N] [--engine fast|reference] [--json FILE] [--plot FILE.svg]
     nccl-tests' sweep on the emulated server: ring collectives with real data over the RTL links,
     the static torus wiring against lanes steered into the tenant's ring (docs/collectives.md))"},
     {"bench steering", mxtb::app::cmd_bench_steering,

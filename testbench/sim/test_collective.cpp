@@ -48,7 +48,10 @@ struct Wire {
     std::deque<InFlight> wire;
     std::vector<int> rx_of(static_cast<size_t>(shape5().links()), -1);
     for (const Ring& r : c.spec().rings)
-      for (const RingHop& h : r.hops) rx_of[static_cast<size_t>(h.tx_link)] = h.rx_link;
+      for (const RingHop& h : r.hops) {
+        rx_of[static_cast<size_t>(h.tx_link)] = h.rx_link;
+        if (c.spec().algorithm == Algorithm::Chain) rx_of[static_cast<size_t>(h.rx_link)] = h.tx_link;  // the broadcast back
+      }
     uint64_t n = 0;
     for (; !c.done() && n < limit; ++n, ++cycle) {
       while (!wire.empty() && wire.front().at <= cycle) {
@@ -302,4 +305,77 @@ TEST_CASE("a coarser pipeline grain waits for whole grains: slower when a step's
   CHECK(coarse.rows[0].cycles > fine.rows[0].cycles + 6 * 8);  // six steps, each waiting at least a frame's latency
   cfg.grain_words = 0;
   CHECK_THROWS_WITH_AS(run_collective_bench(cfg), "all_reduce of 4096 bytes: a pipeline grain of 0 words", std::invalid_argument);
+}
+
+TEST_CASE("a chain where the circuits close no ring: three XPUs of the 2x2 torus") {
+  const std::vector<int> line{0, 1, 3};  // 3 -> 0 is the torus's diagonal: no circuit
+  CHECK_THROWS_AS(ring_plan(shape5(), torus_map(), line), std::invalid_argument);
+  std::vector<Ring> streams = chain_plan(shape5(), torus_map(), line);
+  REQUIRE(streams.size() == 2);  // two circuits per hop
+  CHECK(streams[0].order == line);
+  CHECK(streams[1].order == std::vector<int>{3, 1, 0});
+  // Every lane of the line's circuits sends once and receives once (reduce one way, broadcast back).
+  std::vector<int> tx(20, 0), rx(20, 0);
+  for (const Ring& r : streams)
+    for (const RingHop& h : r.hops) {
+      ++tx[static_cast<size_t>(h.tx_link)], ++rx[static_cast<size_t>(h.rx_link)];
+      ++tx[static_cast<size_t>(h.rx_link)], ++rx[static_cast<size_t>(h.tx_link)];
+    }
+  int used = 0;
+  for (int l = 0; l < 20; ++l) {
+    CHECK(tx[static_cast<size_t>(l)] == rx[static_cast<size_t>(l)]);
+    CHECK(tx[static_cast<size_t>(l)] <= 1);
+    used += tx[static_cast<size_t>(l)];
+  }
+  CHECK(used == 8);  // XPU 0's and 3's two lanes to 1, XPU 1's four
+  CHECK_THROWS_WITH_AS(chain_plan(shape5(), torus_map(), {0, 3}), "no circuit from XPU 0 to XPU 3: the chain cannot be formed",
+                       std::invalid_argument);
+
+  auto chain_spec = [&](DataType t, uint64_t count) {
+    CollectiveSpec c;
+    c.type = t;
+    c.count = count;
+    c.ranks = line;
+    c.rings = streams;
+    c.seed = 3;
+    c.algorithm = Algorithm::Chain;
+    return c;
+  };
+  for (auto t : {DataType::F32, DataType::BF16})
+    for (uint64_t count : {999ull, 3000ull}) {
+      CAPTURE(count);
+      RingCollective c(chain_spec(t, count), shape5());
+      Wire w;
+      w.run(c, [](int, uint64_t&, uint64_t) { return true; });
+      REQUIRE(c.done());
+      CHECK(c.wrong() == 0);
+      CHECK(c.framing_errors() == 0);
+    }
+  // A word of the reduce corrupted: its sum is wrong on every rank, nothing else.
+  RingCollective c(chain_spec(DataType::F32, 3000), shape5());
+  Wire w;
+  w.run(c, [](int, uint64_t& data, uint64_t sent) {
+    if (sent == 10) data ^= 1ull << 52;  // the high element's bits
+    return true;
+  });
+  REQUIRE(c.done());
+  CHECK(c.wrong() == 3);
+  CollectiveSpec bad = chain_spec(DataType::F32, 3000);
+  bad.op = CollectiveOp::AllGather;
+  CHECK(check_spec(bad, shape5()) == "the chain runs all_reduce only, not all_gather");
+
+  // Over the RTL links: the torus's chain against the steered ring, exact, the chain at its limit.
+  CollectiveBenchConfig cfg;
+  cfg.port_map = torus_map();
+  cfg.tenant = line;
+  cfg.sizes = {65532};
+  cfg.calibration_file = std::string(MXTB_SOURCE_DIR) + "/traces/calibration/mesh32.json";
+  CollectiveBenchResult torus = run_collective_bench(cfg);  // auto: no ring, so the chain
+  CHECK(torus.algorithm == Algorithm::Chain);
+  CHECK(torus.passed());
+  cfg.port_map = protocol::ring_map(shape5(), line).port_target;
+  CollectiveBenchResult steered = run_collective_bench(cfg);
+  CHECK(steered.algorithm == Algorithm::Ring);
+  CHECK(steered.passed());
+  CHECK(steered.rows[0].busbw_gbs > 1.4 * torus.rows[0].busbw_gbs);
 }

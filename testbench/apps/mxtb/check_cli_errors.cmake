@@ -69,9 +69,10 @@ expect_error("--minbytes 4098: not a multiple of float's 4 bytes" collective --m
 expect_error("--maxbytes '4X': not a size" collective --maxbytes 4X)
 expect_error("--tenant: XPU 9 is not an XPU of the server (0..4)" collective --tenant 0,9)
 expect_error("--tenant: XPU 1 is given twice" collective --tenant 0,1,1)
-# The static torus has no circuit between a 2x2's diagonal: nothing runs, no JSON is written.
+# The static torus has no circuit between a 2x2's diagonal: no ring (the chain would run), nothing
+# runs, no JSON is written.
 file(REMOVE ${CMAKE_CURRENT_BINARY_DIR}/collective-refused.json)
-expect_error("--tenant 0,1,3 on the static torus: no circuit from XPU 3 to XPU 0" collective --tenant 0,1,3
+expect_error("--tenant 0,1,3 on the static torus: no circuit from XPU 3 to XPU 0" collective --tenant 0,1,3 --algo ring
              --json ${CMAKE_CURRENT_BINARY_DIR}/collective-refused.json)
 if(EXISTS ${CMAKE_CURRENT_BINARY_DIR}/collective-refused.json)
   message(FATAL_ERROR "mxtb collective wrote its JSON for a refused tenant")
@@ -79,3 +80,4 @@ endif()
 expect_error("--preset 'fast': not electro_optic, thermo_optic or mems" bench steering --preset fast)
 expect_error("hot pair XPU 4 is not in the tenant 0,1,3,2" bench steering --pair 0,4)
 expect_error("--ber" collective --ber 0.5)
+expect_error("the chain runs all_reduce only, not alltoall" collective --tenant 0,1,3 --op alltoall --placement torus)
