@@ -88,26 +88,44 @@ float collective_input(const CollectiveSpec& spec, int rank, uint64_t element) {
   return static_cast<float>(static_cast<int64_t>(h % static_cast<uint64_t>(2 * a + 1)) - a);
 }
 
-std::vector<Ring> ring_plan(const protocol::ServerShape& shape, const std::vector<int>& port_target,
-                            const std::vector<int>& xpus, bool both_directions) {
+namespace {
+
+// The circuits of each hop (xpus[p] to xpus[p + 1], `hops` of them, wrapping round) from the map,
+// both directions lit; throws naming the first hop without one (`what`: ring or chain).
+std::vector<std::vector<RingHop>> hop_circuits(const protocol::ServerShape& shape, const std::vector<int>& port_target,
+                                               const std::vector<int>& xpus, int hops, const char* what) {
   const int n = static_cast<int>(xpus.size());
   const int lanes = shape.lanes_per_xpu;
-  if (n < 2) throw std::invalid_argument(fmt::format("a ring needs at least 2 XPUs, not {}", n));
-  std::vector<std::vector<RingHop>> hop_circuits(static_cast<size_t>(n));
-  size_t k = std::numeric_limits<size_t>::max();
-  for (int p = 0; p < n; ++p) {
+  std::vector<std::vector<RingHop>> out(static_cast<size_t>(hops));
+  for (int p = 0; p < hops; ++p) {
     int from = xpus[static_cast<size_t>(p)], to = xpus[static_cast<size_t>((p + 1) % n)];
     for (int l = 0; l < lanes; ++l) {
       int a = from * lanes + l;
       if (a >= static_cast<int>(port_target.size())) break;
       int b = port_target[static_cast<size_t>(a)];
       if (b >= 0 && b < shape.links() && b / lanes == to && port_target[static_cast<size_t>(b)] == a)
-        hop_circuits[static_cast<size_t>(p)].push_back({a, b});
+        out[static_cast<size_t>(p)].push_back({a, b});
     }
-    if (hop_circuits[static_cast<size_t>(p)].empty())
-      throw std::invalid_argument(fmt::format("no circuit from XPU {} to XPU {}: the ring cannot be formed", from, to));
-    k = std::min(k, hop_circuits[static_cast<size_t>(p)].size());
+    if (out[static_cast<size_t>(p)].empty())
+      throw std::invalid_argument(fmt::format("no circuit from XPU {} to XPU {}: the {} cannot be formed", from, to, what));
   }
+  return out;
+}
+
+size_t fewest(const std::vector<std::vector<RingHop>>& hops) {
+  size_t k = std::numeric_limits<size_t>::max();
+  for (const auto& h : hops) k = std::min(k, h.size());
+  return k;
+}
+
+}  // namespace
+
+std::vector<Ring> ring_plan(const protocol::ServerShape& shape, const std::vector<int>& port_target,
+                            const std::vector<int>& xpus, bool both_directions) {
+  const int n = static_cast<int>(xpus.size());
+  if (n < 2) throw std::invalid_argument(fmt::format("a ring needs at least 2 XPUs, not {}", n));
+  const auto hop_circuits = ::mxtb::sim::hop_circuits(shape, port_target, xpus, n, "ring");
+  const size_t k = fewest(hop_circuits);
   std::vector<Ring> rings;
   for (size_t r = 0; r < k; ++r) {
     Ring ring;
@@ -134,23 +152,9 @@ std::vector<Ring> ring_plan(const protocol::ServerShape& shape, const std::vecto
 std::vector<Ring> chain_plan(const protocol::ServerShape& shape, const std::vector<int>& port_target,
                              const std::vector<int>& xpus) {
   const int n = static_cast<int>(xpus.size());
-  const int lanes = shape.lanes_per_xpu;
   if (n < 2) throw std::invalid_argument(fmt::format("a chain needs at least 2 XPUs, not {}", n));
-  std::vector<std::vector<RingHop>> hop_circuits(static_cast<size_t>(n - 1));
-  size_t k = std::numeric_limits<size_t>::max();
-  for (int p = 0; p + 1 < n; ++p) {
-    int from = xpus[static_cast<size_t>(p)], to = xpus[static_cast<size_t>(p + 1)];
-    for (int l = 0; l < lanes; ++l) {
-      int a = from * lanes + l;
-      if (a >= static_cast<int>(port_target.size())) break;
-      int b = port_target[static_cast<size_t>(a)];
-      if (b >= 0 && b < shape.links() && b / lanes == to && port_target[static_cast<size_t>(b)] == a)
-        hop_circuits[static_cast<size_t>(p)].push_back({a, b});
-    }
-    if (hop_circuits[static_cast<size_t>(p)].empty())
-      throw std::invalid_argument(fmt::format("no circuit from XPU {} to XPU {}: the chain cannot be formed", from, to));
-    k = std::min(k, hop_circuits[static_cast<size_t>(p)].size());
-  }
+  const auto hop_circuits = ::mxtb::sim::hop_circuits(shape, port_target, xpus, n - 1, "chain");
+  const size_t k = fewest(hop_circuits);
   std::vector<Ring> streams;
   for (size_t r = 0; r < k; ++r) {
     Ring s;
