@@ -88,8 +88,8 @@ std::string check_spec(const CollectiveSpec& spec, const protocol::ServerShape& 
 float collective_input(const CollectiveSpec& spec, int rank, uint64_t element);
 
 // One collective's run on the lanes (its rings, or a chain's streams: CollectiveSpec::algorithm):
-// the per-lane calls ServerSim's engines make instead of a
-// lane's traffic source and scoreboard (ServerSim::set_collective).
+// the per-lane calls ServerSim's engines make instead of a lane's traffic source and scoreboard
+// (ServerSim::set_collective).
 class RingCollective {
  public:
   RingCollective(const CollectiveSpec& spec, const protocol::ServerShape& shape);
