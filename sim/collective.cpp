@@ -173,6 +173,17 @@ std::vector<Ring> chain_plan(const protocol::ServerShape& shape, const std::vect
   return streams;
 }
 
+namespace {
+
+// The lane words the rings (or a chain's streams) share out: a rank's chunk, or a chain's whole buffer.
+uint64_t words_to_split(const CollectiveSpec& spec) {
+  const uint32_t per_word = 8 / element_bytes(spec.type);
+  const uint64_t elements = spec.algorithm == Algorithm::Chain ? spec.count : spec.count / spec.ranks.size();
+  return (elements + per_word - 1) / per_word;
+}
+
+}  // namespace
+
 std::string check_spec(const CollectiveSpec& spec, const protocol::ServerShape& shape) {
   const int n = static_cast<int>(spec.ranks.size());
   if (n < 2) return fmt::format("a collective needs at least 2 ranks, not {}", n);
@@ -186,9 +197,7 @@ std::string check_spec(const CollectiveSpec& spec, const protocol::ServerShape& 
   if (spec.grain_words == 0) return "a pipeline grain of 0 words";
   if (spec.algorithm == Algorithm::Chain && spec.op != CollectiveOp::AllReduce)
     return fmt::format("the chain runs all_reduce only, not {}", to_string(spec.op));
-  const uint32_t per_word = 8 / element_bytes(spec.type);
-  const uint64_t chunk_words = spec.algorithm == Algorithm::Chain ? (spec.count + per_word - 1) / per_word
-                                                                   : (spec.count / static_cast<uint64_t>(n) + per_word - 1) / per_word;
+  const uint64_t chunk_words = words_to_split(spec);
   if (chunk_words < spec.rings.size())
     return fmt::format("count {} gives {} lane words per rank's chunk, fewer than the {} rings", spec.count, chunk_words,
                        spec.rings.size());
@@ -224,10 +233,8 @@ RingCollective::RingCollective(const CollectiveSpec& spec, const protocol::Serve
   n_ = static_cast<int>(spec.ranks.size());
   per_word_ = 8 / element_bytes(spec.type);
   chunk_elems_ = spec.count / static_cast<uint64_t>(n_);
-  chunk_total_words_ = (chunk_elems_ + per_word_ - 1) / per_word_;
   const size_t k = spec.rings.size();
-  // A chain's streams split the whole buffer; the rings split each rank's chunk.
-  const uint64_t split = chain() ? (spec.count + per_word_ - 1) / per_word_ : chunk_total_words_;
+  const uint64_t split = words_to_split(spec);
   for (size_t r = 0; r <= k; ++r) ring_first_word_.push_back(split * r / k);
   rank_of_xpu_.assign(static_cast<size_t>(shape.xpus), -1);
   for (int r = 0; r < n_; ++r) rank_of_xpu_[static_cast<size_t>(spec.ranks[static_cast<size_t>(r)])] = r;
@@ -242,7 +249,7 @@ RingCollective::RingCollective(const CollectiveSpec& spec, const protocol::Serve
       if (chain()) {  // the sum comes back over the same circuit
         tx_role_[static_cast<size_t>(h.rx_link)] = {static_cast<int>(r), p + 1, true};
         rx_role_[static_cast<size_t>(h.tx_link)] = {static_cast<int>(r), p, true};
-        pending_ += 4 * stream_words(static_cast<int>(r));
+        pending_ += 4 * chunk_words(static_cast<int>(r));
       } else {
         for (int st = 0; st < steps(); ++st) pending_ += 2 * step_words(static_cast<int>(r), st);
       }
@@ -281,7 +288,10 @@ bool RingCollective::owns(int link) const {
 
 int RingCollective::steps() const { return spec_.op == CollectiveOp::AllReduce ? 2 * (n_ - 1) : n_ - 1; }
 
-uint64_t RingCollective::stream_words(int ring) const { return chunk_words(ring); }
+int RingCollective::rank_at(int ring, int pos) const {
+  int xpu = spec_.rings[static_cast<size_t>(ring)].order[static_cast<size_t>(pos)];
+  return rank_of_xpu_[static_cast<size_t>(xpu)];
+}
 
 uint64_t RingCollective::stream_element(int ring, uint64_t word) const {
   return (ring_first_word_[static_cast<size_t>(ring)] + word) * per_word_;
@@ -312,8 +322,7 @@ uint64_t RingCollective::chunk_words(int ring) const {
 }
 
 uint64_t RingCollective::first_element(int ring, int slot, uint64_t word) const {
-  int xpu = spec_.rings[static_cast<size_t>(ring)].order[static_cast<size_t>(slot)];
-  uint64_t chunk = static_cast<uint64_t>(rank_of_xpu_[static_cast<size_t>(xpu)]);
+  uint64_t chunk = static_cast<uint64_t>(rank_at(ring, slot));
   return chunk * chunk_elems_ + (ring_first_word_[static_cast<size_t>(ring)] + word) * per_word_;
 }
 
@@ -343,7 +352,7 @@ RingCollective::Drive RingCollective::drive(int link) {
   if (role.ring < 0) return {false, 0, false};
   const Lane& lane = lanes_[static_cast<size_t>(role.ring)][static_cast<size_t>(role.pos)];
   if (chain()) {
-    const uint64_t words = stream_words(role.ring);
+    const uint64_t words = chunk_words(role.ring);
     const uint64_t word = role.back ? lane.back_tx : lane.word_tx;
     if (word >= words) return {false, 0, false};
     // The reduce forwards the partial sum once the word from the position before is added in;
@@ -351,10 +360,8 @@ RingCollective::Drive RingCollective::drive(int link) {
     const bool own = !role.back && role.pos == 0;
     const uint64_t have = role.back && role.pos < n_ - 1 ? lane.back_rx : lane.word_rx;
     if (!own && !(have > grain_end(word, words))) return {false, 0, false};
-    int xpu = spec_.rings[static_cast<size_t>(role.ring)].order[static_cast<size_t>(role.pos)];
     ++offers_;
-    return {true, pack(buf_[static_cast<size_t>(rank_of_xpu_[static_cast<size_t>(xpu)])], stream_element(role.ring, word)),
-            word + 1 == words};
+    return {true, pack(buf_[static_cast<size_t>(rank_at(role.ring, role.pos))], stream_element(role.ring, word)), word + 1 == words};
   }
   if (lane.step_tx >= steps()) return {false, 0, false};
   // What this step forwards is what the step before brought in: wait for that word (all-to-all:
@@ -369,8 +376,7 @@ RingCollective::Drive RingCollective::drive(int link) {
   ++offers_;
   if (all_to_all() && forwards)
     return {true, transit_[static_cast<size_t>(role.ring)][static_cast<size_t>(role.pos)][static_cast<size_t>(lane.step_tx - 1)][from], last};
-  int xpu = spec_.rings[static_cast<size_t>(role.ring)].order[static_cast<size_t>(role.pos)];
-  int rank = rank_of_xpu_[static_cast<size_t>(xpu)];
+  const int rank = rank_at(role.ring, role.pos);
   if (all_to_all()) {  // its own blocks, for the ranks 1, 2, ... positions on
     uint64_t block = lane.word_tx / cw;
     int dest = (role.pos + 1 + static_cast<int>(block)) % n_;
@@ -401,7 +407,7 @@ void RingCollective::deliver(int link, uint64_t data, bool last, uint64_t cycle)
   if (role.ring < 0) return error(fmt::format("link {} received a word but carries no ring", link));
   Lane& lane = lanes_[static_cast<size_t>(role.ring)][static_cast<size_t>(role.pos)];
   if (chain()) {
-    const uint64_t words = stream_words(role.ring);
+    const uint64_t words = chunk_words(role.ring);
     uint64_t& got = role.back ? lane.back_rx : lane.word_rx;
     if (got >= words)
       return error(fmt::format("link {} (stream {}, position {}) received a word after its {}'s last", link, role.ring, role.pos,
@@ -409,8 +415,7 @@ void RingCollective::deliver(int link, uint64_t data, bool last, uint64_t cycle)
     if (last != (got + 1 == words))
       error(fmt::format("link {} (stream {}, position {}): {} word {} of {} arrived with end-of-message {}", link, role.ring,
                         role.pos, role.back ? "broadcast" : "reduce", got, words, last ? 1 : 0));
-    int xpu = spec_.rings[static_cast<size_t>(role.ring)].order[static_cast<size_t>(role.pos)];
-    unpack(buf_[static_cast<size_t>(rank_of_xpu_[static_cast<size_t>(xpu)])], stream_element(role.ring, got), data, !role.back);
+    unpack(buf_[static_cast<size_t>(rank_at(role.ring, role.pos))], stream_element(role.ring, got), data, !role.back);
     --pending_;
     end_cycle_ = cycle;
     ++got;
@@ -423,8 +428,7 @@ void RingCollective::deliver(int link, uint64_t data, bool last, uint64_t cycle)
   if (last != (lane.word_rx + 1 == words))
     error(fmt::format("link {} (ring {}, position {}): step {} word {} of {} arrived with end-of-message {}", link, role.ring,
                       role.pos, lane.step_rx, lane.word_rx, words, last ? 1 : 0));
-  int xpu = spec_.rings[static_cast<size_t>(role.ring)].order[static_cast<size_t>(role.pos)];
-  int rank = rank_of_xpu_[static_cast<size_t>(xpu)];
+  const int rank = rank_at(role.ring, role.pos);
   int prev = (role.pos + n_ - 1) % n_;
   if (all_to_all()) {
     auto& msg = transit_[static_cast<size_t>(role.ring)][static_cast<size_t>(role.pos)][static_cast<size_t>(lane.step_rx)];

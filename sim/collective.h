@@ -131,12 +131,12 @@ class RingCollective {
     bool back = false;  // a chain's broadcast link (towards position 0)
   };
   bool chain() const { return spec_.algorithm == Algorithm::Chain; }
-  uint64_t stream_words(int ring) const;  // a chain stream's words of the buffer
+  int rank_at(int ring, int pos) const;  // the rank at a ring's position
   uint64_t stream_element(int ring, uint64_t word) const;
   int steps() const;
   bool reduces(int step) const;              // the received words are added (reduce-scatter steps)
   int send_slot(int pos, int step) const;    // which chunk slot (ring position) a position sends
-  uint64_t chunk_words(int ring) const;      // words per chunk slot on this ring
+  uint64_t chunk_words(int ring) const;      // words per chunk slot on this ring (a chain: the stream's words)
   uint64_t step_words(int ring, int step) const;  // words of one step's message on this ring
   uint64_t grain_end(uint64_t word, uint64_t words) const;  // the last word of `word`'s grain in a message of `words`
   bool all_to_all() const { return spec_.op == CollectiveOp::AllToAll; }
@@ -148,7 +148,7 @@ class RingCollective {
   CollectiveSpec spec_;
   int n_ = 0;
   uint32_t per_word_ = 2;  // elements in a 64-bit lane word
-  uint64_t chunk_elems_ = 0, chunk_total_words_ = 0;
+  uint64_t chunk_elems_ = 0;
   std::vector<uint64_t> ring_first_word_;  // ring k's words of a chunk: [first[k], first[k + 1])
   std::vector<std::vector<Lane>> lanes_;   // [ring][pos]
   std::vector<Role> tx_role_, rx_role_;    // per link

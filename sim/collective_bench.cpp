@@ -13,10 +13,12 @@
 
 namespace mxtb::sim {
 
+std::vector<int> static_torus_map(const protocol::ServerShape& shape) {
+  return protocol::torus_map(shape, protocol::TorusPlacement{2, 2, {0, 1, 2, 3}}).port_target;
+}
+
 bool CollectiveBenchResult::passed() const {
-  for (const auto& r : rows)
-    if (!r.completed || r.wrong || r.framing_errors) return false;
-  return !rows.empty();
+  return !rows.empty() && std::all_of(rows.begin(), rows.end(), [](const CollectiveRow& r) { return r.exact(); });
 }
 
 namespace {
@@ -178,10 +180,10 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchConfig& cfg) {
 
 bool SteeringBenchResult::passed() const {
   for (const auto& p : presets) {
-    if (!p.tenant_phase.completed || p.tenant_phase.wrong || p.tenant_phase.framing_errors) return false;
+    if (!p.tenant_phase.exact()) return false;
     for (const auto* rows : {&p.static_rows, &p.steered_rows})
       for (const auto& r : *rows)
-        if (!r.completed || r.wrong || r.framing_errors) return false;
+        if (!r.exact()) return false;
   }
   return !presets.empty();
 }
@@ -216,7 +218,7 @@ SteeringBenchResult run_steering_bench(const SteeringBenchConfig& cfg) {
   for (int x : cfg.pair)
     if (std::find(cfg.tenant.begin(), cfg.tenant.end(), x) == cfg.tenant.end())
       throw std::invalid_argument(fmt::format("hot pair XPU {} is not in the tenant {}", x, fmt::join(cfg.tenant, ",")));
-  const std::vector<int> torus = protocol::torus_map(cfg.shape, protocol::TorusPlacement{2, 2, {0, 1, 2, 3}}).port_target;
+  const std::vector<int> torus = static_torus_map(cfg.shape);
   // The pair's lanes all to each other, the tenant's other XPUs' likewise.
   std::vector<int> steered = protocol::ring_map(cfg.shape, cfg.pair).port_target;
   std::vector<int> others;

@@ -15,6 +15,10 @@
 
 namespace mxtb::sim {
 
+// The electrical server the photonic fabric replaces: its fixed wiring, a 2x2 torus on XPUs 0-3
+// (the spare unwired), as a port map.
+std::vector<int> static_torus_map(const protocol::ServerShape& shape);
+
 struct CollectiveBenchConfig {
   protocol::ServerShape shape;
   std::vector<int> port_map;  // the circuits the firmware commits (mesh port -> port, -1 unused)
@@ -49,6 +53,7 @@ struct CollectiveRow {
   uint64_t backpressure = 0;  // lane-cycles a ready word waited for its link layer (credits, replays, framing)
   uint64_t lane_words = 0;    // words the lanes carried
   bool completed = false;
+  bool exact() const { return completed && !wrong && !framing_errors; }
 };
 
 struct CollectiveBenchResult {

@@ -63,7 +63,7 @@ class ServerSim::Impl {
   // that carries traffic.
   template <class Ep>
   static bool drive_collective_lane(ServerSim& s, Ep& e, int link, uint64_t cycle) {
-    if (s.collective_lane_.empty() || !s.collective_lane_[static_cast<size_t>(link)]) return false;
+    if (!s.collective_lane_[static_cast<size_t>(link)]) return false;
     RingCollective::Drive d = s.collective_->drive(link);
     e.tx_valid_i = d.valid;
     e.tx_data_i = d.data;

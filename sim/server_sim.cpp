@@ -240,6 +240,7 @@ ServerSim::ServerSim(const ServerConfig& cfg) : cfg_(cfg), rng_(cfg.seed ^ 0x5E5
   const auto& s = cfg_.shape;
   int n_links = s.xpus * s.lanes_per_xpu;
   n_links_ = n_links;
+  collective_lane_.assign(static_cast<size_t>(n_links), 0);
   if (cfg_.mesh.ports != s.mesh_ports)
     throw std::invalid_argument(fmt::format("server: mesh has {} ports, shape says {}", cfg_.mesh.ports, s.mesh_ports));
   if (n_links > s.mesh_ports)
@@ -346,10 +347,8 @@ void ServerSim::set_collective(RingCollective* c) {
   if (c && cfg_.engine == ServerEngine::Fast && cfg_.threads > 1)
     throw std::invalid_argument(fmt::format("collectives run on one thread, not {}: an XPU's lanes share its memory", cfg_.threads));
   collective_ = c;
-  collective_lane_.assign(static_cast<size_t>(n_links_), 0);
-  if (!c) return;
-  for (int i = 0; i < n_links_; ++i) collective_lane_[static_cast<size_t>(i)] = c->owns(i);
-  c->start(cycle_);
+  for (int i = 0; i < n_links_; ++i) collective_lane_[static_cast<size_t>(i)] = c && c->owns(i);
+  if (c) c->start(cycle_);
 }
 
 void ServerSim::set_lane_ber(int link, double ber) {

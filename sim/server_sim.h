@@ -151,7 +151,6 @@ class ServerSim {
   // let drain first), until set_collective(nullptr). The XPU's lanes share its memory, so the
   // fast engine's threads cannot split them: one thread only (std::invalid_argument otherwise).
   void set_collective(RingCollective* c);
-  RingCollective* collective() const { return collective_; }
 
   // Waveform window (trace_capable servers): every model's signals into one FST file, in ps.
   void start_waveform(const std::string& path);  // opens the file on the first call

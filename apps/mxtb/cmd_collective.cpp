@@ -74,54 +74,41 @@ void print_table(const CollectiveBenchResult& r, const std::string& placement) {
 }
 
 bool plot_busbw(const std::vector<std::pair<std::string, CollectiveBenchResult>>& runs, const std::string& svg) {
-  const std::string stem = plot_stem(svg);
-  std::ofstream dat(stem + ".dat");
-  if (!dat) throw std::runtime_error(fmt::format("cannot write plot data '{}.dat'", stem));
-  std::vector<std::string> titles;
-  for (const auto& [placement, r] : runs) {
-    std::vector<std::string> ops;
-    for (const auto& x : r.rows)
-      if (std::find(ops.begin(), ops.end(), to_string(x.op)) == ops.end()) ops.push_back(to_string(x.op));
-    for (const auto& op : ops) {
-      dat << "# " << placement << " " << op << "\n";
-      for (const auto& x : r.rows)
-        if (to_string(x.op) == op) dat << x.size << " " << x.busbw_gbs << "\n";
-      dat << "\n\n";
-      titles.push_back(placement + " " + op);
+  std::vector<PlotSeries> series;
+  for (const auto& [placement, r] : runs)
+    for (const auto& x : r.rows) {
+      const std::string title = placement + " " + to_string(x.op);
+      if (series.empty() || series.back().title != title) series.push_back({title, {}});
+      series.back().points.emplace_back(static_cast<double>(x.size), x.busbw_gbs);
     }
-  }
-  dat.close();
-  std::ofstream gp(stem + ".gp");
-  gp << "set terminal svg size 720,440 dynamic\nset output '" << svg << "'\n"
-     << "set logscale x 2\nset xlabel 'size (bytes)'\nset ylabel 'busbw (GB/s)'\nset key top left\nset grid\nplot ";
-  for (size_t i = 0; i < titles.size(); ++i)
-    gp << (i ? ", " : "") << "'" << stem << ".dat' index " << i << " with linespoints lw 2 title '" << titles[i] << "'";
-  gp << "\n";
-  gp.close();
-  return render_gnuplot(stem, svg);
+  return plot_series(svg, "set logscale x 2\nset xlabel 'size (bytes)'\nset ylabel 'busbw (GB/s)'\nset key top left\nset grid",
+                     series, "linespoints lw 2");
 }
 
 void plot_steering(const sim::SteeringBenchResult& r, const std::string& svg) {
-  const std::string stem = plot_stem(svg);
-  std::ofstream dat(stem + ".dat");
-  if (!dat) throw std::runtime_error(fmt::format("cannot write plot data '{}.dat'", stem));
+  std::vector<PlotSeries> series;
   for (const auto& p : r.presets) {
-    dat << "# " << sim::to_string(p.preset) << ": size, time saved by steering once (us)\n";
+    PlotSeries s{sim::to_string(p.preset), {}};
     for (size_t i = 0; i < p.static_rows.size(); ++i)
-      dat << p.static_rows[i].size << " " << p.static_rows[i].time_us - p.steered_rows[i].time_us - p.to_pair_us << "\n";
-    dat << "\n\n";
+      s.points.emplace_back(static_cast<double>(p.static_rows[i].size),
+                            p.static_rows[i].time_us - p.steered_rows[i].time_us - p.to_pair_us);
+    series.push_back(std::move(s));
   }
-  dat.close();
-  std::ofstream gp(stem + ".gp");
-  gp << "set terminal svg size 720,440 dynamic\nset output '" << svg << "'\n"
-     << "set logscale x 2\nset xlabel 'hot pair all-reduce size (bytes)'\n"
-     << "set ylabel 'phase time saved by steering (us)'\nset key top left\nset grid\nset xzeroaxis lw 2\nplot ";
-  for (size_t i = 0; i < r.presets.size(); ++i)
-    gp << (i ? ", " : "") << "'" << stem << ".dat' index " << i << " with linespoints lw 2 title '"
-       << sim::to_string(r.presets[i].preset) << "'";
-  gp << "\n";
-  gp.close();
-  render_gnuplot(stem, svg);
+  plot_series(svg,
+              "set logscale x 2\nset xlabel 'hot pair all-reduce size (bytes)'\n"
+              "set ylabel 'phase time saved by steering (us)'\nset key top left\nset grid\nset xzeroaxis lw 2",
+              series, "linespoints lw 2");
+}
+
+// --tenant or --pair: XPU numbers.
+std::vector<int> parse_xpus(const Args& args, const std::string& flag) {
+  std::vector<int> xpus;
+  for (const auto& v : args.list(flag)) {
+    if (v.empty() || v.size() > 3 || v.find_first_not_of("0123456789") != std::string::npos)
+      throw UsageError(fmt::format("{} '{}': not an XPU number", flag, v));
+    xpus.push_back(std::stoi(v));
+  }
+  return xpus;
 }
 
 std::string bytes_text(double b) {
@@ -149,14 +136,7 @@ int cmd_bench_steering(const ArgList& argv) {
       cfg.presets.push_back(*p);
     }
   }
-  if (!args.list("--pair").empty()) {
-    cfg.pair.clear();
-    for (const auto& v : args.list("--pair")) {
-      if (v.empty() || v.size() > 3 || v.find_first_not_of("0123456789") != std::string::npos)
-        throw UsageError(fmt::format("--pair '{}': not an XPU number", v));
-      cfg.pair.push_back(std::stoi(v));
-    }
-  }
+  if (!args.list("--pair").empty()) cfg.pair = parse_xpus(args, "--pair");
   cfg.seed = args.u64("--seed", 1);
   cfg.calibration_file = source_root() + "/traces/calibration/mesh32.json";
   fmt::print("# mxtb bench steering: tenant XPUs {} on the static 2x2 torus; hot pair {}: an all-reduce of each size,\n"
@@ -222,12 +202,7 @@ int cmd_collective(const ArgList& argv) {
   const uint64_t factor = args.u64("--stepfactor", 2, 2, 1024);
   if (max_bytes < min_bytes)
     throw UsageError(fmt::format("--maxbytes {} is below --minbytes {}", max_bytes, min_bytes));
-  std::vector<int> tenant;
-  for (const auto& v : args.list("--tenant")) {
-    if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 3)
-      throw UsageError(fmt::format("--tenant '{}': not an XPU number", v));
-    tenant.push_back(std::stoi(v));
-  }
+  std::vector<int> tenant = parse_xpus(args, "--tenant");
   if (tenant.empty()) tenant = {0, 1, 3, 2};
   const protocol::ServerShape shape;
   for (size_t i = 0; i < tenant.size(); ++i) {
@@ -272,8 +247,7 @@ int cmd_collective(const ArgList& argv) {
   try {
     if (placement != "steered") {
       auto c = base;
-      // The electrical server's wiring, fixed: the 2x2 torus on XPUs 0-3 (spare XPU 4 unwired).
-      c.port_map = protocol::torus_map(c.shape, protocol::TorusPlacement{2, 2, {0, 1, 2, 3}}).port_target;
+      c.port_map = sim::static_torus_map(c.shape);
       if (c.algo == sim::CollectiveBenchConfig::Algo::Chain) sim::chain_plan(c.shape, c.port_map, c.tenant);
       else if (c.algo == sim::CollectiveBenchConfig::Algo::Ring) sim::ring_plan(c.shape, c.port_map, c.tenant, c.both_directions);
       else try {

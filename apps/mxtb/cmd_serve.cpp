@@ -31,27 +31,19 @@ namespace fabric = host::fabric;
 namespace {
 
 bool plot_ttft_cdf(const std::vector<RunResult>& runs, const std::string& svg) {
-  const std::string stem = plot_stem(svg);
-  std::ofstream dat(stem + ".dat");
-  if (!dat) throw std::runtime_error(fmt::format("cannot write plot data '{}.dat'", stem));
+  std::vector<PlotSeries> series;
   for (const auto& r : runs) {
     auto v = r.ttft_s;
     std::sort(v.begin(), v.end());
-    dat << "# " << r.policy << "\n";
-    for (size_t i = 0; i < v.size(); ++i) dat << std::max(v[i], 1e-4) << " " << static_cast<double>(i + 1) / v.size() << "\n";
-    if (v.empty()) dat << "1 0\n";
-    dat << "\n\n";
+    PlotSeries s{r.policy, {}};
+    for (size_t i = 0; i < v.size(); ++i) s.points.emplace_back(std::max(v[i], 1e-4), static_cast<double>(i + 1) / v.size());
+    if (v.empty()) s.points.emplace_back(1, 0);
+    series.push_back(std::move(s));
   }
-  dat.close();
-  std::ofstream gp(stem + ".gp");
-  gp << "set terminal svg size 720,440 dynamic\nset output '" << svg << "'\n"
-     << "set logscale x\nset xlabel 'time to first token (s)'\nset ylabel 'CDF over requests'\n"
-     << "set yrange [0:1.02]\nset key bottom right\nset grid\nplot ";
-  for (size_t i = 0; i < runs.size(); ++i)
-    gp << (i ? ", " : "") << "'" << stem << ".dat' index " << i << " with steps lw 2 title '" << runs[i].policy << "'";
-  gp << "\n";
-  gp.close();
-  return render_gnuplot(stem, svg);
+  return plot_series(svg,
+                     "set logscale x\nset xlabel 'time to first token (s)'\nset ylabel 'CDF over requests'\n"
+                     "set yrange [0:1.02]\nset key bottom right\nset grid",
+                     series, "steps lw 2");
 }
 
 }  // namespace

@@ -3,14 +3,30 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <stdexcept>
 
 namespace mxtb::app {
 
-std::string plot_stem(const std::string& svg) {
-  return svg.size() > 4 && svg.compare(svg.size() - 4, 4, ".svg") == 0 ? svg.substr(0, svg.size() - 4) : svg;
-}
-
-bool render_gnuplot(const std::string& stem, const std::string& svg) {
+bool plot_series(const std::string& svg, const std::string& settings, const std::vector<PlotSeries>& series,
+                 const std::string& style) {
+  const std::string stem =
+      svg.size() > 4 && svg.compare(svg.size() - 4, 4, ".svg") == 0 ? svg.substr(0, svg.size() - 4) : svg;
+  std::ofstream dat(stem + ".dat");
+  if (!dat) throw std::runtime_error(fmt::format("cannot write plot data '{}.dat'", stem));
+  for (const auto& s : series) {
+    dat << "# " << s.title << "\n";
+    for (const auto& [x, y] : s.points) dat << fmt::format("{} {}\n", x, y);
+    dat << "\n\n";
+  }
+  dat.close();
+  std::ofstream gp(stem + ".gp");
+  if (!gp) throw std::runtime_error(fmt::format("cannot write plot script '{}.gp'", stem));
+  gp << "set terminal svg size 720,440 dynamic\nset output '" << svg << "'\n" << settings << "\nplot ";
+  for (size_t i = 0; i < series.size(); ++i)
+    gp << (i ? ", " : "") << "'" << stem << ".dat' index " << i << " with " << style << " title '" << series[i].title << "'";
+  gp << "\n";
+  gp.close();
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
     fmt::print("gnuplot not found: wrote {}.dat and {}.gp but no plot\n", stem, stem);
     return false;

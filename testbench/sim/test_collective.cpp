@@ -34,6 +34,17 @@ CollectiveSpec spec(CollectiveOp op, DataType t, uint64_t count) {
   return s;
 }
 
+const std::string kCalibration = std::string(MXTB_SOURCE_DIR) + "/traces/calibration/mesh32.json";
+
+// The 4-XPU tenant on the torus, as the benches place it.
+CollectiveBenchConfig bench_config() {
+  CollectiveBenchConfig cfg;
+  cfg.port_map = torus_map();
+  cfg.tenant = kRing4;
+  cfg.calibration_file = kCalibration;
+  return cfg;
+}
+
 // Every hop as a wire of `delay` clocks; `tamper` may change, drop (return false) or keep a word.
 struct Wire {
   uint64_t cycle = 0;
@@ -185,12 +196,9 @@ TEST_CASE("over a perfect wire a corrupted, lost or extra word is caught") {
 }
 
 TEST_CASE("collectives over the RTL links of a tenant the firmware placed: exact, and the engines agree") {
-  CollectiveBenchConfig cfg;
-  cfg.port_map = torus_map();
-  cfg.tenant = kRing4;
+  CollectiveBenchConfig cfg = bench_config();
   cfg.ops = {CollectiveOp::AllReduce, CollectiveOp::ReduceScatter, CollectiveOp::AllGather, CollectiveOp::AllToAll};
   cfg.sizes = {4096, 65536};
-  cfg.calibration_file = std::string(MXTB_SOURCE_DIR) + "/traces/calibration/mesh32.json";
   for (auto t : {DataType::F32, DataType::BF16}) {
     cfg.type = t;
     CollectiveBenchResult r = run_collective_bench(cfg);
@@ -223,10 +231,7 @@ TEST_CASE("collectives over the RTL links of a tenant the firmware placed: exact
 }
 
 TEST_CASE("a bad size is refused before anything runs, naming it") {
-  CollectiveBenchConfig cfg;
-  cfg.port_map = torus_map();
-  cfg.tenant = kRing4;
-  cfg.calibration_file = std::string(MXTB_SOURCE_DIR) + "/traces/calibration/mesh32.json";
+  CollectiveBenchConfig cfg = bench_config();
   cfg.sizes = {4098};
   CHECK_THROWS_WITH_AS(run_collective_bench(cfg), "size 4098 is not a multiple of float's 4 bytes", std::invalid_argument);
   cfg.sizes = {4104};
@@ -236,9 +241,9 @@ TEST_CASE("a bad size is refused before anything runs, naming it") {
 
 TEST_CASE("steering a hot pair between phases: exact on both maps, the reconfiguration measured, a break-even found") {
   SteeringBenchConfig cfg;
+  cfg.calibration_file = kCalibration;
   cfg.sizes = {65536, 262144};
   cfg.presets = {SettlePreset::ElectroOptic};
-  cfg.calibration_file = std::string(MXTB_SOURCE_DIR) + "/traces/calibration/mesh32.json";
   SteeringBenchResult r = run_steering_bench(cfg);
   REQUIRE(r.presets.size() == 1);
   const SteeringPreset& p = r.presets[0];
@@ -269,11 +274,8 @@ TEST_CASE("steering a hot pair between phases: exact on both maps, the reconfigu
 }
 
 TEST_CASE("bit errors on every lane: the link layer replays, the collective is slower and still exact") {
-  CollectiveBenchConfig cfg;
-  cfg.port_map = torus_map();
-  cfg.tenant = kRing4;
+  CollectiveBenchConfig cfg = bench_config();
   cfg.sizes = {65536};
-  cfg.calibration_file = std::string(MXTB_SOURCE_DIR) + "/traces/calibration/mesh32.json";
   CollectiveBenchResult clean = run_collective_bench(cfg);
   cfg.lane_ber = 1e-5;
   CollectiveBenchResult noisy = run_collective_bench(cfg);
@@ -292,11 +294,8 @@ TEST_CASE("bit errors on every lane: the link layer replays, the collective is s
 }
 
 TEST_CASE("a coarser pipeline grain waits for whole grains: slower when a step's message is short, same result") {
-  CollectiveBenchConfig cfg;
-  cfg.port_map = torus_map();
-  cfg.tenant = kRing4;
+  CollectiveBenchConfig cfg = bench_config();
   cfg.sizes = {4096};
-  cfg.calibration_file = std::string(MXTB_SOURCE_DIR) + "/traces/calibration/mesh32.json";
   CollectiveBenchResult fine = run_collective_bench(cfg);
   cfg.grain_words = 64;  // a 4 KiB all-reduce's step message on a ring is 32 words: every step waits for all of it
   CollectiveBenchResult coarse = run_collective_bench(cfg);
@@ -365,11 +364,9 @@ TEST_CASE("a chain where the circuits close no ring: three XPUs of the 2x2 torus
   CHECK(check_spec(bad, shape5()) == "the chain runs all_reduce only, not all_gather");
 
   // Over the RTL links: the torus's chain against the steered ring, exact, the chain at its limit.
-  CollectiveBenchConfig cfg;
-  cfg.port_map = torus_map();
+  CollectiveBenchConfig cfg = bench_config();
   cfg.tenant = line;
   cfg.sizes = {65532};
-  cfg.calibration_file = std::string(MXTB_SOURCE_DIR) + "/traces/calibration/mesh32.json";
   CollectiveBenchResult torus = run_collective_bench(cfg);  // auto: no ring, so the chain
   CHECK(torus.algorithm == Algorithm::Chain);
   CHECK(torus.passed());
