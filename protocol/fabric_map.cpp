@@ -89,6 +89,27 @@ FabricMap ring_map(const ServerShape& s, const std::vector<int>& ring) {
   return m;
 }
 
+std::vector<int> ring_positions(const TorusPlacement& t) {
+  std::vector<int> order;
+  if (t.dim_y == 1 || t.dim_y % 2 == 0) {
+    for (int y = 0; y < t.dim_y; ++y)
+      for (int i = 0; i < t.dim_x; ++i) order.push_back((y % 2 ? t.dim_x - 1 - i : i) + t.dim_x * y);
+  } else if (t.dim_x % 2 == 0) {
+    for (int x = 0; x < t.dim_x; ++x)
+      for (int i = 0; i < t.dim_y; ++i) order.push_back(x + t.dim_x * (x % 2 ? t.dim_y - 1 - i : i));
+  } else {
+    throw FabricMapError("no ring order for a " + std::to_string(t.dim_x) + " x " + std::to_string(t.dim_y) +
+                         " torus (both dimensions odd)");
+  }
+  return order;
+}
+
+std::vector<int> ring_xpus(const TorusPlacement& t) {
+  std::vector<int> xpus;
+  for (int p : ring_positions(t)) xpus.push_back(t.xpu_of_position.at(static_cast<size_t>(p)));
+  return xpus;
+}
+
 TorusPlacement substitute(const TorusPlacement& t, int failed, int spare) {
   TorusPlacement out = t;
   auto it = std::find(out.xpu_of_position.begin(), out.xpu_of_position.end(), failed);

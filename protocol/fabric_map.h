@@ -60,6 +60,13 @@ FabricMap torus_map(const ServerShape& s, const TorusPlacement& t);
 // (two XPUs: all of their lanes, to each other). Throws FabricMapError as torus_map does.
 FabricMap ring_map(const ServerShape& s, const std::vector<int>& ring);
 
+// A ring through every position of the torus over its own edges (its collectives' ring order):
+// a row-major snake when dim_y is 1 or even, a column-major one when dim_x is even. Throws
+// FabricMapError for an odd x odd torus (none is built here).
+std::vector<int> ring_positions(const TorusPlacement& t);
+// ring_positions() as the tenant's XPUs.
+std::vector<int> ring_xpus(const TorusPlacement& t);
+
 // The same tenant with physical XPU `failed` replaced by `spare`.
 TorusPlacement substitute(const TorusPlacement& t, int failed, int spare);
 

@@ -1,5 +1,7 @@
 #include "sim/collective.h"
 
+#include "sim/server_sim.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -419,6 +421,7 @@ void RingCollective::deliver(int link, uint64_t data, bool last, uint64_t cycle)
     --pending_;
     end_cycle_ = cycle;
     ++got;
+    if (last) ++messages_delivered_;
     return;
   }
   if (lane.step_rx >= steps())
@@ -444,10 +447,24 @@ void RingCollective::deliver(int link, uint64_t data, bool last, uint64_t cycle)
   }
   --pending_;
   end_cycle_ = cycle;
+  if (last) ++messages_delivered_;
   if (++lane.word_rx == words) {
     lane.word_rx = 0;
     ++lane.step_rx;
   }
+}
+
+void RingCollective::attach(ServerSim& sim) { start(sim.cycle()); }
+
+bool RingCollective::message_open(int link) const {
+  const Role& role = tx_role_[static_cast<size_t>(link)];
+  if (role.ring < 0) return false;
+  const Lane& lane = lanes_[static_cast<size_t>(role.ring)][static_cast<size_t>(role.pos)];
+  if (chain()) {
+    const uint64_t word = role.back ? lane.back_tx : lane.word_tx;
+    return word > 0 && word < chunk_words(role.ring);
+  }
+  return lane.word_tx > 0;
 }
 
 void RingCollective::error(const std::string& what) {

@@ -23,6 +23,7 @@
 #pragma once
 
 #include "protocol/fabric_map.h"
+#include "sim/lane_program.h"
 
 #include <cstdint>
 #include <optional>
@@ -89,21 +90,22 @@ float collective_input(const CollectiveSpec& spec, int rank, uint64_t element);
 
 // One collective's run on the lanes (its rings, or a chain's streams: CollectiveSpec::algorithm):
 // the per-lane calls ServerSim's engines make instead of a lane's traffic source and scoreboard
-// (ServerSim::set_collective).
-class RingCollective {
+// (ServerSim::set_lane_program), or that a CollectiveJob forwards.
+class RingCollective : public LaneProgram {
  public:
   RingCollective(const CollectiveSpec& spec, const protocol::ServerShape& shape);
 
-  bool owns(int link) const;  // the link is a hop's sender or receiver
-  struct Drive {
-    bool valid;
-    uint64_t data;
-    bool last;
-  };
-  Drive drive(int link);
-  void fire(int link);  // the endpoint took the driven word
-  void deliver(int link, uint64_t data, bool last, uint64_t cycle);
+  bool owns(int link) const override;  // the link is a hop's sender or receiver
+  Drive drive(int link) override;
+  void fire(int link) override;
+  void deliver(int link, uint64_t data, bool last, uint64_t cycle) override;
+  bool wants_attention() const override { return done(); }
+  void attach(ServerSim& sim) override;
+  uint64_t messages_delivered() const override { return messages_delivered_; }
   void start(uint64_t cycle) { start_cycle_ = cycle; }
+  // A message on this sending link has words taken and its last not yet: stopping here would
+  // leave the link layer holding half a message.
+  bool message_open(int link) const;
 
   bool done() const { return pending_ == 0; }
   uint64_t start_cycle() const { return start_cycle_; }
@@ -159,7 +161,7 @@ class RingCollective {
   std::vector<std::vector<std::vector<std::vector<uint64_t>>>> transit_;
   std::vector<int> rank_of_xpu_;
   uint64_t pending_ = 0;  // sends and receives still to happen (steps x positions x rings x 2)
-  uint64_t start_cycle_ = 0, end_cycle_ = 0, words_sent_ = 0, offers_ = 0, framing_errors_ = 0;
+  uint64_t start_cycle_ = 0, end_cycle_ = 0, words_sent_ = 0, offers_ = 0, framing_errors_ = 0, messages_delivered_ = 0;
   std::string first_error_;
 };
 

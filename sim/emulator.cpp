@@ -106,6 +106,10 @@ class Emulator {
         fw_hal_(sim_, clock_),
         fw_(fw_hal_, firmware_config()),
         port_("host_port") {
+    if (!cfg_.job.xpus.empty()) {
+      job_ = std::make_unique<CollectiveJob>(cfg_.job, cfg_.server.shape);
+      sim_.set_lane_program(job_.get());
+    }
     sc_core::sc_spawn([this] { firmware_thread(); }, "firmware");
   }
 
@@ -418,6 +422,19 @@ class Emulator {
       if (i < 5) return static_cast<uint32_t>(head[i]);
       return static_cast<uint32_t>(s.faults[i - 5]);
     }
+    if (off == er::job_ring::kOffset) return job_ring_;
+    if (off == er::job_spec::kOffset) return job_spec_;
+    if (off == er::job_bytes::kOffset) return job_bytes_;
+    if (off == er::job_seed::kOffset) return job_seed_;
+    if (off == er::job_status::kOffset) {
+      if (!job_) return 0;
+      const auto ranks = static_cast<uint32_t>(job_->ring().size());
+      return static_cast<uint32_t>(job_->state()) | std::min<uint32_t>(ranks, 15) << er::job_status::kRanksShift |
+             std::min<uint32_t>(job_->rings_running(), 255) << er::job_status::kRingsShift;
+    }
+    if (off == er::job_verified::kOffset) return job_ ? static_cast<uint32_t>(job_->verified()) : 0;
+    if (off == er::job_aborted::kOffset) return job_ ? static_cast<uint32_t>(job_->aborted()) : 0;
+    if (off == er::job_wrong::kOffset) return job_ ? static_cast<uint32_t>(job_->wrong()) : 0;
     if (off == er::ipbus_bus_errors::kOffset)
       return static_cast<uint32_t>(server_->stats().faults[static_cast<size_t>(ipbus::Fault::BusError)]);
     return 0;
@@ -434,7 +451,7 @@ class Emulator {
       return true;
     }
     if (off == er::run_until::kOffset) {
-      run_until(v & 0x1F);
+      run_until(v & 0x3F);
       return true;
     }
     if (off == er::fault_at_lo::kOffset) {
@@ -454,6 +471,11 @@ class Emulator {
       return true;
     }
     if (off == er::fault_arm::kOffset) return arm_fault(v & 0xF);
+    if (off == er::job_ring::kOffset) return job_ring_ = v, true;
+    if (off == er::job_spec::kOffset) return job_spec_ = v & (er::job_spec::kOpMask | er::job_spec::kTypeMask), true;
+    if (off == er::job_bytes::kOffset) return job_bytes_ = v, true;
+    if (off == er::job_seed::kOffset) return job_seed_ = v, true;
+    if (off == er::job_ctrl::kOffset) return job_ctrl(v);
     if (off == er::event_pop::kOffset) {
       for (uint32_t i = 0; i < v && !events_.empty(); ++i) events_.pop_front();
       return true;
@@ -513,11 +535,43 @@ class Emulator {
     return true;
   }
 
+  // JOB_CTRL: form the job on JOB_RING with JOB_SPEC, JOB_BYTES and JOB_SEED, or stop it. The job
+  // is touched only between kernel runs (as here) or by the clock thread inside one.
+  bool job_ctrl(uint32_t v) {
+    auto refuse = [&](const std::string& why) {
+      std::lock_guard<std::mutex> lock(log_mu_);
+      fmt::print(stderr, "mxtb sim [{}]: JOB_CTRL {:#x} refused: {}\n", mode_name(cfg_.time_mode), v, why);
+      return false;
+    };
+    if (!job_) return refuse("this emulator runs no job (start it with --job-xpus)");
+    const bool form = v & er::job_ctrl::kFormMask, stop = v & er::job_ctrl::kStopMask;
+    if (form == stop) return refuse("write exactly one of form (bit 0) and stop (bit 1)");
+    if (stop) {
+      job_->stop();
+      return true;
+    }
+    std::vector<int> ring;
+    for (int r = 0; r < 8; ++r) {
+      const int x = static_cast<int>((job_ring_ >> (4 * r)) & 0xF);
+      if (x == 0xF) break;
+      ring.push_back(x);
+    }
+    JobSpec spec;
+    spec.op = static_cast<CollectiveOp>((job_spec_ & er::job_spec::kOpMask) >> er::job_spec::kOpShift);
+    spec.type = (job_spec_ & er::job_spec::kTypeMask) ? DataType::BF16 : DataType::F32;
+    spec.bytes = job_bytes_;
+    spec.seed = job_seed_;
+    if (std::string why = job_->check(ring, spec); !why.empty()) return refuse(why);
+    job_->form(ring, spec);
+    return true;
+  }
+
   // Runs until a masked condition holds (RUN_UNTIL) or the timeout; RUN_RESULT says which.
   void run_until(uint32_t mask) {
     run_in_sim([&] {
       const size_t transitions0 = sim_.transitions().size(), failovers0 = fw_.failovers().size();
       const uint64_t faults0 = faults_fired_;
+      const uint64_t jobs0 = job_ ? job_->records_total() : 0;
       // sc_time arithmetic (integer picoseconds): a double deadline can leave a remainder that
       // rounds to a zero-time wait, forever.
       const sc_time deadline = sc_core::sc_time_stamp() + sc_time(static_cast<double>(run_timeout_ns_), SC_NS);
@@ -528,6 +582,7 @@ class Emulator {
         if (sim_.transitions().size() > transitions0) f |= er::run_until::kLinkMask;
         if (fw_.failovers().size() > failovers0) f |= er::run_until::kFailoverMask;
         if (faults_fired_ > faults0) f |= er::run_until::kFaultMask;
+        if (job_ && job_->records_total() > jobs0) f |= er::run_until::kJobMask;
         sync_events();
         if (!events_.empty()) f |= er::run_until::kEventMask;
         return f & mask;
@@ -571,6 +626,24 @@ class Emulator {
       push_event(static_cast<double>(e.cycle) * sim_.period_ns(),
                  event_info(emu::EmuEvent::Controller, e.info & 0xF, (e.info >> 4) & 0xF, (e.info >> 8) & 0xFF), e.info >> 16);
     }
+    if (job_) {
+      // The job keeps its last records only: those already dropped cannot be queued any more.
+      const auto& jr = job_->records();
+      const uint64_t first = job_->records_total() - jr.size();
+      for (job_records_seen_ = std::max(job_records_seen_, first); job_records_seen_ < job_->records_total(); ++job_records_seen_) {
+        const JobRecord& r = jr[static_cast<size_t>(job_records_seen_ - first)];
+        if (r.outcome != emu::JobOutcome::Verified) {  // the why, which the event has no room for
+          std::lock_guard<std::mutex> lock(log_mu_);
+          fmt::print(stderr, "mxtb sim [{}]: job collective #{} {} ({}) at {:.3f} us: {}\n", mode_name(cfg_.time_mode), r.seq,
+                     emu::to_string(r.outcome), emu::to_string(r.reason), static_cast<double>(r.end_cycle) * sim_.period_ns() / 1000,
+                     r.detail);
+        }
+        push_event(static_cast<double>(r.end_cycle) * sim_.period_ns(),
+                   event_info(emu::EmuEvent::Job, static_cast<uint32_t>(r.outcome), static_cast<uint32_t>(r.reason),
+                              static_cast<uint32_t>(r.ranks)),
+                   static_cast<uint32_t>(r.seq));
+      }
+    }
     const auto& fo = fw_.failovers();
     for (; failovers_seen_ < fo.size(); ++failovers_seen_) {
       const auto& f = fo[failovers_seen_];
@@ -591,6 +664,7 @@ class Emulator {
 
   EmulatorConfig cfg_;
   ServerSim sim_;
+  std::unique_ptr<CollectiveJob> job_;  // before the firmware and clock threads that step sim_
   ServerClock clock_;
   ScHal fw_hal_;
   firmware::OcsFirmware fw_;
@@ -618,6 +692,8 @@ class Emulator {
   std::deque<EmuEventEntry> events_;
   uint32_t events_dropped_ = 0;
   size_t transitions_seen_ = 0, failovers_seen_ = 0, controller_events_seen_ = 0;
+  uint64_t job_records_seen_ = 0;
+  uint32_t job_ring_ = er::job_ring::kReset, job_spec_ = 0, job_bytes_ = er::job_bytes::kReset, job_seed_ = er::job_seed::kReset;
   std::mutex log_mu_;
   uint64_t fault_logs_ = 0;
 };

@@ -6,6 +6,7 @@
 // real-time factor), free (as fast as it goes). docs/protocol.md, docs/cli.md.
 #pragma once
 
+#include "sim/collective_job.h"
 #include "sim/server_sim.h"
 
 #include <mxtb/emu_regs.h>
@@ -32,6 +33,9 @@ struct EmulatorConfig {
   // reaches the simulation waits this long before it runs, as if the simulation thread were
   // starved. 0: never.
   uint32_t inject_stall_ms = 0, inject_stall_every = 0;
+  // The tenant's job (sim/collective_job.h): these XPUs' lanes run its collectives instead of
+  // random traffic, formed and re-formed through JOB_* (protocol/emu_regs.json). Empty: no job.
+  CollectiveJobConfig job;
 };
 
 std::optional<emu::TimeMode> time_mode_from_string(const std::string& s);

@@ -58,19 +58,22 @@ class ServerSim::Impl {
   virtual ServerProfile profile() const { return {}; }
 
  protected:
-  // A collective's lane (ServerSim::set_collective): its words instead of the lane's traffic
-  // source and scoreboard, from the link's outputs of the clock before. Returns false for a lane
-  // that carries traffic.
+  // A lane an XPU program owns (ServerSim::set_lane_program): its words instead of the lane's
+  // traffic source and scoreboard, from the link's outputs of the clock before. Returns false for
+  // a lane that carries traffic.
   template <class Ep>
-  static bool drive_collective_lane(ServerSim& s, Ep& e, int link, uint64_t cycle) {
-    if (!s.collective_lane_[static_cast<size_t>(link)]) return false;
-    RingCollective::Drive d = s.collective_->drive(link);
+  static bool drive_program_lane(ServerSim& s, Ep& e, int link, uint64_t cycle) {
+    if (!s.program_lane_[static_cast<size_t>(link)]) return false;
+    LaneProgram::Drive d = s.program_->drive(link);
     e.tx_valid_i = d.valid;
     e.tx_data_i = d.data;
     e.tx_last_i = d.last;
-    if (d.valid && e.tx_ready_o) s.collective_->fire(link);
+    if (d.valid && e.tx_ready_o) s.program_->fire(link);
     e.rx_ready_i = 1;
-    if (e.rx_valid_o) s.collective_->deliver(link, e.rx_data_o, e.rx_last_o, cycle);
+    if (e.rx_valid_o) {
+      s.program_->deliver(link, e.rx_data_o, e.rx_last_o, cycle);
+      if (s.program_->wants_attention()) s.program_event_ = true;
+    }
     return true;
   }
 };

@@ -686,7 +686,7 @@ void FastEngine<Ctl, Ep, kTrace>::link_inputs(int i, uint64_t t) {
     e.expect_lane_i = c.expect_lane;
     control_applied_[k] = control_gen_;
   }
-  if (this->drive_collective_lane(sim_, e, i, t)) return;
+  if (this->drive_program_lane(sim_, e, i, t)) return;
   TrafficSource& src = sources_[k];
   TrafficSource::Drive d = src.drive();
   e.tx_valid_i = d.valid;
@@ -839,7 +839,7 @@ uint64_t FastEngine<Ctl, Ep, kTrace>::run(ServerSim& s, uint64_t max_cycles) {
     while (n < max_cycles) {
       cycle_single();
       ++n;
-      if (s.irq_rose_ || s.bus_done_ || s.link_changed_) break;
+      if (s.irq_rose_ || s.bus_done_ || s.link_changed_ || s.program_event_) break;
     }
   } else {
     while (n < max_cycles) {
@@ -849,7 +849,7 @@ uint64_t FastEngine<Ctl, Ep, kTrace>::run(ServerSim& s, uint64_t max_cycles) {
       // clocks, a stop) and no rollback lately (trainings and commits come in bursts).
       if (!bus_.busy() && T >= calm_from_) W = static_cast<uint32_t>(std::min<uint64_t>(max_window_, max_cycles - n));
       n += run_window(T, W) - T;
-      if (s.irq_rose_ || s.bus_done_ || s.link_changed_) break;
+      if (s.irq_rose_ || s.bus_done_ || s.link_changed_ || s.program_event_) break;
     }
     flush_stage();
   }

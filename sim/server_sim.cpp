@@ -151,7 +151,7 @@ class ReferenceEngine final : public ServerSim::Impl {
     while (n < max_cycles) {
       one_cycle(s);
       ++n;
-      if (s.irq_rose_ || s.bus_done_ || s.link_changed_) break;
+      if (s.irq_rose_ || s.bus_done_ || s.link_changed_ || s.program_event_) break;
     }
     prof.cycles += n;
     return n;
@@ -240,7 +240,7 @@ ServerSim::ServerSim(const ServerConfig& cfg) : cfg_(cfg), rng_(cfg.seed ^ 0x5E5
   const auto& s = cfg_.shape;
   int n_links = s.xpus * s.lanes_per_xpu;
   n_links_ = n_links;
-  collective_lane_.assign(static_cast<size_t>(n_links), 0);
+  program_lane_.assign(static_cast<size_t>(n_links), 0);
   if (cfg_.mesh.ports != s.mesh_ports)
     throw std::invalid_argument(fmt::format("server: mesh has {} ports, shape says {}", cfg_.mesh.ports, s.mesh_ports));
   if (n_links > s.mesh_ports)
@@ -343,12 +343,12 @@ void ServerSim::kill_xpu(int xpu) {
   for (int l = 0; l < cfg_.shape.lanes_per_xpu; ++l) impl_->source(xpu * cfg_.shape.lanes_per_xpu + l).stop();
 }
 
-void ServerSim::set_collective(RingCollective* c) {
-  if (c && cfg_.engine == ServerEngine::Fast && cfg_.threads > 1)
-    throw std::invalid_argument(fmt::format("collectives run on one thread, not {}: an XPU's lanes share its memory", cfg_.threads));
-  collective_ = c;
-  for (int i = 0; i < n_links_; ++i) collective_lane_[static_cast<size_t>(i)] = c && c->owns(i);
-  if (c) c->start(cycle_);
+void ServerSim::set_lane_program(LaneProgram* p) {
+  if (p && cfg_.engine == ServerEngine::Fast && cfg_.threads > 1)
+    throw std::invalid_argument(fmt::format("XPU programs run on one thread, not {}: an XPU's lanes share its memory", cfg_.threads));
+  program_ = p;
+  for (int i = 0; i < n_links_; ++i) program_lane_[static_cast<size_t>(i)] = p && p->owns(i);
+  if (p) p->attach(*this);
 }
 
 void ServerSim::set_lane_ber(int link, double ber) {
@@ -368,8 +368,10 @@ void ServerSim::dark_lane(int link, uint64_t cycles) {
 }
 
 uint64_t ServerSim::step(uint64_t max_cycles) {
-  irq_rose_ = bus_done_ = link_changed_ = false;
-  return max_cycles ? impl_->run(*this, max_cycles) : 0;
+  irq_rose_ = bus_done_ = link_changed_ = program_event_ = false;
+  const uint64_t ran = max_cycles ? impl_->run(*this, max_cycles) : 0;
+  if (program_) program_->after_step(*this);
+  return ran;
 }
 
 ServerProfile ServerSim::profile() const { return impl_->profile(); }
@@ -465,7 +467,7 @@ void ReferenceEngine<Ctl, Ep, kTrace>::one_cycle(ServerSim& sim) {
   lap.start(profiling ? &prof.xpu_s : nullptr);
   for (int i = 0; i < n_links; ++i) {
     Ep& e = *m.ep[static_cast<size_t>(i)];
-    if (drive_collective_lane(sim, e, i, cycle_)) continue;
+    if (drive_program_lane(sim, e, i, cycle_)) continue;
     auto& src = m.sources[static_cast<size_t>(i)];
     TrafficSource::Drive d = src.drive();
     e.tx_valid_i = d.valid;
@@ -543,6 +545,8 @@ link::LinkState ServerSim::link_state(int i) const {
   return impl_->link_view(i).state;
 }
 
+EndpointIdentity ServerSim::link_peer(int i) const { return impl_->link_view(i).peer; }
+
 uint64_t ServerSim::scoreboard_errors() const {
   uint64_t n = 0;
   for (int i = 0; i < links(); ++i)
@@ -553,7 +557,7 @@ uint64_t ServerSim::scoreboard_errors() const {
 uint64_t ServerSim::messages_delivered() const {
   uint64_t n = 0;
   for (int i = 0; i < links(); ++i) n += impl_->board(i).messages();
-  return n;
+  return n + (program_ ? program_->messages_delivered() : 0);
 }
 
 }  // namespace mxtb::sim

@@ -10,7 +10,7 @@
 #pragma once
 
 #include "sim/axil_master.h"
-#include "sim/collective.h"
+#include "sim/lane_program.h"
 #include "sim/link_pair.h"
 #include "sim/photonic_mesh.h"
 #include "sim/xpu_traffic.h"
@@ -146,11 +146,12 @@ class ServerSim {
   void swap_lanes(int a, int b);
   bool xpu_alive(int xpu) const { return alive_[static_cast<size_t>(xpu)]; }
 
-  // A collective (sim/collective.h): from the next clock, the lanes it owns carry its words
-  // instead of their traffic source and scoreboard (whose messages in flight are the caller's to
-  // let drain first), until set_collective(nullptr). The XPU's lanes share its memory, so the
-  // fast engine's threads cannot split them: one thread only (std::invalid_argument otherwise).
-  void set_collective(RingCollective* c);
+  // An XPU program (sim/lane_program.h: a collective, or a job of them): from the next clock, the
+  // lanes it owns carry its words instead of their traffic source and scoreboard (whose messages
+  // in flight are the caller's to let drain first), until set_lane_program(nullptr). The XPU's
+  // lanes share its memory, so the fast engine's threads cannot split them: one thread only
+  // (std::invalid_argument otherwise).
+  void set_lane_program(LaneProgram* p);
 
   // Waveform window (trace_capable servers): every model's signals into one FST file, in ps.
   void start_waveform(const std::string& path);  // opens the file on the first call
@@ -160,10 +161,11 @@ class ServerSim {
   int links() const { return n_links_; }
   LinkReport link_report(int link) const;
   link::LinkState link_state(int link) const;
+  EndpointIdentity link_peer(int link) const;  // whom the link last trained to
   const std::vector<LinkTransition>& transitions() const { return transitions_; }
   // Scoreboard errors on links of living XPUs (messages from a dead XPU may be cut short).
   uint64_t scoreboard_errors() const;
-  uint64_t messages_delivered() const;
+  uint64_t messages_delivered() const;  // by the scoreboards and the lane program
   uint64_t dac_writes() const { return dac_writes_; }
   uint64_t pd_reads() const { return pd_reads_; }
   const PhotonicMesh& mesh() const { return *mesh_; }
@@ -194,8 +196,9 @@ class ServerSim {
   Propagation light_;
   std::vector<LinkTransition> transitions_;
   std::mt19937_64 rng_;
-  RingCollective* collective_ = nullptr;
-  std::vector<uint8_t> collective_lane_;  // per link: collective_ owns it
+  LaneProgram* program_ = nullptr;
+  std::vector<uint8_t> program_lane_;  // per link: program_ owns it
+  bool program_event_ = false;         // program_ asked for attention during the last step()
 };
 
 }  // namespace mxtb::sim

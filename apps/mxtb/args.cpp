@@ -107,4 +107,14 @@ std::string source_root() {
   return MXTB_SOURCE_DIR;
 }
 
+std::vector<int> parse_xpus(const Args& args, const std::string& flag) {
+  std::vector<int> xpus;
+  for (const auto& v : args.list(flag)) {
+    if (v.empty() || v.size() > 3 || v.find_first_not_of("0123456789") != std::string::npos)
+      throw UsageError(fmt::format("{} '{}': not an XPU number", flag, v));
+    xpus.push_back(std::stoi(v));
+  }
+  return xpus;
+}
+
 }  // namespace mxtb::app

@@ -64,4 +64,7 @@ class Args {
   std::vector<std::string> positional_;
 };
 
+// A list flag's XPU numbers (--tenant 0,1,3,2; --job-xpus ...): UsageError naming a value that is not one.
+std::vector<int> parse_xpus(const Args& args, const std::string& flag);
+
 }  // namespace mxtb::app

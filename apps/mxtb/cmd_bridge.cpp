@@ -30,9 +30,11 @@ using nlohmann::json;
 
 int cmd_sim(const ArgList& argv) {
   Args args(argv,
-            {"--scenario", "--preset", "--seed", "--listen", "--time-mode", "--rtf", "--fst", "--stop-after-s", "--calibration",
-             "--stall-report-ms", "--inject-stall", kEngineFlags[0], kEngineFlags[1]},
-            {});
+            ArgSpec{{"--scenario", "--preset", "--seed", "--listen", "--time-mode", "--rtf", "--fst", "--stop-after-s",
+                     "--calibration", "--stall-report-ms", "--inject-stall", kEngineFlags[0], kEngineFlags[1]},
+                    {},
+                    {"--job-xpus"},
+                    false});
   args.exclusive("--scenario", "--preset");
   const std::string calibration = args.str("--calibration", source_root() + "/traces/calibration/mesh32.json");
   sim::EmulatorConfig cfg;
@@ -69,6 +71,15 @@ int cmd_sim(const ArgList& argv) {
   cfg.rtf = args.real("--rtf", 1.0);
   if (!(cfg.rtf > 0)) throw UsageError(fmt::format("--rtf must be above 0, got {}", cfg.rtf));
   if (args.has("--rtf") && cfg.time_mode != emu::TimeMode::Paced) throw UsageError("--rtf only applies to --time-mode paced");
+  if (args.has("--job-xpus")) {
+    cfg.job.xpus = parse_xpus(args, "--job-xpus");
+    for (int x : cfg.job.xpus)
+      if (x >= cfg.server.shape.xpus)
+        throw UsageError(fmt::format("--job-xpus {}: the server has XPUs 0..{}", x, cfg.server.shape.xpus - 1));
+  }
+  if (!cfg.job.xpus.empty() && cfg.server.engine == sim::ServerEngine::Fast && cfg.server.threads > 1)
+    throw UsageError(fmt::format("a job of collectives (--job-xpus, or the scenario's collective) runs on one thread, not {}: "
+                                 "an XPU's lanes share its memory", cfg.server.threads));
   cfg.fst_path = args.str("--fst", "");
   cfg.stop_after_wall_s = args.real("--stop-after-s", 0);
   return sim::run_emulator(cfg);

@@ -100,17 +100,6 @@ void plot_steering(const sim::SteeringBenchResult& r, const std::string& svg) {
               series, "linespoints lw 2");
 }
 
-// --tenant or --pair: XPU numbers.
-std::vector<int> parse_xpus(const Args& args, const std::string& flag) {
-  std::vector<int> xpus;
-  for (const auto& v : args.list(flag)) {
-    if (v.empty() || v.size() > 3 || v.find_first_not_of("0123456789") != std::string::npos)
-      throw UsageError(fmt::format("{} '{}': not an XPU number", flag, v));
-    xpus.push_back(std::stoi(v));
-  }
-  return xpus;
-}
-
 std::string bytes_text(double b) {
   if (b < 0) return "never (the steered lanes are no faster)";
   if (b >= 1 << 20) return fmt::format("{:.2f} MiB", b / (1 << 20));

@@ -50,7 +50,7 @@ regress --collect DIR [--json FILE] [--junit FILE]
     {"sim", mxtb::app::cmd_sim,
      R"(sim [--scenario FILE | --preset P] [--listen ADDR:PORT] [--time-mode lockstep|paced|free] [--rtf X]
     [--seed N] [--fst FILE] [--stop-after-s S] [--calibration FILE] [--engine reference|fast] [--threads N]
-    [--stall-report-ms MS] [--inject-stall MS/EVERY]
+    [--stall-report-ms MS] [--inject-stall MS/EVERY] [--job-xpus X,X,...]
     the emulated server as a board on the network: IPbus 2.0 over UDP (docs/protocol.md);
     a request unanswered for MS (default 2000; 0: off) is logged with what the simulation does;
     --inject-stall holds every EVERY-th request that reaches the simulation for MS first

@@ -1,5 +1,6 @@
 #include "apps/mxtb/scenario.h"
 
+#include "sim/collective_job.h"
 #include "sim/json_file.h"
 #include "sim/server_sim.h"
 
@@ -7,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <random>
 #include <set>
@@ -310,7 +312,7 @@ namespace {
 // one, or the report could not tell them apart.
 const char* const kReservedPhases[] = {"detect",   "host_detect", "host_decide", "isolate", "host_away", "reconcile",
                                        "firmware", "program",     "settle",      "verify",  "reconfigure", "train",
-                                       "confirm",  "state_restore", "rearm"};
+                                       "confirm",  "state_restore", "first_collective", "rearm"};
 
 std::vector<int> parse_xpu_list(const json& v, const Fields& f, const std::string& key, int xpus) {
   if (!v.is_array()) f.fail(key, fmt::format("must be an array of XPU numbers, got {}", v.dump()));
@@ -489,6 +491,37 @@ FailoverScenario parse_failover_scenario(const json& j, const std::string& sourc
     s.state_real_bytes_max = r.uint<uint64_t>("real_bytes_max", s.state_real_bytes_max, 0, uint64_t{1} << 34);
     r.finish();
   }
+  if (f.has("collective")) {
+    Fields c = f.sub("collective");
+    FailoverScenario::Collective job;
+    const std::string op = c.str("op", sim::to_string(job.op));
+    if (auto o = sim::collective_op_from_string(op)) job.op = *o;
+    else c.fail("op", fmt::format("\"{}\" is not one of all_reduce, reduce_scatter, all_gather, alltoall", op));
+    const std::string type = c.str("type", sim::to_string(job.type));
+    if (auto t = sim::data_type_from_string(type)) job.type = *t;
+    else c.fail("type", fmt::format("\"{}\" is not one of float, bfloat16", type));
+    job.bytes = c.uint<uint64_t>("bytes", job.bytes, 1, 64ull << 20);
+    job.link_loss_us = c.real("link_loss_us", job.link_loss_us, 1.0, 1e5);
+    job.gap_us = c.real("gap_us", job.gap_us, 0.0, 1e5);
+    c.finish();
+    try {
+      protocol::ring_positions(s.tenant);
+    } catch (const protocol::FabricMapError& e) {
+      f.fail("collective", fmt::format("the tenant has no ring to run it on: {}", e.what()));
+    }
+    if (s.tenant.xpu_of_position.size() > 8 || s.shape.xpus > 15)
+      f.fail("collective", "JOB_RING holds 8 XPUs numbered 0..14: this tenant or server does not fit it");
+    // The job's own check, on the tenant's ring, with the XPUs it would run on.
+    sim::CollectiveJobConfig jc;
+    jc.xpus = s.tenant.xpu_of_position;
+    sim::JobSpec spec;
+    spec.op = job.op;
+    spec.type = job.type;
+    spec.bytes = job.bytes;
+    if (std::string why = sim::CollectiveJob(jc, s.shape).check(protocol::ring_xpus(s.tenant), spec); !why.empty())
+      c.fail("bytes", why);
+    s.collective = job;
+  }
   s.limit_us = f.real("limit_us", s.limit_us, 0.0, 1e7);
   if (f.has("expect")) {
     Fields e = f.sub("expect");
@@ -549,6 +582,10 @@ json to_json(const FailoverScenario& s) {
   if (s.host_disconnect != HostDisconnect::None)
     j["host_disconnect"] = {{"at", to_string(s.host_disconnect)}, {"downtime_us", s.host_downtime_us}};
   j["watchdog_us"] = s.watchdog_us;
+  if (s.collective)
+    j["collective"] = {{"op", sim::to_string(s.collective->op)}, {"type", sim::to_string(s.collective->type)},
+                       {"bytes", s.collective->bytes}, {"link_loss_us", s.collective->link_loss_us},
+                       {"gap_us", s.collective->gap_us}};
   if (s.host_decide_extra_us > 0) j["host_decide_extra_us"] = s.host_decide_extra_us;
   return j;
 }
@@ -619,6 +656,13 @@ FailoverScenario random_failover_scenario(uint64_t seed) {
     j["lane_faults"].push_back({{"link", uni(0, 15)}, {"dark_from_us", static_cast<double>(from)},
                                 {"dark_us", static_cast<double>(uni(2, 12))}});
   }
+  // Drawn after everything else, for the same reason: in half the seeds the tenant runs a job of
+  // collectives (every op and type, 4-256 KiB per rank) instead of random traffic, so that failures
+  // and faults hit collectives in flight and every failover ends at a verified one.
+  if (chance(0.5)) {
+    const char* ops[] = {"all_reduce", "all_reduce", "reduce_scatter", "all_gather", "alltoall"};
+    j["collective"] = {{"op", ops[uni(0, 4)]}, {"type", chance(0.5) ? "float" : "bfloat16"}, {"bytes", uint64_t{4096} << uni(0, 6)}};
+  }
   return parse_failover_scenario(j, fmt::format("random failover scenario (seed {})", seed));
 }
 
@@ -677,6 +721,13 @@ sim::EmulatorConfig emulator_config(const FailoverScenario& s, const std::string
   cfg.settle_taus = s.settle_taus;
   cfg.time_mode = *sim::time_mode_from_string(s.time_mode);  // the loader accepts only the three modes
   cfg.calibration_file = calibration_file;
+  if (s.collective) {
+    cfg.job.xpus = s.tenant.xpu_of_position;
+    cfg.job.xpus.insert(cfg.job.xpus.end(), s.spares.begin(), s.spares.end());
+    const double period_ns = 1000.0 / s.clock_mhz;
+    cfg.job.link_loss_cycles = static_cast<uint64_t>(std::ceil(s.collective->link_loss_us * 1000 / period_ns));
+    cfg.job.gap_cycles = static_cast<uint64_t>(std::ceil(s.collective->gap_us * 1000 / period_ns));
+  }
   return cfg;
 }
 
@@ -697,6 +748,18 @@ host::failover::FailoverJob failover_job(const FailoverScenario& s) {
   c.lane_gbps = s.state_lane_gbps;
   c.real_bytes_max = s.state_real_bytes_max;
   c.modeled = s.modeled;
+  if (s.collective) {
+    static_assert(static_cast<int>(sim::CollectiveOp::AllToAll) == static_cast<int>(emu::JobOp::AllToAll) &&
+                      static_cast<int>(sim::CollectiveOp::AllGather) == static_cast<int>(emu::JobOp::AllGather) &&
+                      static_cast<int>(sim::CollectiveOp::ReduceScatter) == static_cast<int>(emu::JobOp::ReduceScatter),
+                  "JOB_SPEC.op numbers the ops as sim::CollectiveOp does");
+    host::failover::JobLoop loop;
+    loop.spec.op = static_cast<emu::JobOp>(s.collective->op);
+    loop.spec.type = s.collective->type == sim::DataType::BF16 ? emu::JobType::Bfloat16 : emu::JobType::Float;
+    loop.spec.bytes = static_cast<uint32_t>(s.collective->bytes);
+    loop.spec.seed = static_cast<uint32_t>(s.seed);
+    c.job = loop;
+  }
   // The circuits come up after the mesh settles: a slow mesh (MEMS, 5 ms) needs longer than the
   // default wait.
   const double settle_ns = s.settle_taus * sim::preset_tau_ns(s.settle);

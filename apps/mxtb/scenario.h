@@ -7,6 +7,7 @@
 
 #include "host/failover/job.h"
 #include "protocol/fabric_map.h"
+#include "sim/collective.h"
 #include "sim/emulator.h"
 #include "sim/link_pair.h"
 #include "sim/photonic_mesh.h"
@@ -77,6 +78,16 @@ struct FailoverScenario {
   double state_copy_gbytes_per_s = 25;   // accepted for older scenario files; not used
   double state_lane_gbps = 100;          // per fabric circuit, peer to spare (the restore goes over the fabric)
   uint64_t state_real_bytes_max = 64ull << 20;  // what the paging engine really copies (the rest is charged)
+  // The tenant's job of collectives (sim/collective_job.h): its XPUs and the spares run it instead
+  // of random traffic, and every failover ends at the first verified collective on the new ring.
+  struct Collective {
+    sim::CollectiveOp op = sim::CollectiveOp::AllReduce;
+    sim::DataType type = sim::DataType::F32;
+    uint64_t bytes = 64 << 10;   // nccl-tests' size, per rank
+    double link_loss_us = 20;    // a circuit out of Active this long aborts the collective in flight
+    double gap_us = 0;           // between collectives (the step's compute)
+  };
+  std::optional<Collective> collective;
   double limit_us = 0;                   // per failure; 0: 5 ms
   double expect_hardware_ns_max = 0;     // 0: unchecked
   double expect_total_ns_max = 1.2e9;    // 0: unchecked

@@ -182,4 +182,31 @@ uint32_t Board::xpu_alive() {
   return c_.read(emulator(er::xpu_alive::kOffset));
 }
 
+void Board::form_job(const std::vector<int>& ring, const JobSpec& spec) {
+  need_emulator("form_job");
+  if (ring.size() > 8) throw std::invalid_argument(fmt::format("a job's ring has at most 8 XPUs, not {}", ring.size()));
+  uint32_t packed = 0xFFFFFFFFu;
+  for (size_t r = 0; r < ring.size(); ++r) {
+    if (ring[r] < 0 || ring[r] > 14) throw std::invalid_argument(fmt::format("XPU {} does not fit JOB_RING", ring[r]));
+    packed = (packed & ~(0xFu << (4 * r))) | static_cast<uint32_t>(ring[r]) << (4 * r);
+  }
+  const uint32_t spec_word = static_cast<uint32_t>(spec.op) << er::job_spec::kOpShift |
+                             static_cast<uint32_t>(spec.type) << er::job_spec::kTypeShift;
+  c_.queue_write(emulator(er::job_ring::kOffset), {packed, spec_word, spec.bytes, spec.seed, er::job_ctrl::kFormMask});
+  c_.dispatch();
+}
+
+JobStatus Board::job_status() {
+  need_emulator("job_status");
+  auto w = c_.read_block(emulator(er::job_status::kOffset), 4);
+  JobStatus s;
+  s.state = static_cast<emu::JobState>((w[0] & er::job_status::kStateMask) >> er::job_status::kStateShift);
+  s.ranks = static_cast<int>((w[0] & er::job_status::kRanksMask) >> er::job_status::kRanksShift);
+  s.rings = static_cast<int>((w[0] & er::job_status::kRingsMask) >> er::job_status::kRingsShift);
+  s.verified = w[1];
+  s.aborted = w[2];
+  s.wrong = w[3];
+  return s;
+}
+
 }  // namespace mxtb::host::fabric

@@ -47,6 +47,19 @@ struct EmuEventRecord {
   }
 };
 
+struct JobSpec {
+  emu::JobOp op = emu::JobOp::AllReduce;
+  emu::JobType type = emu::JobType::Float;
+  uint32_t bytes = 64 << 10;  // nccl-tests' size: bytes per rank
+  uint32_t seed = 1;
+};
+
+struct JobStatus {
+  emu::JobState state = emu::JobState::Idle;
+  int ranks = 0, rings = 0;
+  uint32_t verified = 0, aborted = 0, wrong = 0;
+};
+
 class Board {
  public:
   // Reads the controller's sizes and the mailbox's sequence numbers (a restarted host carries on
@@ -88,6 +101,11 @@ class Board {
   uint64_t messages_delivered();
   uint32_t scoreboard_errors();
   uint32_t xpu_alive();
+  // The tenant's job of collectives (JOB_*): stands for the job's ranks on the XPUs, whose
+  // communicator the host (re-)forms. form_job throws IpbusError (a bus error) when the emulator
+  // runs no job or refuses the ring or size; its log names why.
+  void form_job(const std::vector<int>& ring, const JobSpec& spec);
+  JobStatus job_status();
 
  private:
   void need_emulator(const char* what) const;

@@ -160,6 +160,13 @@ FailoverJobResult run_failover_job(fabric::Board& board, const FailoverJob& job,
           fmt::print(stderr, "event {:>10} ns kind {} a {} b {} c {} data {}\n", e.time_ns, static_cast<int>(e.kind), e.a, e.b,
                      e.c, e.data);
     for (const auto& p : mgr.check_fabric()) out.failures.push_back("fabric: " + p);
+    if (job.manager.job && board.is_emulator()) {
+      const fabric::JobStatus st = board.job_status();
+      fault_notes.push_back(fmt::format("the job: {} collectives verified, {} aborted, {} wrong ({} of {} B per rank, "
+                                        "now {} on {} XPUs)",
+                                        st.verified, st.aborted, st.wrong, emu::to_string(job.manager.job->spec.op),
+                                        job.manager.job->spec.bytes, emu::to_string(st.state), st.ranks));
+    }
   } catch (const std::exception& e) {
     out.failures.push_back(e.what());
   }

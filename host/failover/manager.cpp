@@ -320,6 +320,16 @@ void FailoverManager::bring_up() {
     throw std::runtime_error("the tenant's circuits did not all become Active after placing the torus");
   // Not charged to board time: the copies are made before any failure, off the failover's path.
   keep_state_copies();
+  if (cfg_.job) {
+    JobWait w = form_job_and_wait();
+    if (!w.verified)
+      throw std::runtime_error(fmt::format("the tenant's job on XPUs {}: no verified collective within {} us of forming it{}{}",
+                                           fmt::join(protocol::ring_xpus(placement_), " "), cfg_.job->first_timeout_ns / 1000.0,
+                                           w.ended ? fmt::format(" (one ended {}, {})", emu::to_string(static_cast<emu::JobOutcome>(w.ended->a)),
+                                                                 emu::to_string(static_cast<emu::JobReason>(w.ended->b)))
+                                                   : std::string(),
+                                           w.failed ? fmt::format(" (XPU {} failed)", *w.failed) : std::string()));
+  }
   arm_next_backup();
   if (board_.is_emulator()) messages_at_bring_up_ = board_.messages_delivered();
 }
@@ -773,6 +783,45 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
   }
   for (const auto& m : cfg_.modeled) report::append_phase(t, m.name, m.duration_ms * 1e6, "modeled", m.doc);
 
+  // The job's communicator formed again with the spare; the path ends at its first verified
+  // collective on the new ring.
+  if (cfg_.job) {
+    for (const auto& e : log_)
+      if (e.kind == EmuEvent::Job && static_cast<double>(e.time_ns) >= t.failure_ns &&
+          static_cast<emu::JobOutcome>(e.a) == emu::JobOutcome::Aborted) {
+        t.notes.push_back(fmt::format("the job's collective in flight (#{}) aborted {} after the failure: {}", e.data,
+                                      report::human_duration(static_cast<double>(e.time_ns) - t.failure_ns),
+                                      emu::to_string(static_cast<emu::JobReason>(e.b))));
+        break;
+      }
+    if (!job_ring_alive()) {
+      t.notes.push_back("the job is not formed again yet: another XPU of its ring has failed");
+    } else {
+      JobWait w = form_job_and_wait();
+      const auto ring = protocol::ring_xpus(placement_);
+      if (w.verified) {
+        const fabric::JobStatus st = board_.job_status();
+        report::append_phase(t, "first_collective", static_cast<double>(w.verified->time_ns) - w.formed_ns, "rtl",
+                             fmt::format("the job formed again on XPUs {}: its first {} of {} B per rank over the RTL links, "
+                                         "every element verified ({} verified so far)",
+                                         fmt::join(ring, " "), emu::to_string(cfg_.job->spec.op), cfg_.job->spec.bytes,
+                                         st.verified));
+      } else if (w.ended && static_cast<emu::JobOutcome>(w.ended->a) == emu::JobOutcome::Wrong) {
+        rec.problems.push_back(fmt::format("the first collective on XPUs {} ended wrong ({})", fmt::join(ring, " "),
+                                           emu::to_string(static_cast<emu::JobReason>(w.ended->b))));
+      } else if (w.failed) {
+        t.notes.push_back(fmt::format("the first collective on XPUs {} was interrupted: XPU {} failed", fmt::join(ring, " "),
+                                      *w.failed));
+      } else if (w.ended) {
+        t.notes.push_back(fmt::format("the first collective on XPUs {} was interrupted: {}", fmt::join(ring, " "),
+                                      emu::to_string(static_cast<emu::JobReason>(w.ended->b))));
+      } else {
+        rec.problems.push_back(fmt::format("no collective on XPUs {} ended within {} us of forming the job again",
+                                           fmt::join(ring, " "), cfg_.job->first_timeout_ns / 1000.0));
+      }
+    }
+  }
+
   // Resume: traffic flows over the new circuits; re-arm the next backup.
   const double rearm0 = static_cast<double>(board_.clock().now_ns());
   arm_next_backup();
@@ -782,6 +831,73 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
                                                 armed_spare_)
                                   : std::string("nothing to arm: no spare left, the next failure runs degraded"));
   if (!armed_xpu_) t.notes.push_back("no backup armed after this failover: no spare left");
+}
+
+bool FailoverManager::job_ring_alive() const {
+  for (int x : placement_.xpu_of_position) {
+    if (std::find(failed_.begin(), failed_.end(), x) != failed_.end()) return false;
+    if (pending_ && pending_->xpu == x) return false;
+  }
+  return true;
+}
+
+FailoverManager::JobWait FailoverManager::form_job_and_wait() {
+  JobWait w;
+  const size_t seen = log_.size();
+  w.formed_ns = static_cast<double>(board_.clock().now_ns());
+  board_.form_job(protocol::ring_xpus(placement_), cfg_.job->spec);
+  job_formed_ns_ = w.formed_ns;
+  const uint64_t until = board_.clock().now_ns() + cfg_.job->first_timeout_ns;
+  for (size_t i = seen;; ) {
+    for (; i < log_.size(); ++i) {
+      const auto& e = log_[i];
+      if (e.kind != EmuEvent::Job || static_cast<double>(e.time_ns) < w.formed_ns) continue;
+      const auto outcome = static_cast<emu::JobOutcome>(e.a);
+      if (outcome == emu::JobOutcome::Verified) {
+        w.verified = e;
+        return w;
+      }
+      // Aborted because it was formed again is this form's own doing; anything else ends the wait.
+      if (outcome == emu::JobOutcome::Aborted && static_cast<emu::JobReason>(e.b) == emu::JobReason::Reformed) continue;
+      w.ended = e;
+      return w;
+    }
+    const uint64_t now = board_.clock().now_ns();
+    if (now >= until) return w;
+    take_events(std::min<uint64_t>(until - now, cfg_.poll_ns));
+    // A ring with a dead XPU never forms: the failure is the next to handle, not a wait to sit out.
+    if (!pending_)
+      if (auto d = failed_xpu_now()) {
+        pending_ = d;
+        w.failed = d->xpu;
+        return w;
+      }
+  }
+}
+
+std::vector<std::string> FailoverManager::check_job() {
+  std::vector<std::string> p;
+  if (!cfg_.job || !board_.is_emulator()) return p;
+  for (const auto& e : log_)
+    if (e.kind == EmuEvent::Job && static_cast<emu::JobOutcome>(e.a) == emu::JobOutcome::Wrong)
+      p.push_back(fmt::format("the job's collective #{} ended wrong at {:.1f} us: {}", e.data, e.time_ns / 1000.0,
+                              emu::to_string(static_cast<emu::JobReason>(e.b))));
+  const fabric::JobStatus st = board_.job_status();
+  if (st.wrong && p.empty()) p.push_back(fmt::format("JOB_WRONG is {}", st.wrong));
+  if (!job_ring_alive()) return p;  // degraded: the job waits for a ring it cannot have
+  // The tenant is whole: its job must be running verified collectives on the ring as placed.
+  auto verified_since_form = [&] {
+    return std::any_of(log_.begin(), log_.end(), [&](const fabric::EmuEventRecord& e) {
+      return e.kind == EmuEvent::Job && static_cast<double>(e.time_ns) >= job_formed_ns_ &&
+             static_cast<emu::JobOutcome>(e.a) == emu::JobOutcome::Verified;
+    });
+  };
+  const uint64_t until = board_.clock().now_ns() + cfg_.job->first_timeout_ns;
+  while (!verified_since_form() && board_.clock().now_ns() < until) take_events(cfg_.poll_ns);
+  if (!verified_since_form())
+    p.push_back(fmt::format("no verified collective on XPUs {} since the job was formed at {:.1f} us",
+                            fmt::join(protocol::ring_xpus(placement_), " "), job_formed_ns_ / 1000.0));
+  return p;
 }
 
 bool FailoverManager::rollback_done_since(double t_ns) const {
@@ -833,6 +949,7 @@ std::vector<std::string> FailoverManager::check_fabric() {
     uint32_t errors = board_.scoreboard_errors();
     if (errors) p.push_back(fmt::format("{} words lost, duplicated or corrupted on living XPUs' links", errors));
     if (board_.messages_delivered() <= messages_at_bring_up_) p.push_back("no traffic delivered since the bring-up");
+    for (auto& line : check_job()) p.push_back(std::move(line));
   }
   return p;
 }

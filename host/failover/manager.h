@@ -31,6 +31,14 @@ struct ModeledPhase {
 enum class HostDisconnect { None, BeforeCommit, MidCommit, AfterCommit };
 const char* to_string(HostDisconnect d);  // "none", "before_commit", "mid_commit", "after_commit"
 
+// The tenant's job of collectives on its XPUs (the emulator's JOB_* block stands for its ranks):
+// formed on the tenant's ring once the tenant is up, and formed again on the new ring after each
+// failover, whose first verified collective ends the failover path (docs/failover.md).
+struct JobLoop {
+  fabric::JobSpec spec;
+  uint64_t first_timeout_ns = 2'000'000;  // board time a ring's first verified collective may take
+};
+
 struct ManagerConfig {
   protocol::ServerShape shape;
   protocol::TorusPlacement tenant;
@@ -49,6 +57,7 @@ struct ManagerConfig {
   double lane_gbps = 100;                 // per circuit, peer to spare
   uint64_t real_bytes_max = 16ull << 20;  // what the paging engine really copies per XPU
   std::vector<ModeledPhase> modeled;      // appended after the state restore
+  std::optional<JobLoop> job;             // none: the XPUs run the emulator's random traffic
   std::string scenario;
   uint64_t seed = 0;
 };
@@ -143,6 +152,17 @@ class FailoverManager {
   std::vector<int> circuits_of(int xpu) const;
   int circuits_between(int a, int b) const;
   void keep_state_copies();
+  // The job formed on the tenant's ring as placed now; waits for the ring's first collective to end
+  // verified, for the first to end otherwise (a circuit lost, a wrong result), for another XPU's
+  // failure (then pending_, handled next), or the timeout.
+  struct JobWait {
+    double formed_ns = 0;
+    std::optional<fabric::EmuEventRecord> verified, ended;
+    std::optional<int> failed;
+  };
+  JobWait form_job_and_wait();
+  bool job_ring_alive() const;  // no XPU of the tenant's ring has failed (or is failing)
+  std::vector<std::string> check_job();
 
   fabric::Board& board_;
   ManagerConfig cfg_;
@@ -170,6 +190,7 @@ class FailoverManager {
   Reconcile reconciled_;
   std::unique_ptr<paging::PagingEngine> engine_;
   size_t state_blocks_ = 0;
+  double job_formed_ns_ = -1;  // when the job was last formed (-1: never)
 };
 
 }  // namespace mxtb::host::failover

@@ -85,3 +85,29 @@ TEST_CASE("ring_map steers every lane of the ring's XPUs into the ring") {
   CHECK_THROWS_WITH_AS(ring_map(s, {1}), "a ring needs at least 2 XPUs, got 1", FabricMapError);
   CHECK_THROWS_WITH_AS(ring_map(s, {0, 7}), "ring position 1 is XPU 7, outside 0..4", FabricMapError);
 }
+
+TEST_CASE("ring_positions: a cycle through every position, each step a torus edge") {
+  auto torus_neighbours = [](const TorusPlacement& t, int a, int b) {
+    int ax = a % t.dim_x, ay = a / t.dim_x, bx = b % t.dim_x, by = b / t.dim_x;
+    auto near = [](int d, int n) {
+      const int m = ((d % n) + n) % n;
+      return n > 1 && (m == 1 || m == n - 1);
+    };
+    return (ay == by && near(bx - ax, t.dim_x)) || (ax == bx && near(by - ay, t.dim_y));
+  };
+  for (auto [dx, dy] : {std::pair{2, 1}, {4, 1}, {2, 2}, {3, 2}, {2, 3}, {4, 4}}) {
+    CAPTURE(dx);
+    CAPTURE(dy);
+    TorusPlacement t{dx, dy, {}};
+    for (int p = 0; p < dx * dy; ++p) t.xpu_of_position.push_back(p);
+    std::vector<int> order = ring_positions(t);
+    REQUIRE(static_cast<int>(order.size()) == dx * dy);
+    std::vector<int> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (int p = 0; p < dx * dy; ++p) CHECK(sorted[static_cast<size_t>(p)] == p);
+    for (size_t i = 0; i < order.size(); ++i) CHECK(torus_neighbours(t, order[i], order[(i + 1) % order.size()]));
+  }
+  CHECK(ring_xpus(TorusPlacement{2, 2, {3, 0, 2, 1}}) == std::vector<int>{3, 0, 1, 2});
+  CHECK_THROWS_WITH_AS(ring_positions(TorusPlacement{3, 3, {0, 1, 2, 3, 4, 5, 6, 7, 8}}),
+                       "no ring order for a 3 x 3 torus (both dimensions odd)", FabricMapError);
+}

@@ -53,6 +53,10 @@ expect_error("failover-bad/spare-in-tenant.json: $.spares[1]: XPU 3 is one of th
 expect_error("give either --scenario or --preset, not both" sim --scenario ${SRC}/traces/scenarios/failover-default.json --preset mems)
 expect_error("--time-mode must be lockstep, paced or free, got 'warp'" sim --time-mode warp)
 expect_error("--rtf only applies to --time-mode paced" sim --rtf 2)
+expect_error("--job-xpus 'x': not an XPU number" sim --job-xpus 0,x)
+expect_error("--job-xpus 7: the server has XPUs 0..4" sim --job-xpus 0,7)
+expect_error("failover-bad/collective-odd-torus.json: $.collective: the tenant has no ring to run it on"
+             demo --scenario ${SRC}/traces/scenarios/failover-bad/collective-odd-torus.json)
 expect_error("--listen 'nohost': want ADDR:PORT" sim --listen nohost)
 expect_error("'NOPE': no controller register of that name" reg read NOPE --target udp://127.0.0.1:9)
 expect_error("reg needs --target udp://ADDR:PORT" reg read STATUS)

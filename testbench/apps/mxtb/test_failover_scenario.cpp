@@ -176,3 +176,52 @@ TEST_CASE("failover scenario: random scenarios are valid, deterministic per seed
   CHECK(disconnects > 5);
 }
 
+TEST_CASE("failover scenario: a job of collectives reaches the emulator (its XPUs) and the manager (its spec)") {
+  json j{{"tenant", {{"dim_x", 2}, {"dim_y", 2}, {"xpus", {3, 0, 2, 1}}}},
+         {"armed_xpu", 3},
+         {"collective", {{"op", "alltoall"}, {"type", "bfloat16"}, {"bytes", 32768}, {"link_loss_us", 10}, {"gap_us", 1}}}};
+  FailoverScenario s = parse_failover_scenario(j, "c.json");
+  REQUIRE(s.collective);
+  auto emu = emulator_config(s, "c.json", "cal.json");
+  CHECK(emu.job.xpus == std::vector<int>{3, 0, 2, 1, 4});  // the tenant's and the spare
+  CHECK(emu.job.link_loss_cycles == 1563);                 // 10 us at 156.25 MHz
+  CHECK(emu.job.gap_cycles == 157);
+  auto fj = failover_job(s);
+  REQUIRE(fj.manager.job);
+  CHECK(fj.manager.job->spec.op == mxtb::emu::JobOp::AllToAll);
+  CHECK(fj.manager.job->spec.type == mxtb::emu::JobType::Bfloat16);
+  CHECK(fj.manager.job->spec.bytes == 32768);
+  CHECK(to_json(parse_failover_scenario(to_json(s), "round trip")) == to_json(s));
+  // Without one, the XPUs run random traffic.
+  FailoverScenario plain = parse_failover_scenario(json::object(), "p.json");
+  CHECK(emulator_config(plain, "p.json", "cal.json").job.xpus.empty());
+  CHECK(!failover_job(plain).manager.job);
+
+  CHECK(error_of(json{{"collective", {{"op", "broadcast"}}}}) ==
+        "f.json: $.collective.op: \"broadcast\" is not one of all_reduce, reduce_scatter, all_gather, alltoall");
+  CHECK(error_of(json{{"collective", {{"type", "half"}}}}) == "f.json: $.collective.type: \"half\" is not one of float, bfloat16");
+  CHECK(error_of(json{{"collective", {{"bytes", 100}}}}) ==
+        "f.json: $.collective.bytes: 100 bytes per rank is too small for 4 ranks: at least 256 bytes");
+  CHECK(error_of(json{{"collective", {{"bytes", 0}}}}) == "f.json: $.collective.bytes: must be in [1, 67108864], got 0");
+  CHECK(error_of(json{{"collective", {{"ops", "all_reduce"}}}}) == "f.json: $.collective.ops: unknown field");
+  CHECK(file_error("collective-odd-torus.json") ==
+        "$.collective: the tenant has no ring to run it on: no ring order for a 3 x 3 torus (both dimensions odd)");
+
+  // Half the random seeds run one, of every op and both types.
+  int with = 0;
+  std::set<std::string> ops, types;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    FailoverScenario r = random_failover_scenario(seed);
+    if (!r.collective) continue;
+    ++with;
+    ops.insert(to_string(r.collective->op));
+    types.insert(to_string(r.collective->type));
+    CHECK(r.collective->bytes >= 4096);
+    CHECK(r.collective->bytes <= 256 * 1024);
+  }
+  CHECK(with > 70);
+  CHECK(with < 130);
+  CHECK(ops.size() == 4);
+  CHECK(types.size() == 2);
+}
+

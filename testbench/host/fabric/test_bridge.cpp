@@ -398,6 +398,59 @@ TEST_CASE("firmware mailbox: bad commands change nothing; a re-placement under t
   CHECK(b.messages_delivered() > 0);
 }
 
+TEST_CASE("the tenant's job over IPbus: formed, run verified, its events queued; refused forms change nothing") {
+  EmulatorProcess emu(MXTB_EXE, {"--preset", "electro_optic", "--seed", "6", "--job-xpus", "0,1,2,3,4"});
+  Client c(emu.target(), quick());
+  Board b(c);
+  mxtb::protocol::ServerShape shape;
+  CHECK(b.job_status().state == mxtb::emu::JobState::Idle);
+  // Refused: an XPU twice, an XPU that runs no job... (a bus error, nothing formed).
+  JobSpec spec;
+  spec.bytes = 16 << 10;
+  CHECK_THROWS_AS(b.form_job({0, 1, 1}, spec), TransactionError);
+  CHECK(b.job_status().state == mxtb::emu::JobState::Idle);
+  JobSpec tiny = spec;
+  tiny.bytes = 64;
+  CHECK_THROWS_AS(b.form_job({0, 1, 3, 2}, tiny), TransactionError);
+  CHECK_THROWS_AS(c.write(emulator(er::job_ctrl::kOffset), 3), TransactionError);  // form and stop at once
+  CHECK(b.job_status().state == mxtb::emu::JobState::Idle);
+
+  // Formed before the circuits exist: it waits for them.
+  b.form_job({0, 1, 3, 2}, spec);
+  b.clock().wait_ns(5'000);
+  CHECK(b.job_status().state == mxtb::emu::JobState::Forming);
+  CHECK(b.job_status().ranks == 4);
+  REQUIRE(b.set_port_map(mxtb::protocol::torus_map(shape, {2, 2, {0, 1, 2, 3}}).port_target) == mxtb::mailbox::FwStatus::Ok);
+  // RUN_UNTIL's job bit wakes the host at each collective's end; the events say how each ended.
+  int verified = 0;
+  for (int i = 0; i < 200 && verified < 3; ++i) {
+    b.run_until(er::run_until::kJobMask, 1'000'000);
+    for (const auto& e : b.pop_events())
+      if (e.kind == mxtb::emu::EmuEvent::Job) {
+        CHECK(static_cast<mxtb::emu::JobOutcome>(e.a) == mxtb::emu::JobOutcome::Verified);
+        CHECK(e.c == 4);
+        CHECK(e.data == static_cast<uint32_t>(verified + 1));
+        ++verified;
+      }
+  }
+  CHECK(verified >= 3);
+  JobStatus st = b.job_status();
+  CHECK(st.verified >= 3);
+  CHECK(st.aborted == 0);
+  CHECK(st.wrong == 0);
+  CHECK(b.messages_delivered() > 0);
+  // Stopped: the collective in flight (if any) aborted, nothing more runs.
+  c.write(emulator(er::job_ctrl::kOffset), er::job_ctrl::kStopMask);
+  st = b.job_status();
+  CHECK(st.state == mxtb::emu::JobState::Idle);
+  b.clock().wait_ns(20'000);
+  CHECK(b.job_status().verified == st.verified);
+
+  // An emulator started without --job-xpus runs no job: forming one is refused.
+  Client plain(shared_emulator().target(), quick());
+  CHECK_THROWS_AS(Board(plain).form_job({0, 1}, spec), TransactionError);
+}
+
 TEST_CASE("lockstep: the same seed and the same host script give identical event logs") {
   ScriptedRun a = scripted_run(11), b = scripted_run(11);
   CHECK(a.events.size() > 20);

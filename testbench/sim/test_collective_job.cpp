@@ -1,0 +1,206 @@
+// The tenant's job of collectives (sim/collective_job.h) on the emulated server: back to back and
+// verified, a short dark window survived by the link layer's replay, a long one aborted and
+// retried, an XPU's death aborting the collective in flight until the job is formed again on the
+// spare's ring, and bad rings and sizes refused with their value named.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include "protocol/fabric_map.h"
+#include "sim/collective_bench.h"
+#include "sim/collective_job.h"
+
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <string>
+
+using namespace mxtb;
+using namespace mxtb::sim;
+
+namespace {
+
+const std::string kCalibration = std::string(MXTB_SOURCE_DIR) + "/traces/calibration/mesh32.json";
+const protocol::ServerShape kShape{};
+const std::vector<int> kRing{0, 1, 3, 2};
+
+struct Rig {
+  CollectiveServer server{kShape, 7, ServerEngine::Fast, SettlePreset::ElectroOptic, kCalibration};
+  CollectiveJob job;
+  explicit Rig(CollectiveJobConfig cfg = config()) : job(std::move(cfg), kShape) {
+    server.place(static_torus_map(kShape), {0, 1, 2, 3});
+    server.sim().set_lane_program(&job);
+  }
+  static CollectiveJobConfig config() {
+    CollectiveJobConfig c;
+    c.xpus = {0, 1, 2, 3, 4};
+    return c;
+  }
+  ServerSim& sim() { return server.sim(); }
+  // Steps until `done` or `limit` cycles; true when done.
+  bool run_until(const std::function<bool()>& done, uint64_t limit) {
+    const uint64_t c0 = sim().cycle();
+    while (!done()) {
+      if (sim().cycle() - c0 > limit) return false;
+      sim().step(256);
+    }
+    return true;
+  }
+  // The first link of `ring_xpu` that the running collective sends on.
+  int planned_link(int xpu) {
+    for (int l = xpu * kShape.lanes_per_xpu; l < (xpu + 1) * kShape.lanes_per_xpu; ++l)
+      if (job.drive(l).valid || sim().link_state(l) == link::LinkState::Active) return l;
+    return -1;
+  }
+};
+
+JobSpec spec(uint64_t bytes = 16 << 10) {
+  JobSpec s;
+  s.bytes = bytes;
+  s.seed = 3;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a job of all-reduces on the placed 2x2 tenant: back to back, every one verified, on four rings") {
+  Rig rig;
+  rig.job.form(kRing, spec());
+  REQUIRE(rig.run_until([&] { return rig.job.verified() >= 3; }, 200'000));
+  CHECK(rig.job.aborted() == 0);
+  CHECK(rig.job.wrong() == 0);
+  for (const auto& r : rig.job.records()) {
+    CHECK(r.outcome == JobOutcome::Verified);
+    CHECK(r.rings == 4);
+    CHECK(r.ranks == 4);
+    CHECK(r.bytes == (16u << 10));
+    CHECK(r.end_cycle > r.start_cycle);
+  }
+  // The job's messages count as the server's delivered traffic.
+  CHECK(rig.sim().messages_delivered() > 0);
+  // The next collective starts on the step after one ends: they follow each other closely.
+  const auto& rs = rig.job.records();
+  CHECK(rs[1].start_cycle - rs[0].end_cycle <= 260);
+}
+
+TEST_CASE("every op and type runs as a job and is verified") {
+  Rig rig;
+  for (auto op : {CollectiveOp::ReduceScatter, CollectiveOp::AllGather, CollectiveOp::AllToAll})
+    for (auto type : {DataType::F32, DataType::BF16}) {
+      CAPTURE(to_string(op));
+      CAPTURE(to_string(type));
+      JobSpec s = spec(8 << 10);
+      s.op = op;
+      s.type = type;
+      const uint64_t before = rig.job.verified();
+      rig.job.form(kRing, s);
+      REQUIRE(rig.run_until([&] { return rig.job.verified() > before; }, 200'000));
+      CHECK(rig.job.records().back().outcome == JobOutcome::Verified);
+    }
+  CHECK(rig.job.wrong() == 0);
+}
+
+TEST_CASE("a dark window shorter than the loss wait is survived; a longer one aborts the collective, which is retried") {
+  CollectiveJobConfig cfg = Rig::config();
+  cfg.link_loss_cycles = 6000;
+  Rig rig(cfg);
+  rig.job.form(kRing, spec(256 << 10));
+  REQUIRE(rig.run_until([&] { return rig.job.state() == JobState::Running; }, 100'000));
+  rig.sim().step(2000);  // well inside the collective
+  REQUIRE(rig.job.state() == JobState::Running);
+  const int l = rig.planned_link(1);
+  REQUIRE(l >= 0);
+  const uint64_t retrains = rig.sim().link_report(l).retrains;
+  rig.sim().dark_lane(l, 200);  // the link drops and retrains to the same peer: replayed, not lost
+  REQUIRE(rig.run_until([&] { return rig.job.records_total() >= 1; }, 400'000));
+  CHECK(rig.sim().link_report(l).retrains > retrains);  // it did drop
+  CHECK(rig.job.records().back().outcome == JobOutcome::Verified);
+  CHECK(rig.job.aborted() == 0);
+
+  REQUIRE(rig.run_until([&] { return rig.job.state() == JobState::Running; }, 100'000));
+  rig.sim().step(2000);
+  rig.sim().dark_lane(l, 20'000);  // longer than the wait
+  REQUIRE(rig.run_until([&] { return rig.job.aborted() >= 1; }, 100'000));
+  const JobRecord abort = rig.job.records().back();
+  CHECK(abort.outcome == JobOutcome::Aborted);
+  CHECK(abort.reason == JobReason::LinkLost);
+  CAPTURE(abort.detail);
+  CHECK(abort.detail.find("out of Active") != std::string::npos);
+  // Retried on the same ring once the circuit is back (or with the circuits still Active meanwhile).
+  const uint64_t verified = rig.job.verified();
+  REQUIRE(rig.run_until([&] { return rig.job.verified() > verified; }, 600'000));
+  CHECK(rig.job.wrong() == 0);
+}
+
+// The retry after a dark window must wait for the aborted collective's words: the retrained link
+// resends them once it is Active again. A retry that started as soon as every circuit was Active
+// (the circuits unchanged since before the window) took them as its own and ended wrong (the
+// demo's job-lane-dark-during-collective scenario, before the fix).
+TEST_CASE("a retry after a dark window never takes the aborted collective's resent words as its own") {
+  for (uint64_t dark : {4688u, 9000u, 20'000u}) {
+    CAPTURE(dark);
+    CollectiveJobConfig cfg = Rig::config();
+    cfg.link_loss_cycles = 1563;
+    Rig rig(cfg);
+    JobSpec s = spec(64 << 10);
+    s.op = CollectiveOp::ReduceScatter;
+    rig.job.form(kRing, s);
+    REQUIRE(rig.run_until([&] { return rig.job.verified() >= 2 && rig.job.state() == JobState::Running; }, 200'000));
+    rig.sim().step(1500);
+    rig.sim().dark_lane(1, dark);
+    REQUIRE(rig.run_until([&] { return rig.job.aborted() >= 1; }, 100'000));
+    const uint64_t verified = rig.job.verified();
+    REQUIRE(rig.run_until([&] { return rig.job.verified() >= verified + 3; }, 600'000));
+    CHECK(rig.job.wrong() == 0);
+    CHECK(rig.job.stale_words() > 0);
+  }
+}
+
+TEST_CASE("an XPU dies: the collective in flight aborts, the job waits, and the ring formed again on the spare verifies") {
+  Rig rig;
+  rig.job.form(kRing, spec(256 << 10));
+  REQUIRE(rig.run_until([&] { return rig.job.state() == JobState::Running; }, 100'000));
+  rig.sim().step(2000);
+  rig.sim().kill_xpu(3);
+  REQUIRE(rig.run_until([&] { return rig.job.aborted() >= 1; }, 100'000));
+  CHECK(rig.job.records().back().reason == JobReason::LinkLost);
+  // No ring without XPU 3's circuits: the job waits, it does not run on what is left.
+  rig.sim().step(50'000);
+  CHECK(rig.job.state() == JobState::Forming);
+  CHECK(rig.job.verified() == 0);
+  // The failover: XPU 3's circuits to the spare, then the communicator formed again with it.
+  const auto moved = protocol::torus_map(kShape, protocol::substitute({2, 2, {0, 1, 2, 3}}, 3, 4)).port_target;
+  rig.server.place(moved, {0, 1, 2, 4});
+  rig.job.form({0, 1, 4, 2}, spec(256 << 10));
+  REQUIRE(rig.run_until([&] { return rig.job.verified() >= 1; }, 400'000));
+  const JobRecord& first = rig.job.records().back();
+  CHECK(first.outcome == JobOutcome::Verified);
+  CHECK(first.rings == 4);
+  CHECK(rig.job.wrong() == 0);
+}
+
+TEST_CASE("forming the job again aborts the collective in flight, and its stale words never reach the next one") {
+  Rig rig;
+  rig.job.form(kRing, spec(256 << 10));
+  REQUIRE(rig.run_until([&] { return rig.job.state() == JobState::Running; }, 100'000));
+  rig.sim().step(1500);
+  rig.job.form(kRing, spec(32 << 10));
+  CHECK(rig.job.records().back().reason == JobReason::Reformed);
+  REQUIRE(rig.run_until([&] { return rig.job.verified() >= 2; }, 400'000));
+  CHECK(rig.job.stale_words() > 0);  // the aborted collective's words in flight, dropped
+  CHECK(rig.job.wrong() == 0);
+  rig.job.stop();
+  CHECK(rig.job.state() == JobState::Idle);
+}
+
+TEST_CASE("a bad ring or size is refused, naming it") {
+  CollectiveJobConfig cfg;
+  cfg.xpus = {0, 1, 2, 3};
+  CollectiveJob job(cfg, kShape);
+  CHECK(job.check({0}, spec()).find("at least 2 XPUs, not 1") != std::string::npos);
+  CHECK(job.check({0, 1, 4}, spec()).find("XPU 4 does not run the job") != std::string::npos);
+  CHECK(job.check({0, 1, 7}, spec()).find("ring XPU 7 is not an XPU") != std::string::npos);
+  CHECK(job.check({0, 1, 1}, spec()).find("XPU 1 is twice") != std::string::npos);
+  CHECK(job.check({0, 1, 3, 2}, spec(64)).find("64 bytes per rank is too small") != std::string::npos);
+  CHECK(job.check({0, 1, 3, 2}, spec()).empty());
+  CHECK_THROWS_AS(job.form({0}, spec()), std::invalid_argument);
+  CHECK(job.state() == JobState::Idle);
+  CHECK_THROWS_WITH_AS(CollectiveJob({{9}}, kShape), "job XPU 9 is not an XPU of the server (0..4)", std::invalid_argument);
+}
