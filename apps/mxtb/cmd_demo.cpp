@@ -15,7 +15,8 @@
 namespace mxtb::app {
 
 int cmd_demo(const ArgList& argv) {
-  Args args(argv, {"--scenario", "--scenario-seed", "--seed", "--out", "--json", "--time-mode", "--ipbus-timeout-ms", "--inject-stall"},
+  Args args(argv, {"--scenario", "--scenario-seed", "--seed", "--out", "--json", "--time-mode", "--ipbus-timeout-ms", "--inject-stall",
+                   "--restart"},
             {"--no-waves"});
   args.exclusive("--scenario", "--scenario-seed");
   FailoverScenario s =
@@ -27,6 +28,8 @@ int cmd_demo(const ArgList& argv) {
   DemoOptions o;
   o.out_dir = args.str("--out", "out");
   o.waves = !args.has("--no-waves");
+  if (args.has("--restart"))
+    o.restart = *host::comm::restart_from_string(args.choice("--restart", "hot-spare", {"hot-spare", "relaunch"}));
   o.ipbus_timeout = std::chrono::milliseconds(args.u64("--ipbus-timeout-ms", 1000, 10, 600'000));
   if (args.has("--inject-stall")) {
     parse_inject_stall(args.str("--inject-stall"));  // a bad value stops here, not in the emulator's log

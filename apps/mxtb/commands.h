@@ -23,5 +23,6 @@ int cmd_serve(const ArgList& args);
 int cmd_bench_paging(const ArgList& args);
 int cmd_collective(const ArgList& args);
 int cmd_bench_steering(const ArgList& args);
+int cmd_rank(const ArgList& args);
 
 }  // namespace mxtb::app

@@ -47,6 +47,13 @@ DemoRun run_demo(const FailoverScenario& s, const DemoOptions& o) {
 
   host::failover::FailoverJob job = failover_job(s);
   job.waves = o.waves;
+  if (o.restart) {
+    host::comm::RankGroupConfig rc;
+    rc.executable = fabric::self_executable();
+    rc.work_dir = o.out_dir + "/ranks";
+    rc.restart = *o.restart;
+    job.manager.comm = rc;
+  }
   DemoRun run;
   run.job = host::failover::run_failover_job(board, job, say);
   run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();

@@ -6,10 +6,12 @@
 
 #include "apps/mxtb/scenario.h"
 #include "host/fabric/client.h"
+#include "host/comm/rank_group.h"
 #include "host/failover/job.h"
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,9 @@ struct DemoOptions {
   // `mxtb sim --inject-stall MS/EVERY` (empty: none).
   std::chrono::milliseconds ipbus_timeout{1000};
   std::string inject_stall;
+  // The job's ranks as processes with a real collective library, restarted this way after a
+  // failure (their re-form measured); none: the scenario's modeled communicator_reinit.
+  std::optional<host::comm::Restart> restart;
 };
 
 struct DemoRun {

@@ -27,11 +27,16 @@ struct Command {
 const Command kCommands[] = {
     {"demo", mxtb::app::cmd_demo,
      R"(demo [--scenario FILE | --scenario-seed N] [--seed N] [--out DIR] [--json FILE] [--no-waves]
-    [--ipbus-timeout-ms MS] [--inject-stall MS/EVERY]
+    [--ipbus-timeout-ms MS] [--inject-stall MS/EVERY] [--restart hot-spare|relaunch]
     the main job: the emulator on loopback, the failover manager over IPbus, an XPU killed and
     replaced by a spare; phase table against 1.2 s, report.json, timeline.json/.svg, waves.fst.
     The IPbus client waits MS per attempt (default 1000); --inject-stall is the stress harness's
-    fault (see sim))"},
+    fault (see sim). --restart runs the job's ranks as processes with Gloo and measures their
+    communicator's re-form (a waiting hot spare, or every rank relaunched from its checkpoint)
+    in place of the modeled communicator_reinit)"},
+    {"rank", mxtb::app::cmd_rank,
+     R"(rank --store DIR [--library gloo] [--timeout-ms MS]
+    one rank of the job, driven over stdin/stdout by the failover manager (host/comm/rank.h))"},
     {"regress", mxtb::app::cmd_regress,
      R"(regress --seeds N [--jobs J] [--first-seed S] [--out DIR] [--json FILE] [--junit FILE] [--quiet]
     [--launcher local|slurm] [--seeds-per-task K] [--partition P] [--time-limit T]

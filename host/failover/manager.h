@@ -7,6 +7,7 @@
 #pragma once
 
 #include "cuda/paging.h"
+#include "host/comm/rank_group.h"
 #include "host/fabric/board.h"
 #include "host/failover/spare.h"
 #include "host/report/report.h"
@@ -58,6 +59,10 @@ struct ManagerConfig {
   uint64_t real_bytes_max = 16ull << 20;  // what the paging engine really copies per XPU
   std::vector<ModeledPhase> modeled;      // appended after the state restore
   std::optional<JobLoop> job;             // none: the XPUs run the emulator's random traffic
+  // The job's ranks as real processes with a real collective library (host/comm/rank_group.h):
+  // their communicator's re-form after a failover is measured and replaces a modeled
+  // "communicator_reinit". None: that phase stays the scenario's constant.
+  std::optional<comm::RankGroupConfig> comm;
   std::string scenario;
   uint64_t seed = 0;
 };
@@ -191,6 +196,7 @@ class FailoverManager {
   std::unique_ptr<paging::PagingEngine> engine_;
   size_t state_blocks_ = 0;
   double job_formed_ns_ = -1;  // when the job was last formed (-1: never)
+  std::unique_ptr<comm::RankGroup> ranks_;
 };
 
 }  // namespace mxtb::host::failover

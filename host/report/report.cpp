@@ -40,6 +40,7 @@ const char* source_colour(const std::string& source) {
   if (source == "rtl") return "#1f77b4";
   if (source == "firmware") return "#ff7f0e";
   if (source == "host") return "#2ca02c";
+  if (source == "measured") return "#d62728";
   if (source == "modeled") return "#9467bd";
   return "#7f7f7f";
 }

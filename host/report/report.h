@@ -13,8 +13,10 @@ namespace mxtb::host::report {
 
 // rtl: timestamps from the verilated RTL (controller event log, link layers); firmware: the
 // controller firmware's time in the emulator; host: host software, charged to simulated time;
+// measured: wall time of real software on this host (the job's ranks re-forming their
+// communicator with a real collective library), laid end to end like a modeled phase;
 // modeled: a named constant from the scenario file, nothing emulated.
-inline const char* const kSources[] = {"rtl", "firmware", "host", "modeled"};
+inline const char* const kSources[] = {"rtl", "firmware", "host", "measured", "modeled"};
 
 struct TimelinePhase {
   std::string name;

@@ -1,6 +1,9 @@
 # Runs `mxtb demo` on a scenario and checks what it leaves behind: the demo's own exit status
 # covers the invariants (nothing lost, the spare in place, the timeline complete and ordered, the
 # figures within the scenario's bounds); this checks the files and report.json's fields.
+if(RESTART)  # the job's ranks as processes with a real collective library (demo --restart)
+  list(APPEND EXTRA --restart ${RESTART})
+endif()
 execute_process(COMMAND ${MXTB} demo --scenario ${SCENARIO} --out ${OUT} --json ${OUT}/demo.json ${EXTRA}
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("${out}")

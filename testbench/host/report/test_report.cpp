@@ -136,7 +136,7 @@ TEST_CASE("report: timeline.json is a Chrome trace with one complete event per p
     if (e["ph"] == "M" && e["name"] == "thread_name") ++thread_names;
   }
   CHECK(complete == 7);
-  CHECK(thread_names == 4);
+  CHECK(thread_names == 5);  // one track per source: rtl, firmware, host, measured, modeled
   CHECK(tid_of_source.size() == 3);  // rtl, firmware, modeled used here
   CHECK(tid_of_source["rtl"] != tid_of_source["firmware"]);
   CHECK(tid_of_source["rtl"] != tid_of_source["modeled"]);
@@ -147,7 +147,7 @@ TEST_CASE("report: timeline.svg is one SVG with a bar per phase, legible labels 
   std::string s = gantt_svg(t);
   CHECK(s.rfind("<svg", 0) == 0);
   CHECK(s.find("</svg>") != std::string::npos);
-  CHECK(count(s, "<rect") == 1 + 4 + 7);  // background, legend, one per phase
+  CHECK(count(s, "<rect") == 1 + 5 + 7);  // background, legend (a swatch per source), one per phase
   CHECK(count(s, "<svg") == 1);
   CHECK(s.find("detect 1.20 us (rtl)") != std::string::npos);
   CHECK(s.find(">1 s<") != std::string::npos);   // the axis reaches past the target

@@ -1,0 +1,250 @@
+#include "host/comm/rank_group.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <poll.h>
+#include <spawn.h>
+#include <sstream>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace mxtb::host::comm {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+uint64_t mono_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+constexpr uint64_t kCheckSeed = 7;
+
+}  // namespace
+
+const char* to_string(Restart r) { return r == Restart::HotSpare ? "hot-spare" : "relaunch"; }
+
+std::optional<Restart> restart_from_string(const std::string& s) {
+  if (s == "hot-spare") return Restart::HotSpare;
+  if (s == "relaunch") return Restart::Relaunch;
+  return std::nullopt;
+}
+
+RankGroup::RankGroup(RankGroupConfig cfg, const std::vector<int>& ring, const std::vector<int>& spares)
+    : cfg_(std::move(cfg)) {
+  std::filesystem::create_directories(cfg_.work_dir);
+  std::signal(SIGPIPE, SIG_IGN);  // a dead rank's stdin: an error to report, not a signal to die of
+  if (cfg_.restart == Restart::Relaunch) {
+    // The job's checkpoint, one file per rank position, for a relaunched rank to read back.
+    std::vector<char> block(1 << 20, 'c');
+    for (size_t p = 0; p < ring.size(); ++p) {
+      std::ofstream f(fmt::format("{}/checkpoint-{}.bin", cfg_.work_dir, p), std::ios::binary);
+      for (uint64_t done = 0; done < cfg_.checkpoint_bytes; done += block.size())
+        f.write(block.data(), static_cast<std::streamsize>(std::min<uint64_t>(block.size(), cfg_.checkpoint_bytes - done)));
+      if (!f) throw CommError(fmt::format("cannot write the checkpoint into {}", cfg_.work_dir));
+    }
+  }
+  try {
+    for (int x : ring) spawn(x);
+    if (cfg_.restart == Restart::HotSpare)
+      for (int x : spares) spawn(x);
+    double slowest = 0;
+    form(ring, &slowest);
+    double s = 0;
+    if (uint64_t wrong = check_all_reduce(ring, &s))
+      throw CommError(fmt::format("the first communicator's all-reduce: {} elements wrong", wrong));
+    loop(ring);
+  } catch (...) {
+    for (auto& [x, r] : ranks_) stop(x);
+    throw;
+  }
+}
+
+RankGroup::~RankGroup() {
+  std::vector<int> xpus;
+  for (const auto& [x, r] : ranks_) xpus.push_back(x);
+  for (int x : xpus) stop(x);
+}
+
+void RankGroup::spawn(int xpu) {
+  int to_child[2], from_child[2];
+  if (pipe2(to_child, O_CLOEXEC) != 0 || pipe2(from_child, O_CLOEXEC) != 0)
+    throw CommError(fmt::format("rank of XPU {}: pipe: {}", xpu, std::strerror(errno)));
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, to_child[0], 0);
+  posix_spawn_file_actions_adddup2(&fa, from_child[1], 1);
+  const std::string log = fmt::format("{}/rank-xpu{}.log", cfg_.work_dir, xpu);
+  posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  const std::string store = fmt::format("{}/store", cfg_.work_dir);
+  // A rank waits for its peers a little less than the host waits for its answer, so a peer that
+  // never comes is the rank's error to report, not the host's timeout.
+  const auto rank_timeout = std::max<int64_t>(1, cfg_.timeout.count() * 3 / 4);
+  std::vector<std::string> args{cfg_.executable, "rank", "--library", cfg_.library, "--store", store,
+                                "--timeout-ms", std::to_string(rank_timeout)};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, cfg_.executable.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(to_child[0]);
+  close(from_child[1]);
+  if (rc != 0) {
+    close(to_child[1]);
+    close(from_child[0]);
+    throw CommError(fmt::format("rank of XPU {}: cannot start {}: {}", xpu, cfg_.executable, std::strerror(rc)));
+  }
+  ranks_[xpu] = Rank{pid, to_child[1], from_child[0], "", false};
+}
+
+void RankGroup::stop(int xpu) {
+  auto it = ranks_.find(xpu);
+  if (it == ranks_.end()) return;
+  Rank& r = it->second;
+  ::kill(r.pid, SIGKILL);
+  int status = 0;
+  waitpid(r.pid, &status, 0);
+  close(r.in);
+  close(r.out);
+  ranks_.erase(it);
+}
+
+pid_t RankGroup::pid(int xpu) const {
+  auto it = ranks_.find(xpu);
+  return it == ranks_.end() ? -1 : it->second.pid;
+}
+
+void RankGroup::kill(int xpu) {
+  if (!ranks_.count(xpu)) return;
+  killed_mono_ns_ = mono_ns();
+  stop(xpu);
+}
+
+void RankGroup::send(int xpu, const std::string& line) {
+  auto it = ranks_.find(xpu);
+  if (it == ranks_.end()) throw CommError(fmt::format("no rank process for XPU {}", xpu));
+  const std::string l = line + "\n";
+  if (write(it->second.in, l.data(), l.size()) != static_cast<ssize_t>(l.size()))
+    throw CommError(fmt::format("rank of XPU {} does not take requests ({}): it has died", xpu, std::strerror(errno)));
+}
+
+std::string RankGroup::answer(int xpu, const char* what) {
+  auto it = ranks_.find(xpu);
+  if (it == ranks_.end()) throw CommError(fmt::format("no rank process for XPU {}", xpu));
+  Rank& r = it->second;
+  const auto deadline = Clock::now() + cfg_.timeout;
+  for (;;) {
+    if (auto nl = r.buffer.find('\n'); nl != std::string::npos) {
+      std::string line = r.buffer.substr(0, nl);
+      r.buffer.erase(0, nl + 1);
+      if (line.rfind("error ", 0) == 0)
+        throw CommError(fmt::format("rank of XPU {} ({}): {}", xpu, what, line.substr(6)));
+      return line;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0)
+      throw CommError(fmt::format("rank of XPU {} did not answer {} within {} ms", xpu, what, cfg_.timeout.count()));
+    pollfd p{r.out, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = read(r.out, buf, sizeof buf);
+    if (n <= 0) throw CommError(fmt::format("rank of XPU {} ended while it owed {} (its log: {}/rank-xpu{}.log)", xpu, what,
+                                            cfg_.work_dir, xpu));
+    r.buffer.append(buf, static_cast<size_t>(n));
+  }
+}
+
+void RankGroup::form(const std::vector<int>& ring, double* slowest_s) {
+  ++generation_;
+  const int n = static_cast<int>(ring.size());
+  for (int i = 0; i < n; ++i) send(ring[static_cast<size_t>(i)], fmt::format("form gen-{} {} {}", generation_, i, n));
+  *slowest_s = 0;
+  for (int x : ring) {
+    std::istringstream a(answer(x, "the rendezvous"));
+    std::string word;
+    uint64_t ns = 0;
+    a >> word >> ns;
+    *slowest_s = std::max(*slowest_s, static_cast<double>(ns) * 1e-9);
+  }
+  ring_ = ring;
+}
+
+uint64_t RankGroup::check_all_reduce(const std::vector<int>& ring, double* s) {
+  const auto t0 = Clock::now();
+  for (int x : ring) send(x, fmt::format("allreduce {} {}", cfg_.count, kCheckSeed));
+  uint64_t wrong = 0;
+  for (int x : ring) {
+    std::istringstream a(answer(x, "the check all-reduce"));
+    std::string word;
+    uint64_t ns = 0, w = 0;
+    a >> word >> ns >> w;
+    wrong += w;
+  }
+  *s = since(t0);
+  return wrong;
+}
+
+void RankGroup::loop(const std::vector<int>& ring) {
+  for (int x : ring) {
+    send(x, fmt::format("loop {} {}", cfg_.count, kCheckSeed + 1));
+    ranks_[x].looping = true;
+  }
+}
+
+Reform RankGroup::reform(const std::vector<int>& ring) {
+  Reform out;
+  out.restart = cfg_.restart;
+  out.library = cfg_.library;
+  out.ranks = static_cast<int>(ring.size());
+  // The survivors' step loop failed on its own once a peer was gone: when, by their clocks.
+  uint64_t last_stop = killed_mono_ns_;
+  for (int x : ring_) {
+    auto it = ranks_.find(x);
+    if (it == ranks_.end() || !it->second.looping) continue;
+    std::istringstream a(answer(x, "the end of its step loop (a peer died)"));
+    std::string word;
+    uint64_t steps = 0, at = 0;
+    a >> word >> steps >> at;
+    it->second.looping = false;
+    last_stop = std::max(last_stop, at);
+  }
+  out.abort_s = killed_mono_ns_ ? static_cast<double>(last_stop - killed_mono_ns_) * 1e-9 : 0;
+  if (cfg_.restart == Restart::Relaunch) {
+    // Every rank stopped, then the job started again: processes, checkpoints, rendezvous.
+    auto t0 = Clock::now();
+    std::vector<int> all;
+    for (const auto& [x, r] : ranks_) all.push_back(x);
+    for (int x : all) stop(x);
+    out.stop_s = since(t0);
+    t0 = Clock::now();
+    for (int x : ring) spawn(x);
+    for (size_t p = 0; p < ring.size(); ++p)
+      send(ring[p], fmt::format("load {}/checkpoint-{}.bin {}", cfg_.work_dir, p, cfg_.checkpoint_bytes));
+    for (int x : ring) answer(x, "the checkpoint read");
+    out.start_s = since(t0);
+  }
+  const auto t0 = Clock::now();
+  double slowest = 0;
+  form(ring, &slowest);
+  out.form_s = since(t0);
+  out.wrong = check_all_reduce(ring, &out.first_s);
+  loop(ring);
+  return out;
+}
+
+}  // namespace mxtb::host::comm

@@ -1,0 +1,143 @@
+#include "host/comm/communicator.h"
+#include "host/comm/rank.h"
+#include "host/comm/rank_group.h"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <sstream>
+#include <thread>
+#include <csignal>
+#include <unistd.h>
+
+using namespace mxtb::host::comm;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string fresh_dir(const std::string& name) {
+  auto d = std::filesystem::temp_directory_path() / ("mxtb-comm-" + name + "-" + std::to_string(getpid()));
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d.string();
+}
+
+RankGroupConfig group_config(const std::string& name, Restart restart) {
+  RankGroupConfig c;
+  c.executable = MXTB_EXE;
+  c.work_dir = fresh_dir(name);
+  c.restart = restart;
+  c.count = 4096;
+  c.checkpoint_bytes = 1 << 20;
+  c.timeout = 8s;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("gloo: three ranks in threads form a communicator and all-reduce exactly") {
+  const std::string dir = fresh_dir("threads");
+  std::vector<std::vector<float>> data(3);
+  std::vector<std::string> errors(3);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 3; ++r)
+    ranks.emplace_back([&, r] {
+      try {
+        auto c = connect("gloo", Rendezvous{dir, "gen-1", r, 3, 10s});
+        CHECK(c->library() == "gloo");
+        data[static_cast<size_t>(r)].resize(1000);
+        for (uint64_t e = 0; e < 1000; ++e) data[static_cast<size_t>(r)][e] = check_input(5, r, e);
+        c->all_reduce(data[static_cast<size_t>(r)]);
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+      }
+    });
+  for (auto& t : ranks) t.join();
+  for (int r = 0; r < 3; ++r) {
+    CHECK(errors[static_cast<size_t>(r)].empty());
+    CHECK(check_wrong(data[static_cast<size_t>(r)], 5, 3) == 0);
+  }
+  // The check catches a wrong element.
+  data[0][17] += 1;
+  CHECK(check_wrong(data[0], 5, 3) == 1);
+  CHECK_THROWS_WITH_AS(connect("mpi", Rendezvous{dir, "x", 0, 1}), "unknown collective library 'mpi' (this build has: gloo)",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(connect("gloo", Rendezvous{dir, "x", 2, 2}), "rank 2 of 2: not a rank of the communicator",
+                       std::invalid_argument);
+}
+
+TEST_CASE("a rank whose peer never comes answers an error naming the rendezvous, not a hang") {
+  const std::string dir = fresh_dir("alone");
+  std::istringstream in("form gen-1 0 2\nallreduce 10 1\nbogus\nform gen-1\nexit\nform never 0 1\n");
+  std::ostringstream out;
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(serve_rank(in, out, "gloo", dir, 400ms) == 0);
+  CHECK(std::chrono::steady_clock::now() - t0 < 5s);
+  std::istringstream lines(out.str());
+  std::string l1, l2, l3, l4, l5;
+  std::getline(lines, l1);
+  std::getline(lines, l2);
+  std::getline(lines, l3);
+  std::getline(lines, l4);
+  CHECK(l1.rfind("error gloo rendezvous gen-1 as rank 0 of 2", 0) == 0);
+  CHECK(l2 == "error no communicator formed");
+  CHECK(l3 == "error unknown request 'bogus'");
+  CHECK(l4 == "error usage: form PREFIX RANK SIZE");
+  CHECK(!std::getline(lines, l5));  // nothing after exit
+}
+
+TEST_CASE("rank processes: a hot spare and a relaunch re-form the communicator after a rank dies, measured and exact") {
+  for (Restart restart : {Restart::HotSpare, Restart::Relaunch}) {
+    CAPTURE(to_string(restart));
+    RankGroup g(group_config(to_string(restart), restart), {0, 1, 3, 2}, {4});
+    CHECK(g.generation() == 1);
+    g.kill(3);
+    Reform r = g.reform({0, 1, 4, 2});
+    CHECK(g.generation() == 2);
+    CHECK(r.wrong == 0);
+    CHECK(r.ranks == 4);
+    CHECK(r.library == "gloo");
+    CHECK(r.abort_s > 0);  // the survivors saw their collective fail, after the rank died
+    CHECK(r.form_s > 0);
+    CHECK(r.first_s > 0);
+    if (restart == Restart::Relaunch) {
+      CHECK(r.start_s > 0);
+      CHECK(r.total_s() > r.start_s);
+    } else {
+      CHECK(r.start_s == 0);
+      CHECK(r.stop_s == 0);
+    }
+    // A second failure and re-form on what is left (three ranks).
+    g.kill(1);
+    Reform again = g.reform({0, 4, 2});
+    CHECK(again.wrong == 0);
+    CHECK(g.generation() == 3);
+  }
+}
+
+TEST_CASE("faults in the re-form end in a named error, never a hang") {
+  SUBCASE("the spare's rank process is gone when the communicator is formed again") {
+    RankGroup g(group_config("spare-gone", Restart::HotSpare), {0, 1}, {4});
+    g.kill(1);
+    g.kill(4);
+    CHECK_THROWS_WITH_AS(g.reform({0, 4}), doctest::Contains("no rank process for XPU 4"), CommError);
+  }
+  SUBCASE("a rank that stops answering (its process frozen) is named once the timeout passes") {
+    RankGroupConfig c = group_config("frozen", Restart::HotSpare);
+    c.timeout = 1500ms;
+    RankGroup g(c, {0, 1, 2}, {});
+    REQUIRE(g.pid(1) > 0);
+    ::kill(g.pid(1), SIGSTOP);
+    g.kill(2);
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK_THROWS_WITH_AS(g.reform({0, 1}), doctest::Contains("rank of XPU 1 did not answer"), CommError);
+    CHECK(std::chrono::steady_clock::now() - t0 < 6s);
+    ::kill(g.pid(1), SIGCONT);
+  }
+  SUBCASE("a rank process that cannot start is named") {
+    RankGroupConfig c = group_config("no-exe", Restart::HotSpare);
+    c.executable = "/nonexistent/mxtb";
+    CHECK_THROWS_WITH_AS(RankGroup(c, {0, 1}, {}), doctest::Contains("rank of XPU 0: cannot start /nonexistent/mxtb"), CommError);
+  }
+}
