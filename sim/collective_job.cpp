@@ -64,7 +64,8 @@ std::string CollectiveJob::check(const std::vector<int>& ring, const JobSpec& sp
 
 void CollectiveJob::form(const std::vector<int>& ring, const JobSpec& spec) {
   if (std::string why = check(ring, spec); !why.empty()) throw std::invalid_argument(why);
-  if (state_ == JobState::Running && sim_) end(*sim_, JobOutcome::Aborted, JobReason::Reformed, "the job was formed again");
+  if (task() && sim_) end(*sim_, JobOutcome::Aborted, JobReason::Reformed, "the job was formed again");
+  restore_.reset();
   ring_ = ring;
   spec_ = spec;
   state_ = JobState::Forming;
@@ -72,19 +73,47 @@ void CollectiveJob::form(const std::vector<int>& ring, const JobSpec& spec) {
 }
 
 void CollectiveJob::stop() {
-  if (state_ == JobState::Running && sim_) end(*sim_, JobOutcome::Aborted, JobReason::Stopped, "the job was stopped");
+  if (task() && sim_) end(*sim_, JobOutcome::Aborted, JobReason::Stopped, "the job was stopped");
+  restore_.reset();
   state_ = JobState::Idle;
 }
 
 uint32_t CollectiveJob::rings_running() const {
+  if (transfer_) return static_cast<uint32_t>(transfer_->spec().circuits.size());
   return current_ ? static_cast<uint32_t>(current_->spec().rings.size()) : 0;
+}
+
+std::string CollectiveJob::check_restore(const std::vector<int>& sources, int dest, uint64_t bytes) const {
+  if (dest < 0 || dest >= shape_.xpus) return fmt::format("restore target XPU {} is not an XPU of the server (0..{})", dest, shape_.xpus - 1);
+  if (!owned_[static_cast<size_t>(dest * shape_.lanes_per_xpu)]) return fmt::format("XPU {} does not run the job", dest);
+  if (sources.empty()) return "a restore needs at least one XPU holding the state";
+  for (int x : sources) {
+    if (x < 0 || x >= shape_.xpus) return fmt::format("restore source XPU {} is not an XPU of the server (0..{})", x, shape_.xpus - 1);
+    if (!owned_[static_cast<size_t>(x * shape_.lanes_per_xpu)]) return fmt::format("XPU {} does not run the job", x);
+    if (x == dest) return fmt::format("XPU {} cannot restore onto itself", x);
+  }
+  if (bytes == 0 || bytes % 8 || bytes > (256ull << 20))
+    return fmt::format("{} bytes of state: not a positive multiple of 8 of at most 256 MiB", bytes);
+  return "";
+}
+
+void CollectiveJob::restore(const std::vector<int>& sources, int dest, uint64_t bytes, uint64_t seed) {
+  if (std::string why = check_restore(sources, dest, bytes); !why.empty()) throw std::invalid_argument(why);
+  if (task() && sim_) end(*sim_, JobOutcome::Aborted, JobReason::Reformed, "a state restore was asked for");
+  restore_ = PendingRestore{sources, dest, bytes, seed};
+  state_ = JobState::Restoring;
+}
+
+LaneProgram* CollectiveJob::task() const {
+  if (current_) return current_.get();
+  return transfer_.get();
 }
 
 bool CollectiveJob::owns(int link) const { return owned_[static_cast<size_t>(link)] != 0; }
 
 LaneProgram::Drive CollectiveJob::drive(int link) {
   if (terminator_to_[static_cast<size_t>(link)] >= 0) return {true, 0, true};
-  if (current_ && planned_peer_[static_cast<size_t>(link)] >= 0) return current_->drive(link);
+  if (LaneProgram* t = task(); t && planned_peer_[static_cast<size_t>(link)] >= 0) return t->drive(link);
   return {false, 0, false};
 }
 
@@ -94,22 +123,25 @@ void CollectiveJob::fire(int link) {
     return;
   }
   ++progress_words_;
-  current_->fire(link);
+  task()->fire(link);
 }
 
 void CollectiveJob::deliver(int link, uint64_t data, bool last, uint64_t cycle) {
   last_rx_cycle_ = cycle;
-  if (current_ && planned_peer_[static_cast<size_t>(link)] >= 0 && current_->owns(link)) {
+  if (LaneProgram* t = task(); t && planned_peer_[static_cast<size_t>(link)] >= 0 && t->owns(link)) {
     ++progress_words_;
-    current_->deliver(link, data, last, cycle);
+    t->deliver(link, data, last, cycle);
     return;
   }
   ++stale_words_;  // a word of an aborted collective, or an end-of-message word closing one
 }
 
-bool CollectiveJob::wants_attention() const { return current_ && current_->done(); }
+bool CollectiveJob::wants_attention() const { return (current_ && current_->done()) || (transfer_ && transfer_->done()); }
 
-uint64_t CollectiveJob::messages_delivered() const { return messages_done_ + (current_ ? current_->messages_delivered() : 0); }
+uint64_t CollectiveJob::messages_delivered() const {
+  const LaneProgram* t = task();
+  return messages_done_ + (t ? t->messages_delivered() : 0);
+}
 
 void CollectiveJob::attach(ServerSim& sim) { sim_ = &sim; }
 
@@ -124,8 +156,8 @@ void CollectiveJob::after_step(ServerSim& sim) {
     const EndpointIdentity p = sim.link_peer(static_cast<int>(l));
     if (s == LinkState::Disabled || (s == LinkState::Active && p.xpu * shape_.lanes_per_xpu + p.lane != to)) terminator_to_[l] = -1;
   }
-  if (state_ == JobState::Running) watch_running(sim);
-  if (state_ == JobState::Forming) try_start(sim);
+  if (task()) watch_running(sim);
+  if (!task() && (state_ == JobState::Forming || state_ == JobState::Restoring)) try_start(sim);
 }
 
 void CollectiveJob::try_start(ServerSim& sim) {
@@ -136,7 +168,12 @@ void CollectiveJob::try_start(ServerSim& sim) {
   // or a lane of the ring's XPUs is half-way through training (about to be Active).
   std::vector<int> port_target(static_cast<size_t>(shape_.mesh_ports), -1);
   bool settling = false, owed = false;
-  for (int x : ring_)
+  std::vector<int> xpus = ring_;
+  if (restore_) {
+    xpus = restore_->sources;
+    xpus.push_back(restore_->dest);
+  }
+  for (int x : xpus)
     for (int i = 0; i < lanes; ++i) {
       const int l = x * lanes + i;
       const LinkState s = sim.link_state(l);
@@ -144,7 +181,7 @@ void CollectiveJob::try_start(ServerSim& sim) {
       if (s != LinkState::Active) continue;
       const EndpointIdentity p = sim.link_peer(l);
       const int far = p.xpu * lanes + p.lane;
-      if (p.xpu >= shape_.xpus || p.lane >= lanes || std::find(ring_.begin(), ring_.end(), p.xpu) == ring_.end()) continue;
+      if (p.xpu >= shape_.xpus || p.lane >= lanes || std::find(xpus.begin(), xpus.end(), p.xpu) == xpus.end()) continue;
       const EndpointIdentity back = sim.link_peer(far);
       if (sim.link_state(far) != LinkState::Active || back.xpu * lanes + back.lane != l) continue;
       if (terminator_to_[static_cast<size_t>(l)] >= 0) owed = true;  // a half message still to close on it
@@ -157,6 +194,29 @@ void CollectiveJob::try_start(ServerSim& sim) {
   }
   if (settling || owed || now < next_start_cycle_) return;
   if (quiet_needed_ && (now - last_rx_cycle_ < cfg_.quiet_cycles || now - up_since_cycle_ < cfg_.quiet_cycles)) return;
+  if (restore_) {
+    // Every source must reach the target: a source without a circuit is not up yet.
+    TransferSpec ts;
+    ts.circuits = transfer_circuits(shape_, port_target, restore_->sources, restore_->dest);
+    for (int x : restore_->sources)
+      if (std::none_of(ts.circuits.begin(), ts.circuits.end(), [&](const RingHop& h) { return h.tx_link / lanes == x; }))
+        return;
+    ts.dest = restore_->dest;
+    ts.bytes = restore_->bytes;
+    ts.seed = restore_->seed;
+    transfer_ = std::make_unique<StateTransfer>(ts, shape_);
+    std::fill(planned_peer_.begin(), planned_peer_.end(), -1);
+    std::fill(out_since_.begin(), out_since_.end(), 0);
+    for (const RingHop& h : ts.circuits) {
+      planned_peer_[static_cast<size_t>(h.tx_link)] = h.rx_link;
+      planned_peer_[static_cast<size_t>(h.rx_link)] = h.tx_link;
+    }
+    transfer_->start(now);
+    quiet_needed_ = false;
+    last_progress_cycle_ = now;
+    progress_words_ = 0;
+    return;
+  }
   std::vector<Ring> rings;
   try {
     rings = ring_plan(shape_, port_target, ring_, true);
@@ -187,7 +247,15 @@ void CollectiveJob::try_start(ServerSim& sim) {
 
 void CollectiveJob::watch_running(ServerSim& sim) {
   const uint64_t now = sim.cycle();
-  if (current_->done()) {
+  if (transfer_ && transfer_->done()) {
+    if (transfer_->wrong())
+      end(sim, JobOutcome::Wrong, JobReason::Mismatch,
+          fmt::format("{} state word(s) wrong: {}", transfer_->wrong(), transfer_->first_error()));
+    else
+      end(sim, JobOutcome::Verified, JobReason::None, "");
+    return;
+  }
+  if (current_ && current_->done()) {
     const uint64_t bad = current_->wrong();
     if (bad || current_->framing_errors())
       end(sim, JobOutcome::Wrong, JobReason::Mismatch,
@@ -236,28 +304,44 @@ void CollectiveJob::end(ServerSim& sim, JobOutcome outcome, JobReason reason, st
   JobRecord r;
   r.outcome = outcome;
   r.reason = reason;
-  r.start_cycle = current_->start_cycle();
-  r.end_cycle = current_->done() ? current_->end_cycle() : now;
-  r.ranks = static_cast<int>(ring_.size());
-  r.rings = static_cast<int>(current_->spec().rings.size());
-  r.bytes = current_->spec().count * element_bytes(spec_.type);
-  if (current_->done()) {
-    r.wrong = current_->wrong();
-    r.framing_errors = current_->framing_errors();
-  }
   r.detail = std::move(detail);
+  const bool done = transfer_ ? transfer_->done() : current_->done();
+  if (transfer_) {
+    r.restore = true;
+    r.start_cycle = transfer_->start_cycle();
+    r.end_cycle = done ? transfer_->end_cycle() : now;
+    r.ranks = static_cast<int>(restore_->sources.size()) + 1;
+    r.rings = static_cast<int>(transfer_->spec().circuits.size());
+    r.bytes = transfer_->spec().bytes;
+    r.wrong = transfer_->wrong();
+  } else {
+    r.start_cycle = current_->start_cycle();
+    r.end_cycle = done ? current_->end_cycle() : now;
+    r.ranks = static_cast<int>(ring_.size());
+    r.rings = static_cast<int>(current_->spec().rings.size());
+    r.bytes = current_->spec().count * element_bytes(spec_.type);
+    if (done) {
+      r.wrong = current_->wrong();
+      r.framing_errors = current_->framing_errors();
+    }
+  }
   // A message half-sent is closed, so that no link layer holds half of it into the next one.
-  if (!current_->done())
+  if (!done)
     for (int l = 0; l < shape_.links(); ++l)
-      if (planned_peer_[static_cast<size_t>(l)] >= 0 && current_->message_open(l))
+      if (planned_peer_[static_cast<size_t>(l)] >= 0 &&
+          (transfer_ ? transfer_->message_open(l) : current_->message_open(l)))
         terminator_to_[static_cast<size_t>(l)] = planned_peer_[static_cast<size_t>(l)];
   // An aborted collective's words may still be in the link layers; a wrong one's too (its counts
   // were reached with stale words among them, so some of its own are still on their way).
   if (outcome != JobOutcome::Verified) quiet_needed_ = true;
-  messages_done_ += current_->messages_delivered();
+  messages_done_ += task()->messages_delivered();
   current_.reset();
+  // A restore that ended verified or wrong is over (the job forms again on its ring); an aborted
+  // one is retried.
+  if (transfer_ && outcome != JobOutcome::Aborted) restore_.reset();
+  transfer_.reset();
   std::fill(planned_peer_.begin(), planned_peer_.end(), -1);
-  state_ = JobState::Forming;
+  state_ = restore_ ? JobState::Restoring : ring_.empty() ? JobState::Idle : JobState::Forming;
   record(std::move(r));
 }
 

@@ -24,11 +24,13 @@
 #include "protocol/fabric_map.h"
 #include "sim/collective.h"
 #include "sim/lane_program.h"
+#include "sim/state_transfer.h"
 
 #include <mxtb/emu_regs.h>
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +71,7 @@ struct JobRecord {
   uint64_t bytes = 0;                       // nccl-tests' size: count x element bytes (the spec's, rounded to whole lane words per rank)
   uint64_t wrong = 0, framing_errors = 0;
   std::string detail;                       // what ended it (which link, which element)
+  bool restore = false;                     // a state restore (restore()), not a collective: rings = its circuits
 };
 
 class CollectiveJob : public LaneProgram {
@@ -83,6 +86,13 @@ class CollectiveJob : public LaneProgram {
   // collective is aborted (Reformed) and the loop starts over on the new ring.
   void form(const std::vector<int>& ring, const JobSpec& spec);
   void stop();  // aborts a running collective (Stopped); the lanes stay the job's, idle
+  // Why restore() would refuse, "" when it would not.
+  std::string check_restore(const std::vector<int>& sources, int dest, uint64_t bytes) const;
+  // Restores `bytes` of state onto `dest` from `sources` over every circuit between them
+  // (sim/state_transfer.h), once those circuits are Active: a collective in flight is aborted
+  // (Reformed), the restore is retried after an abort as a collective is, and the job forms again
+  // on its ring after it. std::invalid_argument when check_restore() refuses.
+  void restore(const std::vector<int>& sources, int dest, uint64_t bytes, uint64_t seed);
 
   JobState state() const { return state_; }
   const std::vector<int>& ring() const { return ring_; }
@@ -106,6 +116,7 @@ class CollectiveJob : public LaneProgram {
 
  private:
   void try_start(ServerSim& sim);
+  LaneProgram* task() const;  // the collective or the restore in flight, or null
   void watch_running(ServerSim& sim);
   void end(ServerSim& sim, JobOutcome outcome, JobReason reason, std::string detail);
   void record(JobRecord r);
@@ -117,6 +128,13 @@ class CollectiveJob : public LaneProgram {
   std::vector<int> ring_;
   JobSpec spec_;
   std::unique_ptr<RingCollective> current_;
+  std::unique_ptr<StateTransfer> transfer_;
+  struct PendingRestore {
+    std::vector<int> sources;
+    int dest = -1;
+    uint64_t bytes = 0, seed = 0;
+  };
+  std::optional<PendingRestore> restore_;  // asked for and not yet verified
   std::vector<int> planned_peer_;        // per link: the link at the circuit's far end in the current plan, -1
   std::vector<uint64_t> out_since_;      // per planned link: when it left Active (0: Active)
   std::vector<int> terminator_to_;       // per link: an end-of-message word owed to this far-end link (-1: none)

@@ -432,6 +432,9 @@ class Emulator {
       return static_cast<uint32_t>(job_->state()) | std::min<uint32_t>(ranks, 15) << er::job_status::kRanksShift |
              std::min<uint32_t>(job_->rings_running(), 255) << er::job_status::kRingsShift;
     }
+    if (off == er::restore_src::kOffset) return restore_src_;
+    if (off == er::restore_dst::kOffset) return restore_dst_;
+    if (off == er::restore_bytes::kOffset) return restore_bytes_;
     if (off == er::job_verified::kOffset) return job_ ? static_cast<uint32_t>(job_->verified()) : 0;
     if (off == er::job_aborted::kOffset) return job_ ? static_cast<uint32_t>(job_->aborted()) : 0;
     if (off == er::job_wrong::kOffset) return job_ ? static_cast<uint32_t>(job_->wrong()) : 0;
@@ -476,6 +479,10 @@ class Emulator {
     if (off == er::job_bytes::kOffset) return job_bytes_ = v, true;
     if (off == er::job_seed::kOffset) return job_seed_ = v, true;
     if (off == er::job_ctrl::kOffset) return job_ctrl(v);
+    if (off == er::restore_src::kOffset) return restore_src_ = v, true;
+    if (off == er::restore_dst::kOffset) return restore_dst_ = v & er::restore_dst::kXpuMask, true;
+    if (off == er::restore_bytes::kOffset) return restore_bytes_ = v, true;
+    if (off == er::restore_ctrl::kOffset) return restore_ctrl(v);
     if (off == er::event_pop::kOffset) {
       for (uint32_t i = 0; i < v && !events_.empty(); ++i) events_.pop_front();
       return true;
@@ -566,6 +573,24 @@ class Emulator {
     return true;
   }
 
+  // RESTORE_CTRL: restore RESTORE_BYTES of state onto RESTORE_DST from RESTORE_SRC's XPUs.
+  bool restore_ctrl(uint32_t v) {
+    auto refuse = [&](const std::string& why) {
+      std::lock_guard<std::mutex> lock(log_mu_);
+      fmt::print(stderr, "mxtb sim [{}]: RESTORE_CTRL {:#x} refused: {}\n", mode_name(cfg_.time_mode), v, why);
+      return false;
+    };
+    if (!job_) return refuse("this emulator runs no job (start it with --job-xpus)");
+    if (!(v & er::restore_ctrl::kStartMask)) return refuse("write 1 (start)");
+    std::vector<int> sources;
+    for (int x = 0; x < 32; ++x)
+      if (restore_src_ >> x & 1u) sources.push_back(x);
+    const int dest = static_cast<int>(restore_dst_);
+    if (std::string why = job_->check_restore(sources, dest, restore_bytes_); !why.empty()) return refuse(why);
+    job_->restore(sources, dest, restore_bytes_, job_seed_);
+    return true;
+  }
+
   // Runs until a masked condition holds (RUN_UNTIL) or the timeout; RUN_RESULT says which.
   void run_until(uint32_t mask) {
     run_in_sim([&] {
@@ -634,14 +659,21 @@ class Emulator {
         const JobRecord& r = jr[static_cast<size_t>(job_records_seen_ - first)];
         if (r.outcome != emu::JobOutcome::Verified) {  // the why, which the event has no room for
           std::lock_guard<std::mutex> lock(log_mu_);
-          fmt::print(stderr, "mxtb sim [{}]: job collective #{} {} ({}) at {:.3f} us: {}\n", mode_name(cfg_.time_mode), r.seq,
+          fmt::print(stderr, "mxtb sim [{}]: job {} #{} {} ({}) at {:.3f} us: {}\n", mode_name(cfg_.time_mode),
+                     r.restore ? "restore" : "collective", r.seq,
                      emu::to_string(r.outcome), emu::to_string(r.reason), static_cast<double>(r.end_cycle) * sim_.period_ns() / 1000,
                      r.detail);
         }
-        push_event(static_cast<double>(r.end_cycle) * sim_.period_ns(),
-                   event_info(emu::EmuEvent::Job, static_cast<uint32_t>(r.outcome), static_cast<uint32_t>(r.reason),
-                              static_cast<uint32_t>(r.ranks)),
-                   static_cast<uint32_t>(r.seq));
+        if (r.restore)
+          push_event(static_cast<double>(r.end_cycle) * sim_.period_ns(),
+                     event_info(emu::EmuEvent::Restore, static_cast<uint32_t>(r.outcome), static_cast<uint32_t>(r.rings),
+                                static_cast<uint32_t>(r.reason)),
+                     r.outcome == emu::JobOutcome::Aborted ? 0 : static_cast<uint32_t>(r.end_cycle + 1 - r.start_cycle));
+        else
+          push_event(static_cast<double>(r.end_cycle) * sim_.period_ns(),
+                     event_info(emu::EmuEvent::Job, static_cast<uint32_t>(r.outcome), static_cast<uint32_t>(r.reason),
+                                static_cast<uint32_t>(r.ranks)),
+                     static_cast<uint32_t>(r.seq));
       }
     }
     const auto& fo = fw_.failovers();
@@ -693,6 +725,7 @@ class Emulator {
   uint32_t events_dropped_ = 0;
   size_t transitions_seen_ = 0, failovers_seen_ = 0, controller_events_seen_ = 0;
   uint64_t job_records_seen_ = 0;
+  uint32_t restore_src_ = 0, restore_dst_ = 0, restore_bytes_ = er::restore_bytes::kReset;
   uint32_t job_ring_ = er::job_ring::kReset, job_spec_ = 0, job_bytes_ = er::job_bytes::kReset, job_seed_ = er::job_seed::kReset;
   std::mutex log_mu_;
   uint64_t fault_logs_ = 0;

@@ -47,6 +47,9 @@ std::optional<Restart> restart_from_string(const std::string& s) {
 RankGroup::RankGroup(RankGroupConfig cfg, const std::vector<int>& ring, const std::vector<int>& spares)
     : cfg_(std::move(cfg)) {
   std::filesystem::create_directories(cfg_.work_dir);
+  // A store left by an earlier run would hand the ranks its dead peers' addresses.
+  store_dir_ = cfg_.work_dir + "/store";
+  std::filesystem::remove_all(store_dir_);
   std::signal(SIGPIPE, SIG_IGN);  // a dead rank's stdin: an error to report, not a signal to die of
   if (cfg_.restart == Restart::Relaunch) {
     // The job's checkpoint, one file per rank position, for a relaunched rank to read back.
@@ -69,7 +72,9 @@ RankGroup::RankGroup(RankGroupConfig cfg, const std::vector<int>& ring, const st
       throw CommError(fmt::format("the first communicator's all-reduce: {} elements wrong", wrong));
     loop(ring);
   } catch (...) {
-    for (auto& [x, r] : ranks_) stop(x);
+    std::vector<int> xpus;
+    for (const auto& [x, r] : ranks_) xpus.push_back(x);
+    for (int x : xpus) stop(x);
     throw;
   }
 }
@@ -90,7 +95,7 @@ void RankGroup::spawn(int xpu) {
   posix_spawn_file_actions_adddup2(&fa, from_child[1], 1);
   const std::string log = fmt::format("{}/rank-xpu{}.log", cfg_.work_dir, xpu);
   posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  const std::string store = fmt::format("{}/store", cfg_.work_dir);
+  const std::string store = store_dir_;
   // A rank waits for its peers a little less than the host waits for its answer, so a peer that
   // never comes is the rank's error to report, not the host's timeout.
   const auto rank_timeout = std::max<int64_t>(1, cfg_.timeout.count() * 3 / 4);
@@ -232,6 +237,8 @@ Reform RankGroup::reform(const std::vector<int>& ring) {
     for (int x : all) stop(x);
     out.stop_s = since(t0);
     t0 = Clock::now();
+    store_dir_ = fmt::format("{}/store-relaunch-{}", cfg_.work_dir, generation_ + 1);  // rendezvous from scratch
+    std::filesystem::remove_all(store_dir_);
     for (int x : ring) spawn(x);
     for (size_t p = 0; p < ring.size(); ++p)
       send(ring[p], fmt::format("load {}/checkpoint-{}.bin {}", cfg_.work_dir, p, cfg_.checkpoint_bytes));

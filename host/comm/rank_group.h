@@ -87,6 +87,7 @@ class RankGroup {
   std::vector<int> ring_;
   int generation_ = 0;
   uint64_t killed_mono_ns_ = 0;
+  std::string store_dir_;  // the rendezvous store the ranks started now use
 };
 
 }  // namespace mxtb::host::comm

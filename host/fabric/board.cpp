@@ -209,4 +209,16 @@ JobStatus Board::job_status() {
   return s;
 }
 
+void Board::start_restore(const std::vector<int>& sources, int dest, uint32_t bytes) {
+  need_emulator("start_restore");
+  uint32_t mask = 0;
+  for (int x : sources) {
+    if (x < 0 || x > 31) throw std::invalid_argument(fmt::format("XPU {} does not fit RESTORE_SRC", x));
+    mask |= 1u << x;
+  }
+  c_.queue_write(emulator(er::restore_src::kOffset),
+                 {mask, static_cast<uint32_t>(dest), bytes, er::restore_ctrl::kStartMask});
+  c_.dispatch();
+}
+
 }  // namespace mxtb::host::fabric

@@ -106,6 +106,9 @@ class Board {
   // runs no job or refuses the ring or size; its log names why.
   void form_job(const std::vector<int>& ring, const JobSpec& spec);
   JobStatus job_status();
+  // RESTORE_*: `bytes` of state restored onto `dest` from `sources` over the RTL links (its end is
+  // a Restore event). IpbusError (a bus error) when refused.
+  void start_restore(const std::vector<int>& sources, int dest, uint32_t bytes);
 
  private:
   void need_emulator(const char* what) const;

@@ -750,13 +750,16 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
   t.hardware_ns = t.phases.back().end_ns - t.failure_ns;
   phase_to("confirm", t.phases.back().end_ns + (confirmed_ns - std::min(trained_ns, all_up_seen_ns)), "host",
            "the manager sees every circuit Active and reads the firmware's report");
-  // State restore: the failed XPU's state, kept on a peer, paged onto the spare over the fabric.
+  // State restore: the failed XPU's state, its copy striped over its torus neighbours (the paging
+  // engine's remote tier), put back on the spare over every circuit from them: with the spare in
+  // the dead XPU's place those are all of the spare's lanes, so nothing needs steering.
   if (engine_) {
-    int peer = -1;
+    std::vector<int> sources;
+    int circuits = 0;
     for (int x : placement_.xpu_of_position)
-      if (x != spare && circuits_between(x, spare) > 0 && engine_->has(static_cast<paging::SeqId>(x))) {
-        peer = x;
-        break;
+      if (x != spare && circuits_between(x, spare) > 0) {
+        sources.push_back(x);
+        circuits += circuits_between(x, spare);
       }
     auto seq = static_cast<paging::SeqId>(det.xpu);
     paging::PageResult moved{};
@@ -774,15 +777,35 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
           }
     }
     if (!exact) rec.problems.push_back(fmt::format("XPU {}'s state came back different on the spare", det.xpu));
-    int circuits = peer >= 0 ? circuits_between(peer, spare) : 0;
-    double gbytes_s = circuits * cfg_.lane_gbps / 8;
-    double ns = circuits ? static_cast<double>(cfg_.state_bytes_per_xpu) / gbytes_s : 0;
     if (!circuits) rec.problems.push_back("no circuit between the spare and a peer holding the state copy");
-    report::append_phase(t, "state_restore", ns, "modeled",
-                         fmt::format("{:.2f} GiB from XPU {} over {} circuit(s) x {} Gb/s; the paging engine (CPU backend) "
-                                     "moved {:.1f} MiB of it for real, bit-exact: {}",
-                                     static_cast<double>(cfg_.state_bytes_per_xpu) / (1 << 30), peer, circuits, cfg_.lane_gbps,
-                                     static_cast<double>(moved.bytes_moved) / (1 << 20), exact ? "yes" : "NO"));
+    const std::string paged = fmt::format("the paging engine (CPU backend) moved {:.1f} MiB of it for real, bit-exact: {}",
+                                          static_cast<double>(moved.bytes_moved) / (1 << 20), exact ? "yes" : "NO");
+    const double gib = static_cast<double>(cfg_.state_bytes_per_xpu) / (1 << 30);
+    // With the tenant's job on the emulator, a scaled-down part goes over the RTL links and its
+    // payload efficiency (what the link layer leaves of the lanes' rate) is measured.
+    std::optional<fabric::EmuEventRecord> rtl;
+    if (cfg_.job && board_.is_emulator() && circuits && job_ring_alive()) rtl = restore_over_rtl(sources, spare);
+    if (rtl && static_cast<emu::JobOutcome>(rtl->a) == emu::JobOutcome::Verified && rtl->data > 0) {
+      const double efficiency = static_cast<double>(cfg_.job->restore_rtl_bytes) /
+                                (static_cast<double>(rtl->b) * static_cast<double>(rtl->data) * 8.0);
+      const double ns = static_cast<double>(cfg_.state_bytes_per_xpu) / (circuits * cfg_.lane_gbps / 8 * efficiency);
+      report::append_phase(
+          t, "state_restore", ns, "modeled",
+          fmt::format("{:.2f} GiB from XPUs {} over the spare's {} circuits x {} Gb/s x {:.3f} payload efficiency, measured "
+                      "on the RTL links: {} KiB over those circuits in {:.2f} us ({} cycles), every word checked; {}",
+                      gib, fmt::join(sources, ", "), circuits, cfg_.lane_gbps, efficiency, cfg_.job->restore_rtl_bytes / 1024,
+                      static_cast<double>(rtl->data) * 1000.0 / cfg_.shape_clock_mhz / 1000.0, rtl->data, paged));
+    } else {
+      if (rtl && static_cast<emu::JobOutcome>(rtl->a) == emu::JobOutcome::Wrong)
+        rec.problems.push_back("the state restore over the RTL links delivered wrong words");
+      else if (rtl)
+        t.notes.push_back(fmt::format("the state restore over the RTL links was aborted ({})",
+                                      emu::to_string(static_cast<emu::JobReason>(rtl->c))));
+      const double ns = circuits ? static_cast<double>(cfg_.state_bytes_per_xpu) / (circuits * cfg_.lane_gbps / 8) : 0;
+      report::append_phase(t, "state_restore", ns, "modeled",
+                           fmt::format("{:.2f} GiB from XPUs {} over the spare's {} circuit(s) x {} Gb/s; {}", gib,
+                                       fmt::join(sources, ", "), circuits, cfg_.lane_gbps, paged));
+    }
     // The spare now holds the state; its copy on a peer is refreshed when the tenant resumes.
   }
   // The communicator: the ranks' own re-form with a real library, measured, where the host has
@@ -879,6 +902,29 @@ bool FailoverManager::job_ring_alive() const {
     if (pending_ && pending_->xpu == x) return false;
   }
   return true;
+}
+
+std::optional<fabric::EmuEventRecord> FailoverManager::restore_over_rtl(const std::vector<int>& sources, int spare) {
+  const size_t seen = log_.size();
+  const double started = static_cast<double>(board_.clock().now_ns());
+  board_.start_restore(sources, spare, cfg_.job->restore_rtl_bytes);
+  const uint64_t until = board_.clock().now_ns() + cfg_.job->first_timeout_ns;
+  for (size_t i = seen;;) {
+    for (; i < log_.size(); ++i) {
+      const auto& e = log_[i];
+      if (e.kind != EmuEvent::Restore || static_cast<double>(e.time_ns) < started) continue;
+      // An aborted restore is retried by the emulated XPUs; anything else ends it.
+      if (static_cast<emu::JobOutcome>(e.a) != emu::JobOutcome::Aborted) return e;
+    }
+    const uint64_t now = board_.clock().now_ns();
+    if (now >= until) return std::nullopt;
+    take_events(std::min<uint64_t>(until - now, cfg_.poll_ns));
+    if (!pending_)
+      if (auto d = failed_xpu_now()) {
+        pending_ = d;
+        return std::nullopt;
+      }
+  }
 }
 
 FailoverManager::JobWait FailoverManager::form_job_and_wait() {

@@ -38,6 +38,9 @@ const char* to_string(HostDisconnect d);  // "none", "before_commit", "mid_commi
 struct JobLoop {
   fabric::JobSpec spec;
   uint64_t first_timeout_ns = 2'000'000;  // board time a ring's first verified collective may take
+  // The scaled-down part of the state restore carried over the RTL links (RESTORE_*), from every
+  // tenant XPU with circuits to the spare: its payload efficiency sets the full-size restore's time.
+  uint32_t restore_rtl_bytes = 256 << 10;
 };
 
 struct ManagerConfig {
@@ -167,6 +170,9 @@ class FailoverManager {
   };
   JobWait form_job_and_wait();
   bool job_ring_alive() const;  // no XPU of the tenant's ring has failed (or is failing)
+  // The restore's scaled-down part over the RTL links (RESTORE_*): its Restore event, or none
+  // (timeout, or another XPU failed: then pending_).
+  std::optional<fabric::EmuEventRecord> restore_over_rtl(const std::vector<int>& sources, int spare);
   std::vector<std::string> check_job();
 
   fabric::Board& board_;

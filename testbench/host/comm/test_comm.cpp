@@ -116,6 +116,13 @@ TEST_CASE("rank processes: a hot spare and a relaunch re-form the communicator a
   }
 }
 
+TEST_CASE("a group started where an earlier run left its store still forms (the stale addresses are gone)") {
+  RankGroupConfig c = group_config("rerun", Restart::HotSpare);
+  { RankGroup first(c, {0, 1}, {}); }
+  RankGroup again(c, {0, 1}, {});
+  CHECK(again.generation() == 1);
+}
+
 TEST_CASE("faults in the re-form end in a named error, never a hang") {
   SUBCASE("the spare's rank process is gone when the communicator is formed again") {
     RankGroup g(group_config("spare-gone", Restart::HotSpare), {0, 1}, {4});

@@ -439,6 +439,20 @@ TEST_CASE("the tenant's job over IPbus: formed, run verified, its events queued;
   CHECK(st.aborted == 0);
   CHECK(st.wrong == 0);
   CHECK(b.messages_delivered() > 0);
+  // A state restore from XPU 0 onto XPU 1 over their two circuits: a Restore event, verified.
+  CHECK_THROWS_AS(b.start_restore({0}, 9, 4096), TransactionError);
+  CHECK_THROWS_AS(b.start_restore({0}, 1, 100), TransactionError);
+  b.start_restore({0}, 1, 16 << 10);
+  std::optional<EmuEventRecord> restored;
+  for (int i = 0; i < 100 && !restored; ++i) {
+    b.run_until(er::run_until::kEventMask, 1'000'000);
+    for (const auto& e : b.pop_events())
+      if (e.kind == mxtb::emu::EmuEvent::Restore) restored = e;
+  }
+  REQUIRE(restored);
+  CHECK(static_cast<mxtb::emu::JobOutcome>(restored->a) == mxtb::emu::JobOutcome::Verified);
+  CHECK(restored->b == 2);
+  CHECK(restored->data > 16384 / 8 / 2);  // cycles: at most a word per circuit and clock
   // Stopped: the collective in flight (if any) aborted, nothing more runs.
   c.write(emulator(er::job_ctrl::kOffset), er::job_ctrl::kStopMask);
   st = b.job_status();
