@@ -122,14 +122,14 @@ void CollectiveJob::fire(int link) {
     terminator_to_[static_cast<size_t>(link)] = -1;
     return;
   }
-  ++progress_words_;
+  last_progress_cycle_ = sim_ ? sim_->cycle() : last_progress_cycle_;
   task()->fire(link);
 }
 
 void CollectiveJob::deliver(int link, uint64_t data, bool last, uint64_t cycle) {
   last_rx_cycle_ = cycle;
   if (LaneProgram* t = task(); t && planned_peer_[static_cast<size_t>(link)] >= 0 && t->owns(link)) {
-    ++progress_words_;
+    last_progress_cycle_ = cycle;
     t->deliver(link, data, last, cycle);
     return;
   }
@@ -214,7 +214,6 @@ void CollectiveJob::try_start(ServerSim& sim) {
     transfer_->start(now);
     quiet_needed_ = false;
     last_progress_cycle_ = now;
-    progress_words_ = 0;
     return;
   }
   std::vector<Ring> rings;
@@ -241,7 +240,6 @@ void CollectiveJob::try_start(ServerSim& sim) {
   current_->start(now);
   quiet_needed_ = false;
   last_progress_cycle_ = now;
-  progress_words_ = 0;
   state_ = JobState::Running;
 }
 
@@ -266,10 +264,6 @@ void CollectiveJob::watch_running(ServerSim& sim) {
     next_start_cycle_ = now + cfg_.gap_cycles;
     return;
   }
-  if (progress_words_) {
-    progress_words_ = 0;
-    last_progress_cycle_ = now;
-  }
   const int lanes = shape_.lanes_per_xpu;
   bool all_active = true;
   for (int l = 0; l < shape_.links(); ++l) {
@@ -292,11 +286,27 @@ void CollectiveJob::watch_running(ServerSim& sim) {
                                                                                  link::to_string(s)));
     if (now - since >= cfg_.link_loss_cycles)
       return end(sim, JobOutcome::Aborted, JobReason::LinkLost,
-                 fmt::format("link {} (XPU {} lane {}) out of Active for {} cycles", l, l / lanes, l % lanes, now - since));
+                 fmt::format("link {} (XPU {} lane {}) out of Active for {} cycles", l, l / lanes, l % lanes,
+                             cfg_.link_loss_cycles));
   }
   if (all_active && now - last_progress_cycle_ >= cfg_.stall_cycles)
     end(sim, JobOutcome::Wrong, JobReason::Stalled,
         fmt::format("no word moved for {} cycles with every circuit Active: a word was lost", now - last_progress_cycle_));
+}
+
+uint64_t CollectiveJob::wake_cycle() const {
+  uint64_t wake = UINT64_MAX;
+  if (task()) {
+    // A circuit's loss wait expiring, or the stall wait.
+    for (size_t l = 0; l < out_since_.size(); ++l)
+      if (planned_peer_[l] >= 0 && out_since_[l]) wake = std::min(wake, out_since_[l] + cfg_.link_loss_cycles);
+    return std::min(wake, last_progress_cycle_ + cfg_.stall_cycles);
+  }
+  if (state_ == JobState::Forming || state_ == JobState::Restoring) {
+    wake = next_start_cycle_;
+    if (quiet_needed_) wake = std::max({wake, last_rx_cycle_ + cfg_.quiet_cycles, up_since_cycle_ + cfg_.quiet_cycles});
+  }
+  return wake;
 }
 
 void CollectiveJob::end(ServerSim& sim, JobOutcome outcome, JobReason reason, std::string detail) {

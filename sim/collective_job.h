@@ -112,6 +112,7 @@ class CollectiveJob : public LaneProgram {
   bool wants_attention() const override;
   void attach(ServerSim& sim) override;
   void after_step(ServerSim& sim) override;
+  uint64_t wake_cycle() const override;
   uint64_t messages_delivered() const override;
 
  private:
@@ -141,7 +142,7 @@ class CollectiveJob : public LaneProgram {
   bool quiet_needed_ = false;  // after an abort: wait for the link layers to deliver its last words
   std::vector<int> up_circuits_;  // the circuits try_start() last found, and since when
   uint64_t up_since_cycle_ = 0;
-  uint64_t last_rx_cycle_ = 0, last_progress_cycle_ = 0, next_start_cycle_ = 0, progress_words_ = 0;
+  uint64_t last_rx_cycle_ = 0, last_progress_cycle_ = 0, next_start_cycle_ = 0;
   uint64_t seq_ = 0, verified_ = 0, aborted_ = 0, wrong_ = 0, stale_words_ = 0, messages_done_ = 0;
   std::vector<JobRecord> records_;
   ServerSim* sim_ = nullptr;

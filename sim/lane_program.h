@@ -29,6 +29,10 @@ class LaneProgram {
   // of every ServerSim::step().
   virtual void attach(ServerSim&) {}
   virtual void after_step(ServerSim&) {}
+  // The next cycle at which after_step() must run even if nothing else stops the step (a wait
+  // that expires): ServerSim::step() ends there, so the program's decisions fall on exact cycles
+  // whatever the batches around them. UINT64_MAX: none.
+  virtual uint64_t wake_cycle() const { return UINT64_MAX; }
   // Messages (end-of-message words) it received intact: the server's delivered-traffic count.
   virtual uint64_t messages_delivered() const { return 0; }
 };

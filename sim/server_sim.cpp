@@ -369,6 +369,10 @@ void ServerSim::dark_lane(int link, uint64_t cycles) {
 
 uint64_t ServerSim::step(uint64_t max_cycles) {
   irq_rose_ = bus_done_ = link_changed_ = program_event_ = false;
+  if (program_) {
+    const uint64_t wake = program_->wake_cycle();
+    if (wake > cycle_ && wake - cycle_ < max_cycles) max_cycles = wake - cycle_;
+  }
   const uint64_t ran = max_cycles ? impl_->run(*this, max_cycles) : 0;
   if (program_) program_->after_step(*this);
   return ran;
