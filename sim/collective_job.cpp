@@ -205,15 +205,8 @@ void CollectiveJob::try_start(ServerSim& sim) {
     ts.bytes = restore_->bytes;
     ts.seed = restore_->seed;
     transfer_ = std::make_unique<StateTransfer>(ts, shape_);
-    std::fill(planned_peer_.begin(), planned_peer_.end(), -1);
-    std::fill(out_since_.begin(), out_since_.end(), 0);
-    for (const RingHop& h : ts.circuits) {
-      planned_peer_[static_cast<size_t>(h.tx_link)] = h.rx_link;
-      planned_peer_[static_cast<size_t>(h.rx_link)] = h.tx_link;
-    }
     transfer_->start(now);
-    quiet_needed_ = false;
-    last_progress_cycle_ = now;
+    watch_circuits(ts.circuits, now);
     return;
   }
   std::vector<Ring> rings;
@@ -230,17 +223,22 @@ void CollectiveJob::try_start(ServerSim& sim) {
   cs.count = job_count(spec_, static_cast<int>(ring_.size()));
   cs.seed = spec_.seed + seq_;  // every collective its own data
   current_ = std::make_unique<RingCollective>(cs, shape_);
+  current_->start(now);
+  std::vector<RingHop> hops;
+  for (const Ring& r : cs.rings) hops.insert(hops.end(), r.hops.begin(), r.hops.end());
+  watch_circuits(hops, now);
+  state_ = JobState::Running;
+}
+
+void CollectiveJob::watch_circuits(const std::vector<RingHop>& circuits, uint64_t now) {
   std::fill(planned_peer_.begin(), planned_peer_.end(), -1);
   std::fill(out_since_.begin(), out_since_.end(), 0);
-  for (const Ring& r : cs.rings)
-    for (const RingHop& h : r.hops) {
-      planned_peer_[static_cast<size_t>(h.tx_link)] = h.rx_link;
-      planned_peer_[static_cast<size_t>(h.rx_link)] = h.tx_link;
-    }
-  current_->start(now);
+  for (const RingHop& h : circuits) {
+    planned_peer_[static_cast<size_t>(h.tx_link)] = h.rx_link;
+    planned_peer_[static_cast<size_t>(h.rx_link)] = h.tx_link;
+  }
   quiet_needed_ = false;
   last_progress_cycle_ = now;
-  state_ = JobState::Running;
 }
 
 void CollectiveJob::watch_running(ServerSim& sim) {

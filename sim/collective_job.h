@@ -118,6 +118,9 @@ class CollectiveJob : public LaneProgram {
  private:
   void try_start(ServerSim& sim);
   LaneProgram* task() const;  // the collective or the restore in flight, or null
+  // The task just started uses these circuits: watch them (their peers, how long each is out of
+  // Active) from `now`.
+  void watch_circuits(const std::vector<RingHop>& circuits, uint64_t now);
   void watch_running(ServerSim& sim);
   void end(ServerSim& sim, JobOutcome outcome, JobReason reason, std::string detail);
   void record(JobRecord r);

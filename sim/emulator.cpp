@@ -542,14 +542,17 @@ class Emulator {
     return true;
   }
 
+  // A control write the job refuses: a bus error for the host, the reason in the log. Returns false.
+  bool refused(const char* reg, uint32_t v, const std::string& why) {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    fmt::print(stderr, "mxtb sim [{}]: {} {:#x} refused: {}\n", mode_name(cfg_.time_mode), reg, v, why);
+    return false;
+  }
+
   // JOB_CTRL: form the job on JOB_RING with JOB_SPEC, JOB_BYTES and JOB_SEED, or stop it. The job
   // is touched only between kernel runs (as here) or by the clock thread inside one.
   bool job_ctrl(uint32_t v) {
-    auto refuse = [&](const std::string& why) {
-      std::lock_guard<std::mutex> lock(log_mu_);
-      fmt::print(stderr, "mxtb sim [{}]: JOB_CTRL {:#x} refused: {}\n", mode_name(cfg_.time_mode), v, why);
-      return false;
-    };
+    auto refuse = [&](const std::string& why) { return refused("JOB_CTRL", v, why); };
     if (!job_) return refuse("this emulator runs no job (start it with --job-xpus)");
     const bool form = v & er::job_ctrl::kFormMask, stop = v & er::job_ctrl::kStopMask;
     if (form == stop) return refuse("write exactly one of form (bit 0) and stop (bit 1)");
@@ -575,11 +578,7 @@ class Emulator {
 
   // RESTORE_CTRL: restore RESTORE_BYTES of state onto RESTORE_DST from RESTORE_SRC's XPUs.
   bool restore_ctrl(uint32_t v) {
-    auto refuse = [&](const std::string& why) {
-      std::lock_guard<std::mutex> lock(log_mu_);
-      fmt::print(stderr, "mxtb sim [{}]: RESTORE_CTRL {:#x} refused: {}\n", mode_name(cfg_.time_mode), v, why);
-      return false;
-    };
+    auto refuse = [&](const std::string& why) { return refused("RESTORE_CTRL", v, why); };
     if (!job_) return refuse("this emulator runs no job (start it with --job-xpus)");
     if (!(v & er::restore_ctrl::kStartMask)) return refuse("write 1 (start)");
     std::vector<int> sources;

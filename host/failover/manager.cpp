@@ -914,27 +914,37 @@ bool FailoverManager::job_ring_alive() const {
   return true;
 }
 
+FailoverManager::Awaited FailoverManager::await_event(size_t seen, EmuEvent kind, double from_ns,
+                                                     const std::function<bool(const fabric::EmuEventRecord&)>& ends) {
+  Awaited w;
+  const uint64_t until = board_.clock().now_ns() + cfg_.job->first_timeout_ns;
+  for (size_t i = seen;;) {
+    for (; i < log_.size(); ++i)
+      if (log_[i].kind == kind && static_cast<double>(log_[i].time_ns) >= from_ns && ends(log_[i])) {
+        w.event = log_[i];
+        return w;
+      }
+    const uint64_t now = board_.clock().now_ns();
+    if (now >= until) return w;
+    take_events(std::min<uint64_t>(until - now, cfg_.poll_ns));
+    // What waits for a dead XPU never comes: the failure is the next to handle, not a wait to sit out.
+    if (!pending_)
+      if (auto d = failed_xpu_now()) {
+        pending_ = d;
+        w.failed = d->xpu;
+        return w;
+      }
+  }
+}
+
 std::optional<fabric::EmuEventRecord> FailoverManager::restore_over_rtl(const std::vector<int>& sources, int spare) {
   const size_t seen = log_.size();
   const double started = static_cast<double>(board_.clock().now_ns());
   board_.start_restore(sources, spare, cfg_.job->restore_rtl_bytes);
-  const uint64_t until = board_.clock().now_ns() + cfg_.job->first_timeout_ns;
-  for (size_t i = seen;;) {
-    for (; i < log_.size(); ++i) {
-      const auto& e = log_[i];
-      if (e.kind != EmuEvent::Restore || static_cast<double>(e.time_ns) < started) continue;
-      // An aborted restore is retried by the emulated XPUs; anything else ends it.
-      if (static_cast<emu::JobOutcome>(e.a) != emu::JobOutcome::Aborted) return e;
-    }
-    const uint64_t now = board_.clock().now_ns();
-    if (now >= until) return std::nullopt;
-    take_events(std::min<uint64_t>(until - now, cfg_.poll_ns));
-    if (!pending_)
-      if (auto d = failed_xpu_now()) {
-        pending_ = d;
-        return std::nullopt;
-      }
-  }
+  // An aborted restore is retried by the emulated XPUs; anything else ends it.
+  return await_event(seen, EmuEvent::Restore, started, [](const fabric::EmuEventRecord& e) {
+           return static_cast<emu::JobOutcome>(e.a) != emu::JobOutcome::Aborted;
+         }).event;
 }
 
 FailoverManager::JobWait FailoverManager::form_job_and_wait() {
@@ -943,32 +953,15 @@ FailoverManager::JobWait FailoverManager::form_job_and_wait() {
   w.formed_ns = static_cast<double>(board_.clock().now_ns());
   board_.form_job(protocol::ring_xpus(placement_), cfg_.job->spec);
   job_formed_ns_ = w.formed_ns;
-  const uint64_t until = board_.clock().now_ns() + cfg_.job->first_timeout_ns;
-  for (size_t i = seen;; ) {
-    for (; i < log_.size(); ++i) {
-      const auto& e = log_[i];
-      if (e.kind != EmuEvent::Job || static_cast<double>(e.time_ns) < w.formed_ns) continue;
-      const auto outcome = static_cast<emu::JobOutcome>(e.a);
-      if (outcome == emu::JobOutcome::Verified) {
-        w.verified = e;
-        return w;
-      }
-      // Aborted because it was formed again is this form's own doing; anything else ends the wait.
-      if (outcome == emu::JobOutcome::Aborted && static_cast<emu::JobReason>(e.b) == emu::JobReason::Reformed) continue;
-      w.ended = e;
-      return w;
-    }
-    const uint64_t now = board_.clock().now_ns();
-    if (now >= until) return w;
-    take_events(std::min<uint64_t>(until - now, cfg_.poll_ns));
-    // A ring with a dead XPU never forms: the failure is the next to handle, not a wait to sit out.
-    if (!pending_)
-      if (auto d = failed_xpu_now()) {
-        pending_ = d;
-        w.failed = d->xpu;
-        return w;
-      }
-  }
+  // Aborted because it was formed again is this form's own doing; anything else ends the wait.
+  const Awaited a = await_event(seen, EmuEvent::Job, w.formed_ns, [](const fabric::EmuEventRecord& e) {
+    return !(static_cast<emu::JobOutcome>(e.a) == emu::JobOutcome::Aborted &&
+             static_cast<emu::JobReason>(e.b) == emu::JobReason::Reformed);
+  });
+  w.failed = a.failed;
+  if (a.event && static_cast<emu::JobOutcome>(a.event->a) == emu::JobOutcome::Verified) w.verified = a.event;
+  else w.ended = a.event;
+  return w;
 }
 
 std::vector<std::string> FailoverManager::check_job() {

@@ -14,6 +14,7 @@
 #include "protocol/fabric_map.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -170,6 +171,15 @@ class FailoverManager {
   };
   JobWait form_job_and_wait();
   bool job_ring_alive() const;  // no XPU of the tenant's ring has failed (or is failing)
+  // Takes the board's events (those in log_ from index `seen` on, then new ones) until one of
+  // `kind` at or after `from_ns` for which `ends` holds, the job's timeout, or another XPU's
+  // failure (then pending_, handled next).
+  struct Awaited {
+    std::optional<fabric::EmuEventRecord> event;
+    std::optional<int> failed;
+  };
+  Awaited await_event(size_t seen, emu::EmuEvent kind, double from_ns,
+                      const std::function<bool(const fabric::EmuEventRecord&)>& ends);
   // The restore's scaled-down part over the RTL links (RESTORE_*): its Restore event, or none
   // (timeout, or another XPU failed: then pending_).
   std::optional<fabric::EmuEventRecord> restore_over_rtl(const std::vector<int>& sources, int spare);
