@@ -53,12 +53,12 @@ int collect(const host::report::SlurmCampaign& c, const std::string& json_path, 
 int cmd_regress(const ArgList& argv) {
   Args args(argv,
             {"--seeds", "--jobs", "--first-seed", "--json", "--junit", "--out", "--launcher", "--seeds-per-task",
-             "--partition", "--time-limit", "--sbatch-args", "--poll-s", "--collect"},
+             "--partition", "--time-limit", "--sbatch-args", "--poll-s", "--collect", "--restart"},
             {"--quiet", "--no-wait"});
   const bool quiet = args.has("--quiet");
   if (args.has("--collect")) {
     for (const char* f : {"--seeds", "--jobs", "--first-seed", "--out", "--launcher", "--seeds-per-task", "--partition",
-                          "--time-limit", "--sbatch-args", "--poll-s", "--no-wait"})
+                          "--time-limit", "--sbatch-args", "--poll-s", "--no-wait", "--restart"})
       if (args.has(f)) throw UsageError(fmt::format("--collect DIR reads the campaign from DIR; {} does not go with it", f));
     std::string dir = args.str("--collect");
     host::report::SlurmCampaign c;
@@ -105,6 +105,11 @@ int cmd_regress(const ArgList& argv) {
   const double poll_s = args.real("--poll-s", 10, 0.1, 3600);
   cfg.child_template = {host::fabric::self_executable(), "demo", "--scenario-seed", "{seed}", "--json", "{json}",
                         "--out", cfg.work_dir + "/seed-{seed}", "--no-waves"};
+  // The job's ranks as processes in every seed, re-formed by that strategy (both: the hot spare,
+  // and the relaunch measured beside it).
+  if (args.has("--restart"))
+    cfg.child_template.insert(cfg.child_template.end(),
+                              {"--restart", args.choice("--restart", "both", {"hot-spare", "relaunch", "both"})});
   std::string json_path = args.str("--json", cfg.work_dir + "/regress.json");
   std::string junit_path = args.str("--junit", cfg.work_dir + "/junit.xml");
 

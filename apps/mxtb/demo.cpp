@@ -53,6 +53,7 @@ DemoRun run_demo(const FailoverScenario& s, const DemoOptions& o) {
     rc.work_dir = o.out_dir + "/ranks";
     rc.restart = *o.restart;
     job.manager.comm = rc;
+    job.manager.compare_restart = o.compare_restart;
   }
   DemoRun run;
   run.job = host::failover::run_failover_job(board, job, say);

@@ -29,6 +29,8 @@ struct DemoOptions {
   // The job's ranks as processes with a real collective library, restarted this way after a
   // failure (their re-form measured); none: the scenario's modeled communicator_reinit.
   std::optional<host::comm::Restart> restart;
+  // With `restart`: the other strategy measured too, in the same run (the report's alternative total).
+  std::optional<host::comm::Restart> compare_restart;
 };
 
 struct DemoRun {

@@ -27,22 +27,26 @@ struct Command {
 const Command kCommands[] = {
     {"demo", mxtb::app::cmd_demo,
      R"(demo [--scenario FILE | --scenario-seed N] [--seed N] [--out DIR] [--json FILE] [--no-waves]
-    [--ipbus-timeout-ms MS] [--inject-stall MS/EVERY] [--restart hot-spare|relaunch]
+    [--ipbus-timeout-ms MS] [--inject-stall MS/EVERY] [--restart hot-spare|relaunch|both] [--sweep]
     the main job: the emulator on loopback, the failover manager over IPbus, an XPU killed and
     replaced by a spare; phase table against 1.2 s, report.json, timeline.json/.svg, waves.fst.
     The IPbus client waits MS per attempt (default 1000); --inject-stall is the stress harness's
     fault (see sim). --restart runs the job's ranks as processes with Gloo and measures their
     communicator's re-form (a waiting hot spare, or every rank relaunched from its checkpoint)
-    in place of the modeled communicator_reinit)"},
+    in place of the modeled communicator_reinit; both: the hot spare on the path and the
+    relaunch measured beside it in the same run. --sweep (implies --restart both): the path
+    recomputed over state size 1-16 GiB, lane rate 25-200 Gb/s, lanes 1-4 and strategy from this
+    run's measured phases (sweep.json, sweep.svg))"},
     {"rank", mxtb::app::cmd_rank,
      R"(rank --store DIR [--library gloo] [--timeout-ms MS]
     one rank of the job, driven over stdin/stdout by the failover manager (host/comm/rank.h))"},
     {"regress", mxtb::app::cmd_regress,
      R"(regress --seeds N [--jobs J] [--first-seed S] [--out DIR] [--json FILE] [--junit FILE] [--quiet]
     [--launcher local|slurm] [--seeds-per-task K] [--partition P] [--time-limit T]
-    [--sbatch-args "ARGS"] [--poll-s S] [--no-wait]
+    [--sbatch-args "ARGS"] [--poll-s S] [--no-wait] [--restart hot-spare|relaunch|both]
 regress --collect DIR [--json FILE] [--junit FILE]
-    N random failover scenarios through the demo, J at a time: p50/p99/max of every phase, JSON,
+    N random failover scenarios through the demo (--restart: with the job's ranks as processes
+    in every seed, as demo --restart), J at a time: p50/p99/max of every phase, JSON,
     JUnit XML, and the command that reruns each failing seed. --launcher slurm submits one job
     array (K seeds per task, at most J tasks at once) and waits, or --no-wait and --collect DIR
     later; cancelled, timed-out and never-started seeds are reported as such)"},

@@ -8,6 +8,17 @@
 
 namespace mxtb::app {
 
+namespace {
+
+// A title inside gnuplot's single quotes: a quote is written twice.
+std::string gnuplot_quoted(const std::string& s) {
+  std::string out;
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out;
+}
+
+}  // namespace
+
 bool plot_series(const std::string& svg, const std::string& settings, const std::vector<PlotSeries>& series,
                  const std::string& style) {
   const std::string stem =
@@ -24,7 +35,8 @@ bool plot_series(const std::string& svg, const std::string& settings, const std:
   if (!gp) throw std::runtime_error(fmt::format("cannot write plot script '{}.gp'", stem));
   gp << "set terminal svg size 720,440 dynamic\nset output '" << svg << "'\n" << settings << "\nplot ";
   for (size_t i = 0; i < series.size(); ++i)
-    gp << (i ? ", " : "") << "'" << stem << ".dat' index " << i << " with " << style << " title '" << series[i].title << "'";
+    gp << (i ? ", " : "") << "'" << stem << ".dat' index " << i << " with " << style << " title '"
+       << gnuplot_quoted(series[i].title) << "'";
   gp << "\n";
   gp.close();
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {

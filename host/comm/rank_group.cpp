@@ -178,6 +178,7 @@ void RankGroup::form(const std::vector<int>& ring, double* slowest_s) {
   ++generation_;
   const int n = static_cast<int>(ring.size());
   for (int i = 0; i < n; ++i) send(ring[static_cast<size_t>(i)], fmt::format("form gen-{} {} {}", generation_, i, n));
+  step("form-sent");
   *slowest_s = 0;
   for (int x : ring) {
     std::istringstream a(answer(x, "the rendezvous"));
@@ -187,6 +188,11 @@ void RankGroup::form(const std::vector<int>& ring, double* slowest_s) {
     *slowest_s = std::max(*slowest_s, static_cast<double>(ns) * 1e-9);
   }
   ring_ = ring;
+  step("formed");
+}
+
+void RankGroup::step(const char* what) {
+  if (cfg_.on_step) cfg_.on_step(what);
 }
 
 uint64_t RankGroup::check_all_reduce(const std::vector<int>& ring, double* s) {
@@ -222,9 +228,10 @@ Reform RankGroup::reform(const std::vector<int>& ring) {
     auto it = ranks_.find(x);
     if (it == ranks_.end() || !it->second.looping) continue;
     std::istringstream a(answer(x, "the end of its step loop (a peer died)"));
-    std::string word;
+    std::string word, why;
     uint64_t steps = 0, at = 0;
     a >> word >> steps >> at;
+    std::getline(a >> std::ws, why);
     it->second.looping = false;
     last_stop = std::max(last_stop, at);
   }
@@ -236,6 +243,7 @@ Reform RankGroup::reform(const std::vector<int>& ring) {
     for (const auto& [x, r] : ranks_) all.push_back(x);
     for (int x : all) stop(x);
     out.stop_s = since(t0);
+    step("stopped");
     t0 = Clock::now();
     store_dir_ = fmt::format("{}/store-relaunch-{}", cfg_.work_dir, generation_ + 1);  // rendezvous from scratch
     std::filesystem::remove_all(store_dir_);
@@ -244,6 +252,7 @@ Reform RankGroup::reform(const std::vector<int>& ring) {
       send(ring[p], fmt::format("load {}/checkpoint-{}.bin {}", cfg_.work_dir, p, cfg_.checkpoint_bytes));
     for (int x : ring) answer(x, "the checkpoint read");
     out.start_s = since(t0);
+    step("started");
   }
   const auto t0 = Clock::now();
   double slowest = 0;

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -31,6 +32,9 @@ struct RankGroupConfig {
   uint64_t count = 1 << 16;   // floats per all-reduce (256 KiB)
   uint64_t checkpoint_bytes = 64ull << 20;  // what a relaunched rank reads back before it rejoins
   std::chrono::milliseconds timeout{20'000};  // any one answer
+  // Milestones of a re-form as they happen ("stopped", "started", "form-sent", "formed"): for
+  // progress lines, and for the fault tests that kill a rank at one of them.
+  std::function<void(const std::string& step)> on_step;
 };
 
 // What a re-form took, in wall time.
@@ -64,6 +68,7 @@ class RankGroup {
   // what failed (a rank that died or did not answer in time).
   Reform reform(const std::vector<int>& ring);
   int generation() const { return generation_; }
+  const std::vector<int>& ring() const { return ring_; }  // the XPUs of the current communicator
   pid_t pid(int xpu) const;  // its rank's process (-1: none), for diagnostics and tests
   const RankGroupConfig& config() const { return cfg_; }
 
@@ -81,6 +86,7 @@ class RankGroup {
   void form(const std::vector<int>& ring, double* slowest_s);
   uint64_t check_all_reduce(const std::vector<int>& ring, double* s);
   void loop(const std::vector<int>& ring);
+  void step(const char* what);
 
   RankGroupConfig cfg_;
   std::map<int, Rank> ranks_;

@@ -778,6 +778,9 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
     }
     if (!exact) rec.problems.push_back(fmt::format("XPU {}'s state came back different on the spare", det.xpu));
     if (!circuits) rec.problems.push_back("no circuit between the spare and a peer holding the state copy");
+    t.figures["restore_circuits"] = circuits;
+    t.figures["state_bytes"] = static_cast<double>(cfg_.state_bytes_per_xpu);
+    t.figures["lane_gbps"] = cfg_.lane_gbps;
     const std::string paged = fmt::format("the paging engine (CPU backend) moved {:.1f} MiB of it for real, bit-exact: {}",
                                           static_cast<double>(moved.bytes_moved) / (1 << 20), exact ? "yes" : "NO");
     const double gib = static_cast<double>(cfg_.state_bytes_per_xpu) / (1 << 30);
@@ -789,6 +792,8 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
       const double efficiency = static_cast<double>(cfg_.job->restore_rtl_bytes) /
                                 (static_cast<double>(rtl->b) * static_cast<double>(rtl->data) * 8.0);
       const double ns = static_cast<double>(cfg_.state_bytes_per_xpu) / (circuits * cfg_.lane_gbps / 8 * efficiency);
+      t.figures["restore_efficiency"] = efficiency;
+      t.figures["restore_efficiency_measured"] = 1;
       report::append_phase(
           t, "state_restore", ns, "modeled",
           fmt::format("{:.2f} GiB from XPUs {} over the spare's {} circuits x {} Gb/s x {:.3f} payload efficiency, measured "
@@ -802,6 +807,8 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
         t.notes.push_back(fmt::format("the state restore over the RTL links was aborted ({})",
                                       emu::to_string(static_cast<emu::JobReason>(rtl->c))));
       const double ns = circuits ? static_cast<double>(cfg_.state_bytes_per_xpu) / (circuits * cfg_.lane_gbps / 8) : 0;
+      t.figures["restore_efficiency"] = 1;  // the lanes' raw rate: nothing measured it
+      t.figures["restore_efficiency_measured"] = 0;
       report::append_phase(t, "state_restore", ns, "modeled",
                            fmt::format("{:.2f} GiB from XPUs {} over the spare's {} circuit(s) x {} Gb/s; {}", gib,
                                        fmt::join(sources, ", "), circuits, cfg_.lane_gbps, paged));
@@ -811,19 +818,31 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
   // The communicator: the ranks' own re-form with a real library, measured, where the host has
   // them; else the scenario's constant.
   bool reformed = false;
+  std::optional<report::Alternative> alternative;
   if (ranks_ && job_ring_alive()) {
     const auto ring = protocol::ring_xpus(placement_);
+    const std::vector<int> old_ring = ranks_->ring();
+    // A hot spare's re-form needs no state: it runs beside the restore (the state streams over
+    // the fabric into the spare's memory while its rank joins), so only what outlasts the
+    // restore is on the critical path. A relaunch starts once every rank has stopped.
+    const report::TimelinePhase* restore = report::find_phase(t, "state_restore");
+    const double restore_ns = restore ? restore->duration_ns() : 0;
+    auto on_path_ns_of = [&](const comm::Reform& r) {
+      const double reform_ns = r.total_s() * 1e9;
+      return r.restart == comm::Restart::Relaunch ? reform_ns : std::max(0.0, reform_ns - restore_ns);
+    };
     try {
       const comm::Reform r = ranks_->reform(ring);
       const bool relaunch = r.restart == comm::Restart::Relaunch;
-      // A hot spare's re-form needs no state: it runs beside the restore (the state streams over
-      // the fabric into the spare's memory while its rank joins), so only what outlasts the
-      // restore is on the critical path. A relaunch starts once every rank has stopped.
-      double restore_ns = 0;
-      for (const auto& ph : t.phases)
-        if (ph.name == "state_restore") restore_ns = ph.duration_ns();
       const double reform_ns = r.total_s() * 1e9;
-      const double on_path_ns = relaunch ? reform_ns : std::max(0.0, reform_ns - restore_ns);
+      const double on_path_ns = on_path_ns_of(r);
+      if (!relaunch) {
+        const double from = restore ? restore->start_ns : t.failure_ns + t.total_ns;
+        report::add_beside(t, "hot_spare_reform", from, from + reform_ns, "measured",
+                           fmt::format("{} hot spare: the whole re-form, rendezvous and connections ({:.1f} ms) and the "
+                                       "first all-reduce checked ({:.1f} ms), beside state_restore",
+                                       r.library, r.form_s * 1e3, r.first_s * 1e3));
+      }
       report::append_phase(
           t, "communicator_reform", on_path_ns, "measured",
           relaunch ? fmt::format("{} {}: every rank stopped ({:.1f} ms), {} rank processes started and their checkpoints "
@@ -836,13 +855,40 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
                                  "({:.1f} ms), so {:.1f} ms of its {:.1f} ms are on the critical path",
                                  r.library, comm::to_string(r.restart), r.form_s * 1e3, r.first_s * 1e3, restore_ns / 1e6,
                                  on_path_ns / 1e6, reform_ns / 1e6));
-      t.notes.push_back(fmt::format("the job's ranks ({}): the survivors' step loop failed {:.2f} ms after the rank on XPU {} "
-                                    "died; the new communicator (generation {}) on XPUs {}",
-                                    r.library, r.abort_s * 1e3, det.xpu, ranks_->generation(), fmt::join(ring, " ")));
+      // The ranks' own collective failed beside the hardware's failover: laid from the failure,
+      // as the XPU's death takes its rank's process with it.
+      report::add_beside(t, "ranks_abort", t.failure_ns, t.failure_ns + r.abort_s * 1e9, "measured",
+                         fmt::format("{}: the survivors' all-reduce fails once the rank on XPU {} is gone (wall time from "
+                                     "its kill to the last survivor's error)",
+                                     r.library, det.xpu));
+      t.notes.push_back(fmt::format("the job's ranks ({}): the new communicator (generation {}) on XPUs {}", r.library,
+                                    ranks_->generation(), fmt::join(ring, " ")));
       if (r.wrong) rec.problems.push_back(fmt::format("the re-formed communicator's all-reduce: {} elements wrong", r.wrong));
       reformed = true;
     } catch (const comm::CommError& e) {
       rec.problems.push_back(fmt::format("the communicator's re-form failed: {}", e.what()));
+    }
+    // The other strategy on a group of its own, the same XPUs and the same death, in this run.
+    if (reformed && cfg_.compare_restart && !compared_restart_) {
+      compared_restart_ = true;
+      comm::RankGroupConfig alt = *cfg_.comm;
+      alt.restart = *cfg_.compare_restart;
+      alt.work_dir += std::string("/compare-") + comm::to_string(alt.restart);
+      try {
+        comm::RankGroup group(alt, old_ring, std::vector<int>{spare});
+        group.kill(det.xpu);
+        const comm::Reform r = group.reform(ring);
+        if (r.wrong) throw comm::CommError(fmt::format("its first all-reduce had {} elements wrong", r.wrong));
+        alternative = report::Alternative{
+            comm::to_string(r.restart), "communicator_reform", on_path_ns_of(r), 0, "measured",
+            fmt::format("{} {} measured in this run on a group of its own: stop {:.1f} ms, start and checkpoints {:.1f} ms, "
+                        "rendezvous {:.1f} ms, first all-reduce {:.1f} ms",
+                        r.library, comm::to_string(r.restart), r.stop_s * 1e3, r.start_s * 1e3, r.form_s * 1e3,
+                        r.first_s * 1e3)};
+      } catch (const comm::CommError& e) {
+        rec.problems.push_back(fmt::format("the {} strategy measured for comparison failed: {}",
+                                           comm::to_string(alt.restart), e.what()));
+      }
     }
   } else if (ranks_) {
     t.notes.push_back("the ranks' communicator is not formed again yet: another XPU of the ring has failed");
@@ -859,12 +905,13 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
   // The job's communicator formed again with the spare; the path ends at its first verified
   // collective on the new ring.
   if (cfg_.job) {
+    // The collective in flight fails on its own (the XPUs' link layers), beside the failover.
     for (const auto& e : log_)
       if (e.kind == EmuEvent::Job && static_cast<double>(e.time_ns) >= t.failure_ns &&
           static_cast<emu::JobOutcome>(e.a) == emu::JobOutcome::Aborted) {
-        t.notes.push_back(fmt::format("the job's collective in flight (#{}) aborted {} after the failure: {}", e.data,
-                                      report::human_duration(static_cast<double>(e.time_ns) - t.failure_ns),
-                                      emu::to_string(static_cast<emu::JobReason>(e.b))));
+        report::add_beside(t, "collective_abort", t.failure_ns, static_cast<double>(e.time_ns), "rtl",
+                           fmt::format("the job's collective in flight (#{}) aborted: {}", e.data,
+                                       emu::to_string(static_cast<emu::JobReason>(e.b))));
         break;
       }
     if (!job_ring_alive()) {
@@ -899,11 +946,19 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
   const double rearm0 = static_cast<double>(board_.clock().now_ns());
   arm_next_backup();
   const double rearm1 = static_cast<double>(board_.clock().now_ns());
-  report::append_phase(t, "rearm", rearm1 - rearm0, "host",
-                       armed_xpu_ ? fmt::format("XPU {}'s backup (spare {}) routed and staged through the mailbox", *armed_xpu_,
-                                                armed_spare_)
-                                  : std::string("nothing to arm: no spare left, the next failure runs degraded"));
+  // After the path: the tenant already runs; the next backup is armed beside it.
+  const double path_end = t.failure_ns + t.total_ns;
+  report::add_beside(t, "rearm", path_end, path_end + (rearm1 - rearm0), "host",
+                     armed_xpu_ ? fmt::format("after the path: XPU {}'s backup (spare {}) routed and staged through the mailbox",
+                                              *armed_xpu_, armed_spare_)
+                                : std::string("nothing to arm: no spare left, the next failure runs degraded"));
   if (!armed_xpu_) t.notes.push_back("no backup armed after this failover: no spare left");
+  if (alternative) {
+    if (const report::TimelinePhase* reform = report::find_phase(t, alternative->phase)) {
+      alternative->total_ns = t.total_ns - reform->duration_ns() + alternative->phase_ns;
+      t.alternatives.push_back(*alternative);
+    }
+  }
 }
 
 bool FailoverManager::job_ring_alive() const {

@@ -67,6 +67,9 @@ struct ManagerConfig {
   // their communicator's re-form after a failover is measured and replaces a modeled
   // "communicator_reinit". None: that phase stays the scenario's constant.
   std::optional<comm::RankGroupConfig> comm;
+  // With `comm`: the other strategy too, on a group of its own, at the first failover, so the
+  // report sets the two totals side by side from one run (Timeline::alternatives).
+  std::optional<comm::Restart> compare_restart;
   std::string scenario;
   uint64_t seed = 0;
 };
@@ -213,6 +216,7 @@ class FailoverManager {
   size_t state_blocks_ = 0;
   double job_formed_ns_ = -1;  // when the job was last formed (-1: never)
   std::unique_ptr<comm::RankGroup> ranks_;
+  bool compared_restart_ = false;  // the other strategy measured (once per run)
 };
 
 }  // namespace mxtb::host::failover

@@ -43,12 +43,16 @@ std::vector<PhaseStats> summarize(const std::vector<Timeline>& runs) {
   for (const auto& t : runs)
     for (const auto& p : t.phases) add(p.name, p.duration_ns());
   for (const auto& t : runs)
+    for (const auto& p : t.beside) add(p.name + " (beside)", p.duration_ns());
+  for (const auto& t : runs)
     if (!t.phases.empty()) {
       add("hardware", t.hardware_ns);
       add("total", t.total_ns);
+      for (const auto& a : t.alternatives) add("total, " + a.name, a.total_ns);
     }
-  // "hardware" and "total" last, whatever order the phases came in.
-  std::stable_partition(order.begin(), order.end(), [](const std::string& n) { return n != "hardware" && n != "total"; });
+  // "hardware" and the totals last, whatever order the phases came in.
+  std::stable_partition(order.begin(), order.end(),
+                        [](const std::string& n) { return n != "hardware" && n.rfind("total", 0) != 0; });
   std::vector<PhaseStats> out;
   for (const auto& n : order) {
     const auto& v = d[n];

@@ -83,6 +83,25 @@ std::vector<std::string> check_timeline(const Timeline& t, double tol) {
     if (std::fabs(t.total_ns - span) > tol)
       p.push_back(fmt::format("total_ns {} is not failure to the end of the last phase ({})", t.total_ns, span));
   }
+  for (const auto& ph : t.beside) {
+    const std::string name = ph.name.empty() ? "(unnamed)" : ph.name;
+    if (ph.name.empty()) p.push_back("a phase beside the path has no name");
+    if (!known_source(ph.source)) p.push_back(fmt::format("phase {} (beside the path): unknown source '{}'", name, ph.source));
+    if (!std::isfinite(ph.start_ns) || !std::isfinite(ph.end_ns) || ph.end_ns < ph.start_ns)
+      p.push_back(fmt::format("phase {} (beside the path): not an interval ({} to {} ns)", name, ph.start_ns, ph.end_ns));
+    else if (ph.start_ns < t.failure_ns - tol)
+      p.push_back(fmt::format("phase {} (beside the path): starts at {} ns, before the failure ({} ns)", name, ph.start_ns,
+                              t.failure_ns));
+  }
+  for (const auto& a : t.alternatives) {
+    const TimelinePhase* ph = find_phase(t, a.phase);
+    if (!known_source(a.source)) p.push_back(fmt::format("alternative {}: unknown source '{}'", a.name, a.source));
+    if (!ph)
+      p.push_back(fmt::format("alternative {}: replaces phase {}, which the timeline lacks", a.name, a.phase));
+    else if (a.phase_ns < 0 || std::fabs(a.total_ns - (t.total_ns - ph->duration_ns() + a.phase_ns)) > tol)
+      p.push_back(fmt::format("alternative {}: total {} ns is not the timeline's {} ns with {} at {} ns instead of {} ns",
+                              a.name, a.total_ns, t.total_ns, a.phase, a.phase_ns, ph->duration_ns()));
+  }
   if (t.hardware_ns < 0 || t.hardware_ns > t.total_ns + tol)
     p.push_back(fmt::format("hardware_ns {} is outside [0, total_ns {}]", t.hardware_ns, t.total_ns));
   if (!t.degraded && !t.phases.empty() && t.hardware_ns <= 0)
@@ -94,6 +113,16 @@ void append_phase(Timeline& t, std::string name, double duration_ns, std::string
   double start = t.phases.empty() ? t.failure_ns : t.phases.back().end_ns;
   t.phases.push_back({std::move(name), start, start + duration_ns, std::move(source), std::move(detail)});
   t.total_ns = t.phases.back().end_ns - t.failure_ns;
+}
+
+void add_beside(Timeline& t, std::string name, double start_ns, double end_ns, std::string source, std::string detail) {
+  t.beside.push_back({std::move(name), start_ns, end_ns, std::move(source), std::move(detail)});
+}
+
+const TimelinePhase* find_phase(const Timeline& t, const std::string& phase) {
+  for (const auto& p : t.phases)
+    if (p.name == phase) return &p;
+  return nullptr;
 }
 
 std::string human_duration(double ns) {
@@ -116,6 +145,11 @@ std::string format_table(const Timeline& t) {
   for (const auto& p : t.phases)
     out += fmt::format("  {:<22} {:>10} {:>10}  {}\n", p.name, human_duration(p.start_ns - t.failure_ns),
                        human_duration(p.duration_ns()), p.source);
+  std::vector<TimelinePhase> beside = t.beside;  // in the order they started
+  std::stable_sort(beside.begin(), beside.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+  for (const auto& p : beside)
+    out += fmt::format("  {:<22} {:>10} {:>10}  {}, beside the path: {}\n", p.name, human_duration(p.start_ns - t.failure_ns),
+                       human_duration(p.duration_ns()), p.source, p.detail);
   if (t.degraded) out += "  DEGRADED: no spare was left; the tenant runs without the failed XPU\n";
   if (!t.phases.empty()) {
     out += fmt::format("  {:<22} {:>10} {:>10}  failure to the last spare link Active\n", "hardware", "",
@@ -124,15 +158,26 @@ std::string format_table(const Timeline& t) {
     out += fmt::format("  {:<22} {:>10} {:>10}  {} the {} target ({:.1f} %)\n", "total", "", human_duration(t.total_ns),
                        t.total_ns <= t.target_ns ? "within" : "OVER", human_duration(t.target_ns), pct);
   }
+  for (const auto& a : t.alternatives)
+    out += fmt::format("  {:<22} {:>10} {:>10}  {} instead: {} {} ({}), {} the target ({:.1f} %)\n", "total, " + a.name, "",
+                       human_duration(a.total_ns), a.name, a.phase, human_duration(a.phase_ns), a.source,
+                       a.total_ns <= t.target_ns ? "within" : "OVER", a.total_ns / t.target_ns * 100);
   for (const auto& n : t.notes) out += fmt::format("  note: {}\n", n);
   return out;
 }
 
 json to_json(const Timeline& t) {
-  json phases = json::array();
-  for (const auto& p : t.phases)
-    phases.push_back({{"name", p.name}, {"start_ns", p.start_ns}, {"end_ns", p.end_ns},
-                      {"duration_ns", p.duration_ns()}, {"source", p.source}, {"detail", p.detail}});
+  auto phase_list = [](const std::vector<TimelinePhase>& list) {
+    json out = json::array();
+    for (const auto& p : list)
+      out.push_back({{"name", p.name}, {"start_ns", p.start_ns}, {"end_ns", p.end_ns}, {"duration_ns", p.duration_ns()},
+                     {"source", p.source}, {"detail", p.detail}});
+    return out;
+  };
+  json alternatives = json::array();
+  for (const auto& a : t.alternatives)
+    alternatives.push_back({{"name", a.name}, {"phase", a.phase}, {"phase_ns", a.phase_ns}, {"total_ns", a.total_ns},
+                            {"source", a.source}, {"detail", a.detail}, {"within_target", a.total_ns <= t.target_ns}});
   return json{{"time_mode", t.time_mode},
               {"scenario", t.scenario},
               {"seed", t.seed},
@@ -140,7 +185,8 @@ json to_json(const Timeline& t) {
               {"notes", t.notes},
               {"failover", {{"failure_ns", t.failure_ns}, {"total_ns", t.total_ns}, {"hardware_ns", t.hardware_ns},
                             {"target_ns", t.target_ns}, {"within_target", t.total_ns <= t.target_ns},
-                            {"phases", phases}}},
+                            {"phases", phase_list(t.phases)}, {"beside", phase_list(t.beside)},
+                            {"alternatives", alternatives}, {"figures", t.figures}}},
               {"problems", check_timeline(t)}};
 }
 
@@ -162,13 +208,25 @@ Timeline timeline_from_json(const json& j, const std::string& source) {
     t.total_ns = need(f, "total_ns", "$.failover").get<double>();
     t.hardware_ns = need(f, "hardware_ns", "$.failover").get<double>();
     t.target_ns = f.value("target_ns", t.target_ns);
-    const json& ps = need(f, "phases", "$.failover");
-    for (size_t i = 0; i < ps.size(); ++i) {
-      std::string where = fmt::format("$.failover.phases[{}]", i);
-      t.phases.push_back({need(ps[i], "name", where).get<std::string>(), need(ps[i], "start_ns", where).get<double>(),
-                          need(ps[i], "end_ns", where).get<double>(), need(ps[i], "source", where).get<std::string>(),
-                          ps[i].value("detail", "")});
-    }
+    auto read_phases = [&](const json& ps, const char* key, std::vector<TimelinePhase>& into) {
+      for (size_t i = 0; i < ps.size(); ++i) {
+        std::string where = fmt::format("$.failover.{}[{}]", key, i);
+        into.push_back({need(ps[i], "name", where).get<std::string>(), need(ps[i], "start_ns", where).get<double>(),
+                        need(ps[i], "end_ns", where).get<double>(), need(ps[i], "source", where).get<std::string>(),
+                        ps[i].value("detail", "")});
+      }
+    };
+    read_phases(need(f, "phases", "$.failover"), "phases", t.phases);
+    if (f.contains("beside")) read_phases(f.at("beside"), "beside", t.beside);
+    if (f.contains("figures")) t.figures = f.at("figures").get<std::map<std::string, double>>();
+    if (f.contains("alternatives"))
+      for (size_t i = 0; i < f.at("alternatives").size(); ++i) {
+        const json& a = f.at("alternatives")[i];
+        std::string where = fmt::format("$.failover.alternatives[{}]", i);
+        t.alternatives.push_back({need(a, "name", where).get<std::string>(), need(a, "phase", where).get<std::string>(),
+                                  need(a, "phase_ns", where).get<double>(), need(a, "total_ns", where).get<double>(),
+                                  need(a, "source", where).get<std::string>(), a.value("detail", "")});
+      }
     return t;
   } catch (const json::exception& e) {
     throw std::runtime_error(fmt::format("{}: not a failover report: {}", source, e.what()));
@@ -191,6 +249,10 @@ json chrome_trace(const Timeline& t) {
     ev.push_back({{"name", p.name}, {"cat", p.source}, {"ph", "X"}, {"pid", 1}, {"tid", source_tid(p.source)},
                   {"ts", (p.start_ns - t.failure_ns) / 1000}, {"dur", p.duration_ns() / 1000},
                   {"args", {{"start_ns", p.start_ns}, {"end_ns", p.end_ns}, {"detail", p.detail}}}});
+  for (const auto& p : t.beside)
+    ev.push_back({{"name", p.name}, {"cat", "beside the path"}, {"ph", "X"}, {"pid", 1}, {"tid", source_tid(p.source)},
+                  {"ts", (p.start_ns - t.failure_ns) / 1000}, {"dur", p.duration_ns() / 1000},
+                  {"args", {{"start_ns", p.start_ns}, {"end_ns", p.end_ns}, {"detail", p.detail}, {"beside_the_path", true}}}});
   if (t.hardware_ns > 0)
     ev.push_back({{"name", "last spare link Active"}, {"ph", "i"}, {"s", "g"}, {"pid", 1}, {"tid", source_tid("rtl")},
                   {"ts", t.hardware_ns / 1000}});
@@ -203,11 +265,16 @@ std::string gantt_svg(const Timeline& t) {
   // Phases run from nanoseconds (detect) to hundreds of milliseconds (modeled): on a linear axis
   // the hardware phases would be invisible. The axis is logarithmic in time since the failure, one
   // row per phase, every bar at least 2 px wide, and each row's label carries the exact duration.
+  // Phases beside the critical path get rows of their own below it, drawn pale.
+  std::vector<std::pair<const TimelinePhase*, bool>> rows;
+  for (const auto& p : t.phases) rows.push_back({&p, false});
+  for (const auto& p : t.beside) rows.push_back({&p, true});
   const double label_w = 330, x0 = label_w + 10, x1 = 980, row_h = 24, top = 64;
   const double width = x1 + 30;
-  const double height = top + row_h * static_cast<double>(t.phases.size()) + 80;
+  const double height = top + row_h * static_cast<double>(rows.size()) + 80;
   double shortest = 1e18, longest = std::max(t.total_ns, t.target_ns);
-  for (const auto& p : t.phases) {
+  for (const auto& [pp, beside] : rows) {
+    const TimelinePhase& p = *pp;
     double s = p.start_ns - t.failure_ns, e = p.end_ns - t.failure_ns;
     if (s > 0) shortest = std::min(shortest, s);
     if (e > 0) shortest = std::min(shortest, e);
@@ -237,7 +304,7 @@ std::string gantt_svg(const Timeline& t) {
     lx += 90;
   }
   // Decade grid and axis labels.
-  const double axis_y = top + row_h * static_cast<double>(t.phases.size()) + 6;
+  const double axis_y = top + row_h * static_cast<double>(rows.size()) + 6;
   for (double d = lo; d <= hi * 1.0001; d *= 10) {
     double gx = x(d);
     s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.0f}\" x2=\"{0:.1f}\" y2=\"{2:.0f}\" stroke=\"#ddd\"/>\n", gx, top - 4, axis_y);
@@ -248,16 +315,18 @@ std::string gantt_svg(const Timeline& t) {
   }
   s += fmt::format("<line x1=\"{0:.0f}\" y1=\"{1:.0f}\" x2=\"{2:.0f}\" y2=\"{1:.0f}\" stroke=\"black\"/>\n", x0, axis_y, x1);
   // One row per phase.
-  for (size_t i = 0; i < t.phases.size(); ++i) {
-    const auto& p = t.phases[i];
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& [pp, beside] = rows[i];
+    const TimelinePhase& p = *pp;
     double y = top + row_h * static_cast<double>(i);
     double bx0 = x(p.start_ns - t.failure_ns), bx1 = x(p.end_ns - t.failure_ns);
     double w = std::max(2.0, bx1 - bx0);
-    s += fmt::format("<text x=\"10\" y=\"{:.0f}\">{} {} ({})</text>\n", y + 15, xml_escape(p.name),
-                     human_duration(p.duration_ns()), xml_escape(p.source));
-    s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.0f}\" width=\"{:.1f}\" height=\"{:.0f}\" fill=\"{}\"><title>{}: {} from "
+    s += fmt::format("<text x=\"10\" y=\"{:.0f}\"{}>{} {} ({}{})</text>\n", y + 15, beside ? " fill=\"#777\"" : "",
+                     xml_escape(p.name), human_duration(p.duration_ns()), xml_escape(p.source), beside ? ", beside" : "");
+    s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.0f}\" width=\"{:.1f}\" height=\"{:.0f}\" fill=\"{}\"{}><title>{}: {} from "
                      "{} ({}){}{}</title></rect>\n",
-                     bx0, y + 3, w, row_h - 6, source_colour(p.source), xml_escape(p.name), human_duration(p.duration_ns()),
+                     bx0, y + 3, w, row_h - 6, source_colour(p.source), beside ? " fill-opacity=\"0.4\"" : "",
+                     xml_escape(p.name), human_duration(p.duration_ns()),
                      human_duration(p.start_ns - t.failure_ns), xml_escape(p.source), p.detail.empty() ? "" : ": ",
                      xml_escape(p.detail));
   }

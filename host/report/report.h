@@ -6,6 +6,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,12 +27,31 @@ struct TimelinePhase {
   double duration_ns() const { return end_ns - start_ns; }
 };
 
+// The same failover with one phase measured another way in the same run (the relaunch strategy
+// beside the hot spare's): that phase's duration and the total it gives.
+struct Alternative {
+  std::string name;         // "relaunch"
+  std::string phase;        // the phase it replaces ("communicator_reform")
+  double phase_ns = 0;      // its duration on the critical path that way
+  double total_ns = 0;      // failure to the end of the last phase that way
+  std::string source;       // one of kSources
+  std::string detail;
+};
+
 struct Timeline {
   std::string scenario;
   uint64_t seed = 0;
   std::string time_mode;
   double failure_ns = 0;             // when the XPU died
   std::vector<TimelinePhase> phases; // in order, each starting where the previous ended
+  // Phases that ran beside the critical path (the collective in flight aborting, the hot spare's
+  // whole re-form, the next backup armed after it): shown with their times, not summed; each
+  // starts at or after the failure.
+  std::vector<TimelinePhase> beside;
+  std::vector<Alternative> alternatives;
+  // The measured inputs of derived phases, by name (state_restore's "restore_efficiency",
+  // "restore_circuits", "state_bytes", "lane_gbps"): what a what-if sweep recomputes them from.
+  std::map<std::string, double> figures;
   double hardware_ns = 0;            // failure to the last spare link Active
   double total_ns = 0;               // failure to the end of the last phase
   double target_ns = 1.2e9;          // the Morphlux prototype's measured failover
@@ -41,11 +61,17 @@ struct Timeline {
 
 // The phases must start at the failure, follow one another without gaps or overlaps (within
 // `tolerance_ns`), have non-negative durations and known sources, and add up to total_ns; the
-// hardware part must end inside the total. One line per problem; empty when consistent.
+// hardware part must end inside the total; every phase beside the path must start at or after the
+// failure, and every alternative must differ from the total only by its phase. One line per problem; empty
+// when consistent.
 std::vector<std::string> check_timeline(const Timeline& t, double tolerance_ns = 0.5);
 
 // Appends a phase that starts where the last one ended (at the failure when there is none).
 void append_phase(Timeline& t, std::string name, double duration_ns, std::string source, std::string detail);
+// Records a phase that ran beside the critical path, from start_ns to end_ns (simulated time).
+void add_beside(Timeline& t, std::string name, double start_ns, double end_ns, std::string source, std::string detail);
+// The phase named `phase` on the path, or nullptr.
+const TimelinePhase* find_phase(const Timeline& t, const std::string& phase);
 
 
 // "812 ns", "3.20 us", "45.1 ms", "1.23 s" (plain "us": terminals and logs without UTF-8).

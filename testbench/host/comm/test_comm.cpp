@@ -142,6 +142,29 @@ TEST_CASE("faults in the re-form end in a named error, never a hang") {
     CHECK(std::chrono::steady_clock::now() - t0 < 6s);
     ::kill(g.pid(1), SIGCONT);
   }
+  SUBCASE("a rank that dies during the re-form (the spare, killed once every rank was asked to form) is named") {
+    for (Restart restart : {Restart::HotSpare, Restart::Relaunch}) {
+      CAPTURE(to_string(restart));
+      RankGroupConfig c = group_config(std::string("dies-during-") + to_string(restart), restart);
+      c.timeout = 2000ms;
+      RankGroup* group = nullptr;
+      int killed = 0;
+      c.on_step = [&](const std::string& step) {
+        if (group && step == "form-sent" && group->generation() == 2) {
+          ::kill(group->pid(4), SIGKILL);
+          ++killed;
+        }
+      };
+      RankGroup g(c, {0, 1, 2}, {4});
+      group = &g;
+      g.kill(2);
+      const auto t0 = std::chrono::steady_clock::now();
+      // Whoever notices first is named: the dead rank itself, or a survivor whose rendezvous waited for it.
+      CHECK_THROWS_WITH_AS(g.reform({0, 1, 4}), doctest::Contains("rank of XPU"), CommError);
+      CHECK(killed == 1);
+      CHECK(std::chrono::steady_clock::now() - t0 < 8s);
+    }
+  }
   SUBCASE("a rank process that cannot start is named") {
     RankGroupConfig c = group_config("no-exe", Restart::HotSpare);
     c.executable = "/nonexistent/mxtb";

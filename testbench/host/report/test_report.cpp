@@ -414,3 +414,68 @@ TEST_CASE("regress slurm: a campaign folder is read back, and a bad one is named
   CHECK(c.tasks() == 2);
   fs::remove_all(dir);
 }
+
+TEST_CASE("report: phases beside the path and alternatives are shown, checked, and read back; they never change the total") {
+  Timeline t = sample();
+  const double total = t.total_ns;
+  add_beside(t, "collective_abort", t.failure_ns, t.failure_ns + 20'000, "rtl", "the collective in flight aborted: LinkLost");
+  add_beside(t, "rearm", t.failure_ns + total, t.failure_ns + total + 3'000, "host", "after the path");
+  const TimelinePhase* reinit = find_phase(t, "communicator_reinit");
+  REQUIRE(reinit);
+  CHECK(find_phase(t, "no_such_phase") == nullptr);
+  t.alternatives.push_back({"relaunch", "communicator_reinit", 200e6, total - reinit->duration_ns() + 200e6, "measured", "x"});
+  t.figures["restore_efficiency"] = 0.882;
+  CHECK(check_timeline(t).empty());
+  CHECK(t.total_ns == total);
+
+  const std::string table = format_table(t);
+  CHECK(table.find("collective_abort") != std::string::npos);
+  CHECK(table.find("beside the path: the collective in flight aborted: LinkLost") != std::string::npos);
+  CHECK(table.find("total, relaunch") != std::string::npos);
+  CHECK(count(gantt_svg(t), "fill-opacity=\"0.4\"") == 2);  // the two beside rows, pale
+  CHECK(count(chrome_trace(t).dump(), "beside the path") == 2);
+
+  const json j = to_json(t);
+  CHECK(j["problems"].empty());
+  Timeline back = timeline_from_json(j, "mem");
+  REQUIRE(back.beside.size() == 2);
+  CHECK(back.beside[1].name == "rearm");
+  CHECK(back.beside[1].start_ns == doctest::Approx(t.failure_ns + total));
+  REQUIRE(back.alternatives.size() == 1);
+  CHECK(back.alternatives[0].total_ns == doctest::Approx(t.alternatives[0].total_ns));
+  CHECK(back.figures.at("restore_efficiency") == doctest::Approx(0.882));
+  CHECK(check_timeline(back).empty());
+
+  // What the check catches: a beside phase before the failure or backwards; an alternative whose
+  // total is not the timeline's with its phase swapped, or that names a phase the path lacks.
+  Timeline bad = t;
+  bad.beside[0].start_ns = t.failure_ns - 10;
+  bad.beside[1].end_ns = bad.beside[1].start_ns - 1;
+  bad.alternatives[0].total_ns += 1e6;
+  bad.alternatives.push_back({"other", "no_such_phase", 1, 1, "measured", ""});
+  bad.alternatives.push_back({"third", "state_restore", 1, t.total_ns, "guessed", ""});
+  const auto p = check_timeline(bad);
+  REQUIRE(p.size() == 6);
+  CHECK(p[0].find("collective_abort (beside the path): starts at") != std::string::npos);
+  CHECK(p[1].find("rearm (beside the path): not an interval") != std::string::npos);
+  CHECK(p[2].find("alternative relaunch: total") != std::string::npos);
+  CHECK(p[3] == "alternative other: replaces phase no_such_phase, which the timeline lacks");
+  CHECK(p[4] == "alternative third: unknown source 'guessed'");
+  CHECK(p[5].find("alternative third: total") != std::string::npos);
+}
+
+TEST_CASE("report: the regression's summary counts phases beside the path and alternative totals, the totals last") {
+  Timeline a = sample();
+  add_beside(a, "collective_abort", a.failure_ns, a.failure_ns + 20'000, "rtl", "");
+  a.alternatives.push_back({"relaunch", "state_restore", 1e6, a.total_ns - 171.8e6 + 1e6, "measured", ""});
+  const auto st = summarize({a, sample()});
+  std::vector<std::string> names;
+  for (const auto& s : st) names.push_back(s.name);
+  REQUIRE(names.size() >= 4);
+  CHECK(names[names.size() - 3] == "hardware");
+  CHECK(names[names.size() - 2] == "total");
+  CHECK(names.back() == "total, relaunch");
+  CHECK(std::find(names.begin(), names.end(), "collective_abort (beside)") != names.end());
+  CHECK(st.back().runs == 1);
+  CHECK(st.back().p50_ns == doctest::Approx(a.alternatives[0].total_ns));
+}
