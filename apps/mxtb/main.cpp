@@ -35,8 +35,9 @@ const Command kCommands[] = {
     communicator's re-form (a waiting hot spare, or every rank relaunched from its checkpoint)
     in place of the modeled communicator_reinit)"},
     {"rank", mxtb::app::cmd_rank,
-     R"(rank --store DIR [--library gloo] [--timeout-ms MS]
-    one rank of the job, driven over stdin/stdout by the failover manager (host/comm/rank.h))"},
+     R"(rank --store DIR [--library gloo|nccl] [--timeout-ms MS]
+    one rank of the job, driven over stdin/stdout by the failover manager (host/comm/rank.h);
+    nccl where the build found CUDA and NCCL (its device: the rank modulo the devices))"},
     {"regress", mxtb::app::cmd_regress,
      R"(regress --seeds N [--jobs J] [--first-seed S] [--out DIR] [--json FILE] [--junit FILE] [--quiet]
     [--launcher local|slurm] [--seeds-per-task K] [--partition P] [--time-limit T]

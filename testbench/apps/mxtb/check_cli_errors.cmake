@@ -50,7 +50,11 @@ expect_error("--time-mode must be lockstep, paced or free, got 'fast'" demo --ti
 expect_error("the demo measures in lockstep" demo --time-mode free)
 expect_error("--restart must be hot-spare or relaunch, got 'warm'" demo --restart warm)
 expect_error("--store DIR is required" rank)
-expect_error("--library must be gloo, got 'nccl'" rank --store x --library nccl)
+if(NCCL)  # the build has the NCCL backend (host/comm/CMakeLists.txt)
+  expect_error("--library must be gloo or nccl, got 'mpi'" rank --store x --library mpi)
+else()
+  expect_error("--library must be gloo, got 'nccl'" rank --store x --library nccl)
+endif()
 expect_error("failover-bad/spare-in-tenant.json: $.spares[1]: XPU 3 is one of the tenant's XPUs"
              demo --scenario ${SRC}/traces/scenarios/failover-bad/spare-in-tenant.json)
 expect_error("give either --scenario or --preset, not both" sim --scenario ${SRC}/traces/scenarios/failover-default.json --preset mems)
