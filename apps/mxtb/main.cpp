@@ -38,8 +38,9 @@ const Command kCommands[] = {
     recomputed over state size 1-16 GiB, lane rate 25-200 Gb/s, lanes 1-4 and strategy from this
     run's measured phases (sweep.json, sweep.svg))"},
     {"rank", mxtb::app::cmd_rank,
-     R"(rank --store DIR [--library gloo] [--timeout-ms MS]
-    one rank of the job, driven over stdin/stdout by the failover manager (host/comm/rank.h))"},
+     R"(rank --store DIR [--library gloo|nccl] [--timeout-ms MS]
+    one rank of the job, driven over stdin/stdout by the failover manager (host/comm/rank.h);
+    nccl where the build found CUDA and NCCL (its device: the rank modulo the devices))"},
     {"regress", mxtb::app::cmd_regress,
      R"(regress --seeds N [--jobs J] [--first-seed S] [--out DIR] [--json FILE] [--junit FILE] [--quiet]
     [--launcher local|slurm] [--seeds-per-task K] [--partition P] [--time-limit T]

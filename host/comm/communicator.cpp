@@ -1,5 +1,9 @@
 #include "host/comm/communicator.h"
 
+#if MXTB_HAVE_NCCL
+#include "host/comm/nccl_communicator.h"
+#endif
+
 #include <gloo/allreduce_ring.h>
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
@@ -54,12 +58,21 @@ class GlooCommunicator : public Communicator {
 
 }  // namespace
 
-std::vector<std::string> backends() { return {"gloo"}; }
+std::vector<std::string> backends() {
+#if MXTB_HAVE_NCCL
+  return {"gloo", "nccl"};
+#else
+  return {"gloo"};
+#endif
+}
 
 std::unique_ptr<Communicator> connect(const std::string& library, const Rendezvous& r) {
   if (r.size < 1 || r.rank < 0 || r.rank >= r.size)
     throw std::invalid_argument(fmt::format("rank {} of {}: not a rank of the communicator", r.rank, r.size));
   if (library == "gloo") return std::make_unique<GlooCommunicator>(r);
+#if MXTB_HAVE_NCCL
+  if (library == "nccl") return connect_nccl(r);
+#endif
   std::string have;
   for (const auto& b : backends()) have += (have.empty() ? "" : ", ") + b;
   throw std::invalid_argument(fmt::format("unknown collective library '{}' (this build has: {})", library, have));

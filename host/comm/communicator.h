@@ -36,7 +36,8 @@ class Communicator {
   virtual void all_reduce(std::vector<float>& data) = 0;
 };
 
-// The backends this build has: "gloo" (an NCCL backend is not built yet: docs/failover.md).
+// The backends this build has: "gloo", and "nccl" where CUDA and NCCL were found at configure
+// (MXTB_HAVE_NCCL; host/comm/nccl_communicator.cpp).
 std::vector<std::string> backends();
 // Forms a communicator with `library`; CommError when the rendezvous fails or times out,
 // std::invalid_argument for a library this build lacks (naming those it has).

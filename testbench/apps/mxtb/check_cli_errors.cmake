@@ -54,7 +54,11 @@ expect_error("--sweep recomputes both strategies from one run that measures both
 expect_error("--restart must be hot-spare, relaunch or both, got 'warm'" regress --seeds 2 --restart warm)
 expect_error("--collect DIR reads the campaign from DIR; --restart does not go with it" regress --collect x --restart both)
 expect_error("--store DIR is required" rank)
-expect_error("--library must be gloo, got 'nccl'" rank --store x --library nccl)
+if(NCCL)  # the build has the NCCL backend (host/comm/CMakeLists.txt)
+  expect_error("--library must be gloo or nccl, got 'mpi'" rank --store x --library mpi)
+else()
+  expect_error("--library must be gloo, got 'nccl'" rank --store x --library nccl)
+endif()
 expect_error("failover-bad/spare-in-tenant.json: $.spares[1]: XPU 3 is one of the tenant's XPUs"
              demo --scenario ${SRC}/traces/scenarios/failover-bad/spare-in-tenant.json)
 expect_error("give either --scenario or --preset, not both" sim --scenario ${SRC}/traces/scenarios/failover-default.json --preset mems)

@@ -4,6 +4,11 @@
 
 #include <doctest/doctest.h>
 
+#if MXTB_HAVE_NCCL
+#include <cuda_runtime_api.h>
+#endif
+
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <sstream>
@@ -15,6 +20,13 @@ using namespace mxtb::host::comm;
 using namespace std::chrono_literals;
 
 namespace {
+
+// What the unknown-library error lists: the backends this build has.
+#if MXTB_HAVE_NCCL
+const std::string kBuilt = "gloo, nccl";
+#else
+const std::string kBuilt = "gloo";
+#endif
 
 std::string fresh_dir(const std::string& name) {
   auto d = std::filesystem::temp_directory_path() / ("mxtb-comm-" + name + "-" + std::to_string(getpid()));
@@ -61,11 +73,98 @@ TEST_CASE("gloo: three ranks in threads form a communicator and all-reduce exact
   // The check catches a wrong element.
   data[0][17] += 1;
   CHECK(check_wrong(data[0], 5, 3) == 1);
-  CHECK_THROWS_WITH_AS(connect("mpi", Rendezvous{dir, "x", 0, 1}), "unknown collective library 'mpi' (this build has: gloo)",
+  CHECK_THROWS_WITH_AS(connect("mpi", Rendezvous{dir, "x", 0, 1}),
+                       ("unknown collective library 'mpi' (this build has: " + kBuilt + ")").c_str(),
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(connect("gloo", Rendezvous{dir, "x", 2, 2}), "rank 2 of 2: not a rank of the communicator",
                        std::invalid_argument);
 }
+
+#if MXTB_HAVE_NCCL
+// This build has NCCL; what it can show depends on the machine, so each case asks the CUDA runtime
+// and asserts what must hold there: without a device, a prompt error naming its absence; with one,
+// exact sums and a bounded wait.
+namespace {
+int cuda_devices(std::string* why) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  *why = e != cudaSuccess ? cudaGetErrorString(e) : "0 devices";
+  return e == cudaSuccess ? n : 0;
+}
+}  // namespace
+
+TEST_CASE("nccl: the build lists it; without a device connect names the device's absence, with one a rank all-reduces 64K floats exactly") {
+  const auto have = backends();
+  CHECK(std::find(have.begin(), have.end(), "nccl") != have.end());
+  const std::string dir = fresh_dir("nccl-one");
+  std::string why;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (cuda_devices(&why) == 0) {
+    MESSAGE("no CUDA device here (" << why << "): checking the backend's refusal");
+    CHECK_THROWS_WITH_AS(connect("nccl", Rendezvous{dir, "gen-1", 0, 1, 300ms}),
+                         ("nccl: no CUDA device: cudaGetDeviceCount: " + why).c_str(), CommError);
+    CHECK(std::chrono::steady_clock::now() - t0 < 1s);  // refused at once, no rendezvous wait
+    return;
+  }
+  auto c = connect("nccl", Rendezvous{dir, "gen-1", 0, 1, 5s});
+  CHECK(c->library() == "nccl");
+  CHECK(c->rank() == 0);
+  CHECK(c->size() == 1);
+  CHECK(std::filesystem::file_size(dir + "/gen-1.nccl-id") == 128u);  // NCCL_UNIQUE_ID_BYTES
+  std::vector<float> data(64 << 10);
+  for (uint64_t e = 0; e < data.size(); ++e) data[e] = check_input(7, 0, e);
+  c->all_reduce(data);
+  CHECK(check_wrong(data, 7, 1) == 0);
+  data[3] += 1;
+  CHECK(check_wrong(data, 7, 1) == 1);  // the check would see a wrong sum
+  data.resize(1000);  // a smaller all-reduce reuses the device buffer
+  for (uint64_t e = 0; e < data.size(); ++e) data[e] = check_input(8, 0, e);
+  c->all_reduce(data);
+  CHECK(check_wrong(data, 8, 1) == 0);
+  c.reset();
+  // The same through the rank protocol, as `mxtb rank --library nccl` serves it.
+  std::istringstream in("form g1 0 1\nallreduce 65536 7\nexit\n");
+  std::ostringstream out;
+  CHECK(serve_rank(in, out, "nccl", dir, 5s) == 0);
+  std::istringstream lines(out.str());
+  std::string formed, done, word;
+  std::getline(lines, formed);
+  std::getline(lines, done);
+  CHECK(formed.rfind("formed ", 0) == 0);
+  std::istringstream answer(done);  // done NS WRONG
+  uint64_t ns = 0, wrong = 1;
+  answer >> word >> ns >> wrong;
+  CHECK_MESSAGE(word == "done", done);
+  CHECK(ns > 0);
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("nccl: a rank waiting for a unique id nobody publishes ends in CommError within its timeout") {
+  const std::string dir = fresh_dir("nccl-never");
+  std::string why;
+  const int devices = cuda_devices(&why);
+  const bool device = devices > 0;
+  if (device) {  // the CUDA context is made before the clock starts: the rank's wait is what is timed
+    REQUIRE(cudaSetDevice(1 % devices) == cudaSuccess);
+    REQUIRE(cudaFree(nullptr) == cudaSuccess);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  // Without a device the rank is refused before it waits; with one it waits 300 ms for the file.
+  const std::string expected = device ? "no NCCL unique id in " + dir + "/never.nccl-id after 300 ms"
+                                      : "nccl: no CUDA device: cudaGetDeviceCount: " + why;
+  CHECK_THROWS_WITH_AS(connect("nccl", Rendezvous{dir, "never", 1, 2, 300ms}), doctest::Contains(expected.c_str()),
+                       CommError);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  CHECK(took < 1s);
+  if (device) CHECK(took >= 300ms);  // it waited as long as it was told
+}
+#else
+TEST_CASE("nccl: not built here: backends() has only gloo, and connect(\"nccl\") names what the build has") {
+  CHECK(backends() == std::vector<std::string>{"gloo"});
+  CHECK_THROWS_WITH_AS(connect("nccl", Rendezvous{fresh_dir("nccl-none"), "x", 0, 1}),
+                       "unknown collective library 'nccl' (this build has: gloo)", std::invalid_argument);
+}
+#endif
 
 TEST_CASE("a rank whose peer never comes answers an error naming the rendezvous, not a hang") {
   const std::string dir = fresh_dir("alone");
