@@ -20,8 +20,11 @@ SweepInputs sweep_inputs(const Timeline& t) {
   if (!restore) throw std::runtime_error("the run has no state_restore phase (degraded, or no state to restore)");
   if (!reform) throw std::runtime_error("the run has no communicator_reform phase (the ranks were not run: --restart)");
   const TimelinePhase* hot = nullptr;
-  for (const auto& p : t.beside)
+  const TimelinePhase* abort = nullptr;
+  for (const auto& p : t.beside) {
     if (p.name == "hot_spare_reform") hot = &p;
+    if (p.name == "ranks_abort") abort = &p;
+  }
   const host::report::Alternative* relaunch = nullptr;
   for (const auto& a : t.alternatives)
     if (a.name == host::comm::to_string(Restart::Relaunch)) relaunch = &a;
@@ -38,6 +41,7 @@ SweepInputs sweep_inputs(const Timeline& t) {
   in.after_reform_ns = t.failure_ns + t.total_ns - reform->end_ns;
   in.efficiency = figure("restore_efficiency");
   in.efficiency_measured = figure("restore_efficiency_measured") != 0;
+  in.ranks_abort_ns = abort ? abort->end_ns - t.failure_ns : 0;
   in.hot_spare_reform_ns = hot->duration_ns();
   in.relaunch_reform_ns = relaunch->phase_ns;
   in.state_bytes = figure("state_bytes");
@@ -61,9 +65,11 @@ SweepPoint sweep_point(const SweepInputs& in, double state_gib, double lane_gbps
   p.failover_ns = in.before_restore_ns;
   // Gb/s over 8 is bytes per ns.
   p.restore_ns = state_gib * double(1ull << 30) / (lanes * lane_gbps / 8 * in.efficiency);
-  // The hot spare's re-form needs no state and runs beside the restore; a relaunch starts once
-  // every rank has stopped, after it (the same rule as the manager's timeline).
-  p.reform_ns = r == Restart::HotSpare ? std::max(0.0, in.hot_spare_reform_ns - p.restore_ns) : in.relaunch_reform_ns;
+  // The same rule as the manager's timeline: a re-form begins once the survivors have stopped;
+  // the hot spare's needs no state and runs beside the restore, a relaunch starts after it.
+  const double restore_end = p.failover_ns + p.restore_ns;
+  const double start = r == Restart::HotSpare ? std::max(p.failover_ns, in.ranks_abort_ns) : std::max(restore_end, in.ranks_abort_ns);
+  p.reform_ns = std::max(0.0, start + (r == Restart::HotSpare ? in.hot_spare_reform_ns : in.relaunch_reform_ns) - restore_end);
   p.rest_ns = in.after_reform_ns;
   p.total_ns = p.failover_ns + p.restore_ns + p.reform_ns + p.rest_ns;
   std::pair<double, const char*> phases[] = {{p.failover_ns, "failover"},
@@ -146,7 +152,7 @@ json sweep_json(const SweepInputs& in, const std::vector<SweepPoint>& points) {
   return json{{"inputs",
                {{"before_restore_ns", in.before_restore_ns}, {"after_reform_ns", in.after_reform_ns},
                 {"restore_efficiency", in.efficiency}, {"restore_efficiency_measured", in.efficiency_measured},
-                {"hot_spare_reform_ns", in.hot_spare_reform_ns}, {"relaunch_reform_ns", in.relaunch_reform_ns},
+                {"ranks_abort_ns", in.ranks_abort_ns}, {"hot_spare_reform_ns", in.hot_spare_reform_ns}, {"relaunch_reform_ns", in.relaunch_reform_ns},
                 {"state_bytes", in.state_bytes}, {"lane_gbps", in.lane_gbps}, {"lanes", in.lanes},
                 {"target_ns", in.target_ns}}},
               {"points", pts}};

@@ -21,6 +21,7 @@ struct SweepInputs {
   double after_reform_ns = 0;     // the end of communicator_reform to the end of the path (first_collective)
   double efficiency = 1;          // the link layer's payload efficiency, measured on the RTL links
   bool efficiency_measured = false;
+  double ranks_abort_ns = 0;      // the failure to the survivors' step loop stopped (no re-form starts before)
   double hot_spare_reform_ns = 0; // the hot spare's whole re-form (rendezvous and first all-reduce)
   double relaunch_reform_ns = 0;  // the relaunch's (stop, start and checkpoints, rendezvous, first all-reduce)
   double state_bytes = 0, lane_gbps = 0;  // the run's own point

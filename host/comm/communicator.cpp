@@ -13,17 +13,49 @@
 
 #include <fmt/format.h>
 
+#include <dirent.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <filesystem>
+#include <set>
 
 namespace mxtb::host::comm {
 
 namespace {
+
+// The process's TCP sockets now. Gloo does not hand out its connections, so a communicator
+// remembers the sockets that appeared while it formed (exactly its own where one communicator forms
+// at a time in the process, as in a rank process; tests forming several at once never revoke).
+std::set<int> tcp_sockets() {
+  std::set<int> out;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (dirent* e = readdir(d)) {
+      char* end = nullptr;
+      const long fd = std::strtol(e->d_name, &end, 10);
+      if (end == e->d_name || *end || fd == dirfd(d)) continue;
+      struct stat st {};
+      int domain = 0;
+      socklen_t len = sizeof domain;
+      if (fstat(static_cast<int>(fd), &st) == 0 && S_ISSOCK(st.st_mode) &&
+          getsockopt(static_cast<int>(fd), SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 && (domain == AF_INET || domain == AF_INET6))
+        out.insert(static_cast<int>(fd));
+    }
+    closedir(d);
+  }
+  return out;
+}
 
 class GlooCommunicator : public Communicator {
  public:
   explicit GlooCommunicator(const Rendezvous& r) {
     std::error_code ec;
     std::filesystem::create_directories(r.store_dir, ec);
+    const std::set<int> before = tcp_sockets();
     try {
       gloo::transport::tcp::attr attr("127.0.0.1");
       device_ = gloo::transport::tcp::CreateDevice(attr);
@@ -37,21 +69,45 @@ class GlooCommunicator : public Communicator {
       throw CommError(fmt::format("gloo rendezvous {} as rank {} of {} in {}: {}", r.prefix, r.rank, r.size, r.store_dir,
                                   e.what()));
     }
+    for (int fd : tcp_sockets())
+      if (!before.count(fd)) sockets_.push_back(fd);
+  }
+  // Gloo has no revoke: shutting its connections down (the descriptors stay open, so nothing
+  // else can take their numbers) makes its device thread fail every pair, which wakes a waiting
+  // operation with an error here and a read error on every peer.
+  void revoke() override {
+    revoked_ = true;
+    for (int fd : sockets_) ::shutdown(fd, SHUT_RDWR);
   }
   std::string library() const override { return "gloo"; }
   int rank() const override { return context_->rank; }
   int size() const override { return context_->size; }
   void all_reduce(std::vector<float>& data) override {
+    if (revoked_) throw CommError(fmt::format("gloo all-reduce on rank {} of {}: the communicator was revoked", rank(), size()));
     try {
-      std::vector<float*> ptrs{data.data()};
-      gloo::AllreduceRing<float> op(context_, ptrs, static_cast<int>(data.size()));
-      op.run();
+      // One algorithm instance per size, kept (as Gloo's algorithms are meant to be used): its
+      // buffers stay registered with the pairs, so a connection lost between two all-reduces fails
+      // the next one at once. A buffer registered after its pair failed would wait out the timeout.
+      if (!op_ || staging_.size() != data.size()) {
+        op_.reset();
+        staging_.assign(data.size(), 0.0f);
+        std::vector<float*> ptrs{staging_.data()};
+        op_ = std::make_unique<gloo::AllreduceRing<float>>(context_, ptrs, static_cast<int>(staging_.size()));
+      }
+      std::copy(data.begin(), data.end(), staging_.begin());
+      op_->run();
+      std::copy(staging_.begin(), staging_.end(), data.begin());
     } catch (const gloo::Exception& e) {
-      throw CommError(fmt::format("gloo all-reduce of {} floats on rank {} of {}: {}", data.size(), rank(), size(), e.what()));
+      throw CommError(fmt::format("gloo all-reduce of {} floats on rank {} of {}: {}{}", data.size(), rank(), size(),
+                                  revoked_ ? "revoked: " : "", e.what()));
     }
   }
 
  private:
+  std::vector<float> staging_;  // the kept algorithm's buffer
+  std::unique_ptr<gloo::AllreduceRing<float>> op_;
+  std::vector<int> sockets_;  // this communicator's connections (and its device's listener)
+  std::atomic<bool> revoked_{false};
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::Context> context_;
 };

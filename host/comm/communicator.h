@@ -34,6 +34,11 @@ class Communicator {
   virtual int size() const = 0;
   // Sums `data` over the ranks in place. Throws CommError when a peer is gone or the timeout passed.
   virtual void all_reduce(std::vector<float>& data) = 0;
+  // From another thread, while an operation may be waiting: that operation and every later one
+  // end in CommError at once, and so do the peers' (they see this rank's connections go), as
+  // MPIX_Comm_revoke and ncclCommRevoke do. How the host stops the survivors of a dead rank
+  // without waiting for each library's own timeout. The next form replaces the communicator.
+  virtual void revoke() = 0;
 };
 
 // The backends this build has: "gloo", and "nccl" where CUDA and NCCL were found at configure

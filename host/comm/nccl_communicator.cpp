@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -141,9 +142,13 @@ class NcclCommunicator : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
+  // The waiting thread aborts (it owns the communicator's calls): aborting here would race it.
+  void revoke() override { revoked_ = true; }
+
   void all_reduce(std::vector<float>& data) override {
     const std::string what = fmt::format("nccl all-reduce of {} floats on rank {} of {}", data.size(), rank_, size_);
     if (!comm_) throw CommError(what + ": the communicator was aborted after an earlier failure");
+    if (revoked_) fail(what, "revoked");
     if (data.empty()) return;
     const size_t bytes = data.size() * sizeof(float);
     check_cuda(what, "cudaSetDevice", cudaSetDevice(device_));  // the device is per host thread
@@ -187,6 +192,7 @@ class NcclCommunicator : public Communicator {
         fail(what, nccl_what("ncclCommGetAsyncError", res));
       if (state != ncclSuccess && state != ncclInProgress) fail(what, nccl_what("ncclAllReduce", state));
       if (Clock::now() >= deadline) fail(what, timed_out("ncclAllReduce"));
+      if (revoked_) fail(what, "revoked");
       pause(t0);
     }
   }
@@ -224,6 +230,7 @@ class NcclCommunicator : public Communicator {
     stream_ = nullptr;
   }
 
+  std::atomic<bool> revoked_{false};
   int rank_, size_;
   std::chrono::milliseconds timeout_;
   int device_ = 0;

@@ -7,7 +7,9 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <sstream>
+#include <thread>
 #include <time.h>
 
 namespace mxtb::host::comm {
@@ -31,12 +33,28 @@ std::string one_line(std::string s) {
 int serve_rank(std::istream& in, std::ostream& out, const std::string& library, const std::string& store_dir,
                std::chrono::milliseconds timeout) {
   std::unique_ptr<Communicator> comm;
+  std::thread loop;          // the step loop, while it runs
+  std::mutex out_mutex;      // its answer and the reader's never interleave
+  auto answer = [&](const std::string& text) {
+    std::lock_guard<std::mutex> lock(out_mutex);
+    out << text << std::endl;
+  };
+  auto end_loop = [&](bool revoke) {
+    if (!loop.joinable()) return;
+    if (revoke) comm->revoke();
+    loop.join();
+  };
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream req(line);
     std::string op;
     req >> op;
     if (op.empty()) continue;
+    if (op == "revoke") {
+      end_loop(true);
+      continue;
+    }
+    end_loop(op == "exit");
     if (op == "exit") break;
     const uint64_t t0 = mono_ns();
     try {
@@ -47,7 +65,7 @@ int serve_rank(std::istream& in, std::ostream& out, const std::string& library, 
         if (!(req >> r.prefix >> r.rank >> r.size)) throw std::invalid_argument("usage: form PREFIX RANK SIZE");
         comm.reset();
         comm = connect(library, r);
-        out << "formed " << mono_ns() - t0 << std::endl;
+        answer(fmt::format("formed {}", mono_ns() - t0));
       } else if (op == "load") {
         std::string path;
         uint64_t bytes = 0;
@@ -59,7 +77,7 @@ int serve_rank(std::istream& in, std::ostream& out, const std::string& library, 
           got += static_cast<uint64_t>(f.gcount());
         got += static_cast<uint64_t>(f.gcount()) * (got < bytes);
         if (got < bytes) throw std::runtime_error(fmt::format("checkpoint {} has {} of its {} bytes", path, got, bytes));
-        out << "loaded " << mono_ns() - t0 << std::endl;
+        answer(fmt::format("loaded {}", mono_ns() - t0));
       } else if (op == "allreduce" || op == "loop") {
         uint64_t count = 0, seed = 0;
         if (!(req >> count >> seed) || count == 0) throw std::invalid_argument("usage: " + op + " COUNT SEED");
@@ -72,35 +90,39 @@ int serve_rank(std::istream& in, std::ostream& out, const std::string& library, 
           fill();
           comm->all_reduce(data);
           const uint64_t t1 = mono_ns();
-          out << "done " << t1 - t0 << ' ' << check_wrong(data, seed, comm->size()) << std::endl;
+          answer(fmt::format("done {} {}", t1 - t0, check_wrong(data, seed, comm->size())));
         } else {
-          // The job's step loop: all-reduces until one fails (a peer gone): the survivors see it.
-          uint64_t steps = 0;
-          std::string what;
-          for (;; ++steps) {
-            fill();
-            try {
-              comm->all_reduce(data);
-            } catch (const CommError& e) {
-              what = e.what();
-              break;
+          // The job's step loop: all-reduces until one fails (a peer gone, or the host's revoke).
+          loop = std::thread([&comm, &answer, data = std::move(data), count, seed]() mutable {
+            uint64_t steps = 0;
+            std::string what;
+            for (;; ++steps) {
+              for (uint64_t e = 0; e < count; ++e) data[e] = check_input(seed, comm->rank(), e);
+              try {
+                comm->all_reduce(data);
+              } catch (const CommError& e) {
+                what = e.what();
+                break;
+              }
+              if (check_wrong(data, seed, comm->size())) {
+                what = fmt::format("all-reduce {} wrong", steps);
+                break;
+              }
+              if (steps == 0) answer("looping");  // the job is in its steady state
             }
-            if (check_wrong(data, seed, comm->size())) {
-              what = fmt::format("all-reduce {} wrong", steps);
-              break;
-            }
-          }
-          const uint64_t at = mono_ns();
-          comm.reset();  // the communicator is broken: the next form replaces it
-          out << "stopped " << steps << ' ' << at << ' ' << one_line(what) << std::endl;
+            const uint64_t at = mono_ns();
+            comm->revoke();  // what this rank saw, its peers see at once: its connections go
+            answer(fmt::format("stopped {} {} {}", steps, at, one_line(what)));
+          });
         }
       } else {
         throw std::invalid_argument("unknown request '" + op + "'");
       }
     } catch (const std::exception& e) {
-      out << "error " << one_line(e.what()) << std::endl;
+      answer("error " + one_line(e.what()));
     }
   }
+  end_loop(true);  // stdin closed (the host is gone) or exit: no loop outlives the reader
   return 0;
 }
 

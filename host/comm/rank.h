@@ -4,9 +4,16 @@
 //   form PREFIX RANK SIZE        -> formed WALL_NS                 (rendezvous, full mesh)
 //   load FILE BYTES              -> loaded WALL_NS                 (a checkpoint read back)
 //   allreduce COUNT SEED         -> done WALL_NS WRONG             (one all-reduce, checked)
-//   loop COUNT SEED              -> stopped STEPS MONO_NS WHAT     (all-reduces until one fails;
-//                                                                   MONO_NS: CLOCK_MONOTONIC then)
+//   loop COUNT SEED              -> looping                        (its first all-reduce done)
+//                                   stopped STEPS MONO_NS WHAT     (all-reduces until one fails;
+//                                                                   MONO_NS: CLOCK_MONOTONIC then;
+//                                                                   alone if the first one fails)
+//   revoke                       -> (none of its own)              (during a loop: the communicator
+//                                                                   revoked, so the loop's answer
+//                                                                   comes at once; else nothing)
 //   exit
+// The loop runs beside the request reader, so a revoke reaches it; any other request waits for
+// the loop to end first.
 // WALL_NS is what the request took in the rank. docs/failover.md, "The communicator".
 #pragma once
 

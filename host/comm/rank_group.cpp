@@ -138,6 +138,15 @@ void RankGroup::kill(int xpu) {
   if (!ranks_.count(xpu)) return;
   killed_mono_ns_ = mono_ns();
   stop(xpu);
+  // The host knows the rank is gone (its XPU died): it revokes the survivors' communicator, as
+  // MPIX_Comm_revoke or ncclCommRevoke would, rather than wait for each to notice on its own (a
+  // survivor whose peers are alive can wait out the library's whole timeout).
+  for (auto& [x, r] : ranks_)
+    if (r.looping) try {
+        send(x, "revoke");
+      } catch (const CommError&) {
+        // That rank has died too: the re-form names it.
+      }
 }
 
 void RankGroup::send(int xpu, const std::string& line) {
@@ -210,10 +219,13 @@ uint64_t RankGroup::check_all_reduce(const std::vector<int>& ring, double* s) {
   return wrong;
 }
 
+// The job in its steady state before anything can fail: every rank's first step done.
 void RankGroup::loop(const std::vector<int>& ring) {
+  for (int x : ring) send(x, fmt::format("loop {} {}", cfg_.count, kCheckSeed + 1));
   for (int x : ring) {
-    send(x, fmt::format("loop {} {}", cfg_.count, kCheckSeed + 1));
-    ranks_[x].looping = true;
+    const std::string a = answer(x, "its step loop's first all-reduce");
+    ranks_[x].looping = a == "looping";
+    if (!ranks_[x].looping) throw CommError(fmt::format("rank of XPU {}: its step loop ended at once: {}", x, a));
   }
 }
 
@@ -223,7 +235,7 @@ Reform RankGroup::reform(const std::vector<int>& ring) {
   out.library = cfg_.library;
   out.ranks = static_cast<int>(ring.size());
   // The survivors' step loop failed on its own once a peer was gone: when, by their clocks.
-  uint64_t last_stop = killed_mono_ns_;
+  uint64_t last_stop = killed_mono_ns_, first_stop = 0;
   for (int x : ring_) {
     auto it = ranks_.find(x);
     if (it == ranks_.end() || !it->second.looping) continue;
@@ -233,6 +245,10 @@ Reform RankGroup::reform(const std::vector<int>& ring) {
     a >> word >> steps >> at;
     std::getline(a >> std::ws, why);
     it->second.looping = false;
+    if (out.abort_reason.empty() || at < first_stop) {
+      first_stop = at;
+      out.abort_reason = fmt::format("XPU {}: {}", x, why);
+    }
     last_stop = std::max(last_stop, at);
   }
   out.abort_s = killed_mono_ns_ ? static_cast<double>(last_stop - killed_mono_ns_) * 1e-9 : 0;

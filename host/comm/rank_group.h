@@ -43,6 +43,7 @@ struct Reform {
   std::string library;
   int ranks = 0;
   double abort_s = 0;     // the rank's death to the last survivor's collective failing (seen by the survivors)
+  std::string abort_reason;  // the first survivor's error ("XPU 1: gloo all-reduce ...: Connection reset by peer")
   double stop_s = 0;      // relaunch: every survivor stopped (killed)
   double start_s = 0;     // relaunch: processes started and their checkpoints read back
   double form_s = 0;      // rendezvous and connections of the new communicator, the slowest rank's view

@@ -825,11 +825,17 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
     // A hot spare's re-form needs no state: it runs beside the restore (the state streams over
     // the fabric into the spare's memory while its rank joins), so only what outlasts the
     // restore is on the critical path. A relaunch starts once every rank has stopped.
+    // Either begins once the survivors have stopped (ranks_abort) and the new ring is known (the
+    // restore's start).
     const report::TimelinePhase* restore = report::find_phase(t, "state_restore");
-    const double restore_ns = restore ? restore->duration_ns() : 0;
+    const double restore_start = restore ? restore->start_ns : t.failure_ns + t.total_ns;
+    const double restore_end = restore ? restore->end_ns : restore_start;
+    auto reform_start_of = [&](const comm::Reform& r) {
+      const double stopped = t.failure_ns + r.abort_s * 1e9;
+      return r.restart == comm::Restart::Relaunch ? std::max(restore_end, stopped) : std::max(restore_start, stopped);
+    };
     auto on_path_ns_of = [&](const comm::Reform& r) {
-      const double reform_ns = r.total_s() * 1e9;
-      return r.restart == comm::Restart::Relaunch ? reform_ns : std::max(0.0, reform_ns - restore_ns);
+      return std::max(0.0, reform_start_of(r) + r.total_s() * 1e9 - restore_end);
     };
     try {
       const comm::Reform r = ranks_->reform(ring);
@@ -837,7 +843,7 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
       const double reform_ns = r.total_s() * 1e9;
       const double on_path_ns = on_path_ns_of(r);
       if (!relaunch) {
-        const double from = restore ? restore->start_ns : t.failure_ns + t.total_ns;
+        const double from = reform_start_of(r);
         report::add_beside(t, "hot_spare_reform", from, from + reform_ns, "measured",
                            fmt::format("{} hot spare: the whole re-form, rendezvous and connections ({:.1f} ms) and the "
                                        "first all-reduce checked ({:.1f} ms), beside state_restore",
@@ -853,14 +859,14 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
                    : fmt::format("{} {}: the survivors and the waiting spare rendezvous and connect ({:.1f} ms), the first "
                                  "all-reduce checked ({:.1f} ms); wall time on this host; it runs beside state_restore "
                                  "({:.1f} ms), so {:.1f} ms of its {:.1f} ms are on the critical path",
-                                 r.library, comm::to_string(r.restart), r.form_s * 1e3, r.first_s * 1e3, restore_ns / 1e6,
+                                 r.library, comm::to_string(r.restart), r.form_s * 1e3, r.first_s * 1e3, (restore_end - restore_start) / 1e6,
                                  on_path_ns / 1e6, reform_ns / 1e6));
       // The ranks' own collective failed beside the hardware's failover: laid from the failure,
       // as the XPU's death takes its rank's process with it.
       report::add_beside(t, "ranks_abort", t.failure_ns, t.failure_ns + r.abort_s * 1e9, "measured",
-                         fmt::format("{}: the survivors' all-reduce fails once the rank on XPU {} is gone (wall time from "
-                                     "its kill to the last survivor's error)",
-                                     r.library, det.xpu));
+                         fmt::format("{}: the rank on XPU {} killed with its XPU and the survivors' communicator revoked by "
+                                     "the host; wall time to the last survivor's step loop stopped (first: {})",
+                                     r.library, det.xpu, r.abort_reason));
       t.notes.push_back(fmt::format("the job's ranks ({}): the new communicator (generation {}) on XPUs {}", r.library,
                                     ranks_->generation(), fmt::join(ring, " ")));
       if (r.wrong) rec.problems.push_back(fmt::format("the re-formed communicator's all-reduce: {} elements wrong", r.wrong));

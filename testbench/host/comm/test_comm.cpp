@@ -215,6 +215,51 @@ TEST_CASE("rank processes: a hot spare and a relaunch re-form the communicator a
   }
 }
 
+TEST_CASE("the survivors stop at once when a rank dies, wherever it sits in the ring and whenever it dies (the host's revoke)") {
+  // The library alone can leave a survivor waiting out its whole timeout (6 s here): a survivor
+  // whose peers are all alive, or whose buffer met an already failed connection. Every position, a
+  // death at once and one a few steps in.
+  for (int victim : {0, 1, 3, 2})
+    for (auto after : {0ms, 30ms}) {
+      CAPTURE(victim);
+      CAPTURE(after.count());
+      RankGroup g(group_config("abort-" + std::to_string(victim), Restart::HotSpare), {0, 1, 3, 2}, {4});
+      std::this_thread::sleep_for(after);
+      g.kill(victim);
+      std::vector<int> ring{0, 1, 3, 2};
+      std::replace(ring.begin(), ring.end(), victim, 4);
+      const Reform r = g.reform(ring);
+      CHECK(r.abort_s < 1.0);
+      CHECK(r.wrong == 0);
+    }
+}
+
+TEST_CASE("gloo: revoke ends an all-reduce that waits for a peer, from another thread, and every later one") {
+  const std::string dir = fresh_dir("revoke");
+  std::unique_ptr<Communicator> comms[2];
+  std::thread other([&] { comms[1] = connect("gloo", Rendezvous{dir, "gen-1", 1, 2, 10s}); });
+  comms[0] = connect("gloo", Rendezvous{dir, "gen-1", 0, 2, 10s});
+  other.join();
+  std::string error;
+  std::thread waiting([&] {
+    std::vector<float> data(1024, 1.0f);
+    try {
+      comms[0]->all_reduce(data);  // rank 1 never joins this one
+    } catch (const CommError& e) {
+      error = e.what();
+    }
+  });
+  std::this_thread::sleep_for(100ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  comms[0]->revoke();
+  waiting.join();
+  CHECK(std::chrono::steady_clock::now() - t0 < 2s);  // not the 10 s timeout
+  CHECK(error.find("revoked") != std::string::npos);
+  std::vector<float> later(4, 1.0f);
+  CHECK_THROWS_WITH_AS(comms[0]->all_reduce(later), doctest::Contains("the communicator was revoked"), CommError);
+  // (That the peers see it at once, in processes of their own, is the test above.)
+}
+
 TEST_CASE("a group started where an earlier run left its store still forms (the stale addresses are gone)") {
   RankGroupConfig c = group_config("rerun", Restart::HotSpare);
   { RankGroup first(c, {0, 1}, {}); }
