@@ -79,6 +79,10 @@ class GlooCommunicator : public Communicator {
     revoked_ = true;
     for (int fd : sockets_) ::shutdown(fd, SHUT_RDWR);
   }
+  ~GlooCommunicator() override {
+    op_.reset();  // its buffers unregistered from the pairs before the context closes them
+    context_.reset();
+  }
   std::string library() const override { return "gloo"; }
   int rank() const override { return context_->rank; }
   int size() const override { return context_->size; }

@@ -67,7 +67,7 @@ TEST_CASE("gloo: three ranks in threads form a communicator and all-reduce exact
     });
   for (auto& t : ranks) t.join();
   for (int r = 0; r < 3; ++r) {
-    CHECK(errors[static_cast<size_t>(r)].empty());
+    CHECK_MESSAGE(errors[static_cast<size_t>(r)].empty(), errors[static_cast<size_t>(r)]);
     CHECK(check_wrong(data[static_cast<size_t>(r)], 5, 3) == 0);
   }
   // The check catches a wrong element.
