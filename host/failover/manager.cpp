@@ -787,7 +787,20 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
     // With the tenant's job on the emulator, a scaled-down part goes over the RTL links and its
     // payload efficiency (what the link layer leaves of the lanes' rate) is measured.
     std::optional<fabric::EmuEventRecord> rtl;
-    if (cfg_.job && board_.is_emulator() && circuits && job_ring_alive()) rtl = restore_over_rtl(sources, spare);
+    if (cfg_.job && board_.is_emulator() && circuits && job_ring_alive()) {
+      const Awaited a = restore_over_rtl(sources, spare);
+      rtl = a.event;
+      if (a.failed)
+        t.notes.push_back(fmt::format("the state restore over the RTL links was interrupted: XPU {} failed{}; its duration "
+                                      "is charged at the lanes' raw rate, nothing measured it",
+                                      *a.failed,
+                                      std::find(sources.begin(), sources.end(), *a.failed) != sources.end()
+                                          ? fmt::format(" (a source: its stripe of XPU {}'s state copy is gone with it)", det.xpu)
+                                          : std::string()));
+      else if (!a.event)
+        rec.problems.push_back(fmt::format("the state restore over the RTL links (XPUs {} to spare {}) did not end within {} us",
+                                           fmt::join(sources, ", "), spare, cfg_.job->first_timeout_ns / 1000.0));
+    }
     if (rtl && static_cast<emu::JobOutcome>(rtl->a) == emu::JobOutcome::Verified && rtl->data > 0) {
       const double efficiency = static_cast<double>(cfg_.job->restore_rtl_bytes) /
                                 (static_cast<double>(rtl->b) * static_cast<double>(rtl->data) * 8.0);
@@ -998,14 +1011,14 @@ FailoverManager::Awaited FailoverManager::await_event(size_t seen, EmuEvent kind
   }
 }
 
-std::optional<fabric::EmuEventRecord> FailoverManager::restore_over_rtl(const std::vector<int>& sources, int spare) {
+FailoverManager::Awaited FailoverManager::restore_over_rtl(const std::vector<int>& sources, int spare) {
   const size_t seen = log_.size();
   const double started = static_cast<double>(board_.clock().now_ns());
   board_.start_restore(sources, spare, cfg_.job->restore_rtl_bytes);
   // An aborted restore is retried by the emulated XPUs; anything else ends it.
   return await_event(seen, EmuEvent::Restore, started, [](const fabric::EmuEventRecord& e) {
            return static_cast<emu::JobOutcome>(e.a) != emu::JobOutcome::Aborted;
-         }).event;
+         });
 }
 
 FailoverManager::JobWait FailoverManager::form_job_and_wait() {

@@ -185,7 +185,7 @@ class FailoverManager {
                       const std::function<bool(const fabric::EmuEventRecord&)>& ends);
   // The restore's scaled-down part over the RTL links (RESTORE_*): its Restore event, or none
   // (timeout, or another XPU failed: then pending_).
-  std::optional<fabric::EmuEventRecord> restore_over_rtl(const std::vector<int>& sources, int spare);
+  Awaited restore_over_rtl(const std::vector<int>& sources, int spare);
   std::vector<std::string> check_job();
 
   fabric::Board& board_;

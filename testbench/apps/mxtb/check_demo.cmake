@@ -4,6 +4,10 @@
 if(RESTART)  # the job's ranks as processes with a real collective library (demo --restart)
   list(APPEND EXTRA --restart ${RESTART})
 endif()
+if(SWEEP)  # the what-if sweep from the run (demo --sweep), and its files
+  list(APPEND EXTRA --sweep)
+  set(EXPECT_FILES sweep.json sweep.svg)
+endif()
 execute_process(COMMAND ${MXTB} demo --scenario ${SCENARIO} --out ${OUT} --json ${OUT}/demo.json ${EXTRA}
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("${out}")
@@ -35,7 +39,7 @@ set(files report.json timeline.json timeline.svg)
 if(WAVES)
   list(APPEND files waves.fst)
 endif()
-if(EXPECT_FILES)  # what the options asked for (demo --sweep: sweep.json, sweep.svg)
+if(EXPECT_FILES)  # what the options asked for
   list(APPEND files ${EXPECT_FILES})
 endif()
 foreach(f ${files})
