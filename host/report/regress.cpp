@@ -244,10 +244,10 @@ std::string format_summary(const RegressResult& r) {
     for (const auto& [state, count] : n) list += fmt::format("{}{} {}", list.empty() ? "" : ", ", count, state);
     out += fmt::format("  without a verdict of their own (counted as failed): {}\n", list);
   }
-  out += fmt::format("  {:<22} {:>5} {:>10} {:>10} {:>10}   (simulated; nearest-rank percentiles)\n", "phase", "runs",
+  out += fmt::format("  {:<28} {:>5} {:>10} {:>10} {:>10}   (simulated; nearest-rank percentiles)\n", "phase", "runs",
                      "p50", "p99", "max");
   for (const auto& s : r.stats)
-    out += fmt::format("  {:<22} {:>5} {:>10} {:>10} {:>10}\n", s.name, s.runs, human_duration(s.p50_ns),
+    out += fmt::format("  {:<28} {:>5} {:>10} {:>10} {:>10}\n", s.name, s.runs, human_duration(s.p50_ns),
                        human_duration(s.p99_ns), human_duration(s.max_ns));
   size_t degraded = 0;
   for (const auto& s : r.runs)

@@ -83,6 +83,21 @@ TEST_CASE("demo sweep: the restore scales with bytes over lanes x rate; the hot 
   CHECK_THROWS_AS(sweep_point(in, 0, 100, 4, comm::Restart::HotSpare), std::invalid_argument);
 }
 
+TEST_CASE("demo sweep: no re-form starts before the survivors have stopped") {
+  report::Timeline t = measured_run();
+  const double restore_start = report::find_phase(t, "state_restore")->start_ns;
+  report::add_beside(t, "ranks_abort", t.failure_ns, t.failure_ns + 5e6, "measured", "");  // 5 ms
+  const SweepInputs in = sweep_inputs(t);
+  CHECK(in.ranks_abort_ns == doctest::Approx(5e6));
+  CHECK(restore_start - t.failure_ns < 5e6);
+  // 1 GiB at 200 Gb/s over 4 lanes: a 12 ms restore; the hot spare's 65.3 ms re-form starts at 5 ms.
+  const SweepPoint p = sweep_point(in, 1, 200, 4, comm::Restart::HotSpare);
+  CHECK(p.reform_ns == doctest::Approx(5e6 + 65.3e6 - (in.before_restore_ns + p.restore_ns)));
+  CHECK(p.total_ns == doctest::Approx(5e6 + 65.3e6 + in.after_reform_ns));
+  // Behind a 97 ms restore it is still hidden.
+  CHECK(sweep_point(in, 4, 100, 4, comm::Restart::HotSpare).reform_ns == 0);
+}
+
 TEST_CASE("demo sweep: a run without what it recomputes from is refused, naming what is missing") {
   auto error_of = [](const report::Timeline& t) {
     try {
