@@ -54,7 +54,7 @@ bool plot_sweep(const SweepInputs& in, const std::vector<SweepPoint>& points, co
 
 int cmd_demo(const ArgList& argv) {
   Args args(argv, {"--scenario", "--scenario-seed", "--seed", "--out", "--json", "--time-mode", "--ipbus-timeout-ms", "--inject-stall",
-                   "--restart"},
+                   "--restart", "--host-decide-ns"},
             {"--no-waves", "--sweep"});
   args.exclusive("--scenario", "--scenario-seed");
   FailoverScenario s =
@@ -62,6 +62,7 @@ int cmd_demo(const ArgList& argv) {
           ? random_failover_scenario(args.u64("--scenario-seed", 1))
           : load_failover_scenario(args.str("--scenario", source_root() + "/traces/scenarios/failover-default.json"));
   if (args.has("--seed")) s.seed = args.u64("--seed", s.seed);
+  if (args.has("--host-decide-ns")) s.host_decide_ns = args.u64("--host-decide-ns", 1, 1, 100'000'000);
   s.time_mode = args.choice("--time-mode", s.time_mode, {"lockstep", "paced", "free"});
   DemoOptions o;
   o.out_dir = args.str("--out", "out");

@@ -28,6 +28,7 @@ const Command kCommands[] = {
     {"demo", mxtb::app::cmd_demo,
      R"(demo [--scenario FILE | --scenario-seed N] [--seed N] [--out DIR] [--json FILE] [--no-waves]
     [--ipbus-timeout-ms MS] [--inject-stall MS/EVERY] [--restart hot-spare|relaunch|both] [--sweep]
+    [--host-decide-ns NS]
     the main job: the emulator on loopback, the failover manager over IPbus, an XPU killed and
     replaced by a spare; phase table against 1.2 s, report.json, timeline.json/.svg, waves.fst.
     The IPbus client waits MS per attempt (default 1000); --inject-stall is the stress harness's
@@ -36,7 +37,8 @@ const Command kCommands[] = {
     in place of the modeled communicator_reinit; both: the hot spare on the path and the
     relaunch measured beside it in the same run. --sweep (implies --restart both): the path
     recomputed over state size 1-16 GiB, lane rate 25-200 Gb/s, lanes 1-4 and strategy from this
-    run's measured phases (sweep.json, sweep.svg))"},
+    run's measured phases (sweep.json, sweep.svg)). --host-decide-ns charges the host's decide
+    compute as NS instead of measuring it: a report's figure host_decide_ns replays that run)"},
     {"rank", mxtb::app::cmd_rank,
      R"(rank --store DIR [--library gloo|nccl] [--timeout-ms MS]
     one rank of the job, driven over stdin/stdout by the failover manager (host/comm/rank.h);

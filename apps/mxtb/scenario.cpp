@@ -461,6 +461,7 @@ FailoverScenario parse_failover_scenario(const json& j, const std::string& sourc
   }
   s.watchdog_us = f.real("watchdog_us", s.watchdog_us, 0.0, 1e6);
   s.host_decide_extra_us = f.real("host_decide_extra_us", s.host_decide_extra_us, 0.0, 1e5);
+  if (f.has("host_decide_ns")) s.host_decide_ns = static_cast<uint64_t>(f.uint<uint64_t>("host_decide_ns", 1, 1, 100'000'000));
   if (s.host_disconnect != HostDisconnect::None && (s.watchdog_us == 0 || s.host_downtime_us <= s.watchdog_us))
     f.fail("host_disconnect.downtime_us", fmt::format("{} us does not outlast the watchdog ({} us): nothing would happen",
                                                       s.host_downtime_us, s.watchdog_us));
@@ -588,6 +589,7 @@ json to_json(const FailoverScenario& s) {
                        {"bytes", s.collective->bytes}, {"link_loss_us", s.collective->link_loss_us},
                        {"gap_us", s.collective->gap_us}};
   if (s.host_decide_extra_us > 0) j["host_decide_extra_us"] = s.host_decide_extra_us;
+  if (s.host_decide_ns) j["host_decide_ns"] = *s.host_decide_ns;
   return j;
 }
 
@@ -748,6 +750,7 @@ host::failover::FailoverJob failover_job(const FailoverScenario& s) {
   c.state_bytes_per_xpu = s.state_bytes_per_xpu;
   c.watchdog_ns = static_cast<uint64_t>(s.watchdog_us * 1000);
   c.extra_decide_ns = static_cast<uint64_t>(s.host_decide_extra_us * 1000);
+  c.decide_compute_ns = s.host_decide_ns;
   c.shape_clock_mhz = s.clock_mhz;
   c.lane_gbps = s.state_lane_gbps;
   c.real_bytes_max = s.state_real_bytes_max;

@@ -72,6 +72,9 @@ struct FailoverScenario {
   // Added to the host's measured compute when it decides (ManagerConfig::extra_decide_ns): a
   // slower host, so that a directed test orders the hand-over after fast hardware events.
   double host_decide_extra_us = 0;
+  // Charged for the host's decide compute instead of measuring it (ManagerConfig::
+  // decide_compute_ns): a run's recorded figure host_decide_ns replays it exactly.
+  std::optional<uint64_t> host_decide_ns;
   sim::TrafficConfig traffic;
   std::vector<ModeledPhase> modeled;     // after the hardware phases, in this order
   uint64_t state_bytes_per_xpu = 0;      // inference state to restore on the spare (KV cache)

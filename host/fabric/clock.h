@@ -31,9 +31,10 @@ class Clock {
   virtual std::string mode() const = 0;  // "lockstep", "paced", "free" or "wall"
 
   // Runs `f`, a deterministic computation, and charges its cost (least_cpu_ns) where compute is
-  // charged; elsewhere it runs once, since on a board the host's compute is real time.
+  // charged; elsewhere it runs once, since on a board the host's compute is real time. Returns
+  // what it charged (0 where nothing is).
   template <class F>
-  void charge_compute(F&& f);
+  uint64_t charge_compute(F&& f);
 };
 
 class WallClock : public Clock {
@@ -95,11 +96,14 @@ uint64_t least_cpu_ns(F&& f, int runs = 3, const std::function<uint64_t()>& cpu_
 }
 
 template <class F>
-void Clock::charge_compute(F&& f) {
-  if (charges_compute())
-    charge_ns(least_cpu_ns(f));
-  else
+uint64_t Clock::charge_compute(F&& f) {
+  if (!charges_compute()) {
     f();
+    return 0;
+  }
+  const uint64_t ns = least_cpu_ns(f);
+  charge_ns(ns);
+  return ns;
 }
 
 // Per-attempt timeout for waiting `ns` of simulated time: the emulator runs slower than real

@@ -463,13 +463,20 @@ std::optional<FailoverRecord> FailoverManager::handle_next_failure(uint64_t time
   protocol::TorusPlacement next = placement_;
   protocol::FabricMap next_map;
   if (cfg_.extra_decide_ns) board_.clock().charge_ns(cfg_.extra_decide_ns);
-  board_.clock().charge_compute([&] {  // deterministic: its cost is measured over reruns
+  auto decide = [&] {  // deterministic: its cost is measured over reruns
     choice = choose_spare(det->xpu, free_spares_, cfg_.groups, failed_);
     if (choice.spare) {
       next = protocol::substitute(placement_, det->xpu, *choice.spare);
       next_map = protocol::torus_map(cfg_.shape, next);
     }
-  });
+  };
+  if (cfg_.decide_compute_ns && board_.clock().charges_compute()) {
+    decide();
+    board_.clock().charge_ns(*cfg_.decide_compute_ns);
+    t.figures["host_decide_ns"] = static_cast<double>(*cfg_.decide_compute_ns);
+  } else if (uint64_t charged = board_.clock().charge_compute(decide)) {
+    t.figures["host_decide_ns"] = static_cast<double>(charged);
+  }
   failed_.push_back(det->xpu);
   const double decided_ns = static_cast<double>(board_.clock().now_ns());
   rec.spare = choice.spare;

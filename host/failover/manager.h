@@ -55,6 +55,10 @@ struct ManagerConfig {
   // varies from run to run, so directed tests use this to put the host's hand-over after fast
   // hardware events at any machine speed.
   uint64_t extra_decide_ns = 0;
+  // Charged for the host's decide compute instead of measuring it. The measured cost differs by
+  // tens of nanoseconds from run to run, and in lockstep it moves every later host look; this
+  // replays a run's recorded charge (its report's figure host_decide_ns) cycle for cycle.
+  std::optional<uint64_t> decide_compute_ns;
   uint64_t watchdog_ns = 200'000;         // the controller's host watchdog (0: off), kicked at every look
   double shape_clock_mhz = 156.25;        // the board's clock (watchdog cycles)
   uint64_t link_up_timeout_ns = 3'000'000;

@@ -24,6 +24,7 @@ expect_error("--inject-stall '800': no '/' (want MS/EVERY" sim --inject-stall 80
 expect_error("--inject-stall '800/0': EVERY must be 1..1000000" sim --inject-stall 800/0)
 expect_error("--inject-stall 'x/5': MS must be 1..600000" demo --inject-stall x/5)
 expect_error("--ipbus-timeout-ms must be" demo --ipbus-timeout-ms 5)
+expect_error("--host-decide-ns must be" demo --host-decide-ns 0)
 expect_error("--cycles must be at least 10000" bench link --cycles 5)
 expect_error("--rounds must be 1 to 100" bench link --rounds 0)
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/bad-scenario.json "{\"lanes\": {\"ab\": {\"latency_cycles\": 0}}}")

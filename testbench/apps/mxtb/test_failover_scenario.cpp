@@ -71,6 +71,7 @@ TEST_CASE("failover scenario: one conversion each into the emulator's and the fa
   CHECK(job.manager.spares == s.spares);
   CHECK(job.manager.armed_xpu == s.armed_xpu);
   CHECK(job.manager.watchdog_ns == static_cast<uint64_t>(s.watchdog_us * 1000));
+  CHECK(!job.manager.decide_compute_ns);  // measured unless a replay gives it
   CHECK(job.manager.scenario == s.name);
   size_t groups = 0;
   for (const auto& [kind, list] : s.failure_groups) groups += list.size();
@@ -204,6 +205,13 @@ TEST_CASE("failover scenario: a job of collectives reaches the emulator (its XPU
         "f.json: $.collective.bytes: 100 bytes per rank is too small for 4 ranks: at least 256 bytes");
   CHECK(error_of(json{{"collective", {{"bytes", 0}}}}) == "f.json: $.collective.bytes: must be in [1, 67108864], got 0");
   CHECK(error_of(json{{"collective", {{"ops", "all_reduce"}}}}) == "f.json: $.collective.ops: unknown field");
+
+  // A replayed host charge reaches the manager and survives the scenario's round trip; a bad one is named.
+  FailoverScenario replay = parse_failover_scenario(json{{"host_decide_ns", 12345}}, "r.json");
+  CHECK(failover_job(replay).manager.decide_compute_ns == std::optional<uint64_t>(12345));
+  CHECK(parse_failover_scenario(to_json(replay), "r2.json").host_decide_ns == std::optional<uint64_t>(12345));
+  CHECK(error_of(json{{"host_decide_ns", 0}}) == "f.json: $.host_decide_ns: must be in [1, 100000000], got 0");
+  CHECK(error_of(json{{"host_decide_ns", 1.5}}) == "f.json: $.host_decide_ns: must be a non-negative integer, got 1.5");
   CHECK(file_error("collective-odd-torus.json") ==
         "$.collective: the tenant has no ring to run it on: no ring order for a 3 x 3 torus (both dimensions odd)");
 

@@ -72,7 +72,7 @@ TEST_CASE("host compute: fewer than one run is refused") {
 TEST_CASE("host compute: charged in lockstep after every run; run once, uncharged, on the wall clock") {
   LockstepClock lockstep;
   int runs = 0, result = 0;
-  lockstep.charge_compute([&] {
+  const uint64_t charged = lockstep.charge_compute([&] {
     ++runs;
     result = 42;
   });
@@ -81,9 +81,10 @@ TEST_CASE("host compute: charged in lockstep after every run; run once, uncharge
   REQUIRE(lockstep.charges.size() == 1);
   CHECK(lockstep.charges[0] >= 1);
   CHECK(lockstep.now == lockstep.charges[0]);
+  CHECK(charged == lockstep.charges[0]);  // what the report records, to replay the run
 
   WallClock wall;
   runs = 0;
-  wall.charge_compute([&] { ++runs; });
+  CHECK(wall.charge_compute([&] { ++runs; }) == 0);
   CHECK(runs == 1);  // on a board the host's compute is real time: never repeated
 }
