@@ -65,11 +65,10 @@ SweepPoint sweep_point(const SweepInputs& in, double state_gib, double lane_gbps
   p.failover_ns = in.before_restore_ns;
   // Gb/s over 8 is bytes per ns.
   p.restore_ns = state_gib * double(1ull << 30) / (lanes * lane_gbps / 8 * in.efficiency);
-  // The same rule as the manager's timeline: a re-form begins once the survivors have stopped;
-  // the hot spare's needs no state and runs beside the restore, a relaunch starts after it.
-  const double restore_end = p.failover_ns + p.restore_ns;
-  const double start = r == Restart::HotSpare ? std::max(p.failover_ns, in.ranks_abort_ns) : std::max(restore_end, in.ranks_abort_ns);
-  p.reform_ns = std::max(0.0, start + (r == Restart::HotSpare ? in.hot_spare_reform_ns : in.relaunch_reform_ns) - restore_end);
+  // Times from the failure; the re-form laid out as the manager's timeline does.
+  p.reform_ns = host::comm::place_reform(r, in.ranks_abort_ns, p.failover_ns, p.failover_ns + p.restore_ns,
+                                         r == Restart::HotSpare ? in.hot_spare_reform_ns : in.relaunch_reform_ns)
+                    .on_path_ns;
   p.rest_ns = in.after_reform_ns;
   p.total_ns = p.failover_ns + p.restore_ns + p.reform_ns + p.rest_ns;
   std::pair<double, const char*> phases[] = {{p.failover_ns, "failover"},

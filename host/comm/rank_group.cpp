@@ -38,6 +38,11 @@ constexpr uint64_t kCheckSeed = 7;
 
 const char* to_string(Restart r) { return r == Restart::HotSpare ? "hot-spare" : "relaunch"; }
 
+ReformPlacement place_reform(Restart r, double stopped_ns, double restore_start_ns, double restore_end_ns, double reform_ns) {
+  const double start = std::max(stopped_ns, r == Restart::HotSpare ? restore_start_ns : restore_end_ns);
+  return {start, std::max(0.0, start + reform_ns - restore_end_ns)};
+}
+
 std::optional<Restart> restart_from_string(const std::string& s) {
   if (s == "hot-spare") return Restart::HotSpare;
   if (s == "relaunch") return Restart::Relaunch;

@@ -52,6 +52,17 @@ struct Reform {
   double total_s() const { return stop_s + start_s + form_s + first_s; }  // the critical path from the decision
 };
 
+// Where a re-form lies on the failover path (every time from one origin, in ns). It begins once the
+// survivors have stopped (`stopped_ns`) and the new ring is known; a hot spare needs no state, so
+// it starts with the restore and runs beside it, a relaunch reads its state and starts after the
+// restore. Only what outlasts the restore is on the critical path. The manager's timeline and the
+// what-if sweep both lay re-forms out by this rule.
+struct ReformPlacement {
+  double start_ns;    // when the re-form begins
+  double on_path_ns;  // what of it lies after the restore's end
+};
+ReformPlacement place_reform(Restart r, double stopped_ns, double restore_start_ns, double restore_end_ns, double reform_ns);
+
 class RankGroup {
  public:
   // Starts a rank process per XPU of `ring` (and of `spares` for a hot spare), forms the first

@@ -850,20 +850,17 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
     const report::TimelinePhase* restore = report::find_phase(t, "state_restore");
     const double restore_start = restore ? restore->start_ns : t.failure_ns + t.total_ns;
     const double restore_end = restore ? restore->end_ns : restore_start;
-    auto reform_start_of = [&](const comm::Reform& r) {
-      const double stopped = t.failure_ns + r.abort_s * 1e9;
-      return r.restart == comm::Restart::Relaunch ? std::max(restore_end, stopped) : std::max(restore_start, stopped);
-    };
-    auto on_path_ns_of = [&](const comm::Reform& r) {
-      return std::max(0.0, reform_start_of(r) + r.total_s() * 1e9 - restore_end);
+    auto placed = [&](const comm::Reform& r) {
+      return comm::place_reform(r.restart, t.failure_ns + r.abort_s * 1e9, restore_start, restore_end, r.total_s() * 1e9);
     };
     try {
       const comm::Reform r = ranks_->reform(ring);
       const bool relaunch = r.restart == comm::Restart::Relaunch;
       const double reform_ns = r.total_s() * 1e9;
-      const double on_path_ns = on_path_ns_of(r);
+      const comm::ReformPlacement at = placed(r);
+      const double on_path_ns = at.on_path_ns;
       if (!relaunch) {
-        const double from = reform_start_of(r);
+        const double from = at.start_ns;
         report::add_beside(t, "hot_spare_reform", from, from + reform_ns, "measured",
                            fmt::format("{} hot spare: the whole re-form, rendezvous and connections ({:.1f} ms) and the "
                                        "first all-reduce checked ({:.1f} ms), beside state_restore",
@@ -906,7 +903,7 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
         const comm::Reform r = group.reform(ring);
         if (r.wrong) throw comm::CommError(fmt::format("its first all-reduce had {} elements wrong", r.wrong));
         alternative = report::Alternative{
-            comm::to_string(r.restart), "communicator_reform", on_path_ns_of(r), 0, "measured",
+            comm::to_string(r.restart), "communicator_reform", placed(r).on_path_ns, 0, "measured",
             fmt::format("{} {} measured in this run on a group of its own: stop {:.1f} ms, start and checkpoints {:.1f} ms, "
                         "rendezvous {:.1f} ms, first all-reduce {:.1f} ms",
                         r.library, comm::to_string(r.restart), r.stop_s * 1e3, r.start_s * 1e3, r.form_s * 1e3,

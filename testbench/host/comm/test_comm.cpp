@@ -315,3 +315,21 @@ TEST_CASE("faults in the re-form end in a named error, never a hang") {
     CHECK_THROWS_WITH_AS(RankGroup(c, {0, 1}, {}), doctest::Contains("rank of XPU 0: cannot start /nonexistent/mxtb"), CommError);
   }
 }
+
+TEST_CASE("a re-form on the failover path: after the survivors stop; a hot spare beside the restore, a relaunch after it") {
+  using mxtb::host::comm::place_reform;
+  using mxtb::host::comm::Restart;
+  // Restore from 100 to 1100 ns; the survivors stopped at 50 ns.
+  auto hs = place_reform(Restart::HotSpare, 50, 100, 1100, 600);
+  CHECK(hs.start_ns == 100);
+  CHECK(hs.on_path_ns == 0);  // hidden behind the restore
+  CHECK(place_reform(Restart::HotSpare, 50, 100, 1100, 1500).on_path_ns == 500);
+  // Survivors that stop late hold the hot spare back, and push it past the restore.
+  auto late = place_reform(Restart::HotSpare, 900, 100, 1100, 600);
+  CHECK(late.start_ns == 900);
+  CHECK(late.on_path_ns == 400);
+  auto rl = place_reform(Restart::Relaunch, 50, 100, 1100, 600);
+  CHECK(rl.start_ns == 1100);
+  CHECK(rl.on_path_ns == 600);  // all of it
+  CHECK(place_reform(Restart::Relaunch, 1300, 100, 1100, 600).on_path_ns == 800);
+}
