@@ -322,6 +322,42 @@ std::string banner(const Defs& d, const char* comment) {
          " definitions. Do not edit: change the JSON source instead.\n";
 }
 
+// Access rules for whole blocks, which a bus master checks before the first word moves (IPbus:
+// a refused block access changes nothing): for each word offset, how many consecutive words from
+// it are registers that may be read (written), saturated at 255, the longest IPbus transaction.
+// A window shares one access, so a run falls by one per word inside it: one range test per
+// register instead of a table of every word.
+void sv_access_runs(std::ostringstream& o, const Defs& d) {
+  std::vector<const Register*> regs;
+  for (const auto& r : d.registers) regs.push_back(&r);
+  std::sort(regs.begin(), regs.end(), [](const Register* a, const Register* b) { return a->offset < b->offset; });
+  const int word_bits = d.addr_width - 2;
+  for (const char* kind : {"read", "write"}) {
+    const bool read = kind[0] == 'r';
+    auto allows = [&](const Register& r) { return read ? r.access != "wo" : r.access != "ro"; };
+    std::vector<uint64_t> run(regs.size(), 0);  // unsaturated, from the register's first word
+    for (size_t i = regs.size(); i-- > 0;) {
+      if (!allows(*regs[i])) continue;
+      run[i] = regs[i]->count;
+      if (i + 1 < regs.size() && regs[i + 1]->offset == regs[i]->offset + 4 * regs[i]->count) run[i] += run[i + 1];
+    }
+    o << "\n  // Consecutive words from word offset w that are registers allowing a " << kind
+      << ", saturated at 255 (0: none).\n"
+      << "  function automatic logic [7:0] " << kind << "_run(input logic [" << word_bits - 1 << ":0] w);\n"
+      << "    logic [" << word_bits << ":0] r;\n    r = '0;\n";
+    for (size_t i = 0; i < regs.size(); ++i) {
+      if (!run[i]) continue;
+      const uint32_t lo = regs[i]->offset / 4, hi = lo + regs[i]->count - 1;
+      if (lo == hi)
+        o << "    if (w == " << word_bits << "'d" << lo << ") r = " << word_bits + 1 << "'d" << run[i] << ";\n";
+      else
+        o << "    if (w >= " << word_bits << "'d" << lo << " && w <= " << word_bits << "'d" << hi << ") r = "
+          << word_bits + 1 << "'d" << run[i] << " - {1'b0, w - " << word_bits << "'d" << lo << "};\n";
+    }
+    o << "    " << kind << "_run = r > " << word_bits + 1 << "'d255 ? 8'd255 : r[7:0];\n  endfunction\n";
+  }
+}
+
 std::string sv(const Defs& d) {
   std::ostringstream o;
   o << banner(d, "//") << "// " << d.doc << "\npackage " << d.sv_package << ";\n";
@@ -363,6 +399,7 @@ std::string sv(const Defs& d) {
       }
     }
     o << "  // verilator lint_on UNUSEDPARAM\n";
+    sv_access_runs(o, d);
   }
   o << "\nendpackage\n";
   return o.str();
