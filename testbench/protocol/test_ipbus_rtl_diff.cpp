@@ -1,0 +1,414 @@
+// The RTL IPbus transactor against the C++ target (ipbus_rtl_diff.h): random datagrams of every
+// class over several seeds, directed cases for each kind of bad input (both sides must agree, and
+// on the answer the IPbus rules give), and bus errors in the middle of a block.
+#include "testbench/protocol/ipbus_rtl_diff.h"
+
+#include "protocol/board_map.h"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+using namespace mxtb::testbench::ipbus_diff;
+using mxtb::protocol::kRamBase;
+using mxtb::protocol::kRamWords;
+using ipbus::ByteOrder;
+using ipbus::Fault;
+using ipbus::InfoCode;
+using ipbus::PacketType;
+using ipbus::TxType;
+
+namespace {
+
+constexpr uint64_t kFillSeed = 7;
+
+uint8_t fault_number(Fault f) { return static_cast<uint8_t>(f); }
+
+std::unique_ptr<DiffRunner> rtl_pair(const std::set<uint32_t>& refused = {}, RtlTiming timing = {}) {
+  return std::make_unique<DiffRunner>(std::make_unique<CppSide>(kFillSeed), std::make_unique<RtlSide>(kFillSeed, timing), refused);
+}
+
+std::vector<uint8_t> bytes(const std::vector<uint32_t>& words, ByteOrder order = ByteOrder::Big) { return ipbus::to_bytes(words, order); }
+
+std::vector<uint32_t> words_of(const std::vector<uint8_t>& b, ByteOrder order) {
+  std::vector<uint32_t> w;
+  for (size_t i = 0; i + 4 <= b.size(); i += 4)
+    w.push_back(order == ByteOrder::Big ? uint32_t{b[i]} << 24 | uint32_t{b[i + 1]} << 16 | uint32_t{b[i + 2]} << 8 | b[i + 3]
+                                        : uint32_t{b[i + 3]} << 24 | uint32_t{b[i + 2]} << 16 | uint32_t{b[i + 1]} << 8 | b[i]);
+  return w;
+}
+
+// Runs one datagram through both sides: they must agree; returns the (common) answer.
+Answer agree(DiffRunner& r, const std::vector<uint8_t>& d) {
+  auto m = r.run(d);
+  if (m) FAIL_CHECK(describe(*m));
+  CHECK_FALSE(m.has_value());
+  return r.last_device();
+}
+
+// Both sides drop the datagram with `fault`, and the RTL's stat port says so.
+void expect_dropped(DiffRunner& r, const std::vector<uint8_t>& d, Fault fault) {
+  INFO("datagram " << hex(d));
+  Answer a = agree(r, d);
+  CHECK_FALSE(r.last_reference().reply.has_value());
+  CHECK(r.last_reference().kind == Answer::kKindDropped);
+  CHECK(r.last_reference().fault == fault_number(fault));
+  CHECK_FALSE(a.reply.has_value());
+  CHECK(a.kind == Answer::kKindDropped);
+  CHECK(a.fault == fault_number(fault));
+}
+
+// Both sides answer a control packet whose last transaction fails with `code`; returns the reply's words.
+std::vector<uint32_t> expect_tx_error(DiffRunner& r, const std::vector<uint32_t>& request, InfoCode code, Fault fault) {
+  INFO("request " << hex(bytes(request)));
+  Answer a = agree(r, bytes(request));
+  REQUIRE(r.last_reference().reply.has_value());
+  REQUIRE(a.reply.has_value());
+  CHECK(a.kind == Answer::kKindControl);
+  CHECK(a.fault == fault_number(fault));
+  auto w = words_of(*a.reply, ByteOrder::Big);
+  REQUIRE(w.size() >= 2);
+  CHECK((w.back() & 0xF) == static_cast<uint32_t>(code));
+  if (code == InfoCode::BadHeader) {
+    // The offending header echoed with only its info code changed.
+    CHECK(std::any_of(request.begin() + 1, request.end(), [&](uint32_t q) { return (q & ~0xFu) == (w.back() & ~0xFu); }));
+  } else {
+    CHECK(((w.back() >> 8) & 0xFF) == 0);  // a bus error's header says no words moved
+  }
+  return w;
+}
+
+}  // namespace
+
+// ---- the harness itself, without the RTL: it must agree with itself and reach every class ----
+
+TEST_CASE("C++ against C++: the harness agrees with itself, and the generator reaches every class and fault") {
+  for (uint64_t seed : {1u, 2u}) {
+    auto refused = random_refused_words(seed);
+    DiffRunner r(std::make_unique<CppSide>(kFillSeed), std::make_unique<CppSide>(kFillSeed), refused);
+    DatagramGenerator gen(seed);
+    gen.aim_at(refused);
+    std::map<DatagramClass, uint64_t> classes;
+    uint64_t refused_after_accesses = 0;
+    for (int i = 0; i < 20000; ++i) {
+      Datagram d = gen.next(r.next_expected_id());
+      ++classes[d.cls];
+      auto m = r.run(d.bytes);
+      if (m) FAIL(describe(*m));
+      // A bus error on a refused word after other accesses of the packet went through.
+      const auto& log = r.reference().board().log;
+      if (r.last_reference().fault == fault_number(Fault::BusError) && log.size() > 1 && !log.back().ok) ++refused_after_accesses;
+    }
+    for (size_t c = 0; c < static_cast<size_t>(DatagramClass::kCount); ++c) {
+      INFO("class " << std::string(to_string(static_cast<DatagramClass>(c))));
+      CHECK(classes[static_cast<DatagramClass>(c)] > 50);
+    }
+    const auto& s = r.stats();
+    for (size_t f = 0; f < s.faults.size(); ++f) {
+      INFO("fault " << std::string(ipbus::to_string(static_cast<Fault>(f))));
+      CHECK(s.faults[f] > 10);
+    }
+    for (size_t k = 0; k < s.kinds.size(); ++k) CHECK(s.kinds[k] > 100);
+    CHECK(refused_after_accesses > 10);
+  }
+}
+
+TEST_CASE("each generated class meets the fault it is made for") {
+  // Class -> the faults it may meet (a malformed packet can fail earlier than its flaw, e.g. a
+  // truncated one that still looks like a header; mostly it must meet its own).
+  const std::map<DatagramClass, Fault> meant{
+      {DatagramClass::OutOfSequence, Fault::OutOfSequence}, {DatagramClass::StrayBytes, Fault::Truncated},
+      {DatagramClass::BadVersion, Fault::BadPacketHeader},  {DatagramClass::BadReserved, Fault::BadPacketHeader},
+      {DatagramClass::BadQualifier, Fault::BadPacketHeader}, {DatagramClass::BadPacketType, Fault::BadPacketHeader},
+      {DatagramClass::BadStatusLength, Fault::BadStatus},   {DatagramClass::BadResendLength, Fault::BadResend},
+      {DatagramClass::BadTxHeader, Fault::BadTransaction},  {DatagramClass::BadInfoCode, Fault::BadTransaction},
+      {DatagramClass::RmwWords, Fault::BadTransaction},     {DatagramClass::BodyPastEnd, Fault::BadTransaction},
+      {DatagramClass::ReplyPastMtu, Fault::BadTransaction}, {DatagramClass::Oversized, Fault::Oversized},
+  };
+  for (const auto& [cls, fault] : meant) {
+    CppSide side(kFillSeed);
+    DatagramGenerator gen(3);
+    int hits = 0;
+    constexpr int kTries = 300;
+    for (int i = 0; i < kTries; ++i) {
+      Answer a = side.handle(gen.make(cls, side.target().next_expected_id()).bytes);
+      hits += a.fault == fault_number(fault);
+    }
+    INFO("class " << std::string(to_string(cls)) << ": " << hits << " of " << kTries << " met " << std::string(ipbus::to_string(fault)));
+    // Random transactions before the bad one may fail with a bus error first (near the windows'
+    // edges, as they are meant to be).
+    CHECK(hits >= kTries / 4);
+  }
+}
+
+// ---- the RTL against the C++ target ----
+
+TEST_CASE("RTL against C++: 10^5 random datagrams over five seeds") {
+  uint64_t total = 0, mismatches = 0;
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    auto refused = random_refused_words(seed);
+    RtlTiming timing;
+    timing.seed = seed * 7919;
+    auto r = rtl_pair(refused, timing);
+    DatagramGenerator gen(seed);
+    gen.aim_at(refused);
+    int shown = 0;
+    for (int i = 0; i < 20000; ++i) {
+      Datagram d = gen.next(r->next_expected_id());
+      auto m = r->run(d.bytes);
+      if (!m) continue;
+      if (shown++ < 3) {
+        auto small = minimise(m->datagram, [&](uint64_t attempt) {
+          RtlTiming t = timing;
+          t.seed += attempt;
+          return rtl_pair(refused, t);
+        });
+        MESSAGE(fmt::format("seed {}, datagram {} ({}):\n{}minimised on fresh sides: {}", seed, i, to_string(d.cls), describe(*m),
+                            hex(small)));
+      }
+      if (r->stats().mismatches >= 20) break;  // the RTL is broken this way throughout: no need for 20000 reports
+    }
+    total += r->stats().datagrams;
+    mismatches += r->stats().mismatches;
+    MESSAGE(fmt::format("seed {}: {} datagrams, {} mismatches, {:.0f} RTL datagrams/s, {:.1f} cycles/datagram", seed,
+                        r->stats().datagrams, r->stats().mismatches, r->stats().datagrams / r->stats().device_seconds,
+                        double(r->stats().device_cycles) / r->stats().datagrams));
+  }
+  CHECK(mismatches == 0);
+  CHECK(total == 100000);
+}
+
+TEST_CASE("RTL against C++: bad input of each kind, the same answer on both sides and the right one") {
+  auto r = rtl_pair();
+  DatagramGenerator gen(11);
+  const uint32_t ctrl0 = packet_header(PacketType::Control, 0);
+  const std::vector<uint32_t> good{ctrl0, tx_header(TxType::Read, 2), kRamBase + 4};
+
+  SUBCASE("truncated: shorter than a word, and not whole words") {
+    expect_dropped(*r, {0x20}, Fault::Truncated);
+    expect_dropped(*r, {0x20, 0x00, 0x00}, Fault::Truncated);
+    auto d = bytes(good);
+    d.resize(7);
+    expect_dropped(*r, d, Fault::Truncated);
+  }
+  SUBCASE("stray bytes after a valid packet") {
+    for (size_t n = 1; n <= 3; ++n) {
+      auto d = bytes(good);
+      d.insert(d.end(), n, 0xA5);
+      expect_dropped(*r, d, Fault::Truncated);
+    }
+  }
+  SUBCASE("bad packet header: version, reserved bits, qualifier, type") {
+    for (uint32_t h : {0x100000F0u, 0x300000F0u, 0x210000F0u, 0x2F0000F0u, 0x200000E0u, 0x20000000u, 0x200000F3u, 0x200000FFu}) {
+      auto w = good;
+      w[0] = h;
+      expect_dropped(*r, bytes(w), Fault::BadPacketHeader);
+    }
+  }
+  SUBCASE("random bytes that are no header in either byte order") {
+    expect_dropped(*r, {0x12, 0x34, 0x56, 0x78, 0x9A, 0xBC, 0xDE, 0xF0}, Fault::BadPacketHeader);
+  }
+  SUBCASE("oversized: one byte past the MTU, and 1600 bytes") {
+    auto w = gen.control_packet(0, 20);
+    while (w.size() * 4 < 1600) w.push_back(0);
+    auto d = bytes(w);
+    d.resize(ipbus::kMtuBytes + 1);
+    expect_dropped(*r, d, Fault::Oversized);
+    d.resize(1600);
+    expect_dropped(*r, d, Fault::Oversized);
+    // Exactly the MTU is allowed: a 368-word packet of non-incrementing writes of 0 words.
+    std::vector<uint32_t> fits{ctrl0, tx_header(TxType::NonIncWrite, 1), kRamBase, 42};
+    while (fits.size() + 2 <= ipbus::kMtuWords) {
+      fits.push_back(tx_header(TxType::NonIncWrite, 0));
+      fits.push_back(kRamBase);
+    }
+    REQUIRE(fits.size() * 4 == ipbus::kMtuBytes);
+    Answer a = agree(*r, bytes(fits));
+    CHECK(a.kind == Answer::kKindControl);
+    CHECK(a.fault == Answer::kNoFault);
+  }
+  SUBCASE("status requests: 16 words answered big-endian; any other length dropped") {
+    std::vector<uint32_t> st(ipbus::kStatusWords, 0);
+    st[0] = packet_header(PacketType::Status, 0);
+    agree(*r, bytes(good));
+    Answer a = agree(*r, bytes(st, ByteOrder::Little));
+    REQUIRE(a.reply);
+    CHECK(a.kind == Answer::kKindStatus);
+    auto w = words_of(*a.reply, ByteOrder::Big);
+    REQUIRE(w.size() == ipbus::kStatusWords);
+    CHECK(w[1] == ipbus::kMtuBytes);
+    CHECK(w[2] == 16);
+    CHECK(w[3] == packet_header(PacketType::Control, 1));
+    CHECK(w[8] == ctrl0);
+    st.resize(15);
+    expect_dropped(*r, bytes(st), Fault::BadStatus);
+    st.resize(17);
+    expect_dropped(*r, bytes(st), Fault::BadStatus);
+  }
+  SUBCASE("resend: the stored reply again; unknown ids, id 0 and long requests dropped") {
+    auto w = good;
+    w[0] = packet_header(PacketType::Control, 1);
+    Answer first = agree(*r, bytes(w, ByteOrder::Little));
+    REQUIRE(first.reply);
+    Answer again = agree(*r, bytes({packet_header(PacketType::Resend, 1)}));
+    CHECK(again.kind == Answer::kKindResend);
+    REQUIRE(again.reply);
+    CHECK(*again.reply == *first.reply);  // as sent: little-endian
+    expect_dropped(*r, bytes({packet_header(PacketType::Resend, 2)}), Fault::BadResend);
+    expect_dropped(*r, bytes({packet_header(PacketType::Resend, 0)}), Fault::BadResend);
+    expect_dropped(*r, bytes({packet_header(PacketType::Resend, 1), 0}), Fault::BadResend);
+  }
+  SUBCASE("resend after the reply buffers have moved on: dropped") {
+    for (uint16_t id = 1; id <= 17; ++id) agree(*r, bytes({packet_header(PacketType::Control, id)}));
+    expect_dropped(*r, bytes({packet_header(PacketType::Resend, 1)}), Fault::BadResend);
+    Answer a = agree(*r, bytes({packet_header(PacketType::Resend, 2)}));
+    CHECK(a.kind == Answer::kKindResend);
+  }
+  SUBCASE("out of sequence: neither 0 nor the next expected id") {
+    expect_dropped(*r, bytes({packet_header(PacketType::Control, 2)}), Fault::OutOfSequence);
+    expect_dropped(*r, bytes({packet_header(PacketType::Control, 0xFFFF)}), Fault::OutOfSequence);
+    Answer a = agree(*r, bytes({packet_header(PacketType::Control, 1)}));
+    CHECK(a.fault == Answer::kNoFault);
+    expect_dropped(*r, bytes({packet_header(PacketType::Control, 1)}), Fault::OutOfSequence);  // a repeat
+  }
+  SUBCASE("bad transaction headers: version, type, info code; the packet stops there") {
+    for (uint32_t bad : {0x10000100u | 0xF, 0x30000100u | 0xF, 0x20000160u | 0xF, 0x200001F0u | 0xF, tx_header(TxType::Read, 1, 0, InfoCode::Success),
+                         tx_header(TxType::Write, 1, 0, InfoCode::WriteError), tx_header(TxType::Read, 1, 0, static_cast<InfoCode>(0xE))}) {
+      std::vector<uint32_t> w{ctrl0, tx_header(TxType::Write, 1, 5), kRamBase, 0x1234, bad, kRamBase, 0, tx_header(TxType::Write, 1), kRamBase + 1, 7};
+      auto reply = expect_tx_error(*r, w, InfoCode::BadHeader, Fault::BadTransaction);
+      CHECK(reply.size() == 3);  // the packet header, the write's, the bad one's
+    }
+  }
+  SUBCASE("RMW of other than one word") {
+    for (uint32_t words : {0u, 2u, 255u})
+      expect_tx_error(*r, {ctrl0, tx_header(TxType::RmwSum, words), kRamBase, 1}, InfoCode::BadHeader, Fault::BadTransaction);
+    expect_tx_error(*r, {ctrl0, tx_header(TxType::RmwBits, 3), kRamBase, 1, 2}, InfoCode::BadHeader, Fault::BadTransaction);
+  }
+  SUBCASE("body past the packet's end") {
+    expect_tx_error(*r, {ctrl0, tx_header(TxType::Write, 4), kRamBase, 1, 2}, InfoCode::BadHeader, Fault::BadTransaction);
+    expect_tx_error(*r, {ctrl0, tx_header(TxType::Read, 1)}, InfoCode::BadHeader, Fault::BadTransaction);
+    expect_tx_error(*r, {ctrl0, tx_header(TxType::RmwBits, 1), kRamBase, 1}, InfoCode::BadHeader, Fault::BadTransaction);
+  }
+  SUBCASE("a reply that would pass the MTU") {
+    auto reply = expect_tx_error(*r, {ctrl0, tx_header(TxType::Read, 255), kRamBase, tx_header(TxType::Read, 255), kRamBase},
+                                 InfoCode::BadHeader, Fault::BadTransaction);
+    CHECK(reply.size() == 1 + 256 + 1);
+    // With more requests behind it, one word must stay free for the next header.
+    std::vector<uint32_t> w{ctrl0, tx_header(TxType::Read, 255), kRamBase, tx_header(TxType::Read, 110), kRamBase};
+    Answer a = agree(*r, bytes(w));
+    CHECK(a.fault == Answer::kNoFault);  // 1 + 256 + 111 = 368 words: exactly the MTU
+    w.push_back(tx_header(TxType::Read, 0));
+    w.push_back(kRamBase);
+    expect_tx_error(*r, w, InfoCode::BadHeader, Fault::BadTransaction);
+  }
+  SUBCASE("bus errors: holes, the windows' ends, RO written, WO read") {
+    // Past the RAM's end by one word; 0 words at its very end are fine.
+    expect_tx_error(*r, {ctrl0, tx_header(TxType::Read, 2), kRamBase + kRamWords - 1}, InfoCode::ReadError, Fault::BusError);
+    Answer a = agree(*r, bytes({ctrl0, tx_header(TxType::Read, 0), kRamBase + kRamWords}));
+    CHECK(a.fault == Answer::kNoFault);
+    expect_tx_error(*r, {ctrl0, tx_header(TxType::Write, 1), kRamBase + kRamWords, 0}, InfoCode::WriteError, Fault::BusError);
+    expect_tx_error(*r, {ctrl0, tx_header(TxType::Read, 1), mxtb::protocol::kControllerWords}, InfoCode::ReadError, Fault::BusError);
+    expect_tx_error(*r, {ctrl0, tx_header(TxType::Read, 0), mxtb::protocol::kControllerWords}, InfoCode::ReadError, Fault::BusError);
+    expect_tx_error(*r, {ctrl0, tx_header(TxType::Read, 1), 0x18000}, InfoCode::ReadError, Fault::BusError);
+    // A register written that is read-only, and the RMW of one (a read and a write: refused whole).
+    const uint32_t id_reg = mxtb::ocs::reg::id::kOffset / 4;
+    expect_tx_error(*r, {ctrl0, tx_header(TxType::Write, 1), id_reg, 0}, InfoCode::WriteError, Fault::BusError);
+    expect_tx_error(*r, {ctrl0, tx_header(TxType::RmwSum, 1), id_reg, 1}, InfoCode::ReadError, Fault::BusError);
+    CHECK(r->reference().board().log.empty());
+    CHECK(r->device().board().log.empty());
+  }
+  SUBCASE("random bytes behind a valid header") {
+    std::mt19937_64 rng(5);
+    for (int i = 0; i < 200; ++i) {
+      std::vector<uint8_t> d(4 + rng() % 200);
+      for (auto& b : d) b = static_cast<uint8_t>(rng());
+      auto h = bytes({packet_header(PacketType::Control, 0)}, rng() & 1 ? ByteOrder::Little : ByteOrder::Big);
+      std::copy(h.begin(), h.end(), d.begin());
+      agree(*r, d);
+    }
+  }
+}
+
+TEST_CASE("RTL against C++: a refused word mid-block stops the block there on both sides") {
+  const uint32_t refused_ram = kRamBase + 10;
+  const uint32_t scratch = mxtb::ocs::reg::scratch::kOffset / 4;
+  const uint32_t refused_scratch = scratch + 3;
+  auto r = rtl_pair({refused_ram, refused_scratch});
+  const uint32_t ctrl0 = packet_header(PacketType::Control, 0);
+
+  SUBCASE("a block write into the RAM") {
+    std::vector<uint32_t> w{ctrl0, tx_header(TxType::Write, 8), kRamBase + 6};
+    for (uint32_t i = 0; i < 8; ++i) w.push_back(0xC0DE0000u + i);
+    w.insert(w.end(), {tx_header(TxType::Write, 1), kRamBase, 0x5555});  // never runs
+    std::vector<uint32_t> before;
+    for (uint32_t a = kRamBase; a < kRamBase + 16; ++a) before.push_back(r->reference().board().peek(a));
+    auto reply = expect_tx_error(*r, w, InfoCode::WriteError, Fault::BusError);
+    CHECK(reply.size() == 2);
+    for (auto* side : {&r->reference(), &r->device()}) {
+      INFO(side->name());
+      const auto& board = side->board();
+      for (uint32_t i = 0; i < 16; ++i) {
+        const uint32_t a = kRamBase + i;
+        const bool written = i >= 6 && i < 10;
+        CHECK(board.peek(a) == (written ? 0xC0DE0000u + (i - 6) : before[i]));
+      }
+      REQUIRE(board.log.size() == 5);
+      CHECK(board.log[3] == BusAccess{true, kRamBase + 9, 0xC0DE0003u, true});
+      CHECK(board.log[4] == BusAccess{true, refused_ram, 0xC0DE0004u, false});
+    }
+  }
+  SUBCASE("a block write into a controller window") {
+    std::vector<uint32_t> w{ctrl0, tx_header(TxType::Write, 6), scratch};
+    for (uint32_t i = 0; i < 6; ++i) w.push_back(0xAB000000u + i);
+    expect_tx_error(*r, w, InfoCode::WriteError, Fault::BusError);
+    for (auto* side : {&r->reference(), &r->device()}) {
+      INFO(side->name());
+      for (uint32_t i = 0; i < 3; ++i) CHECK(side->board().peek(scratch + i) == 0xAB000000u + i);
+      CHECK(side->board().peek(scratch + 3) != 0xAB000003u);
+      CHECK(side->board().log.size() == 4);
+    }
+  }
+  SUBCASE("a block read and an RMW: the error header alone") {
+    auto reply = expect_tx_error(*r, {ctrl0, tx_header(TxType::Read, 4), kRamBase + 8}, InfoCode::ReadError, Fault::BusError);
+    CHECK(reply.size() == 2);
+    expect_tx_error(*r, {ctrl0, tx_header(TxType::RmwBits, 1), refused_ram, 0, 1}, InfoCode::ReadError, Fault::BusError);
+    // A non-incrementing write stops at its first word.
+    expect_tx_error(*r, {ctrl0, tx_header(TxType::NonIncWrite, 3), refused_scratch, 1, 2, 3}, InfoCode::WriteError, Fault::BusError);
+    CHECK(r->device().board().log.size() == 1);
+  }
+}
+
+TEST_CASE("RTL against C++: packet ids wrap from 0xFFFF to 1 alike") {
+  auto r = rtl_pair({}, RtlTiming::eager(3));
+  uint16_t id = 1;
+  for (uint32_t n = 0; n < 0xFFFF; ++n, id = ipbus::next_packet_id(id)) {
+    auto m = r->run(bytes({packet_header(PacketType::Control, id)}));
+    if (m) FAIL(describe(*m));
+  }
+  CHECK(r->next_expected_id() == 1);
+  Answer a = agree(*r, bytes({packet_header(PacketType::Control, 1)}));
+  CHECK(a.fault == Answer::kNoFault);
+  Answer resend = agree(*r, bytes({packet_header(PacketType::Resend, 0xFFFF)}));
+  CHECK(resend.kind == Answer::kKindResend);
+}
+
+TEST_CASE("RTL against C++: raw bytes as libFuzzer would give them (run_one)") {
+  auto r = rtl_pair(random_refused_words(9));
+  std::mt19937_64 rng(9);
+  DatagramGenerator gen(9);
+  uint64_t mismatches = 0;
+  for (int i = 0; i < 3000; ++i) {
+    // Raw bytes, and mutated valid datagrams (what a fuzzer's corpus turns into).
+    std::vector<uint8_t> d = gen.next(r->next_expected_id()).bytes;
+    for (size_t flips = rng() % 4; flips-- && !d.empty();) d[rng() % d.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
+    if (rng() % 10 == 0) d.resize(rng() % 9);
+    if (auto m = r->run_one(d.data(), d.size())) {
+      if (mismatches++ < 3) MESSAGE(describe(*m));
+    }
+  }
+  CHECK(mismatches == 0);
+  CHECK(r->stats().skipped_empty > 0);
+  CHECK(r->stats().datagrams + r->stats().skipped_empty == 3000);
+}
