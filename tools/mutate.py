@@ -51,6 +51,14 @@ GROUPS = {
         "test_dir": "testbench/rtl",
         "test": "rtl_tests",
     },
+    # The IPbus transactor, killed by the differential fuzzing against the C++ target.
+    "ipbus": {
+        "files": ["rtl/ipbus/ipbus_transactor.sv"],
+        "models": [{"model_dir": "rtl/CMakeFiles/mxtb_rtl_ipbus.dir/Vipbus_transactor.dir",
+                    "prefix": "Vipbus_transactor", "archive": "../../rtl/libmxtb_rtl_ipbus.a"}],
+        "test_dir": "testbench/protocol",
+        "test": "ipbus_rtl_diff_tests",
+    },
 }
 
 
@@ -390,7 +398,7 @@ def main():
     ap.add_argument("--build", default=str(ROOT / "build"), help="ordinary build directory (default build/)")
     ap.add_argument("--count", type=int, default=100, help="mutants to run (default 100)")
     ap.add_argument("--seed", type=int, default=1, help="which mutants are drawn (default 1)")
-    ap.add_argument("--groups", default="ocs,link", help="ocs, link or both (default ocs,link)")
+    ap.add_argument("--groups", default="ocs,link", help="comma-separated: ocs, link, ipbus (default ocs,link)")
     ap.add_argument("--files", default="", help="only mutate these files (comma-separated, repository paths)")
     ap.add_argument("--budget-s", type=float, default=120, help="test time per mutant before it counts as timed out")
     ap.add_argument("--jobs", type=int, default=1, help="mutants at a time (default 1)")

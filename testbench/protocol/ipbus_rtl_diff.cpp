@@ -1,6 +1,7 @@
 #include "testbench/protocol/ipbus_rtl_diff.h"
 
 #include "protocol/board_map.h"
+#include "rtl/cov/coverage_dump.h"
 
 #include <fmt/format.h>
 
@@ -139,7 +140,7 @@ std::optional<uint32_t> BoardRegisters::read(uint32_t addr) {
 }
 
 bool BoardRegisters::write(uint32_t addr, uint32_t data) {
-  bool ok = writable(addr) && !refused.count(addr);
+  bool ok = writable(addr) && !refused.count(addr) && !refused_writes.count(addr);
   if (ok) *slot(addr) = data;
   log.push_back({true, addr, data, ok});
   return ok;
@@ -292,8 +293,17 @@ struct RtlSide::Impl {
   std::string violation;  // the first AXI rule broken in this datagram
 
   Impl(uint64_t fill_seed, RtlTiming t) : timing(t), board(fill_seed), rng(t.seed) { build(); }
+  // A coverage build's counters live in the model: written while it still exists (a no-op in the
+  // ordinary build; the coverage variant, ipbus_rtl_diff_tests_cov, links mxtb_rtl_coverage_on).
+  ~Impl() { dump_coverage(); }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  void dump_coverage() {
+    if (ctx && top) mxtb::rtl::write_coverage(*ctx, "ipbus_rtl_diff");
+  }
 
   void build() {
+    dump_coverage();
     top.reset();  // the model before its context
     ctx.reset();
     ctx = std::make_unique<VerilatedContext>();
@@ -357,7 +367,130 @@ struct RtlSide::Impl {
                        slave.b_pending, slave.r_pending);
   }
 
+  // The AXI4-Lite slave, one cycle: its outputs before the edge (drive_slave), the handshakes
+  // the edge makes (sample_slave, after eval with the clock low), and its state after (slave_edge).
+  struct SlaveOut {
+    bool awready, wready, arready, bvalid, rvalid;
+  };
+  struct SlaveSeen {
+    bool aw_fire, w_fire, ar_fire, b_fire, r_fire;
+    uint32_t awaddr, araddr, wdata;
+    uint8_t wstrb;
+  };
+  SlaveOut drive_slave() {
+    SlaveOut o;
+    o.awready = !chance(timing.axi_ready_stall);
+    o.wready = !chance(timing.axi_ready_stall);
+    o.arready = !chance(timing.axi_ready_stall);
+    o.bvalid = slave.b_pending && slave.b_delay == 0;
+    o.rvalid = slave.r_pending && slave.r_delay == 0;
+    top->m_axil_awready = o.awready;
+    top->m_axil_wready = o.wready;
+    top->m_axil_arready = o.arready;
+    top->m_axil_bvalid = o.bvalid;
+    top->m_axil_bresp = o.bvalid ? slave.b_resp : (junk() & 3);
+    top->m_axil_rvalid = o.rvalid;
+    top->m_axil_rresp = o.rvalid ? slave.r_resp : (junk() & 3);
+    top->m_axil_rdata = o.rvalid ? slave.r_data : junk();
+    return o;
+  }
+  SlaveSeen sample_slave(const SlaveOut& o) {
+    SlaveSeen s;
+    s.aw_fire = top->m_axil_awvalid && o.awready;
+    s.w_fire = top->m_axil_wvalid && o.wready;
+    s.ar_fire = top->m_axil_arvalid && o.arready;
+    s.b_fire = o.bvalid && top->m_axil_bready;
+    s.r_fire = o.rvalid && top->m_axil_rready;
+    check_held(aw_wait, "AW", top->m_axil_awvalid, top->m_axil_awaddr, 0, s.aw_fire);
+    check_held(w_wait, "W", top->m_axil_wvalid, top->m_axil_wdata, top->m_axil_wstrb, s.w_fire);
+    check_held(ar_wait, "AR", top->m_axil_arvalid, top->m_axil_araddr, 0, s.ar_fire);
+    s.awaddr = top->m_axil_awaddr;
+    s.araddr = top->m_axil_araddr;
+    s.wdata = top->m_axil_wdata;
+    s.wstrb = top->m_axil_wstrb;
+    return s;
+  }
+  void slave_edge(const SlaveSeen& s) {
+    // AXI4-Lite: responses first, so that an access that starts at the edge its predecessor's
+    // response is taken counts as the only one outstanding.
+    if (s.b_fire) slave.b_pending = slave.aw_taken = slave.w_taken = false;
+    if (s.r_fire) slave.r_pending = false;
+    const bool write_open = slave.aw_taken || slave.w_taken, read_open = slave.r_pending;
+    if (s.ar_fire) {
+      if (read_open || write_open)
+        broke(fmt::format("two transactions outstanding: AR {:#x} accepted while a {} is outstanding", s.araddr, read_open ? "read" : "write"));
+      if (s.araddr % 4) broke(fmt::format("ARADDR {:#x} is not word aligned", s.araddr));
+      auto v = board.read(s.araddr / 4);
+      slave.r_pending = true;
+      slave.r_delay = timing.silent.count(s.araddr / 4) ? timing.silent_delay : response_delay();
+      slave.r_data = v ? *v : 0xBAD0BAD0u ^ junk();  // junk on an error: the RTL must not use it
+      slave.r_resp = v ? 0 : error_response();
+    }
+    if (s.aw_fire) {
+      if (read_open || slave.aw_taken)
+        broke(fmt::format("two transactions outstanding: AW {:#x} accepted while a {} is outstanding", s.awaddr, read_open ? "read" : "write"));
+      if (s.awaddr % 4) broke(fmt::format("AWADDR {:#x} is not word aligned", s.awaddr));
+      slave.aw_taken = true;
+      slave.aw_addr = s.awaddr;
+    }
+    if (s.w_fire) {
+      if (read_open || slave.w_taken)
+        broke(fmt::format("two transactions outstanding: W {:#x} accepted while a {} is outstanding", s.wdata, read_open ? "read" : "write"));
+      if (s.wstrb != 0xF) broke(fmt::format("WSTRB {:#x}: IPbus writes whole words", s.wstrb));
+      slave.w_taken = true;
+      slave.w_data = s.wdata;
+      slave.w_strb = s.wstrb;
+    }
+    if (slave.aw_taken && slave.w_taken && !slave.b_pending) {
+      bool ok = board.write(slave.aw_addr / 4, slave.w_data);
+      slave.b_pending = true;
+      slave.b_delay = timing.silent.count(slave.aw_addr / 4) || timing.silent_writes.count(slave.aw_addr / 4) ? timing.silent_delay
+                                                                                                         : response_delay();
+      slave.b_resp = ok ? 0 : error_response();
+    } else if (slave.b_pending && slave.b_delay && !(s.aw_fire || s.w_fire)) {
+      --slave.b_delay;
+    }
+    if (slave.r_pending && slave.r_delay && !s.ar_fire) --slave.r_delay;
+  }
+
+  // Cycles with no datagram: the source idle, the reply sink ready, the slave answering as ever
+  // (a silent word's late response among them). Nothing may come out.
+  std::string idle(uint64_t n) {
+    own_thread_context();
+    violation.clear();
+    std::string failure;
+    for (uint64_t k = 0; k < n; ++k) {
+      top->s_axis_tvalid = 0;
+      top->s_axis_tdata = junk();
+      top->s_axis_tkeep = junk() & 0xF;
+      top->s_axis_tlast = junk() & 1;
+      top->m_axis_tready = 1;
+      const SlaveOut so = drive_slave();
+      top->clk_i = 0;
+      top->eval();
+      const SlaveSeen seen = sample_slave(so);
+      if (top->m_axis_tvalid) broke("a reply beat with no datagram in");
+      if (top->stat_valid_o) broke("stat_valid_o with no datagram in");
+      top->clk_i = 1;
+      top->eval();
+      ++cycle;
+      if (ctx->gotError()) {
+        failure = fmt::format("RTL assertion failed by cycle {} (Verilator's %Error line above names it)", cycle);
+        break;
+      }
+      slave_edge(seen);
+    }
+    if (!violation.empty()) failure += (failure.empty() ? "" : "; ") + ("rule broken at " + violation);
+    return failure;
+  }
+
+  // Verilator reports a failed assertion to the thread's context, which is the context constructed
+  // last, not the model's: with other sides built (and gone) since, it would count the error in
+  // another side's context, or in a freed one (a deadlock in errorCountInc). Ours, before any eval.
+  void own_thread_context() { Verilated::threadContextp(ctx.get()); }
+
   Answer handle(const std::vector<uint8_t>& d) {
+    own_thread_context();
     Answer ans;
     violation.clear();
     const size_t n_beats = (d.size() + 3) / 4;
@@ -386,36 +519,19 @@ struct RtlSide::Impl {
       top->s_axis_tkeep = src_valid ? (src_last ? src_keep : 0xF) : (junk() & 0xF);
       top->s_axis_tlast = src_valid ? src_last : (junk() & 1);
       top->m_axis_tready = !chance(timing.out_stall);
-      const bool awready = !chance(timing.axi_ready_stall), wready = !chance(timing.axi_ready_stall),
-                 arready = !chance(timing.axi_ready_stall);
-      const bool bvalid = slave.b_pending && slave.b_delay == 0, rvalid = slave.r_pending && slave.r_delay == 0;
-      top->m_axil_awready = awready;
-      top->m_axil_wready = wready;
-      top->m_axil_arready = arready;
-      top->m_axil_bvalid = bvalid;
-      top->m_axil_bresp = bvalid ? slave.b_resp : (junk() & 3);
-      top->m_axil_rvalid = rvalid;
-      top->m_axil_rresp = rvalid ? slave.r_resp : (junk() & 3);
-      top->m_axil_rdata = rvalid ? slave.r_data : junk();
+      const SlaveOut so = drive_slave();
       top->clk_i = 0;
       top->eval();
 
       // ---- what happens at this edge ----
       const bool in_fire = src_valid && top->s_axis_tready;
       const bool out_fire = top->m_axis_tvalid && top->m_axis_tready;
-      const bool aw_fire = top->m_axil_awvalid && awready, w_fire = top->m_axil_wvalid && wready;
-      const bool ar_fire = top->m_axil_arvalid && arready;
-      const bool b_fire = bvalid && top->m_axil_bready, r_fire = rvalid && top->m_axil_rready;
-      check_held(aw_wait, "AW", top->m_axil_awvalid, top->m_axil_awaddr, 0, aw_fire);
-      check_held(w_wait, "W", top->m_axil_wvalid, top->m_axil_wdata, top->m_axil_wstrb, w_fire);
-      check_held(ar_wait, "AR", top->m_axil_arvalid, top->m_axil_araddr, 0, ar_fire);
+      const SlaveSeen seen = sample_slave(so);
       check_held(out_wait, "reply stream T", top->m_axis_tvalid, top->m_axis_tdata, top->m_axis_tlast, out_fire);
       const uint32_t out_data = top->m_axis_tdata;
       const bool out_last = top->m_axis_tlast;
       const bool stat = top->stat_valid_o;
       const uint8_t stat_kind = top->stat_kind_o, stat_fault = top->stat_fault_o;
-      const uint32_t awaddr = top->m_axil_awaddr, araddr = top->m_axil_araddr, wdata = top->m_axil_wdata;
-      const uint8_t wstrb = top->m_axil_wstrb;
 
       top->clk_i = 1;
       top->eval();
@@ -442,45 +558,7 @@ struct RtlSide::Impl {
         ans.kind = stat_kind;
         ans.fault = stat_fault;
       }
-      // AXI4-Lite: responses first, so that an access that starts at the edge its predecessor's
-      // response is taken counts as the only one outstanding.
-      if (b_fire) slave.b_pending = slave.aw_taken = slave.w_taken = false;
-      if (r_fire) slave.r_pending = false;
-      const bool write_open = slave.aw_taken || slave.w_taken, read_open = slave.r_pending;
-      if (ar_fire) {
-        if (read_open || write_open)
-          broke(fmt::format("two transactions outstanding: AR {:#x} accepted while a {} is outstanding", araddr, read_open ? "read" : "write"));
-        if (araddr % 4) broke(fmt::format("ARADDR {:#x} is not word aligned", araddr));
-        auto v = board.read(araddr / 4);
-        slave.r_pending = true;
-        slave.r_delay = response_delay();
-        slave.r_data = v ? *v : 0xBAD0BAD0u ^ junk();  // junk on an error: the RTL must not use it
-        slave.r_resp = v ? 0 : error_response();
-      }
-      if (aw_fire) {
-        if (read_open || slave.aw_taken)
-          broke(fmt::format("two transactions outstanding: AW {:#x} accepted while a {} is outstanding", awaddr, read_open ? "read" : "write"));
-        if (awaddr % 4) broke(fmt::format("AWADDR {:#x} is not word aligned", awaddr));
-        slave.aw_taken = true;
-        slave.aw_addr = awaddr;
-      }
-      if (w_fire) {
-        if (read_open || slave.w_taken)
-          broke(fmt::format("two transactions outstanding: W {:#x} accepted while a {} is outstanding", wdata, read_open ? "read" : "write"));
-        if (wstrb != 0xF) broke(fmt::format("WSTRB {:#x}: IPbus writes whole words", wstrb));
-        slave.w_taken = true;
-        slave.w_data = wdata;
-        slave.w_strb = wstrb;
-      }
-      if (slave.aw_taken && slave.w_taken && !slave.b_pending) {
-        bool ok = board.write(slave.aw_addr / 4, slave.w_data);
-        slave.b_pending = true;
-        slave.b_delay = response_delay();
-        slave.b_resp = ok ? 0 : error_response();
-      } else if (slave.b_pending && slave.b_delay && !(aw_fire || w_fire)) {
-        --slave.b_delay;
-      }
-      if (slave.r_pending && slave.r_delay && !ar_fire) --slave.r_delay;
+      slave_edge(seen);
 
       // ---- done? ----
       if (beat == n_beats && stat_seen) {
@@ -521,6 +599,11 @@ Answer RtlSide::handle(const std::vector<uint8_t>& datagram) {
 void RtlSide::reset() { impl_->build(); }
 BoardRegisters& RtlSide::board() { return impl_->board; }
 uint64_t RtlSide::cycles() const { return impl_->cycle; }
+std::string RtlSide::idle(uint64_t cycles) { return impl_->idle(cycles); }
+bool RtlSide::bus_outstanding() const {
+  const auto& s = impl_->slave;
+  return s.aw_taken || s.w_taken || s.b_pending || s.r_pending;
+}
 
 
 // ---------------------------------------------------------------------------------------------

@@ -70,6 +70,8 @@ class BoardRegisters {
 
   // Words whose accesses answer an error although the map allows them.
   std::set<uint32_t> refused;
+  // Words whose writes alone answer an error (reads answer as ever): an RMW whose write fails.
+  std::set<uint32_t> refused_writes;
   // Every access since the last clear, in order.
   std::vector<BusAccess> log;
 
@@ -145,6 +147,11 @@ struct RtlTiming {
   uint32_t max_response_delay = 4;  // cycles from an accepted access to its response, drawn 0..this
   double decerr = 0.5;            // a refused access answers DECERR instead of SLVERR
   uint64_t cycle_bound = 400000;  // cycles one datagram may take before the transactor counts as hung
+  // Word addresses whose accesses the slave takes but answers only silent_delay cycles later: past
+  // the transactor's AXI_TIMEOUT (65535), a bus that does not answer (read and write timeouts).
+  std::set<uint32_t> silent;
+  std::set<uint32_t> silent_writes;  // the same for writes alone (an RMW whose write is not answered)
+  uint32_t silent_delay = 100000;
   // All ready, no gaps, no delays: for measuring the transactor's own speed.
   static RtlTiming eager(uint64_t seed = 1) {
     RtlTiming t;
@@ -164,6 +171,11 @@ class RtlSide : public Side {
   BoardRegisters& board() override;
   const char* name() const override { return "RTL transactor"; }
   uint64_t cycles() const;  // since construction
+  // `cycles` clock cycles with no datagram (the slave still answering, a late response among
+  // them); empty, or what went wrong (an AXI rule, an assertion, output with nothing in).
+  std::string idle(uint64_t cycles);
+  // The slave holds an access not yet answered (or a write's address or data without the other).
+  bool bus_outstanding() const;
 
   struct Impl;
 

@@ -1,6 +1,7 @@
 // The RTL IPbus transactor against the C++ target (ipbus_rtl_diff.h): random datagrams of every
 // class over several seeds, directed cases for each kind of bad input (both sides must agree, and
-// on the answer the IPbus rules give), and bus errors in the middle of a block.
+// on the answer the IPbus rules give), bus errors in the middle of a block and in an RMW's write;
+// and, on the RTL alone (the C++ target has no bus timeouts), a bus that does not answer.
 #include "testbench/protocol/ipbus_rtl_diff.h"
 
 #include "protocol/board_map.h"
@@ -411,4 +412,144 @@ TEST_CASE("RTL against C++: raw bytes as libFuzzer would give them (run_one)") {
   CHECK(mismatches == 0);
   CHECK(r->stats().skipped_empty > 0);
   CHECK(r->stats().datagrams + r->stats().skipped_empty == 3000);
+}
+
+// ---- the RTL alone: what the C++ target has no counterpart for ----
+
+namespace {
+
+constexpr uint64_t kAxiTimeout = 65535;  // the transactor's default AXI_TIMEOUT
+
+// The RTL's answer to a control packet (big-endian) as words; checks that it is a control reply
+// with `fault` (a Fault's number, or Answer::kNoFault) and that the transactor kept the AXI and stream rules.
+std::vector<uint32_t> rtl_reply(RtlSide& rtl, const std::vector<uint32_t>& request, uint8_t fault) {
+  INFO("request " << hex(bytes(request)));
+  rtl.board().log.clear();
+  Answer a = rtl.handle(bytes(request));
+  CHECK(a.failure.empty());
+  if (!a.failure.empty()) MESSAGE(a.failure);
+  CHECK(a.kind == Answer::kKindControl);
+  CHECK(a.fault == fault);
+  REQUIRE(a.reply.has_value());
+  return words_of(*a.reply, ByteOrder::Big);
+}
+
+// A transaction header as a bus error or timeout answers it: no words, the info code.
+uint32_t failed(uint32_t header, InfoCode code) { return (header & 0xFFFF00F0u) | static_cast<uint32_t>(code); }
+
+}  // namespace
+
+TEST_CASE("RTL alone: a bus that does not answer: read and write timeouts, the orphan access, recovery") {
+  const uint32_t ctrl0 = packet_header(PacketType::Control, 0);
+  const uint32_t silent = kRamBase + 5;
+  RtlTiming timing = RtlTiming::eager(5);
+  timing.silent = {silent};
+  const BoardRegisters expected(kFillSeed);  // what the board holds at first, for the reads' data
+  for (const bool write : {false, true}) {
+    INFO((write ? "a write" : "a read") << " that is never answered in time");
+    RtlSide rtl(kFillSeed, timing);
+
+    // 1. A block whose third word's access is taken but not answered: the transaction ends after
+    //    AXI_TIMEOUT cycles with the timeout code; the words before it moved, the one after did not.
+    const uint32_t block = tx_header(write ? TxType::Write : TxType::Read, 4, 0x12);
+    std::vector<uint32_t> request{ctrl0, block, kRamBase + 3};
+    if (write) request.insert(request.end(), {0xD0D00003u, 0xD0D00004u, 0xD0D00005u, 0xD0D00006u});
+    request.insert(request.end(), {tx_header(TxType::Write, 1, 0x13), kRamBase + 100, 0x77});  // never runs
+    const uint64_t c0 = rtl.cycles();
+    auto reply = rtl_reply(rtl, request, fault_number(Fault::BusError));
+    const uint64_t took = rtl.cycles() - c0;
+    CHECK(took > kAxiTimeout);
+    CHECK(took < kAxiTimeout + 200);
+    CHECK(reply == std::vector<uint32_t>{ctrl0, failed(block, write ? InfoCode::WriteTimeout : InfoCode::ReadTimeout)});
+    REQUIRE(rtl.board().log.size() == 3);
+    for (uint32_t i = 0; i < 3; ++i) {
+      CHECK(rtl.board().log[i].write == write);
+      CHECK(rtl.board().log[i].addr == kRamBase + 3 + i);
+    }
+    CHECK(rtl.board().peek(kRamBase + 100) == expected.peek(kRamBase + 100));
+    CHECK(rtl.bus_outstanding());  // the orphan: its response is still to come
+
+    // 2. While the orphan is outstanding every access times out at once, without touching the bus,
+    //    with its own direction's code; one of 0 words moves nothing and succeeds.
+    const uint32_t rd = tx_header(TxType::Read, 1, 0x21), wr = tx_header(TxType::Write, 1, 0x22), nir = tx_header(TxType::NonIncRead, 2, 0x23),
+                   rmw = tx_header(TxType::RmwSum, 1, 0x24), rmwb = tx_header(TxType::RmwBits, 1, 0x25), none = tx_header(TxType::Read, 0, 0x26);
+    struct Case {
+      std::vector<uint32_t> request, reply;
+    };
+    const std::vector<Case> cases{
+        {{ctrl0, rd, kRamBase}, {ctrl0, failed(rd, InfoCode::ReadTimeout)}},
+        {{ctrl0, wr, kRamBase, 0x99}, {ctrl0, failed(wr, InfoCode::WriteTimeout)}},
+        {{ctrl0, nir, kRamBase + 7}, {ctrl0, failed(nir, InfoCode::ReadTimeout)}},
+        {{ctrl0, rmw, kRamBase, 1}, {ctrl0, failed(rmw, InfoCode::ReadTimeout)}},
+        {{ctrl0, rmwb, kRamBase, 0, 1}, {ctrl0, failed(rmwb, InfoCode::ReadTimeout)}},
+        {{ctrl0, none, kRamBase, rd, kRamBase}, {ctrl0, none & ~0xFu, failed(rd, InfoCode::ReadTimeout)}},
+    };
+    for (const auto& c : cases) {
+      const uint64_t c1 = rtl.cycles();
+      CHECK(rtl_reply(rtl, c.request, fault_number(Fault::BusError)) == c.reply);
+      CHECK(rtl.cycles() - c1 < 200);
+      CHECK(rtl.board().log.empty());
+    }
+    CHECK(rtl.board().peek(kRamBase) == expected.peek(kRamBase));
+    // A refused access is refused as ever (the window check comes first): an error, not a timeout.
+    const uint32_t past = tx_header(TxType::Read, 2, 0x27);
+    CHECK(rtl_reply(rtl, {ctrl0, past, kRamBase + kRamWords - 1}, fault_number(Fault::BusError)) ==
+          std::vector<uint32_t>{ctrl0, failed(past, InfoCode::ReadError)});
+    CHECK(rtl.bus_outstanding());
+
+    // 3. The late response arrives (and is taken: nothing else happens); accesses work again.
+    CHECK(rtl.idle(timing.silent_delay) == "");
+    CHECK_FALSE(rtl.bus_outstanding());
+    const uint32_t rd2 = tx_header(TxType::Read, 2, 0x31), wr2 = tx_header(TxType::Write, 1, 0x32);
+    reply = rtl_reply(rtl, {ctrl0, wr2, kRamBase + 1, 0xFEED, rd2, kRamBase}, Answer::kNoFault);
+    CHECK(reply == std::vector<uint32_t>{ctrl0, wr2 & ~0xFu, rd2 & ~0xFu, expected.peek(kRamBase), 0xFEED});
+    CHECK(rtl.board().log.size() == 3);
+  }
+}
+
+TEST_CASE("RTL against C++: an RMW whose read goes through and whose write is refused") {
+  const uint32_t ctrl0 = packet_header(PacketType::Control, 0);
+  const uint32_t word = kRamBase + 9;
+  auto r = rtl_pair();
+  for (auto* side : {&r->reference(), &r->device()}) side->board().refused_writes = {word};
+  const uint32_t before = r->reference().board().peek(word);
+  for (uint32_t rmw : {tx_header(TxType::RmwSum, 1, 0x41), tx_header(TxType::RmwBits, 1, 0x42)}) {
+    std::vector<uint32_t> w{ctrl0, rmw, word, 0x0F0F0F0F};
+    if (((rmw >> 4) & 0xF) == static_cast<uint32_t>(TxType::RmwBits)) w.push_back(0x100);
+    w.insert(w.end(), {tx_header(TxType::Write, 1), kRamBase, 0x5555});  // never runs
+    // As the C++ target's bus: an RMW's failure is a read error, whichever half failed.
+    auto reply = expect_tx_error(*r, w, InfoCode::ReadError, Fault::BusError);
+    CHECK(reply.size() == 2);
+    for (auto* side : {&r->reference(), &r->device()}) {
+      INFO(side->name());
+      const auto& log = side->board().log;
+      REQUIRE(log.size() == 2);
+      CHECK(log[0] == BusAccess{false, word, before, true});
+      CHECK(log[1].write);
+      CHECK_FALSE(log[1].ok);
+      CHECK(side->board().peek(word) == before);
+    }
+  }
+}
+
+TEST_CASE("RTL alone: an RMW whose write is never answered in time: a read timeout, then recovery") {
+  const uint32_t ctrl0 = packet_header(PacketType::Control, 0);
+  const uint32_t word = kRamBase + 9;
+  RtlTiming timing = RtlTiming::eager(6);
+  timing.silent_writes = {word};
+  RtlSide rtl(kFillSeed, timing);
+  const uint32_t before = rtl.board().peek(word);
+  const uint32_t rmw = tx_header(TxType::RmwSum, 1, 0x51);
+  const uint64_t c0 = rtl.cycles();
+  auto reply = rtl_reply(rtl, {ctrl0, rmw, word, 1, tx_header(TxType::Read, 1), kRamBase}, fault_number(Fault::BusError));
+  CHECK(rtl.cycles() - c0 > kAxiTimeout);
+  CHECK(rtl.cycles() - c0 < kAxiTimeout + 200);
+  CHECK(reply == std::vector<uint32_t>{ctrl0, failed(rmw, InfoCode::ReadTimeout)});
+  REQUIRE(rtl.board().log.size() == 2);
+  CHECK(rtl.board().log[1] == BusAccess{true, word, before + 1, true});  // taken, only answered late
+  CHECK(rtl.bus_outstanding());
+  CHECK(rtl.idle(timing.silent_delay) == "");
+  CHECK_FALSE(rtl.bus_outstanding());
+  const uint32_t rd = tx_header(TxType::Read, 1, 0x52);
+  CHECK(rtl_reply(rtl, {ctrl0, rd, word}, Answer::kNoFault) == std::vector<uint32_t>{ctrl0, rd & ~0xFu, before + 1});
 }
