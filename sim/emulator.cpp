@@ -3,6 +3,7 @@
 
 #include "firmware/ocs_firmware.h"
 #include "protocol/board_map.h"
+#include "sim/ipbus_rtl_endpoint.h"
 #include "sim/ipbus_server.h"
 #include "sim/sc_runner.h"
 #include "sim/server_sc.h"
@@ -68,7 +69,11 @@ class HostPort : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(HostPort);
   explicit HostPort(sc_core::sc_module_name name) : sc_module(name) { SC_THREAD(run); }
+  // Lockstep: the server's clock is held between jobs (ServerClock::hold), so that it stands at
+  // the time the kernel paused, not up to a batch ahead of it.
+  void hold_between_jobs(ServerClock* clock) { clock_ = clock; }
   void submit(std::function<void()> work) {
+    if (clock_) clock_->release();
     work_ = std::move(work);
     done_ = false;
     pending_ = true;
@@ -83,10 +88,12 @@ class HostPort : public sc_core::sc_module {
       pending_ = false;
       work_();
       done_ = true;
+      if (clock_) clock_->hold();
       sc_core::sc_pause();
     }
   }
   sc_core::sc_event start_;
+  ServerClock* clock_ = nullptr;
   std::function<void()> work_;
   bool done_ = true, pending_ = false;
 };
@@ -110,7 +117,12 @@ class Emulator {
       job_ = std::make_unique<CollectiveJob>(cfg_.job, cfg_.server.shape);
       sim_.set_lane_program(job_.get());
     }
+    if (cfg_.ipbus_target == IpbusTarget::Rtl) {
+      rtl_ = std::make_unique<IpbusRtlEndpoint>();
+      board_ram_.assign(protocol::kRamWords, 0);
+    }
     sc_core::sc_spawn([this] { firmware_thread(); }, "firmware");
+    if (cfg_.time_mode == emu::TimeMode::Lockstep) port_.hold_between_jobs(&clock_);
   }
 
   int serve() {
@@ -124,7 +136,9 @@ class Emulator {
     }
     std::unique_ptr<IpbusServer> server_owner;
     try {
-      server_owner = std::make_unique<IpbusServer>(cfg_.listen, [this](ipbus::Fault f, const std::string& what) { log_fault(f, what); });
+      server_owner = std::make_unique<IpbusServer>(
+          cfg_.listen, [this](ipbus::Fault f, const std::string& what) { log_fault(f, what); },
+          rtl_ ? IpbusServer::Mode::Raw : IpbusServer::Mode::Target);
     } catch (const std::exception& e) {
       fmt::print(stderr, "mxtb sim [{}]: {}\n", mode_name(cfg_.time_mode), e.what());
       return 1;
@@ -137,9 +151,10 @@ class Emulator {
                              std::lock_guard<std::mutex> lock(log_mu_);
                              fmt::print(stderr, "mxtb sim [{}]: {}\n", mode_name(cfg_.time_mode), line);
                            }});
-    fmt::print(stderr, "mxtb sim [{}]: scenario {}, seed {}, {} preset, {} XPUs x {} lanes, {}-port mesh, clock {} MHz{}\n",
+    fmt::print(stderr, "mxtb sim [{}]: scenario {}, seed {}, {} preset, {} XPUs x {} lanes, {}-port mesh, clock {} MHz, IPbus target {}{}\n",
                mode_name(cfg_.time_mode), cfg_.scenario, cfg_.server.seed, to_string(cfg_.server.mesh.settle),
                cfg_.server.shape.xpus, cfg_.server.shape.lanes_per_xpu, cfg_.server.shape.mesh_ports, cfg_.server.clock_mhz,
+               rtl_ ? "rtl (rtl/ipbus/ipbus_transactor.sv)" : "cpp (protocol/ipbus/target.cpp)",
                cfg_.time_mode == emu::TimeMode::Paced ? fmt::format(", real-time factor {}", cfg_.rtf) : "");
     std::printf("listening on udp://%s\n", server.local_address().c_str());
     std::fflush(stdout);
@@ -160,20 +175,17 @@ class Emulator {
       }
       if (cfg_.time_mode == emu::TimeMode::Lockstep) {
         activity_ = "waiting for a request (lockstep: simulated time stands still)";
-        if (auto job = server.next_job(std::chrono::milliseconds(100))) handle(*job);
+        serve_one(server, std::chrono::milliseconds(100));
         continue;
       }
-      if (auto job = server.next_job(std::chrono::microseconds(0))) {
-        handle(*job);
-        continue;
-      }
+      if (serve_one(server, std::chrono::microseconds(0))) continue;
       activity_ = "running on its own between requests";
       free_run_slice();
       if (cfg_.time_mode == emu::TimeMode::Paced) {
         activity_ = "waiting for a request while paced to real time";
         auto ahead = pace_target() - std::chrono::steady_clock::now();
         if (ahead > std::chrono::microseconds(0))
-          if (auto job = server.next_job(std::chrono::duration_cast<std::chrono::microseconds>(ahead))) handle(*job);
+          serve_one(server, std::chrono::duration_cast<std::chrono::microseconds>(ahead));
       }
     }
     server_ = nullptr;
@@ -260,6 +272,113 @@ class Emulator {
       rethrow_process_error();  // a failed RTL assertion in the clock thread
     }
     sync_events();
+  }
+
+  // One request, waiting up to `timeout` for it: a job of the C++ target, or a datagram for the
+  // RTL transactor. False: none came.
+  bool serve_one(IpbusServer& server, std::chrono::microseconds timeout) {
+    if (rtl_) {
+      auto d = server.next_datagram(timeout);
+      if (d) handle_datagram(*d);
+      return d.has_value();
+    }
+    auto job = server.next_job(timeout);
+    if (job) handle(*job);
+    return job.has_value();
+  }
+
+  // ---- the RTL target: the transactor and the board's bus behind it ----
+
+  void handle_datagram(IpbusServer::Datagram& d) {
+    const auto wall_start = std::chrono::steady_clock::now();
+    const double sim_start_ns = now_ns();
+    if (cfg_.inject_stall_ms && ++requests_seen_ % cfg_.inject_stall_every == 0) {
+      activity_ = "stalled on purpose (--inject-stall) before a datagram";
+      std::this_thread::sleep_for(std::chrono::milliseconds(cfg_.inject_stall_ms));
+    }
+    activity_ = "running a datagram through the RTL transactor";
+    IpbusRtlEndpoint::Outcome o = rtl_->handle(d.bytes, rtl_bus_);
+    if (o.unpaid_cycles) advance_board_cycles(o.unpaid_cycles);
+    ++rtl_stats_.datagrams;
+    if (o.kind == 0) ++rtl_stats_.control;
+    if (o.kind == 1) ++rtl_stats_.status;
+    if (o.kind == 2) ++rtl_stats_.resends_served;
+    if (o.kind == 0 && o.reply) rtl_stats_.transactions += executed_transactions(*o.reply);
+    if (o.fault < static_cast<uint8_t>(ipbus::Fault::kCount)) {
+      ++rtl_stats_.faults[o.fault];
+      log_fault(static_cast<ipbus::Fault>(o.fault),
+                fmt::format("RTL transactor: a datagram of {} bytes, {}", d.bytes.size(), o.reply ? "answered" : "dropped"));
+    }
+    const std::string what = fmt::format("a datagram of {} bytes, {} board cycles", d.bytes.size(), o.cycles);
+    d.reply(std::move(o.reply));
+    const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    if (wall_s > longest_.wall_s) longest_ = {wall_s, now_ns() - sim_start_ns, what};
+  }
+
+  // The board's clock runs `cycles` on: simulated time passes with it.
+  void advance_board_cycles(uint64_t cycles) {
+    const double ns = static_cast<double>(cycles) * 1000.0 / cfg_.server.clock_mhz;
+    run_in_sim([ns] { sc_core::wait(sc_time(ns, SC_NS)); });
+  }
+
+  // The AXI4-Lite interconnect behind the transactor. The transactor has checked every word
+  // against the windows and the generated access rules, so an access here is one it allows.
+  IpbusRtlEndpoint::BusResult rtl_bus_access(bool write, uint32_t word, uint32_t data, uint64_t unpaid) {
+    IpbusRtlEndpoint::BusResult r;
+    if (word >= protocol::kRamBase && word < protocol::kRamBase + protocol::kRamWords) {
+      // The scratch RAM, a block RAM on the board: the next cycle, nothing outside the board.
+      uint32_t& slot = board_ram_[word - protocol::kRamBase];
+      if (write) slot = data;
+      r.data = slot;
+      r.cycles = 1;
+      return r;
+    }
+    if (word < protocol::kControllerWords) {
+      r.synced = true;
+      activity_ = "running a datagram through the RTL transactor: a controller register over AXI4-Lite";
+      const double wait_ns = static_cast<double>(unpaid) * 1000.0 / cfg_.server.clock_mhz;
+      AxilResult res;
+      run_in_sim([&] {
+        if (wait_ns > 0) sc_core::wait(sc_time(wait_ns, SC_NS));
+        clock_.bus_mutex().lock();
+        if (write) sim_.start_write(word * 4, data);
+        else sim_.start_read(word * 4);
+        while (!sim_.bus_result_ready()) sc_core::wait(clock_.bus_event());
+        res = *sim_.take_bus_result();
+        clock_.bus_mutex().unlock();
+      });
+      r.ok = res.resp == 0;
+      r.data = res.data;
+      r.cycles = res.cycles;
+      return r;
+    }
+    if (word >= protocol::kEmulatorBase && word < protocol::kEmulatorBase + protocol::kEmulatorWords) {
+      // The emulator-only block, outside the board: it answers in no board cycles and at the
+      // simulated time the last synced access reached; the transactor's cycles since then pass
+      // with the next controller access or after the datagram. (Paying them here would cost a
+      // kernel round trip per word of an event drain, for a few cycles' accuracy of a block that
+      // no board has.) RUN_UNTIL and ADVANCE_NS run simulated time while the board's clock is held.
+      activity_ = "running a datagram through the RTL transactor: the emulator control block";
+      const uint32_t offset = (word - protocol::kEmulatorBase) * 4;
+      if (write) r.ok = emu_write(offset, data);
+      else r.data = emu_read(offset);
+      return r;
+    }
+    r.ok = false;  // no window: the transactor never sends one (DECERR on a board)
+    return r;
+  }
+
+  struct RtlBus : IpbusRtlEndpoint::Bus {
+    explicit RtlBus(Emulator& e) : e(e) {}
+    IpbusRtlEndpoint::BusResult access(bool write, uint32_t word, uint32_t data, uint64_t unpaid) override {
+      return e.rtl_bus_access(write, word, data, unpaid);
+    }
+    Emulator& e;
+  };
+
+  const ipbus::TargetStats& ipbus_stats() {
+    if (!rtl_) server_stats_ = server_->stats();
+    return rtl_ ? rtl_stats_ : server_stats_;
   }
 
   void handle(IpbusServer::Job& job) {
@@ -416,7 +535,7 @@ class Emulator {
     if (off == er::messages_hi::kOffset) return static_cast<uint32_t>(sim_.messages_delivered() >> 32);
     if (off == er::scoreboard_errors::kOffset) return static_cast<uint32_t>(sim_.scoreboard_errors());
     if (off >= er::ipbus_stats::kOffset && off < er::ipbus_stats::kOffset + 4 * er::ipbus_stats::kCount) {
-      const auto s = server_->stats();
+      const auto& s = ipbus_stats();
       uint32_t i = (off - er::ipbus_stats::kOffset) / 4;
       const uint64_t head[] = {s.datagrams, s.control, s.status, s.resends_served, s.transactions};
       if (i < 5) return static_cast<uint32_t>(head[i]);
@@ -439,7 +558,7 @@ class Emulator {
     if (off == er::job_aborted::kOffset) return job_ ? static_cast<uint32_t>(job_->aborted()) : 0;
     if (off == er::job_wrong::kOffset) return job_ ? static_cast<uint32_t>(job_->wrong()) : 0;
     if (off == er::ipbus_bus_errors::kOffset)
-      return static_cast<uint32_t>(server_->stats().faults[static_cast<size_t>(ipbus::Fault::BusError)]);
+      return static_cast<uint32_t>(ipbus_stats().faults[static_cast<size_t>(ipbus::Fault::BusError)]);
     return 0;
   }
 
@@ -696,6 +815,12 @@ class Emulator {
   EmulatorConfig cfg_;
   ServerSim sim_;
   std::unique_ptr<CollectiveJob> job_;  // before the firmware and clock threads that step sim_
+  // The RTL target (--ipbus-target rtl): the transactor, the board's scratch RAM behind it, and
+  // what it did, counted as the C++ target counts (emu.IPBUS_STATS).
+  std::unique_ptr<IpbusRtlEndpoint> rtl_;
+  RtlBus rtl_bus_{*this};
+  std::vector<uint32_t> board_ram_;
+  ipbus::TargetStats rtl_stats_, server_stats_;
   ServerClock clock_;
   ScHal fw_hal_;
   firmware::OcsFirmware fw_;
@@ -731,6 +856,12 @@ class Emulator {
 };
 
 }  // namespace
+
+std::optional<IpbusTarget> ipbus_target_from_string(const std::string& s) {
+  if (s == "rtl") return IpbusTarget::Rtl;
+  if (s == "cpp") return IpbusTarget::Cpp;
+  return std::nullopt;
+}
 
 std::optional<emu::TimeMode> time_mode_from_string(const std::string& s) {
   if (s == "lockstep") return emu::TimeMode::Lockstep;

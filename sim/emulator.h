@@ -17,6 +17,11 @@
 
 namespace mxtb::sim {
 
+// Who answers IPbus (docs/ipbus-rtl.md): the transactor RTL clocked inside the simulation, as a
+// board's firmware does, or the C++ target it is checked against, on the server's own threads.
+enum class IpbusTarget { Rtl, Cpp };
+std::optional<IpbusTarget> ipbus_target_from_string(const std::string& s);
+
 struct EmulatorConfig {
   std::string scenario = "default";        // named in the start-up lines
   ServerConfig server;
@@ -26,6 +31,7 @@ struct EmulatorConfig {
   emu::TimeMode time_mode = emu::TimeMode::Lockstep;
   double rtf = 1.0;                        // paced: simulated seconds per wall second
   std::string listen = "127.0.0.1:0";
+  IpbusTarget ipbus_target = IpbusTarget::Rtl;
   std::string fst_path;                    // where WAVE_CTRL dumps; empty: no waveforms
   double stop_after_wall_s = 0;            // 0: serve until SIGINT/SIGTERM or the parent exits
   uint32_t stall_report_ms = 2000;         // log an IPbus request unanswered this long (0: never)

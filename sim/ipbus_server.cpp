@@ -77,6 +77,9 @@ struct IpbusServer::Impl : ipbus::BusPort {
   std::condition_variable cv;
   std::deque<Job> jobs;
   bool stopping = false;
+  IpbusServer::Mode mode = IpbusServer::Mode::Target;
+  std::deque<IpbusServer::Datagram> datagrams;  // raw mode, under mu
+  size_t raw_bytes = 0;                         // raw mode: the size of the datagram being answered, under mu
 
   // What the stall watchdog reads. Steady-clock nanoseconds; 0: none. The transactor waits for
   // one job at a time, so one request is outstanding at most.
@@ -115,9 +118,10 @@ struct IpbusServer::Impl : ipbus::BusPort {
       last_report = now;
       {
         std::lock_guard<std::mutex> g(mu);
-        what = queued ? fmt::format("{} of {} word(s) at {:#010x}", ipbus::to_string(job_access.type), job_access.words,
-                                    job_access.addr)
-                      : "no request in the simulation";
+        if (!queued) what = "no request in the simulation";
+        else if (mode == IpbusServer::Mode::Raw) what = fmt::format("a datagram of {} bytes for the RTL transactor", raw_bytes);
+        else
+          what = fmt::format("{} of {} word(s) at {:#010x}", ipbus::to_string(job_access.type), job_access.words, job_access.addr);
       }
       std::string line = fmt::format("IPbus stall: nothing answered for {:.2f} s", (now - stall_since) * 1e-9);
       if (queued)
@@ -202,7 +206,9 @@ struct IpbusServer::Impl : ipbus::BusPort {
     sock.async_receive_from(asio::buffer(rx), from, [this](const boost::system::error_code& ec, size_t n) {
       if (ec == asio::error::operation_aborted) return;
       last_rx_ns = now_ns();
-      if (!ec) {
+      if (!ec && mode == IpbusServer::Mode::Raw) {
+        queue_raw(std::vector<uint8_t>(rx.begin(), rx.begin() + static_cast<long>(n)), from);
+      } else if (!ec) {
         ipbus::Target::Intake in;
         {
           std::lock_guard<std::mutex> lock(target_mu);
@@ -217,6 +223,29 @@ struct IpbusServer::Impl : ipbus::BusPort {
       }
       receive();
     });
+  }
+
+  // Raw mode: the datagram waits for the simulation thread; its reply goes out from the io thread.
+  // The watchdog times the oldest datagram not yet answered.
+  void queue_raw(std::vector<uint8_t> bytes, const udp::endpoint& to) {
+    if (bytes.empty()) return;  // a zero-length datagram cannot travel on AXI4-Stream: as a board's UDP core, drop it
+    IpbusServer::Datagram d;
+    d.bytes = std::move(bytes);
+    d.reply = [this, to](std::optional<std::vector<uint8_t>> reply) {
+      job_queued_ns = 0;
+      if (reply) asio::post(io, [this, r = std::move(*reply), to]() mutable { send(std::move(r), to); });
+    };
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (stopping) return;
+      datagrams.push_back(std::move(d));
+      if (job_queued_ns == 0) {
+        raw_bytes = datagrams.front().bytes.size();
+        job_taken_ns = 0;
+        job_queued_ns = now_ns();
+      }
+    }
+    cv.notify_one();
   }
 
   void run_transactor() {
@@ -254,8 +283,9 @@ std::pair<std::string, uint16_t> parse_listen_address(const std::string& listen)
   return {host, static_cast<uint16_t>(std::stoul(port))};
 }
 
-IpbusServer::IpbusServer(const std::string& listen, std::function<void(ipbus::Fault, const std::string&)> on_fault)
+IpbusServer::IpbusServer(const std::string& listen, std::function<void(ipbus::Fault, const std::string&)> on_fault, Mode mode)
     : impl_(std::make_unique<Impl>()) {
+  impl_->mode = mode;
   auto [host, port] = parse_listen_address(listen);
   boost::system::error_code ec;
   impl_->sock.open(udp::v4());
@@ -288,6 +318,7 @@ IpbusServer::~IpbusServer() {
     for (auto& j : impl_->jobs)
       j.done(is_write(j.access.type) ? InfoCode::WriteTimeout : InfoCode::ReadTimeout, {});
     impl_->jobs.clear();
+    impl_->datagrams.clear();  // raw mode: unanswered, as a board that stops answers nothing
   }
   {
     std::lock_guard<std::mutex> lock(impl_->packets_mu);
@@ -313,6 +344,17 @@ std::optional<IpbusServer::Job> IpbusServer::next_job(std::chrono::microseconds 
   impl_->job_taken_ns = Impl::now_ns();
   j.access.body = j.body.data();
   return j;
+}
+
+std::optional<IpbusServer::Datagram> IpbusServer::next_datagram(std::chrono::microseconds timeout) {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  if (!impl_->cv.wait_for(lock, timeout, [&] { return !impl_->datagrams.empty(); })) return std::nullopt;
+  Datagram d = std::move(impl_->datagrams.front());
+  impl_->datagrams.pop_front();
+  impl_->raw_bytes = d.bytes.size();
+  if (impl_->job_queued_ns == 0) impl_->job_queued_ns = Impl::now_ns();
+  impl_->job_taken_ns = Impl::now_ns();
+  return d;
 }
 
 bool IpbusServer::job_waiting() const {

@@ -5,6 +5,11 @@
 // simulation (the controller, the emulator control block) into a job for the thread that owns
 // the SystemC kernel, which runs it between sc_start() calls: neither server thread touches
 // signals, eval() or the kernel. docs/protocol.md.
+//
+// In raw mode (`mxtb sim --ipbus-target rtl`) the socket is all the server is, as a board's UDP
+// core: every datagram goes whole, in order, to the simulation thread, whose RTL transactor
+// (sim/ipbus_rtl_endpoint.h) answers it; the C++ target, the transactor thread and the RAM here
+// are not used.
 #pragma once
 
 #include "protocol/ipbus/target.h"
@@ -35,9 +40,18 @@ class IpbusServer {
     std::function<void(ipbus::InfoCode, std::vector<uint32_t>)> done;
   };
 
+  // A datagram for the simulation thread (raw mode); call `reply` once, from any thread, with the
+  // reply's bytes or nullopt for none. A datagram dropped without it gets no reply.
+  struct Datagram {
+    std::vector<uint8_t> bytes;
+    std::function<void(std::optional<std::vector<uint8_t>>)> reply;
+  };
+  enum class Mode { Target, Raw };
+
   // listen: "ADDR:PORT"; port 0 picks a free one. Throws std::runtime_error naming the address.
-  // on_fault: every dropped packet and error reply, with its reason (called on the socket thread).
-  IpbusServer(const std::string& listen, std::function<void(ipbus::Fault, const std::string&)> on_fault);
+  // on_fault: every dropped packet and error reply, with its reason (called on the socket thread;
+  // never in raw mode, where the simulation thread sees the faults).
+  IpbusServer(const std::string& listen, std::function<void(ipbus::Fault, const std::string&)> on_fault, Mode mode = Mode::Target);
   ~IpbusServer();
   IpbusServer(const IpbusServer&) = delete;
   IpbusServer& operator=(const IpbusServer&) = delete;
@@ -46,8 +60,10 @@ class IpbusServer {
   // Simulation thread: the next job, waiting up to `timeout`.
   std::optional<Job> next_job(std::chrono::microseconds timeout);
   bool job_waiting() const;
+  // Raw mode, simulation thread: the next datagram, waiting up to `timeout`.
+  std::optional<Datagram> next_datagram(std::chrono::microseconds timeout);
   // The target's counters, from any thread. Transactions and faults of a packet count when it
-  // finishes.
+  // finishes. Raw mode: all zero (the simulation thread counts what its transactor did).
   ipbus::TargetStats stats() const;
 
   // The server reports its own stalls. A watchdog thread looks every threshold / 4: when a

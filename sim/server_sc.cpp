@@ -23,6 +23,7 @@ void ServerClock::run() {
     for (;;) {
       // Whatever else is due at this instant (the firmware's next access, a fault) goes first.
       while (sc_core::sc_pending_activity_at_current_time()) wait(sc_core::SC_ZERO_TIME);
+      while (held_) wait(resume_);
       if (done_ && done_()) {
         sc_core::sc_stop();
         return;

@@ -23,6 +23,15 @@ class ServerClock : public sc_core::sc_module {
   const sc_core::sc_event& bus_event() const { return bus_event_; }
   const sc_core::sc_event& link_event() const { return link_event_; }  // a link changed state
   void stop_when(std::function<bool()> done) { done_ = std::move(done); }
+  // Lockstep: while the host is between requests the kernel pauses, and a batch started then
+  // would compute the server up to max_batch cycles ahead of simulated time, so the next request
+  // would meet it late. hold() (from a process, before it pauses the kernel) keeps the next batch
+  // from starting; release() (before the kernel runs again) lets it go.
+  void hold() { held_ = true; }
+  void release() {
+    held_ = false;
+    resume_.notify(sc_core::SC_ZERO_TIME);
+  }
   // One bus master at a time: the firmware and a host both reach the controller's one AXI port.
   sc_core::sc_mutex& bus_mutex() { return bus_mutex_; }
 
@@ -31,7 +40,8 @@ class ServerClock : public sc_core::sc_module {
   ServerSim& sim_;
   uint64_t max_batch_;
   sc_core::sc_time period_;
-  sc_core::sc_event irq_event_, bus_event_, link_event_;
+  sc_core::sc_event irq_event_, bus_event_, link_event_, resume_;
+  bool held_ = false;
   sc_core::sc_mutex bus_mutex_;
   std::function<bool()> done_;
 };

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 namespace mxtb::app {
@@ -31,7 +32,7 @@ using nlohmann::json;
 int cmd_sim(const ArgList& argv) {
   Args args(argv,
             ArgSpec{{"--scenario", "--preset", "--seed", "--listen", "--time-mode", "--rtf", "--fst", "--stop-after-s",
-                     "--calibration", "--stall-report-ms", "--inject-stall", kEngineFlags[0], kEngineFlags[1]},
+                     "--calibration", "--stall-report-ms", "--inject-stall", "--ipbus-target", kEngineFlags[0], kEngineFlags[1]},
                     {},
                     {"--job-xpus"},
                     false});
@@ -66,6 +67,13 @@ int cmd_sim(const ArgList& argv) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+  // Like MXTB_ENGINE, the environment chooses for every command that starts the emulator.
+  const char* env_target = std::getenv("MXTB_IPBUS_TARGET");
+  const std::string target = args.str("--ipbus-target", env_target ? env_target : "rtl");
+  if (auto t = sim::ipbus_target_from_string(target)) cfg.ipbus_target = *t;
+  else
+    throw UsageError(fmt::format("{} must be rtl or cpp, got '{}'", args.has("--ipbus-target") ? "--ipbus-target" : "MXTB_IPBUS_TARGET",
+                                 target));
   std::string mode = args.choice("--time-mode", scenario_mode, {"lockstep", "paced", "free"});
   cfg.time_mode = *sim::time_mode_from_string(mode);
   cfg.rtf = args.real("--rtf", 1.0);
@@ -252,16 +260,12 @@ std::vector<double> time_each(int n, F f) {
   return us;
 }
 
-}  // namespace
 
-int cmd_bench_bridge(const ArgList& argv) {
-  Args args(argv, {"--json", "--rounds", "--blocks"}, {});
-  const int rounds = static_cast<int>(args.u64("--rounds", 2000));
-  const int blocks = static_cast<int>(args.u64("--blocks", 300));
-  if (rounds < 10 || blocks < 1) throw UsageError("--rounds must be at least 10 and --blocks at least 1");
-
-  fmt::print("bench bridge: starting the emulator (mxtb sim, lockstep) on loopback\n");
-  host::fabric::EmulatorProcess emu(host::fabric::self_executable(), {"--time-mode", "lockstep"});
+// One target's figures: wall-clock round trips beside the echo, and the board cycles each kind
+// of request takes in simulated time (none for the C++ reference, which is not a board).
+json bench_bridge_target(const std::string& target, int rounds, int blocks) {
+  fmt::print("\nbench bridge: starting the emulator (mxtb sim, lockstep, --ipbus-target {}) on loopback\n", target);
+  host::fabric::EmulatorProcess emu(host::fabric::self_executable(), {"--time-mode", "lockstep", "--ipbus-target", target});
   host::fabric::ClientOptions opts;
   opts.describe = protocol::describe;
   host::fabric::Client c(emu.target(), opts);
@@ -270,6 +274,7 @@ int cmd_bench_bridge(const ArgList& argv) {
   // A single-register read is a 12-byte request and a 12-byte reply. Echo and IPbus round trips
   // alternate, so that both see the same machine load.
   constexpr uint32_t kBlock = 1024;
+  const uint32_t status = protocol::controller(mxtb::ocs::reg::status::kOffset);
   for (int i = 0; i < 100; ++i) c.read(protocol::kRamBase);  // warm up
   std::vector<double> echo_single, ram_single, ctl_single, emu_single;
   for (int i = 0; i < rounds; ++i) {
@@ -277,7 +282,7 @@ int cmd_bench_bridge(const ArgList& argv) {
     echo_single.push_back(e[0]);
     ram_single.push_back(time_each(1, [&](int) { c.read(protocol::kRamBase + 7); })[0]);
     if (i % 10 == 0) {
-      ctl_single.push_back(time_each(1, [&](int) { c.read(protocol::controller(mxtb::ocs::reg::status::kOffset)); })[0]);
+      ctl_single.push_back(time_each(1, [&](int) { c.read(status); })[0]);
       emu_single.push_back(time_each(1, [&](int) { c.read(protocol::emulator(mxtb::emu::reg::time_ns_lo::kOffset)); })[0]);
     }
   }
@@ -296,13 +301,41 @@ int cmd_bench_bridge(const ArgList& argv) {
     block.push_back(time_each(1, [&](int) { block_ok &= c.read_block(protocol::kRamBase, kBlock) == pattern; })[0]);
   }
 
+  // Board cycles in lockstep: simulated time moves only with the packets. The emulator block is
+  // read at the time the last packet ended, so between two reads of TIME_NS lies the first read's
+  // packet and whatever ran between them; a request's cycles are that minus a bare pair's.
+  namespace er = mxtb::emu::reg;
+  const double clock_ps = c.read(protocol::emulator(er::clock_ps::kOffset));
+  auto time_ns = [&] {
+    auto w = c.read_block(protocol::emulator(er::time_ns_lo::kOffset), 2);
+    return uint64_t{w[0]} | uint64_t{w[1]} << 32;
+  };
+  // The median of 5: the firmware shares the controller's bus and may hold it for a moment.
+  auto board_cycles = [&](const std::function<void()>& request) {
+    std::vector<double> cycles;
+    for (int k = 0; k < 5; ++k) {
+      const uint64_t a = time_ns(), b = time_ns();
+      const uint64_t c1 = time_ns();
+      request();
+      const uint64_t c2 = time_ns();
+      const double ns = static_cast<double>(c2 - c1) - static_cast<double>(b - a);
+      cycles.push_back(std::max(0.0, ns * 1000.0 / clock_ps));
+    }
+    std::sort(cycles.begin(), cycles.end());
+    return cycles[2];
+  };
+  const double cyc_ram = board_cycles([&] { c.read(protocol::kRamBase + 7); });
+  const double cyc_ctl = board_cycles([&] { c.read(status); });
+  const double cyc_block_read = board_cycles([&] { block_ok &= c.read_block(protocol::kRamBase, kBlock) == pattern; });
+  const double cyc_block_write = board_cycles([&] { c.write_block(protocol::kRamBase, pattern); });
+
   auto pe = percentiles(echo_single), pr = percentiles(ram_single), pc = percentiles(ctl_single), pm = percentiles(emu_single);
   auto pb = percentiles(block), peb = percentiles(echo_block);
   double block_mb_s = kBlock * 4.0 / pb.p50;  // bytes per us = MB/s
   double echo_mb_s = kBlock * 4.0 / peb.p50;
   double ratio = pr.p50 / pe.p50;
 
-  fmt::print("\n{:<44} {:>10} {:>10} {:>10}\n", "round trip (us, wall)", "p50", "p99", "mean");
+  fmt::print("{:<44} {:>10} {:>10} {:>10}\n", "round trip (us, wall)", "p50", "p99", "mean");
   auto row = [](const std::string& n, const Percentiles& p) { fmt::print("{:<44} {:>10.1f} {:>10.1f} {:>10.1f}\n", n, p.p50, p.p99, p.mean); };
   row("UDP echo, 12 bytes (floor)", pe);
   row("IPbus read, board scratch RAM (ram[7])", pr);
@@ -310,36 +343,67 @@ int cmd_bench_bridge(const ArgList& argv) {
   row("IPbus read, controller STATUS (AXI in RTL)", pc);
   row(fmt::format("UDP echo, {} datagrams of {} bytes", echo_sizes.size(), echo_sizes.empty() ? 0 : echo_sizes[0]), peb);
   row("IPbus block read, 1024 words of RAM", pb);
-  fmt::print("\nsingle-register round trip / UDP echo (p50): {:.2f} (goal <= 2)  {}\n", ratio, ratio <= 2 ? "PASS" : "FAIL");
+  fmt::print("single-register round trip / UDP echo (p50): {:.2f} (goal <= 2)  {}\n", ratio, ratio <= 2 ? "PASS" : "FAIL");
   fmt::print("1024-word block read: {:.1f} MB/s; the echo of the same datagrams {:.1f} MB/s (ratio {:.2f}); data {}\n",
              block_mb_s, echo_mb_s, block_mb_s / echo_mb_s, block_ok ? "verified" : "WRONG");
+  fmt::print("board cycles (simulated time, {:.1f} ns a cycle): RAM read {:.0f}, STATUS read {:.0f}, 1024-word block read {:.0f} "
+             "({:.2f} a word, {} packets), block write {:.0f} ({:.2f} a word)\n",
+             clock_ps / 1000.0, cyc_ram, cyc_ctl, cyc_block_read, cyc_block_read / kBlock, packets, cyc_block_write,
+             cyc_block_write / kBlock);
   fmt::print("client: {} packets, {} timeouts\n", c.stats().packets_sent, c.stats().timeouts);
 
-  json j{{"bench", "bridge"},
-         {"time_mode", "lockstep"},
-         {"rounds", rounds},
-         {"blocks", blocks},
-         {"udp_echo_us", {{"p50", pe.p50}, {"p99", pe.p99}, {"mean", pe.mean}}},
-         {"ram_read_us", {{"p50", pr.p50}, {"p99", pr.p99}, {"mean", pr.mean}}},
-         {"emu_read_us", {{"p50", pm.p50}, {"p99", pm.p99}, {"mean", pm.mean}}},
-         {"controller_read_us", {{"p50", pc.p50}, {"p99", pc.p99}, {"mean", pc.mean}}},
-         {"block_read_1024_us", {{"p50", pb.p50}, {"p99", pb.p99}, {"mean", pb.mean}}},
-         {"echo_block_us", {{"p50", peb.p50}, {"p99", peb.p99}, {"mean", peb.mean}}},
-         {"block_read_mb_s", block_mb_s},
-         {"echo_block_mb_s", echo_mb_s},
-         {"block_packets", packets},
-         {"block_request_bytes", req_bytes},
-         {"block_reply_bytes", rep_bytes},
-         {"single_ratio_p50", ratio},
-         {"goal_single_ratio", 2.0},
-         {"goal_met", ratio <= 2.0},
-         {"block_data_ok", block_ok}};
+  return json{{"ipbus_target", target},
+              {"udp_echo_us", {{"p50", pe.p50}, {"p99", pe.p99}, {"mean", pe.mean}}},
+              {"ram_read_us", {{"p50", pr.p50}, {"p99", pr.p99}, {"mean", pr.mean}}},
+              {"emu_read_us", {{"p50", pm.p50}, {"p99", pm.p99}, {"mean", pm.mean}}},
+              {"controller_read_us", {{"p50", pc.p50}, {"p99", pc.p99}, {"mean", pc.mean}}},
+              {"block_read_1024_us", {{"p50", pb.p50}, {"p99", pb.p99}, {"mean", pb.mean}}},
+              {"echo_block_us", {{"p50", peb.p50}, {"p99", peb.p99}, {"mean", peb.mean}}},
+              {"block_read_mb_s", block_mb_s},
+              {"echo_block_mb_s", echo_mb_s},
+              {"block_packets", packets},
+              {"block_request_bytes", req_bytes},
+              {"block_reply_bytes", rep_bytes},
+              {"board_cycles", {{"ram_read", cyc_ram}, {"controller_read", cyc_ctl}, {"block_read_1024", cyc_block_read},
+                                {"block_write_1024", cyc_block_write}}},
+              {"single_ratio_p50", ratio},
+              {"goal_single_ratio", 2.0},
+              {"goal_met", ratio <= 2.0},
+              {"block_data_ok", block_ok}};
+}
+
+}  // namespace
+
+int cmd_bench_bridge(const ArgList& argv) {
+  Args args(argv, {"--json", "--rounds", "--blocks", "--ipbus-target"}, {});
+  const int rounds = static_cast<int>(args.u64("--rounds", 2000));
+  const int blocks = static_cast<int>(args.u64("--blocks", 300));
+  if (rounds < 10 || blocks < 1) throw UsageError("--rounds must be at least 10 and --blocks at least 1");
+  const std::string which = args.choice("--ipbus-target", "both", {"rtl", "cpp", "both"});
+  std::vector<std::string> targets = which == "both" ? std::vector<std::string>{"cpp", "rtl"} : std::vector<std::string>{which};
+
+  json runs = json::array();
+  for (const auto& t : targets) runs.push_back(bench_bridge_target(t, rounds, blocks));
+  json j{{"bench", "bridge"}, {"time_mode", "lockstep"}, {"rounds", rounds}, {"blocks", blocks}, {"targets", runs}};
+  if (runs.size() == 2) {
+    // Side by side, one run: what the RTL path costs in wall time, and in board time.
+    const json &cpp = runs[0], &rtl = runs[1];
+    auto wall = [&](const char* k) { return rtl[k]["p50"].get<double>() / cpp[k]["p50"].get<double>(); };
+    fmt::print("\nRTL / C++ target, wall p50: RAM read {:.2f}, STATUS read {:.2f}, 1024-word block read {:.2f}. The RTL path "
+               "evaluates the transactor cycle by cycle and the server's clocks with it; bulk transfers that need no board "
+               "timing are cheaper through --ipbus-target cpp\n",
+               wall("ram_read_us"), wall("controller_read_us"), wall("block_read_1024_us"));
+    j["rtl_over_cpp_wall_p50"] = {{"ram_read", wall("ram_read_us")}, {"controller_read", wall("controller_read_us")},
+                                   {"block_read_1024", wall("block_read_1024_us")}};
+  }
+  bool ok = true;
+  for (const auto& r : runs) ok &= r["block_data_ok"].get<bool>();
   if (args.has("--json")) {
     std::ofstream out(args.str("--json"));
     if (!out) throw std::runtime_error("cannot write " + args.str("--json"));
     out << j.dump(2) << "\n";
   }
-  return block_ok ? 0 : 1;
+  return ok ? 0 : 1;
 }
 
 }  // namespace mxtb::app

@@ -62,8 +62,11 @@ regress --collect DIR [--json FILE] [--junit FILE]
     {"sim", mxtb::app::cmd_sim,
      R"(sim [--scenario FILE | --preset P] [--listen ADDR:PORT] [--time-mode lockstep|paced|free] [--rtf X]
     [--seed N] [--fst FILE] [--stop-after-s S] [--calibration FILE] [--engine reference|fast] [--threads N]
-    [--stall-report-ms MS] [--inject-stall MS/EVERY] [--job-xpus X,X,...]
+    [--stall-report-ms MS] [--inject-stall MS/EVERY] [--job-xpus X,X,...] [--ipbus-target rtl|cpp]
     the emulated server as a board on the network: IPbus 2.0 over UDP (docs/protocol.md);
+    --ipbus-target rtl (the default; MXTB_IPBUS_TARGET for every command that starts it)
+    answers through the transactor RTL clocked in the simulation, cpp through the C++ reference
+    target (docs/ipbus-rtl.md);
     a request unanswered for MS (default 2000; 0: off) is logged with what the simulation does;
     --inject-stall holds every EVERY-th request that reaches the simulation for MS first
     (a starved simulation thread, for tools/ipbus_stress.py);
@@ -114,8 +117,9 @@ alloc --experiment frag-tpuv4|fragmented-32|spares --json FILE
     random link-pair seeds (faults, and A's lane steered to a third endpoint and back in about one
     seed of three) in J threads: passes, cycles, peer moves; the goal is 1e8 cycles at 0 errors)"},
     {"bench bridge", mxtb::app::cmd_bench_bridge,
-     R"(bench bridge [--rounds N] [--blocks N] [--json FILE]
-    IPbus round trip and block-read throughput against a plain UDP echo on loopback)"},
+     R"(bench bridge [--rounds N] [--blocks N] [--ipbus-target rtl|cpp|both] [--json FILE]
+    IPbus round trip and block-read throughput against a plain UDP echo on loopback, and the
+    board cycles each request takes; both (the default): the RTL and the C++ target side by side)"},
     {"bench reconfig", mxtb::app::cmd_bench_reconfig,
      R"(bench reconfig [--scenario FILE] [--seed N] [--out DIR] [--json FILE]
     the demo's failover once per settle preset: the failure-to-Active breakdown of each)"},

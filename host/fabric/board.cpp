@@ -153,6 +153,9 @@ std::vector<EmuEventRecord> Board::pop_events() {
     if (n == 0) return out;
     // Head then pop, one entry per pair, as many pairs as fit a few packets.
     std::vector<Pending> heads;
+    // Draining takes board time where the board's IPbus path does (the RTL transactor, a real
+    // board): the host is alive meanwhile, so a long drain does not let its watchdog expire.
+    if (watchdog_) c_.queue_write(controller(reg::watchdog_kick::kOffset), {1});
     for (uint32_t i = 0; i < std::min<uint32_t>(n, 64); ++i) {
       heads.push_back(c_.queue_read(emulator(er::event_head::kOffset), 4));
       c_.queue_write(emulator(er::event_pop::kOffset), {1});

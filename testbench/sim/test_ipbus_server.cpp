@@ -299,3 +299,34 @@ TEST_CASE("a stall watch with a threshold under 4 ms, or a second one, is refuse
   server.watch_stalls({std::chrono::milliseconds(100), nullptr, [](const std::string&) {}});
   CHECK_THROWS_AS(server.watch_stalls({std::chrono::milliseconds(100), nullptr, [](const std::string&) {}}), std::logic_error);
 }
+
+TEST_CASE("raw mode: every datagram goes whole and in order to the simulation thread, its reply to its sender") {
+  IpbusServer server("127.0.0.1:0", nullptr, IpbusServer::Mode::Raw);
+  namespace asio = boost::asio;
+  asio::io_context io;
+  asio::ip::udp::socket sock(io, asio::ip::udp::endpoint(asio::ip::make_address_v4("127.0.0.1"), 0));
+  auto [host, port] = mxtb::sim::parse_listen_address(server.local_address());
+  const asio::ip::udp::endpoint board(asio::ip::make_address_v4(host), port);
+  // Any bytes at all: in raw mode the server does not look at them (the RTL transactor does).
+  const std::vector<std::vector<uint8_t>> sent{{0x20, 0x00, 0x00, 0xF0}, {1, 2, 3}, std::vector<uint8_t>(1500, 0xAB), {9}};
+  for (const auto& d : sent) sock.send_to(asio::buffer(d), board);
+  for (size_t i = 0; i < sent.size(); ++i) {
+    auto d = server.next_datagram(std::chrono::seconds(5));
+    REQUIRE(d.has_value());
+    CHECK(d->bytes == sent[i]);
+    if (i == 1) {
+      d->reply(std::nullopt);  // dropped: nothing goes back
+      continue;
+    }
+    std::vector<uint8_t> reply = d->bytes;
+    reply.push_back(static_cast<uint8_t>(i));
+    d->reply(reply);
+    std::vector<uint8_t> rx(2000);
+    size_t n = sock.receive(asio::buffer(rx));
+    rx.resize(n);
+    CHECK(rx == reply);
+  }
+  CHECK_FALSE(server.next_datagram(std::chrono::milliseconds(50)).has_value());
+  CHECK_FALSE(server.next_job(std::chrono::milliseconds(1)).has_value());  // the C++ target is not in the path
+  CHECK(server.stats().datagrams == 0);
+}

@@ -1,0 +1,71 @@
+// The board's IPbus 2.0 target as RTL inside the emulator (`mxtb sim --ipbus-target rtl`): the
+// verilated transactor (rtl/ipbus/ipbus_transactor.sv) takes each datagram as an AXI4-Stream,
+// clock by clock, and masters the board's bus over AXI4-Lite; this class is its environment on
+// the board: the UDP core's stream in and out, and the AXI4-Lite interconnect, whose accesses it
+// hands to a Bus. docs/ipbus-rtl.md ("In the emulator").
+//
+// Time. The transactor runs on the board's clock. It touches the rest of the emulated server only
+// through the bus, so its cycles are computed ahead and paid in simulated time in one wait before
+// each access that reaches the server's RTL (the Bus says which: BusResult::synced) and after the
+// datagram (Outcome::unpaid_cycles); such an access's own cycles (the controller's AXI4-Lite
+// handshake) pass in simulated time inside the Bus, and the transactor is clocked as many cycles,
+// already paid, while it waits for the response. The emulator's Bus answers the scratch RAM and
+// the emulator-only control block without syncing: RUN_UNTIL may run simulated time for
+// milliseconds, during which the board's clock is held, not counted against AXI_TIMEOUT.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace mxtb::sim {
+
+class IpbusRtlEndpoint {
+ public:
+  struct BusResult {
+    bool ok = true;       // false: SLVERR (the transactor answers the access with a bus error)
+    uint32_t data = 0;    // read data
+    uint64_t cycles = 0;  // board cycles from the request's handshake to the response
+    // true: the Bus advanced simulated time by unpaid_cycles, then by `cycles` with the access;
+    // false: it touched nothing outside the board (the scratch RAM) and passed no time.
+    bool synced = false;
+  };
+  class Bus {
+   public:
+    virtual ~Bus() = default;
+    // One word. An access that reaches the rest of the server first advances simulated time by
+    // `unpaid_cycles` board cycles, so that it happens at the board's time.
+    virtual BusResult access(bool write, uint32_t word_addr, uint32_t data, uint64_t unpaid_cycles) = 0;
+  };
+
+  struct Outcome {
+    std::optional<std::vector<uint8_t>> reply;  // nullopt: dropped, no reply
+    uint8_t kind = 3;                           // the stat port: 0 control, 1 status, 2 resend, 3 dropped
+    uint8_t fault = 15;                         // protocol/ipbus/target.h's Fault as a number, 15 none
+    uint64_t cycles = 0;                        // board cycles from the first beat offered to the reply's last
+    uint64_t unpaid_cycles = 0;                 // of them, still to pass in simulated time
+  };
+
+  IpbusRtlEndpoint();
+  ~IpbusRtlEndpoint();
+  IpbusRtlEndpoint(const IpbusRtlEndpoint&) = delete;
+  IpbusRtlEndpoint& operator=(const IpbusRtlEndpoint&) = delete;
+
+  // One datagram (1..65535 bytes) through the transactor. Throws RtlAssertionFailure when one of
+  // its assertions fails, std::runtime_error naming the datagram when it does not finish within
+  // `cycle_bound` clocks (a hung transactor).
+  Outcome handle(const std::vector<uint8_t>& datagram, Bus& bus, uint64_t cycle_bound = 10'000'000);
+
+  uint64_t cycle() const;  // board cycles since reset
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The transactions a control reply answers that reached the bus (success or a bus error): what
+// the C++ target counts as `transactions` (protocol/ipbus/target.h).
+uint32_t executed_transactions(const std::vector<uint8_t>& reply);
+
+}  // namespace mxtb::sim
