@@ -1,0 +1,89 @@
+// The board's scratch RAM as a block RAM behind an AXI4-Lite slave: what IPbus example designs
+// put at the end of the register bus for a host to test block transfers against. A read answers
+// the cycle after its address is taken (the block RAM's latency), a write the cycle after both its
+// address and data are; a word past WORDS answers SLVERR and changes nothing.
+`include "mxtb_assert.svh"
+
+module board_ram #(
+  parameter int WORDS = 4096
+) (
+  input  logic        clk_i,
+  input  logic        rst_ni,
+  /* verilator lint_off UNUSEDSIGNAL */  // byte addresses of whole words: bits 1:0 are 0
+  input  logic [31:0] s_axil_awaddr,   // byte address within the RAM
+  /* verilator lint_on UNUSEDSIGNAL */
+  input  logic        s_axil_awvalid,
+  output logic        s_axil_awready,
+  input  logic [31:0] s_axil_wdata,
+  /* verilator lint_off UNUSEDSIGNAL */  // IPbus writes whole words
+  input  logic [3:0]  s_axil_wstrb,
+  /* verilator lint_on UNUSEDSIGNAL */
+  input  logic        s_axil_wvalid,
+  output logic        s_axil_wready,
+  output logic [1:0]  s_axil_bresp,
+  output logic        s_axil_bvalid,
+  input  logic        s_axil_bready,
+  /* verilator lint_off UNUSEDSIGNAL */
+  input  logic [31:0] s_axil_araddr,
+  /* verilator lint_on UNUSEDSIGNAL */
+  input  logic        s_axil_arvalid,
+  output logic        s_axil_arready,
+  output logic [31:0] s_axil_rdata,
+  output logic [1:0]  s_axil_rresp,
+  output logic        s_axil_rvalid,
+  input  logic        s_axil_rready
+);
+  localparam int AW = $clog2(WORDS);
+
+  logic [31:0] mem [WORDS];
+  logic bvalid_q, rvalid_q, berr_q, rerr_q;
+  logic [31:0] rdata_q;
+
+  // A write is taken whole (address and data in one cycle), so nothing is half written.
+  wire write_fire = s_axil_awvalid && s_axil_wvalid && !bvalid_q;
+  wire read_fire = s_axil_arvalid && !rvalid_q;
+  wire [29:0] wword = s_axil_awaddr[31:2], rword = s_axil_araddr[31:2];
+  wire w_in = wword < 30'(WORDS), r_in = rword < 30'(WORDS);
+
+  assign s_axil_awready = write_fire;
+  assign s_axil_wready = write_fire;
+  assign s_axil_arready = read_fire;
+  assign s_axil_bvalid = bvalid_q;
+  assign s_axil_bresp = berr_q ? 2'b10 : 2'b00;
+  assign s_axil_rvalid = rvalid_q;
+  assign s_axil_rresp = rerr_q ? 2'b10 : 2'b00;
+  assign s_axil_rdata = rdata_q;
+
+  always_ff @(posedge clk_i) begin
+    if (write_fire && w_in) mem[wword[AW-1:0]] <= s_axil_wdata;
+    if (read_fire) rdata_q <= r_in ? mem[rword[AW-1:0]] : 32'h0;
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      bvalid_q <= 1'b0;
+      rvalid_q <= 1'b0;
+      berr_q <= 1'b0;
+      rerr_q <= 1'b0;
+    end else begin
+      if (write_fire) begin
+        bvalid_q <= 1'b1;
+        berr_q <= !w_in;
+      end else if (s_axil_bready) bvalid_q <= 1'b0;
+      if (read_fire) begin
+        rvalid_q <= 1'b1;
+        rerr_q <= !r_in;
+      end else if (s_axil_rready) rvalid_q <= 1'b0;
+    end
+  end
+
+  // A response holds until it is taken (AXI4-Lite).
+  `ASSERT_PAST_RESET
+  `ASSERT_PAST(f_bvalid, 1, bvalid_q && !s_axil_bready)
+  `ASSERT_PAST(f_rvalid, 1, rvalid_q && !s_axil_rready)
+  `ASSERT(brd_ram_b_held, !f_past_rst_n || !f_bvalid || bvalid_q)
+  `ASSERT(brd_ram_r_held, !f_past_rst_n || !f_rvalid || rvalid_q)
+  `COVER(cov_brd_ram_read, read_fire && r_in)
+  `COVER(cov_brd_ram_write, write_fire && w_in)
+  `COVER(cov_brd_ram_past_end, (read_fire && !r_in) || (write_fire && !w_in))
+endmodule

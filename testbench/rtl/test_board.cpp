@@ -1,0 +1,206 @@
+// The board top (rtl/board/mxtb_board.sv) on its own, as a board's UDP core would drive it: IPbus
+// datagrams in on AXI4-Stream, replies out, the emulator's port answered here. The transactor, the
+// decoder, the controller and the block RAM are all RTL; their assertions are on, and one that
+// fails fails the test. Shrunk: 8 ports, 20 elements, 4 links, 256 RAM words, 4 reply buffers.
+#include "protocol/ipbus/codec.h"
+
+#include "Vmxtb_board_small.h"
+#include "verilated.h"
+
+#include <doctest/doctest.h>
+#include <mxtb/emu_regs.h>
+#include <mxtb/ocs_regs.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace ipbus = mxtb::protocol::ipbus;
+using ipbus::InfoCode;
+using ipbus::TxType;
+
+namespace {
+
+constexpr uint32_t kEmuBase = 0x10000, kRamBase = 0x20000, kRamWords = 256;
+
+struct Board {
+  VerilatedContext ctx;
+  std::unique_ptr<Vmxtb_board_small> top;
+  std::map<uint32_t, uint32_t> emu;  // the emulator's block, by byte offset
+  struct EmuAccess {
+    bool write;
+    uint32_t offset, data;
+  };
+  std::vector<EmuAccess> emu_log;
+  bool emu_b = false, emu_r = false;
+  uint32_t emu_rdata = 0;
+  uint64_t cycle = 0;
+
+  Board() {
+    ctx.fatalOnError(false);
+    top = std::make_unique<Vmxtb_board_small>(&ctx, "board");
+    top->s_axis_tvalid = 0;
+    top->m_axis_tready = 1;
+    top->rst_ni = 0;
+    for (int i = 0; i < 4; ++i) clock();
+    top->rst_ni = 1;
+    clock();
+  }
+
+  // The emulator's block answers the cycle after a request, as the emulator's bus would.
+  void drive_emu() {
+    top->m_emu_awready = top->m_emu_wready = top->m_emu_awvalid && top->m_emu_wvalid && !emu_b;
+    top->m_emu_arready = !emu_r;
+    top->m_emu_bvalid = emu_b;
+    top->m_emu_bresp = 0;
+    top->m_emu_rvalid = emu_r;
+    top->m_emu_rresp = 0;
+    top->m_emu_rdata = emu_rdata;
+  }
+
+  // What one clock edge took and gave on the streams.
+  struct Edge {
+    bool in = false, out = false, last = false, stat = false;
+    uint32_t data = 0;
+    uint8_t kind = 3;
+  };
+
+  // One clock with the stream inputs as set; the emulator's port served on the way.
+  Edge clock() {
+    top->clk_i = 0;
+    drive_emu();
+    top->eval();
+    Edge e;
+    e.in = top->s_axis_tvalid && top->s_axis_tready;
+    e.out = top->m_axis_tvalid && top->m_axis_tready;
+    e.data = top->m_axis_tdata;
+    e.last = top->m_axis_tlast;
+    e.stat = top->stat_valid_o;
+    e.kind = top->stat_kind_o;
+    const bool aw = top->m_emu_awvalid && top->m_emu_awready, ar = top->m_emu_arvalid && top->m_emu_arready;
+    const bool b = top->m_emu_bvalid && top->m_emu_bready, r = top->m_emu_rvalid && top->m_emu_rready;
+    const uint32_t awaddr = top->m_emu_awaddr, wdata = top->m_emu_wdata, araddr = top->m_emu_araddr;
+    top->clk_i = 1;
+    top->eval();
+    ++cycle;
+    REQUIRE_FALSE(ctx.gotError());  // an RTL assertion failed: Verilator's %Error line names it
+    if (b) emu_b = false;
+    if (r) emu_r = false;
+    if (aw) {
+      emu[awaddr] = wdata;
+      emu_log.push_back({true, awaddr, wdata});
+      emu_b = true;
+    }
+    if (ar) {
+      emu_rdata = emu.count(araddr) ? emu[araddr] : 0;
+      emu_log.push_back({false, araddr, 0});
+      emu_r = true;
+    }
+    return e;
+  }
+
+  // One datagram in (big-endian words), its reply's words out (nullopt: dropped).
+  std::optional<std::vector<uint32_t>> send(const std::vector<uint32_t>& words) {
+    size_t beat = 0;
+    std::vector<uint32_t> reply;
+    bool done = false, stat = false;
+    uint8_t kind = 3;
+    for (uint64_t start = cycle; cycle - start < 100000;) {
+      top->s_axis_tvalid = beat < words.size();
+      top->s_axis_tdata = beat < words.size() ? words[beat] : 0;
+      top->s_axis_tkeep = 0xF;
+      top->s_axis_tlast = beat + 1 == words.size();
+      top->m_axis_tready = 1;
+      const Edge e = clock();
+      if (e.in) ++beat;
+      if (e.out) {
+        reply.push_back(e.data);
+        done = e.last;
+      }
+      if (e.stat) {
+        stat = true;
+        kind = e.kind;
+      }
+      if (beat == words.size() && stat && (done || kind == 3)) break;
+    }
+    top->s_axis_tvalid = 0;
+    REQUIRE(stat);
+    if (kind == 3) return std::nullopt;
+    REQUIRE(done);
+    return reply;
+  }
+};
+
+uint32_t tx(TxType t, uint32_t words, uint16_t id = 0) { return ipbus::encode(ipbus::TxHeader{id, static_cast<uint8_t>(words), t, InfoCode::Request}); }
+uint32_t ok(TxType t, uint32_t words, uint16_t id = 0) { return ipbus::encode(ipbus::TxHeader{id, static_cast<uint8_t>(words), t, InfoCode::Success}); }
+uint32_t control(uint16_t id = 0) { return ipbus::encode(ipbus::PacketHeader{ipbus::PacketType::Control, id}); }
+
+}  // namespace
+
+TEST_CASE("the host reads the controller's identity through the board's IPbus, as from a board") {
+  Board b;
+  namespace reg = mxtb::ocs::reg;
+  auto r = b.send({control(), tx(TxType::Read, 4, 1), reg::id::kOffset / 4});
+  REQUIRE(r.has_value());
+  REQUIRE(r->size() == 6);
+  CHECK((*r)[0] == control());
+  CHECK((*r)[1] == ok(TxType::Read, 4, 1));
+  CHECK((*r)[2] == reg::id::kReset);  // "OCS1"
+  CHECK((*r)[3] == reg::version::kReset);
+  // PARAMS says what this controller was built with: 8 ports, 4 links, 12-bit DACs.
+  CHECK(((*r)[4] >> reg::params::kNPortsShift & 0xFF) == 8);
+  CHECK(((*r)[4] >> reg::params::kNLinksShift & 0xFF) == 4);
+  CHECK(b.emu_log.empty());
+}
+
+TEST_CASE("controller scratch and the block RAM: written, read back; a block past the RAM's end moves nothing") {
+  Board b;
+  const uint32_t scratch = mxtb::ocs::reg::scratch::kOffset / 4;
+  auto w = b.send({control(), tx(TxType::Write, 2, 1), scratch, 0xA1, 0xA2, tx(TxType::Write, 3, 2), kRamBase + 7, 1, 2, 3,
+                   tx(TxType::Read, 2, 3), scratch, tx(TxType::Read, 3, 4), kRamBase + 7});
+  REQUIRE(w.has_value());
+  CHECK(*w == std::vector<uint32_t>{control(), ok(TxType::Write, 2, 1), ok(TxType::Write, 3, 2), ok(TxType::Read, 2, 3), 0xA1, 0xA2,
+                                    ok(TxType::Read, 3, 4), 1, 2, 3});
+  // 4 words from the RAM's last two: refused whole by the transactor, the RAM unchanged.
+  auto past = b.send({control(), tx(TxType::Write, 4, 5), kRamBase + kRamWords - 2, 9, 9, 9, 9});
+  REQUIRE(past.has_value());
+  CHECK((*past)[1] == ((tx(TxType::Write, 0, 5) & ~0xFu) | static_cast<uint32_t>(InfoCode::WriteError)));
+  auto tail = b.send({control(), tx(TxType::Read, 2, 6), kRamBase + kRamWords - 2});
+  REQUIRE(tail.has_value());
+  CHECK((*tail)[2] != 9);
+  CHECK((*tail)[3] != 9);
+  // RMW on the RAM: a read and a write of the block RAM.
+  auto rmw = b.send({control(), tx(TxType::RmwSum, 1, 7), kRamBase + 8, 40, tx(TxType::Read, 1, 8), kRamBase + 8});
+  REQUIRE(rmw.has_value());
+  CHECK(*rmw == std::vector<uint32_t>{control(), ok(TxType::RmwSum, 1, 7), 2, ok(TxType::Read, 1, 8), 42});
+}
+
+TEST_CASE("the emulator's block is reached through the top's port, at its own byte offsets") {
+  Board b;
+  namespace er = mxtb::emu::reg;
+  b.emu[er::id::kOffset] = 0x454D5531;
+  auto r = b.send({control(), tx(TxType::Read, 1, 1), kEmuBase + er::id::kOffset / 4, tx(TxType::Write, 1, 2),
+                   kEmuBase + er::run_timeout_ns::kOffset / 4, 12345});
+  REQUIRE(r.has_value());
+  CHECK(*r == std::vector<uint32_t>{control(), ok(TxType::Read, 1, 1), 0x454D5531, ok(TxType::Write, 1, 2)});
+  REQUIRE(b.emu_log.size() == 2);
+  CHECK_FALSE(b.emu_log[0].write);
+  CHECK(b.emu_log[0].offset == er::id::kOffset);
+  CHECK(b.emu_log[1].write);
+  CHECK(b.emu_log[1].offset == er::run_timeout_ns::kOffset);
+  CHECK(b.emu_log[1].data == 12345);
+}
+
+TEST_CASE("status and a bad header: answered and dropped by the top as by the transactor alone") {
+  Board b;
+  std::vector<uint32_t> status(16, 0);
+  status[0] = ipbus::encode(ipbus::PacketHeader{ipbus::PacketType::Status, 0});
+  auto s = b.send(status);
+  REQUIRE(s.has_value());
+  CHECK(s->size() == 16);
+  CHECK((*s)[1] == 1472);  // the MTU
+  CHECK((*s)[2] == 4);     // reply buffers, as built
+  CHECK_FALSE(b.send({0x300000F0u}).has_value());  // version 3: dropped, no bus access
+  CHECK(b.emu_log.empty());
+}
