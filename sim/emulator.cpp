@@ -309,16 +309,25 @@ class Emulator {
       log_fault(static_cast<ipbus::Fault>(o.fault),
                 fmt::format("RTL transactor: a datagram of {} bytes, {}", d.bytes.size(), o.reply ? "answered" : "dropped"));
     }
-    const std::string what = fmt::format("a datagram of {} bytes, {} board cycles", d.bytes.size(), o.cycles);
     d.reply(std::move(o.reply));
     const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-    if (wall_s > longest_.wall_s) longest_ = {wall_s, now_ns() - sim_start_ns, what};
+    if (wall_s > longest_.wall_s)
+      longest_ = {wall_s, now_ns() - sim_start_ns, fmt::format("a datagram of {} bytes, {} board cycles", d.bytes.size(), o.cycles)};
   }
 
   // The board's clock runs `cycles` on: simulated time passes with it.
   void advance_board_cycles(uint64_t cycles) {
-    const double ns = static_cast<double>(cycles) * 1000.0 / cfg_.server.clock_mhz;
-    run_in_sim([ns] { sc_core::wait(sc_time(ns, SC_NS)); });
+    const sc_time t = clock_.period() * static_cast<double>(cycles);
+    run_in_sim([t] { sc_core::wait(t); });
+  }
+
+  // One AXI4-Lite transaction on the controller's port, at its cycle cost. The firmware shares the
+  // port: the caller holds clock_.bus_mutex(). Call from a SystemC thread.
+  AxilResult controller_transaction(bool write, uint32_t word, uint32_t data) {
+    if (write) sim_.start_write(word * 4, data);
+    else sim_.start_read(word * 4);
+    while (!sim_.bus_result_ready()) sc_core::wait(clock_.bus_event());
+    return *sim_.take_bus_result();
   }
 
   // The AXI4-Lite interconnect behind the transactor. The transactor has checked every word
@@ -336,15 +345,11 @@ class Emulator {
     if (word < protocol::kControllerWords) {
       r.synced = true;
       activity_ = "running a datagram through the RTL transactor: a controller register over AXI4-Lite";
-      const double wait_ns = static_cast<double>(unpaid) * 1000.0 / cfg_.server.clock_mhz;
       AxilResult res;
       run_in_sim([&] {
-        if (wait_ns > 0) sc_core::wait(sc_time(wait_ns, SC_NS));
+        if (unpaid) sc_core::wait(clock_.period() * static_cast<double>(unpaid));
         clock_.bus_mutex().lock();
-        if (write) sim_.start_write(word * 4, data);
-        else sim_.start_read(word * 4);
-        while (!sim_.bus_result_ready()) sc_core::wait(clock_.bus_event());
-        res = *sim_.take_bus_result();
+        res = controller_transaction(write, word, data);
         clock_.bus_mutex().unlock();
       });
       r.ok = res.resp == 0;
@@ -376,10 +381,7 @@ class Emulator {
     Emulator& e;
   };
 
-  const ipbus::TargetStats& ipbus_stats() {
-    if (!rtl_) server_stats_ = server_->stats();
-    return rtl_ ? rtl_stats_ : server_stats_;
-  }
+  ipbus::TargetStats ipbus_stats() const { return rtl_ ? rtl_stats_ : server_->stats(); }
 
   void handle(IpbusServer::Job& job) {
     InfoCode code = InfoCode::Success;
@@ -422,10 +424,7 @@ class Emulator {
     run_in_sim([&] {
       clock_.bus_mutex().lock();
       auto xfer = [&](bool write, uint32_t word, uint32_t data) -> std::optional<uint32_t> {
-        if (write) sim_.start_write(word * 4, data);
-        else sim_.start_read(word * 4);
-        while (!sim_.bus_result_ready()) sc_core::wait(clock_.bus_event());
-        AxilResult r = *sim_.take_bus_result();
+        AxilResult r = controller_transaction(write, word, data);
         if (r.resp != 0) return std::nullopt;
         return r.data;
       };
@@ -535,7 +534,7 @@ class Emulator {
     if (off == er::messages_hi::kOffset) return static_cast<uint32_t>(sim_.messages_delivered() >> 32);
     if (off == er::scoreboard_errors::kOffset) return static_cast<uint32_t>(sim_.scoreboard_errors());
     if (off >= er::ipbus_stats::kOffset && off < er::ipbus_stats::kOffset + 4 * er::ipbus_stats::kCount) {
-      const auto& s = ipbus_stats();
+      const auto s = ipbus_stats();
       uint32_t i = (off - er::ipbus_stats::kOffset) / 4;
       const uint64_t head[] = {s.datagrams, s.control, s.status, s.resends_served, s.transactions};
       if (i < 5) return static_cast<uint32_t>(head[i]);
@@ -820,7 +819,7 @@ class Emulator {
   std::unique_ptr<IpbusRtlEndpoint> rtl_;
   RtlBus rtl_bus_{*this};
   std::vector<uint32_t> board_ram_;
-  ipbus::TargetStats rtl_stats_, server_stats_;
+  ipbus::TargetStats rtl_stats_;
   ServerClock clock_;
   ScHal fw_hal_;
   firmware::OcsFirmware fw_;

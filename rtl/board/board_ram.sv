@@ -77,12 +77,19 @@ module board_ram #(
     end
   end
 
-  // A response holds until it is taken (AXI4-Lite).
+  // A response is up exactly when its request was taken the cycle before or it waits to be taken
+  // (the latency the docs state, and AXI4-Lite's hold); it is an error exactly for a word past WORDS.
   `ASSERT_PAST_RESET
   `ASSERT_PAST(f_bvalid, 1, bvalid_q && !s_axil_bready)
   `ASSERT_PAST(f_rvalid, 1, rvalid_q && !s_axil_rready)
-  `ASSERT(brd_ram_b_held, !f_past_rst_n || !f_bvalid || bvalid_q)
-  `ASSERT(brd_ram_r_held, !f_past_rst_n || !f_rvalid || rvalid_q)
+  `ASSERT_PAST(f_write_fire, 1, write_fire)
+  `ASSERT_PAST(f_read_fire, 1, read_fire)
+  `ASSERT_PAST(f_w_out, 1, !w_in)
+  `ASSERT_PAST(f_r_out, 1, !r_in)
+  `ASSERT(brd_ram_b_timing, !f_past_rst_n || bvalid_q == (f_write_fire || f_bvalid))
+  `ASSERT(brd_ram_r_timing, !f_past_rst_n || rvalid_q == (f_read_fire || f_rvalid))
+  `ASSERT(brd_ram_b_error, !f_past_rst_n || !f_write_fire || berr_q == f_w_out)
+  `ASSERT(brd_ram_r_error, !f_past_rst_n || !f_read_fire || rerr_q == f_r_out)
   `COVER(cov_brd_ram_read, read_fire && r_in)
   `COVER(cov_brd_ram_write, write_fire && w_in)
   `COVER(cov_brd_ram_past_end, (read_fire && !r_in) || (write_fire && !w_in))

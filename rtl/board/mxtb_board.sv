@@ -227,6 +227,8 @@ module mxtb_board #(
   // A response reaches the master only for a request the decoder routed.
   `ASSERT(brd_b_only_when_open, !bvalid || (aw_taken_q && w_taken_q))
   `ASSERT(brd_r_only_when_open, !rvalid || r_open_q)
+  // Write data reach a slave only with their address or after it.
+  `ASSERT(brd_w_not_before_aw, s_wvalid == '0 || awvalid || aw_taken_q)
   // The transactor checked the windows: a correct master never meets the decoder's DECERR.
   `ASSERT(brd_no_decode_error, !(arvalid && rsel == SEL_NONE) && !(awvalid && wsel == SEL_NONE))
   `COVER(cov_brd_ctrl_read, arvalid && arready && rsel == SEL_CTRL)
