@@ -38,7 +38,8 @@ struct IpbusRtlEndpoint::Impl {
   uint64_t cycle = 0;
   uint64_t unpaid = 0, prepaid = 0;
 
-  // The interconnect's slave side: one access at a time (the transactor never has two).
+  // The interconnect's slave side: one access outstanding; the next one's request is taken in
+  // the cycle a response is, as the board's block RAM and decoder take it (a streamed block).
   bool aw_taken = false, w_taken = false, b_pending = false, r_pending = false;
   uint32_t aw_addr = 0, w_data = 0, r_data = 0;
   uint64_t delay = 0;
@@ -79,12 +80,15 @@ struct IpbusRtlEndpoint::Impl {
   }
 
   void drive_slave() {
-    const bool idle = !aw_taken && !w_taken && !b_pending && !r_pending;
-    top->m_axil_awready = !aw_taken && !b_pending && !r_pending;
-    top->m_axil_wready = !w_taken && !b_pending && !r_pending;
-    top->m_axil_arready = idle;
-    top->m_axil_bvalid = b_pending && delay == 0;
-    top->m_axil_rvalid = r_pending && delay == 0;
+    const bool b_now = b_pending && delay == 0, r_now = r_pending && delay == 0;
+    // The transactor's ready for a response is its state's (no input reaches it in the cycle).
+    const bool write_ends = b_now && top->m_axil_bready, read_ends = r_now && top->m_axil_rready;
+    const bool read_free = !r_pending || read_ends;
+    top->m_axil_awready = (!aw_taken || write_ends) && read_free;
+    top->m_axil_wready = (!w_taken || write_ends) && read_free;
+    top->m_axil_arready = ((!aw_taken && !w_taken) || write_ends) && read_free;
+    top->m_axil_bvalid = b_now;
+    top->m_axil_rvalid = r_now;
     top->m_axil_bresp = top->m_axil_rresp = resp_error ? 2 : 0;  // SLVERR
     top->m_axil_rdata = r_data;
   }

@@ -1,7 +1,8 @@
 // The board's scratch RAM as a block RAM behind an AXI4-Lite slave: what IPbus example designs
 // put at the end of the register bus for a host to test block transfers against. A read answers
 // the cycle after its address is taken (the block RAM's latency), a write the cycle after both its
-// address and data are; a word past WORDS answers SLVERR and changes nothing.
+// address and data are; a word past WORDS answers SLVERR and changes nothing. The next request is
+// taken in the cycle a response is, so a master that streams gets a word a cycle.
 `include "mxtb_assert.svh"
 
 module board_ram #(
@@ -40,8 +41,8 @@ module board_ram #(
   logic [31:0] rdata_q;
 
   // A write is taken whole (address and data in one cycle), so nothing is half written.
-  wire write_fire = s_axil_awvalid && s_axil_wvalid && !bvalid_q;
-  wire read_fire = s_axil_arvalid && !rvalid_q;
+  wire write_fire = s_axil_awvalid && s_axil_wvalid && (!bvalid_q || s_axil_bready);
+  wire read_fire = s_axil_arvalid && (!rvalid_q || s_axil_rready);
   wire [29:0] wword = s_axil_awaddr[31:2], rword = s_axil_araddr[31:2];
   wire w_in = wword < 30'(WORDS), r_in = rword < 30'(WORDS);
 
@@ -93,4 +94,6 @@ module board_ram #(
   `COVER(cov_brd_ram_read, read_fire && r_in)
   `COVER(cov_brd_ram_write, write_fire && w_in)
   `COVER(cov_brd_ram_past_end, (read_fire && !r_in) || (write_fire && !w_in))
+  `COVER(cov_brd_ram_read_streamed, read_fire && rvalid_q)
+  `COVER(cov_brd_ram_write_streamed, write_fire && bvalid_q)
 endmodule

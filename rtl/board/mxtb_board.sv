@@ -86,8 +86,10 @@ module mxtb_board #(
     .m_axil_araddr(araddr), .m_axil_arvalid(arvalid), .m_axil_arready(arready),
     .m_axil_rdata(rdata), .m_axil_rresp(rresp), .m_axil_rvalid(rvalid), .m_axil_rready(rready));
 
-  // ---- the decoder: one master with one transaction at a time, so a slave is chosen by the
-  // address of the transaction's request and answers alone until its response is taken ----
+  // ---- the decoder: one master with one transaction outstanding, the next one's request
+  // possibly in the cycle the last one's response is taken (a block streamed word by word). A
+  // request goes to the slave its address decodes to; the response comes from the slave latched
+  // when the request was taken ----
   typedef enum logic [1:0] {SEL_CTRL, SEL_EMU, SEL_RAM, SEL_NONE} sel_e;
   localparam logic [31:0] CTRL_BYTES = 32'd1 << ocs_reg_pkg::REG_ADDR_WIDTH;
   localparam logic [31:0] EMU_BASE = 32'h0004_0000, RAM_BASE = 32'h0008_0000;
@@ -104,10 +106,12 @@ module mxtb_board #(
   sel_e wsel_q, rsel_q;
   logic aw_taken_q, w_taken_q, r_open_q;
   sel_e wsel, rsel;
-  assign wsel = aw_taken_q ? wsel_q : decode(awaddr);
-  assign rsel = r_open_q ? rsel_q : decode(araddr);
+  wire b_fire = bvalid && bready;
+  wire w_next = !aw_taken_q || b_fire;   // the write on offer is a new one (its address not yet taken)
+  assign wsel = w_next ? decode(awaddr) : wsel_q;
+  assign rsel = decode(araddr);
   // W goes to a slave only with its address or after it: never ahead of it.
-  wire w_routed = awvalid || aw_taken_q;
+  wire w_routed = awvalid || !w_next;
 
   // Per slave: requests routed to it, responses from it.
   /* verilator lint_off UNUSEDSIGNAL */  // the DECERR responder answers without looking at valid
@@ -142,20 +146,21 @@ module mxtb_board #(
       w_taken_q <= 1'b0;
       r_open_q <= 1'b0;
     end else begin
+      // A response taken closes its transaction; a request taken in the same cycle opens the next.
+      if (b_fire) begin
+        aw_taken_q <= 1'b0;
+        w_taken_q <= 1'b0;
+      end
       if (awvalid && awready) begin
         aw_taken_q <= 1'b1;
         wsel_q <= wsel;
       end
       if (wvalid && wready) w_taken_q <= 1'b1;
-      if (bvalid && bready) begin
-        aw_taken_q <= 1'b0;
-        w_taken_q <= 1'b0;
-      end
+      if (rvalid && rready) r_open_q <= 1'b0;
       if (arvalid && arready) begin
         r_open_q <= 1'b1;
         rsel_q <= rsel;
       end
-      if (rvalid && rready) r_open_q <= 1'b0;
     end
   end
 
@@ -228,7 +233,7 @@ module mxtb_board #(
   `ASSERT(brd_b_only_when_open, !bvalid || (aw_taken_q && w_taken_q))
   `ASSERT(brd_r_only_when_open, !rvalid || r_open_q)
   // Write data reach a slave only with their address or after it.
-  `ASSERT(brd_w_not_before_aw, s_wvalid == '0 || awvalid || aw_taken_q)
+  `ASSERT(brd_w_not_before_aw, s_wvalid == '0 || awvalid || (aw_taken_q && !b_fire))
   // The transactor checked the windows: a correct master never meets the decoder's DECERR.
   `ASSERT(brd_no_decode_error, !(arvalid && rsel == SEL_NONE) && !(awvalid && wsel == SEL_NONE))
   `COVER(cov_brd_ctrl_read, arvalid && arready && rsel == SEL_CTRL)

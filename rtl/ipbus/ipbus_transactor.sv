@@ -118,8 +118,8 @@ module ipbus_transactor #(
 
   // ---- state ----
   typedef enum logic [4:0] {
-    S_RX, S_DECIDE, S_X_HDR_A, S_X_HDR, S_X_ADDR, S_X_TERM1, S_X_TERM2, S_X_CHECK, S_X_WORD_A, S_X_WORD,
-    S_X_BUS, S_X_RMW_WRITE, S_X_RMW_BUS, S_X_ERROR, S_X_NEXT, S_FINISH, S_TX_A, S_TX, S_DONE
+    S_RX, S_DECIDE, S_X_HDR_A, S_X_HDR, S_X_ADDR, S_X_TERM1, S_X_TERM2, S_X_CHECK, S_X_STREAM,
+    S_X_RMW_WRITE, S_X_RMW_BUS, S_X_ERROR, S_X_NEXT, S_FINISH, S_TX, S_DONE
   } state_e;
   state_e state_q;
 
@@ -174,15 +174,17 @@ module ipbus_transactor #(
   logic [PW-1:0] optr_q;        // words of reply written
   logic [31:0]   th_q;          // transaction header
   logic [31:0]   addr_q, term1_q, term2_q, old_q;
-  logic [8:0]    count_q, i_q;  // bus words of the transaction, done
+  logic [8:0]    count_q, i_q;  // bus words of the transaction, done (answered without error)
 
-  // Transmission.
+  // Transmission: words read from the reply slot (or the status words) into a 3-word FIFO.
   logic          tx_status_q;   // the status reply, else a reply slot
   logic [SW-1:0] tx_slot_q;
-  logic [PW-1:0] tx_i_q, tx_len_q;
+  logic [PW-1:0] tx_rd_q, tx_len_q;   // the next word to read, the reply's words
   logic          tx_little_q;
-  logic [31:0]   tx_data_q;
-  logic          tx_valid_q;
+  logic          pend_q, pend_last_q;  // a word read last cycle (out_rd, status_rd_q), the reply's last
+  logic [31:0]   status_rd_q;
+  logic [32:0]   fifo_q [3];    // {last, word}
+  logic [1:0]    fifo_n_q, fifo_rd_q, fifo_wr_q;
 
   // ---- the transaction header being executed (valid in S_X_HDR from rx_rd, later from th_q) ----
   /* verilator lint_off UNUSEDSIGNAL */  // its id bits come back in the reply from th_q or rx_rd
@@ -259,11 +261,14 @@ module ipbus_transactor #(
   assign err_code = th_write ? I_WRITE_ERROR : I_READ_ERROR;
   assign timeout_code = th_write ? I_WRITE_TIMEOUT : I_READ_TIMEOUT;
 
-  // ---- the bus: one AXI4-Lite transaction at a time ----
+  // ---- the bus: AXI4-Lite, one transaction outstanding ----
+  // An access starts (launch) when the bus is idle, or in the cycle its predecessor's response is
+  // taken without error: after that edge one transaction is still all that is outstanding, and a
+  // block streams a word a cycle from a slave that answers the next cycle.
   typedef enum logic [2:0] {B_IDLE, B_AR, B_R, B_AWW, B_B} bus_e;
   bus_e bus_q;
-  logic bus_start, bus_we, bus_done, bus_err, bus_timeout, orphan_q, aw_done_q, w_done_q;
-  logic [31:0] bus_addr, bus_wdata;
+  logic launch, launch_we, bus_done, bus_err, bus_timeout, bus_free, orphan_q, aw_done_q, w_done_q;
+  logic [31:0] launch_addr, launch_wdata;
   logic [TW-1:0] wait_q;
   /* verilator lint_off UNUSEDSIGNAL */  // word addresses past 2^30 never pass the window check
   logic [31:0] addr_word_q;
@@ -271,22 +276,26 @@ module ipbus_transactor #(
   logic [31:0] wdata_q;
   logic bus_reply;   // the response arrives this cycle
   assign bus_reply = (bus_q == B_R && m_axil_rvalid) || (bus_q == B_B && m_axil_bvalid);
-  assign m_axil_araddr = {addr_word_q[29:0], 2'b00};
-  assign m_axil_awaddr = {addr_word_q[29:0], 2'b00};
-  assign m_axil_arvalid = bus_q == B_AR;
-  assign m_axil_rready = bus_q == B_R;
-  assign m_axil_awvalid = bus_q == B_AWW && !aw_done_q;
-  assign m_axil_wvalid = bus_q == B_AWW && !w_done_q;
-  assign m_axil_wdata = wdata_q;
-  assign m_axil_wstrb = 4'hF;
-  assign m_axil_bready = bus_q == B_B;
   logic bus_resp_err;
   assign bus_resp_err = bus_q == B_R ? m_axil_rresp[1] : m_axil_bresp[1];
   // The executor sees its access end (the response, or the timeout); an access that timed out
-  // stays the bus's until its response comes (orphan), and the next one waits for it.
+  // stays the bus's until its response comes (orphan), and no other starts before it.
   assign bus_done = !orphan_q && ((bus_reply) || (bus_q != B_IDLE && wait_q == TW'(AXI_TIMEOUT)));
   assign bus_err = bus_reply && bus_resp_err;
   assign bus_timeout = !bus_reply;
+  assign bus_free = !orphan_q && (bus_q == B_IDLE || (bus_reply && !bus_resp_err));
+  logic [29:0] addr_held, addr_new;
+  assign addr_held = addr_word_q[29:0];
+  assign addr_new = launch_addr[29:0];
+  assign m_axil_arvalid = bus_q == B_AR || (launch && !launch_we);
+  assign m_axil_araddr = {bus_q == B_AR ? addr_held : addr_new, 2'b00};
+  assign m_axil_rready = bus_q == B_R;
+  assign m_axil_awvalid = (bus_q == B_AWW && !aw_done_q) || (launch && launch_we);
+  assign m_axil_wvalid = (bus_q == B_AWW && !w_done_q) || (launch && launch_we);
+  assign m_axil_awaddr = {bus_q == B_AWW ? addr_held : addr_new, 2'b00};
+  assign m_axil_wdata = bus_q == B_AWW ? wdata_q : launch_wdata;
+  assign m_axil_wstrb = 4'hF;
+  assign m_axil_bready = bus_q == B_B;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -301,14 +310,6 @@ module ipbus_transactor #(
       if (bus_q != B_IDLE && !orphan_q) wait_q <= wait_q + TW'(1);
       if (bus_done && !bus_reply) orphan_q <= 1'b1;
       unique case (bus_q)
-        B_IDLE: if (bus_start) begin
-          addr_word_q <= bus_addr;
-          wdata_q <= bus_wdata;
-          wait_q <= '0;
-          aw_done_q <= 1'b0;
-          w_done_q <= 1'b0;
-          bus_q <= bus_we ? B_AWW : B_AR;
-        end
         B_AR: if (m_axil_arready) bus_q <= B_R;
         B_R: if (m_axil_rvalid) begin
           bus_q <= B_IDLE;
@@ -323,8 +324,18 @@ module ipbus_transactor #(
           bus_q <= B_IDLE;
           orphan_q <= 1'b0;
         end
-        default: bus_q <= B_IDLE;
+        default: ;
       endcase
+      if (launch) begin   // its first cycle on the bus is this one: the timeout counts from it
+        addr_word_q <= launch_addr;
+        wdata_q <= launch_wdata;
+        wait_q <= TW'(1);
+        if (launch_we) begin
+          aw_done_q <= m_axil_awready;
+          w_done_q <= m_axil_wready;
+          bus_q <= m_axil_awready && m_axil_wready ? B_B : B_AWW;
+        end else bus_q <= m_axil_arready ? B_R : B_AR;
+      end
     end
   end
   logic [31:0] rdata_now;   // the read data of a response arriving this cycle
@@ -333,20 +344,23 @@ module ipbus_transactor #(
   // ---- the executor's bus requests ----
   logic [31:0] rmw_new;
   assign rmw_new = th_type == T_RMW_BITS ? (old_q & term1_q) | term2_q : old_q + term1_q;
+  // The word the next access is for: i_q are done, and one more is on the bus unless it is idle.
+  logic [8:0] next_i;
+  assign next_i = bus_q == B_IDLE ? i_q : i_q + 9'd1;
   always_comb begin
-    bus_start = 1'b0;
-    bus_we = 1'b0;
-    bus_addr = th_incr ? addr_q + {23'd0, i_q} : addr_q;
-    bus_wdata = rx_rd;
-    if (bus_q == B_IDLE && !orphan_q) begin
-      if (state_q == S_X_WORD && i_q < count_q) begin
-        bus_start = 1'b1;
-        bus_we = th_write;
+    launch = 1'b0;
+    launch_we = 1'b0;
+    launch_addr = th_incr ? addr_q + {23'd0, next_i} : addr_q;
+    launch_wdata = rx_rd;   // the write data of word next_i (rx_ra below)
+    if (bus_free) begin
+      if (state_q == S_X_STREAM && next_i < count_q) begin
+        launch = 1'b1;
+        launch_we = th_write;
       end
       if (state_q == S_X_RMW_WRITE) begin
-        bus_start = 1'b1;
-        bus_we = 1'b1;
-        bus_wdata = rmw_new;
+        launch = 1'b1;
+        launch_we = 1'b1;
+        launch_wdata = rmw_new;
       end
     end
   end
@@ -361,11 +375,13 @@ module ipbus_transactor #(
   assign rx_wd = beat_word;
   always_comb begin
     unique case (state_q)
-      S_X_ADDR: rx_ra = pos_q + PW'(2);
+      S_X_HDR: rx_ra = pos_q + PW'(1);                 // the address
+      S_X_ADDR, S_X_CHECK: rx_ra = pos_q + PW'(2);     // the first term, or word 0's write data
       S_X_TERM1: rx_ra = pos_q + PW'(3);
-      S_X_WORD_A, S_X_WORD, S_X_BUS: rx_ra = pos_q + PW'(2) + i_q[PW-1:0];
-      S_X_HDR: rx_ra = pos_q + PW'(1);   // the address
-      default: rx_ra = pos_q;            // S_X_HDR_A: the header
+      // The write data of the word the next access is for, ready the cycle that access starts.
+      S_X_STREAM: rx_ra = pos_q + PW'(2) + next_i[PW-1:0] + PW'(launch);
+      S_X_NEXT: rx_ra = body_end[PW-1:0];              // the next transaction's header
+      default: rx_ra = pos_q;                          // S_X_HDR_A: the first header
     endcase
   end
 
@@ -385,7 +401,7 @@ module ipbus_transactor #(
   // ---- the status reply's words ----
   logic [31:0] status_word;
   always_comb begin
-    unique case (tx_i_q[3:0])
+    unique case (tx_rd_q[3:0])
       4'd0: status_word = 32'h2000_00F1;
       4'd1: status_word = 32'(MTU_BYTES);
       4'd2: status_word = 32'(N_BUFFERS);
@@ -394,15 +410,51 @@ module ipbus_transactor #(
       4'd5: status_word = history_q[95:64];
       4'd6: status_word = history_q[63:32];
       4'd7: status_word = history_q[31:0];
-      4'd8, 4'd9, 4'd10, 4'd11: status_word = received_q[tx_i_q[1:0]];
-      default: status_word = sent_q[tx_i_q[1:0]];
+      4'd8, 4'd9, 4'd10, 4'd11: status_word = received_q[tx_rd_q[1:0]];
+      default: status_word = sent_q[tx_rd_q[1:0]];
     endcase
   end
 
   function automatic logic [OW-1:0] slot_base(input logic [SW-1:0] s);
     slot_base = OW'(s) * OW'(MTU_WORDS);
   endfunction
-  assign out_ra = slot_base(tx_slot_q) + OW'(tx_i_q);
+
+  // ---- the reply out: a word read each cycle while the FIFO has room, a word out each cycle ----
+  // S_FINISH starts reading a control reply from its slot (the slot and length not yet in tx_*).
+  logic [SW-1:0] tx_cur_slot;
+  logic [PW-1:0] tx_cur_len;
+  assign tx_cur_slot = state_q == S_FINISH ? slot_q : tx_slot_q;
+  assign tx_cur_len = state_q == S_FINISH ? optr_q : tx_len_q;
+  logic tx_issue, tx_pop;
+  assign tx_issue = (state_q == S_FINISH || state_q == S_TX) && tx_rd_q < tx_cur_len && {1'b0, fifo_n_q} + {2'b0, pend_q} < 3'd3;
+  assign out_ra = slot_base(tx_cur_slot) + OW'(tx_rd_q);
+  logic [31:0] pend_word;
+  assign pend_word = tx_status_q ? status_rd_q : (tx_little_q ? bswap(out_rd) : out_rd);
+  assign m_axis_tvalid = fifo_n_q != 2'd0;
+  assign {m_axis_tlast, m_axis_tdata} = fifo_q[fifo_rd_q];
+  assign tx_pop = m_axis_tvalid && m_axis_tready;
+  function automatic logic [1:0] fifo_next(input logic [1:0] p);
+    fifo_next = p == 2'd2 ? 2'd0 : p + 2'd1;
+  endfunction
+  always_ff @(posedge clk_i) begin
+    if (pend_q) fifo_q[fifo_wr_q] <= {pend_last_q, pend_word};
+    status_rd_q <= status_word;
+  end
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      pend_q <= 1'b0;
+      pend_last_q <= 1'b0;
+      fifo_n_q <= '0;
+      fifo_rd_q <= '0;
+      fifo_wr_q <= '0;
+    end else begin
+      pend_q <= tx_issue;
+      pend_last_q <= tx_rd_q + PW'(1) == tx_cur_len;
+      if (pend_q) fifo_wr_q <= fifo_next(fifo_wr_q);
+      if (tx_pop) fifo_rd_q <= fifo_next(fifo_rd_q);
+      fifo_n_q <= fifo_n_q + {1'b0, pend_q} - {1'b0, tx_pop};
+    end
+  end
 
   // Reply words the executor writes: a transaction's header at optr, its data after it.
   always_comb begin
@@ -410,7 +462,7 @@ module ipbus_transactor #(
     out_wa = slot_base(slot_q) + OW'(optr_q);
     out_wd = 32'h0;
     unique case (state_q)
-      S_X_HDR_A: if (pos_q == PW'(1)) begin   // the reply's packet header, once
+      S_X_HDR_A: begin   // the reply's packet header
         out_we = 1'b1;
         out_wa = slot_base(slot_q);
         out_wd = hdr_q;
@@ -419,7 +471,7 @@ module ipbus_transactor #(
         out_we = 1'b1;
         out_wd = {rx_rd[31:4], I_BAD_HEADER};
       end
-      S_X_BUS: if (bus_done && !bus_err && !bus_timeout && !th_write) begin
+      S_X_STREAM: if (bus_done && !bus_err && !bus_timeout && !th_write) begin
         out_we = 1'b1;
         out_wa = slot_base(slot_q) + OW'(optr_q) + OW'(1) + OW'(i_q);
         out_wd = rdata_now;
@@ -479,12 +531,11 @@ module ipbus_transactor #(
       err_q <= '0;
       tx_status_q <= 1'b0;
       tx_slot_q <= '0;
-      tx_i_q <= '0;
+      tx_rd_q <= '0;
       tx_len_q <= '0;
       tx_little_q <= 1'b0;
-      tx_data_q <= '0;
-      tx_valid_q <= 1'b0;
     end else begin
+      if (tx_issue) tx_rd_q <= tx_rd_q + PW'(1);
       unique case (state_q)
         S_RX: if (s_axis_tvalid) begin
           if (beats_q == '0) begin
@@ -500,6 +551,7 @@ module ipbus_transactor #(
         end
         S_DECIDE: begin
           n_q <= beats_q[PW-1:0];
+          tx_rd_q <= '0;
           state_q <= S_DONE;
           kind_q <= 2'd3;
           if (beats_q > (PW+1)'(MTU_WORDS)) fault_q <= F_OVERSIZED;
@@ -512,8 +564,7 @@ module ipbus_transactor #(
               tx_status_q <= 1'b1;
               tx_len_q <= PW'(STATUS_WORDS);
               tx_little_q <= 1'b0;   // status replies are always big-endian
-              tx_i_q <= '0;
-              state_q <= S_TX_A;
+              state_q <= S_TX;
             end
           end else if (pkt_type == 2'd2) begin
             if (beats_q != (PW+1)'(1) || !resend_hit) fault_q <= F_BAD_RESEND;
@@ -523,8 +574,7 @@ module ipbus_transactor #(
               tx_slot_q <= resend_slot;
               tx_len_q <= slot_len_q[resend_slot];
               tx_little_q <= slot_little_q[resend_slot];
-              tx_i_q <= '0;
-              state_q <= S_TX_A;
+              state_q <= S_TX;
             end
           end else if (pkt_id != 16'd0 && pkt_id != next_id_q) fault_q <= F_OUT_OF_SEQ;
           else begin
@@ -574,42 +624,35 @@ module ipbus_transactor #(
             err_q <= err_code;
             fault_q <= F_BUS_ERROR;
             state_q <= S_X_ERROR;
-          end else state_q <= S_X_WORD_A;
+          end else state_q <= S_X_STREAM;
         end
-        S_X_WORD_A: state_q <= S_X_WORD;   // rx_rd: the write data of word i
-        S_X_WORD: if (i_q == count_q) state_q <= S_X_NEXT;
-                  else if (orphan_q) begin   // the bus never answered an earlier access
-                    err_q <= timeout_code;
-                    fault_q <= F_BUS_ERROR;
-                    state_q <= S_X_ERROR;
-                  end else if (bus_start) state_q <= S_X_BUS;
-        S_X_BUS: if (bus_done) begin
-          if (bus_timeout || bus_err) begin
-            err_q <= bus_timeout ? timeout_code : err_code;
-            fault_q <= F_BUS_ERROR;
-            state_q <= S_X_ERROR;
-          end else if (th_rmw) begin
-            old_q <= rdata_now;
-            state_q <= S_X_RMW_WRITE;
-          end else begin
-            i_q <= i_q + 1'b1;
-            state_q <= S_X_WORD_A;
-          end
-        end
-        S_X_RMW_WRITE: if (orphan_q) begin
-                         err_q <= timeout_code;
-                         fault_q <= F_BUS_ERROR;
-                         state_q <= S_X_ERROR;
-                       end else if (bus_start) state_q <= S_X_RMW_BUS;
+        // The transaction's words: each access starts as its predecessor's response is taken.
+        S_X_STREAM: if (i_q == count_q) state_q <= S_X_NEXT;   // no words
+                    else if (orphan_q) begin   // the bus never answered an earlier access
+                      err_q <= timeout_code;
+                      fault_q <= F_BUS_ERROR;
+                      state_q <= S_X_ERROR;
+                    end else if (bus_done) begin
+                      if (bus_timeout || bus_err) begin
+                        err_q <= bus_timeout ? timeout_code : err_code;
+                        fault_q <= F_BUS_ERROR;
+                        state_q <= S_X_ERROR;
+                      end else begin
+                        i_q <= i_q + 1'b1;
+                        if (th_rmw) begin
+                          old_q <= rdata_now;
+                          state_q <= S_X_RMW_WRITE;
+                        end else if (i_q + 1'b1 == count_q) state_q <= S_X_NEXT;
+                      end
+                    end
+        // Entered on the read's response, so the bus is free: the write starts now.
+        S_X_RMW_WRITE: state_q <= S_X_RMW_BUS;
         S_X_RMW_BUS: if (bus_done) begin
           if (bus_timeout || bus_err) begin
             err_q <= bus_timeout ? timeout_code : err_code;
             fault_q <= F_BUS_ERROR;
             state_q <= S_X_ERROR;
-          end else begin
-            i_q <= count_q;
-            state_q <= S_X_NEXT;
-          end
+          end else state_q <= S_X_NEXT;
         end
         S_X_ERROR: begin
           optr_q <= optr_q + 1'b1;
@@ -618,7 +661,7 @@ module ipbus_transactor #(
         S_X_NEXT: begin
           optr_q <= optr_q + PW'(1) + rep_body[PW-1:0];
           pos_q <= body_end[PW-1:0];
-          state_q <= S_X_HDR_A;
+          state_q <= more ? S_X_HDR : S_FINISH;   // rx_rd: the next header
         end
         S_FINISH: begin
           // The C++ target's finish(): the reply is kept for resends, its header noted as sent.
@@ -635,24 +678,9 @@ module ipbus_transactor #(
           tx_slot_q <= slot_q;
           tx_len_q <= optr_q;
           tx_little_q <= little_q;
-          tx_i_q <= '0;
-          state_q <= S_TX_A;
-        end
-        S_TX_A: begin   // out_rd: word tx_i of the slot, next cycle
-          tx_valid_q <= 1'b0;
           state_q <= S_TX;
         end
-        S_TX: if (!tx_valid_q) begin
-          tx_data_q <= tx_status_q ? status_word : (tx_little_q ? bswap(out_rd) : out_rd);
-          tx_valid_q <= 1'b1;
-        end else if (m_axis_tready) begin
-          tx_valid_q <= 1'b0;
-          if (tx_i_q + 1'b1 == tx_len_q) state_q <= S_DONE;
-          else begin
-            tx_i_q <= tx_i_q + 1'b1;
-            state_q <= S_TX_A;
-          end
-        end
+        S_TX: if (tx_pop && m_axis_tlast) state_q <= S_DONE;
         S_DONE: begin
           if (kind_q == 2'd3) history_q <= {H_DROPPED, history_q[127:8]};
           if (kind_q == 2'd1) history_q <= {H_STATUS, history_q[127:8]};
@@ -666,9 +694,6 @@ module ipbus_transactor #(
     end
   end
 
-  assign m_axis_tdata = tx_data_q;
-  assign m_axis_tvalid = state_q == S_TX && tx_valid_q;
-  assign m_axis_tlast = tx_i_q + 1'b1 == tx_len_q;
   assign stat_valid_o = state_q == S_DONE;
   assign stat_kind_o = kind_q;
   assign stat_fault_o = fault_q;
@@ -701,6 +726,7 @@ module ipbus_transactor #(
   logic f_checked;     // this transaction's access passed the window and register checks
   logic [9:0] f_reply_words;  // the reply's words as its transactions add them up
   logic [15:0] f_bus_starts;  // bus accesses for this datagram
+  logic [9:0] f_tx_starts;    // bus accesses for this transaction
   logic [31:0] f_sum_sent [SLOTS];  // a hash of each slot's reply as first sent
   logic [31:0] f_sum_tx;
   logic f_first_send;  // this transmission is a reply's first (not a resend)
@@ -709,6 +735,7 @@ module ipbus_transactor #(
       f_checked <= 1'b0;
       f_reply_words <= '0;
       f_bus_starts <= '0;
+      f_tx_starts <= '0;
       for (int k = 0; k < SLOTS; k++) f_sum_sent[k] <= '0;
       f_sum_tx <= '0;
       f_first_send <= 1'b0;
@@ -718,24 +745,34 @@ module ipbus_transactor #(
       if (state_q == S_DECIDE) f_reply_words <= 10'd1;
       if ((state_q == S_X_HDR && th_bad) || state_q == S_X_ERROR) f_reply_words <= f_reply_words + 10'd1;
       if (state_q == S_X_NEXT) f_reply_words <= f_reply_words + 10'd1 + rep_body;
-      if (bus_start) f_bus_starts <= f_bus_starts + 16'd1;
+      if (launch) f_bus_starts <= f_bus_starts + 16'd1;
       if (state_q == S_DONE) f_bus_starts <= '0;
+      if (launch) f_tx_starts <= f_tx_starts + 10'd1;
+      if (state_q == S_X_CHECK) f_tx_starts <= '0;
       if (state_q == S_FINISH) f_first_send <= 1'b1;
       if (state_q == S_DECIDE) f_first_send <= 1'b0;
-      if (state_q == S_TX_A && tx_i_q == '0) f_sum_tx <= '0;
+      if (state_q == S_DECIDE || state_q == S_FINISH) f_sum_tx <= '0;
       if (m_axis_tvalid && m_axis_tready) begin
         f_sum_tx <= {f_sum_tx[30:0], f_sum_tx[31]} ^ m_axis_tdata;
         if (m_axis_tlast && f_first_send) f_sum_sent[tx_slot_q] <= {f_sum_tx[30:0], f_sum_tx[31]} ^ m_axis_tdata;
       end
     end
   end
-  `ASSERT(ipb_bus_only_after_check, !bus_start || ((state_q == S_X_WORD || state_q == S_X_RMW_WRITE) && f_checked))
+  `ASSERT(ipb_bus_only_after_check, !launch || ((state_q == S_X_STREAM || state_q == S_X_RMW_WRITE) && f_checked))
+  // A transaction that succeeded made one access per word (an RMW two), no more.
+  `ASSERT(ipb_access_per_word, state_q != S_X_NEXT || f_tx_starts == (th_rmw ? 10'd2 : {1'b0, count_q}))
   `ASSERT(ipb_dropped_no_access, !(state_q == S_DONE && kind_q == 2'd3) || f_bus_starts == '0)
   `ASSERT(ipb_reply_is_its_transactions, state_q != S_FINISH || {1'b0, optr_q} == f_reply_words)
   // A resend sends back exactly the reply that was sent (its words hashed as they went out).
   `ASSERT(ipb_resend_is_reply_sent, !(m_axis_tvalid && m_axis_tready && m_axis_tlast && kind_q == 2'd2) ||
           ({f_sum_tx[30:0], f_sum_tx[31]} ^ m_axis_tdata) == f_sum_sent[tx_slot_q])
 `endif
+  // An access starts only on a free bus: idle, or its predecessor answered without error this cycle.
+  `ASSERT(ipb_start_when_free, !launch || (!orphan_q && (bus_q == B_IDLE || (bus_reply && !bus_resp_err))))
+  // An RMW's write starts the cycle after its read's response: the bus is idle then.
+  `ASSERT(ipb_rmw_write_starts, state_q != S_X_RMW_WRITE || launch)
+  // The reply FIFO never overflows; it holds words only while a reply goes out.
+  `ASSERT(ipb_reply_fifo_room, {1'b0, fifo_n_q} + {2'b0, pend_q} <= 3'd3 && (fifo_n_q == 2'd0 || state_q == S_TX))
   `ASSERT(ipb_resend_of_kept_slot, !(state_q == S_TX && kind_q == 2'd2) || (tx_slot_q != SW'(N_BUFFERS) && !tx_status_q))
 
   `COVER(cov_ipb_rx, state_q == S_RX && s_axis_tvalid)
@@ -744,12 +781,14 @@ module ipbus_transactor #(
   `COVER(cov_ipb_bad_transaction, state_q == S_X_HDR && th_bad)
   `COVER(cov_ipb_rmw_terms, state_q == S_X_TERM2)
   `COVER(cov_ipb_refused, state_q == S_X_CHECK && !access_ok)
-  `COVER(cov_ipb_read, state_q == S_X_BUS && bus_done && !bus_err && !bus_timeout && !th_write && !th_rmw)
-  `COVER(cov_ipb_write, state_q == S_X_BUS && bus_done && !bus_err && !bus_timeout && th_write)
+  `COVER(cov_ipb_read, state_q == S_X_STREAM && bus_done && !bus_err && !bus_timeout && !th_write && !th_rmw)
+  `COVER(cov_ipb_write, state_q == S_X_STREAM && bus_done && !bus_err && !bus_timeout && th_write)
   `COVER(cov_ipb_rmw, state_q == S_X_RMW_BUS && bus_done && !bus_err && !bus_timeout)
-  `COVER(cov_ipb_bus_error, (state_q == S_X_BUS || state_q == S_X_RMW_BUS) && bus_done && bus_err)
-  `COVER(cov_ipb_bus_timeout, (state_q == S_X_BUS || state_q == S_X_RMW_BUS) && bus_done && bus_timeout)
-  `COVER(cov_ipb_orphan_access, (state_q == S_X_WORD && i_q != count_q || state_q == S_X_RMW_WRITE) && orphan_q)
+  `COVER(cov_ipb_bus_error, (state_q == S_X_STREAM || state_q == S_X_RMW_BUS) && bus_done && bus_err)
+  `COVER(cov_ipb_bus_timeout, (state_q == S_X_STREAM || state_q == S_X_RMW_BUS) && bus_done && bus_timeout)
+  `COVER(cov_ipb_orphan_access, state_q == S_X_STREAM && i_q != count_q && orphan_q)
+  `COVER(cov_ipb_bus_streamed, launch && bus_reply)
+  `COVER(cov_ipb_reply_streamed, tx_pop && pend_q && tx_issue)
   `COVER(cov_ipb_next_transaction, state_q == S_X_NEXT && more)
   `COVER(cov_ipb_reply_at_mtu, state_q == S_FINISH && optr_q == PW'(MTU_WORDS))
   `COVER(cov_ipb_little_endian, state_q == S_FINISH && little_q)

@@ -48,10 +48,11 @@ struct Board {
     clock();
   }
 
-  // The emulator's block answers the cycle after a request, as the emulator's bus would.
+  // The emulator's block answers the cycle after a request, as the emulator's bus would, and
+  // takes the next request in the cycle its response is taken (the top's ready is its state's).
   void drive_emu() {
-    top->m_emu_awready = top->m_emu_wready = top->m_emu_awvalid && top->m_emu_wvalid && !emu_b;
-    top->m_emu_arready = !emu_r;
+    top->m_emu_awready = top->m_emu_wready = top->m_emu_awvalid && top->m_emu_wvalid && (!emu_b || top->m_emu_bready);
+    top->m_emu_arready = !emu_r || top->m_emu_rready;
     top->m_emu_bvalid = emu_b;
     top->m_emu_bresp = 0;
     top->m_emu_rvalid = emu_r;
@@ -100,8 +101,16 @@ struct Board {
     return e;
   }
 
+  // When the last datagram's beats went in and its reply's words came out, in cycles from its
+  // first beat offered.
+  struct Timeline {
+    std::vector<uint64_t> in, out;
+    uint64_t cycles = 0;  // to the reply's last word (or the drop's decision) inclusive
+  } timeline;
+
   // One datagram in (big-endian words), its reply's words out (nullopt: dropped).
   std::optional<std::vector<uint32_t>> send(const std::vector<uint32_t>& words) {
+    timeline = {};
     size_t beat = 0;
     std::vector<uint32_t> reply;
     bool done = false, stat = false;
@@ -113,11 +122,16 @@ struct Board {
       top->s_axis_tlast = beat + 1 == words.size();
       top->m_axis_tready = 1;
       const Edge e = clock();
-      if (e.in) ++beat;
+      if (e.in) {
+        ++beat;
+        timeline.in.push_back(cycle - start - 1);
+      }
       if (e.out) {
         reply.push_back(e.data);
         done = e.last;
+        timeline.out.push_back(cycle - start - 1);
       }
+      timeline.cycles = cycle - start;
       if (e.stat) {
         stat = true;
         kind = e.kind;
@@ -203,4 +217,64 @@ TEST_CASE("status and a bad header: answered and dropped by the top as by the tr
   CHECK((*s)[2] == 4);     // reply buffers, as built
   CHECK_FALSE(b.send({0x300000F0u}).has_value());  // version 3: dropped, no bus access
   CHECK(b.emu_log.empty());
+}
+
+// Consecutive cycles: a stream moving one word each cycle.
+bool one_word_a_cycle(const std::vector<uint64_t>& at) {
+  for (size_t i = 1; i < at.size(); ++i)
+    if (at[i] != at[i - 1] + 1) return false;
+  return !at.empty();
+}
+
+TEST_CASE("block transfers stream a word a cycle: requests in, bus words, replies out, after a bounded header latency") {
+  Board b;
+  // A datagram is taken whole before it runs (a dropped one makes no access) and a reply goes out
+  // once its packet ran (each transaction's header carries its outcome), so a block's cycles are
+  // its request beats, one per bus word, its reply words, and a header latency (kHeader).
+  constexpr uint64_t kHeader = 16;
+  for (uint32_t n : {1u, 2u, 64u, 255u}) {
+    CAPTURE(n);
+    std::vector<uint32_t> write = {control(), tx(TxType::Write, n, 1), kRamBase + 1};
+    for (uint32_t i = 0; i < n; ++i) write.push_back(0x1000u + i * 7);
+    auto w = b.send(write);
+    REQUIRE(w.has_value());
+    CHECK(*w == std::vector<uint32_t>{control(), ok(TxType::Write, n, 1)});
+    CHECK(one_word_a_cycle(b.timeline.in));
+    CHECK(one_word_a_cycle(b.timeline.out));
+    const uint64_t write_words = write.size() + n + w->size();
+    CHECK(b.timeline.cycles >= write_words);
+    CHECK(b.timeline.cycles <= write_words + kHeader);
+    MESSAGE(n, "-word RAM write: ", b.timeline.cycles, " cycles = ", write.size(), " in + ", n, " bus + ", w->size(), " out + ",
+            b.timeline.cycles - write_words);
+
+    auto r = b.send({control(), tx(TxType::Read, n, 2), kRamBase + 1});
+    REQUIRE(r.has_value());
+    REQUIRE(r->size() == 2 + n);
+    CHECK((*r)[1] == ok(TxType::Read, n, 2));
+    for (uint32_t i = 0; i < n; ++i) CHECK((*r)[2 + i] == 0x1000u + i * 7);
+    CHECK(one_word_a_cycle(b.timeline.out));
+    const uint64_t read_words = 3 + n + r->size();
+    CHECK(b.timeline.cycles >= read_words);
+    CHECK(b.timeline.cycles <= read_words + kHeader);
+    MESSAGE(n, "-word RAM read: ", b.timeline.cycles, " cycles = 3 in + ", n, " bus + ", r->size(), " out + ",
+            b.timeline.cycles - read_words);
+  }
+  // A controller register read: at most 16 cycles beyond its AXI4-Lite access (the controller
+  // answers the cycle after its address, so 2), the request and reply words included.
+  const uint32_t status = mxtb::ocs::reg::status::kOffset / 4;
+  auto s = b.send({control(), tx(TxType::Read, 1, 3), status});
+  REQUIRE(s.has_value());
+  CHECK(b.timeline.cycles <= 2 + 16);
+  MESSAGE("controller STATUS read: ", b.timeline.cycles, " cycles");
+  // The emulator's block streams through the top's port too: one request a cycle.
+  namespace er = mxtb::emu::reg;
+  const uint32_t words = er::ipbus_stats::kCount;
+  REQUIRE(words >= 2);
+  b.emu_log.clear();
+  auto e = b.send({control(), tx(TxType::Read, words, 4), kEmuBase + er::ipbus_stats::kOffset / 4});
+  REQUIRE(e.has_value());
+  CHECK((*e)[1] == ok(TxType::Read, words, 4));
+  REQUIRE(b.emu_log.size() == words);
+  for (uint32_t i = 1; i < words; ++i) CHECK(b.emu_log[i].offset == b.emu_log[i - 1].offset + 4);
+  CHECK(b.timeline.cycles <= 3 + words + e->size() + kHeader);
 }
