@@ -553,3 +553,58 @@ TEST_CASE("RTL alone: an RMW whose write is never answered in time: a read timeo
   const uint32_t rd = tx_header(TxType::Read, 1, 0x52);
   CHECK(rtl_reply(rtl, {ctrl0, rd, word}, Answer::kNoFault) == std::vector<uint32_t>{ctrl0, rd & ~0xFu, before + 1});
 }
+
+TEST_CASE("RTL alone: blocks stream a word a cycle in, on the bus and out, after at most 10 cycles of header") {
+  // With a slave that answers the cycle after a request and no gaps or stalls, a packet of one
+  // N-word transaction takes its request beats, one bus cycle a word and its reply words, and a
+  // fixed header latency of 10 cycles (docs/ipbus-rtl.md, "Cycles"). A slower executor or reply
+  // path fails here, though it would still answer right.
+  constexpr uint64_t kHeaderCycles = 10;
+  RtlSide rtl(kFillSeed, RtlTiming::eager(3));
+  const uint32_t ctrl0 = packet_header(PacketType::Control, 0);
+  for (const uint32_t n : {1u, 2u, 100u, 255u}) {
+    CAPTURE(n);
+    std::vector<uint32_t> write{ctrl0, tx_header(TxType::Write, n, 1), kRamBase + 9};
+    for (uint32_t i = 0; i < n; ++i) write.push_back(0xC0DE0000u + i);
+    uint64_t c0 = rtl.cycles();
+    auto w = rtl_reply(rtl, write, Answer::kNoFault);
+    CHECK(w == std::vector<uint32_t>{ctrl0, tx_header(TxType::Write, n, 1, InfoCode::Success)});
+    CHECK(rtl.cycles() - c0 == write.size() + n + w.size() + kHeaderCycles);
+    CHECK(rtl.board().log.size() == n);
+
+    c0 = rtl.cycles();
+    auto r = rtl_reply(rtl, {ctrl0, tx_header(TxType::Read, n, 2), kRamBase + 9}, Answer::kNoFault);
+    REQUIRE(r.size() == 2 + n);
+    for (uint32_t i = 0; i < n; ++i) CHECK(r[2 + i] == 0xC0DE0000u + i);
+    CHECK(rtl.cycles() - c0 == 3 + n + r.size() + kHeaderCycles);
+  }
+  // An RMW sum: a cycle to read its term, its read, then its write from the cycle after the
+  // read's response (a write never starts while a read is open: ipb_one_bus_transaction).
+  const uint64_t c0 = rtl.cycles();
+  auto m = rtl_reply(rtl, {ctrl0, tx_header(TxType::RmwSum, 1, 3), kRamBase + 9, 5}, Answer::kNoFault);
+  REQUIRE(m.size() == 3);
+  CHECK(m[2] == 0xC0DE0000u);
+  CHECK(rtl.cycles() - c0 == 4 + 1 + 1 + 2 + 3 + kHeaderCycles);
+}
+
+TEST_CASE("RTL against C++: a reply filled to the MTU by a 0-word read leaves the next slot's kept reply intact") {
+  // Reply slots lie end to end in one buffer, so a reply word written one past the MTU would be
+  // the next slot's first word. A 0-word read ending a reply at exactly the MTU sits at that edge;
+  // a resend of the reply kept in the next slot shows whether anything was written there.
+  auto r = rtl_pair({}, RtlTiming::eager(4));
+  for (uint16_t id = 1; id <= 16; ++id) {
+    Answer a = agree(*r, bytes({packet_header(PacketType::Control, id), tx_header(TxType::Read, 1), kRamBase + id}));
+    CHECK(a.kind == Answer::kKindControl);
+  }
+  // Packet 17 reuses slot 0 (packet 1's); slot 1 keeps packet 2's reply. Its reply: the packet
+  // header, 1 + 255, 1 + 109 and the 0-word read's header: 368 words.
+  const std::vector<uint32_t> edge{packet_header(PacketType::Control, 17), tx_header(TxType::Read, 255), kRamBase,
+                                   tx_header(TxType::Read, 109), kRamBase + 255, tx_header(TxType::Read, 0), kRamBase};
+  Answer full = agree(*r, bytes(edge));
+  REQUIRE(full.reply);
+  CHECK(full.reply->size() == ipbus::kMtuBytes);
+  CHECK(full.fault == Answer::kNoFault);
+  Answer again = agree(*r, bytes({packet_header(PacketType::Resend, 2)}));
+  REQUIRE(again.reply);
+  CHECK(words_of(*again.reply, ByteOrder::Big)[0] == packet_header(PacketType::Control, 2));
+}
