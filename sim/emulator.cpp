@@ -119,7 +119,6 @@ class Emulator {
     }
     if (cfg_.ipbus_target == IpbusTarget::Rtl) {
       rtl_ = std::make_unique<IpbusRtlEndpoint>();
-      board_ram_.assign(protocol::kRamWords, 0);
     }
     sc_core::sc_spawn([this] { firmware_thread(); }, "firmware");
     if (cfg_.time_mode == emu::TimeMode::Lockstep) port_.hold_between_jobs(&clock_);
@@ -154,7 +153,7 @@ class Emulator {
     fmt::print(stderr, "mxtb sim [{}]: scenario {}, seed {}, {} preset, {} XPUs x {} lanes, {}-port mesh, clock {} MHz, IPbus target {}{}\n",
                mode_name(cfg_.time_mode), cfg_.scenario, cfg_.server.seed, to_string(cfg_.server.mesh.settle),
                cfg_.server.shape.xpus, cfg_.server.shape.lanes_per_xpu, cfg_.server.shape.mesh_ports, cfg_.server.clock_mhz,
-               rtl_ ? "rtl (rtl/ipbus/ipbus_transactor.sv)" : "cpp (protocol/ipbus/target.cpp)",
+               rtl_ ? "rtl (rtl/board/board_bus.sv: transactor, decoder, block RAM)" : "cpp (protocol/ipbus/target.cpp)",
                cfg_.time_mode == emu::TimeMode::Paced ? fmt::format(", real-time factor {}", cfg_.rtf) : "");
     std::printf("listening on udp://%s\n", server.local_address().c_str());
     std::fflush(stdout);
@@ -287,7 +286,7 @@ class Emulator {
     return job.has_value();
   }
 
-  // ---- the RTL target: the transactor and the board's bus behind it ----
+  // ---- the RTL target: the board's IPbus side, and the slaves behind its ports out ----
 
   void handle_datagram(IpbusServer::Datagram& d) {
     const auto wall_start = std::chrono::steady_clock::now();
@@ -298,7 +297,9 @@ class Emulator {
     }
     activity_ = "running a datagram through the RTL transactor";
     IpbusRtlEndpoint::Outcome o = rtl_->handle(d.bytes, rtl_bus_);
-    if (o.unpaid_cycles) advance_board_cycles(o.unpaid_cycles);
+    // A datagram for the emulator's block alone is the testbench's: no board has it, so its
+    // cycles are not the board's time (it never reached the server: nothing was synced).
+    if (o.unpaid_cycles && !addresses_only_emulator_block(d.bytes)) advance_board_cycles(o.unpaid_cycles);
     ++rtl_stats_.datagrams;
     if (o.kind == 0) ++rtl_stats_.control;
     if (o.kind == 1) ++rtl_stats_.status;
@@ -330,18 +331,11 @@ class Emulator {
     return *sim_.take_bus_result();
   }
 
-  // The AXI4-Lite interconnect behind the transactor. The transactor has checked every word
-  // against the windows and the generated access rules, so an access here is one it allows.
+  // The slaves behind the board's two ports out (the scratch RAM is the board's own block RAM).
+  // The transactor has checked every word against the windows and the generated access rules,
+  // so an access here is one it allows.
   IpbusRtlEndpoint::BusResult rtl_bus_access(bool write, uint32_t word, uint32_t data, uint64_t unpaid) {
     IpbusRtlEndpoint::BusResult r;
-    if (word >= protocol::kRamBase && word < protocol::kRamBase + protocol::kRamWords) {
-      // The scratch RAM, a block RAM on the board: the next cycle, nothing outside the board.
-      uint32_t& slot = board_ram_[word - protocol::kRamBase];
-      if (write) slot = data;
-      r.data = slot;
-      r.cycles = 1;
-      return r;
-    }
     if (word < protocol::kControllerWords) {
       r.synced = true;
       activity_ = "running a datagram through the RTL transactor: a controller register over AXI4-Lite";
@@ -814,11 +808,10 @@ class Emulator {
   EmulatorConfig cfg_;
   ServerSim sim_;
   std::unique_ptr<CollectiveJob> job_;  // before the firmware and clock threads that step sim_
-  // The RTL target (--ipbus-target rtl): the transactor, the board's scratch RAM behind it, and
-  // what it did, counted as the C++ target counts (emu.IPBUS_STATS).
+  // The RTL target (--ipbus-target rtl): the board's IPbus side (transactor, decoder, scratch RAM)
+  // and what it did, counted as the C++ target counts (emu.IPBUS_STATS).
   std::unique_ptr<IpbusRtlEndpoint> rtl_;
   RtlBus rtl_bus_{*this};
-  std::vector<uint32_t> board_ram_;
   ipbus::TargetStats rtl_stats_;
   ServerClock clock_;
   ScHal fw_hal_;

@@ -1,13 +1,15 @@
 #include "sim/ipbus_rtl_endpoint.h"
 
+#include "protocol/board_map.h"
 #include "protocol/ipbus/codec.h"
 #include "sim/rtl_assert.h"
 
-#include "Vipbus_transactor.h"
+#include "Vboard_bus.h"
 #include "verilated.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace mxtb::sim {
@@ -32,18 +34,47 @@ class ContextScope {
 
 }  // namespace
 
-struct IpbusRtlEndpoint::Impl {
-  std::unique_ptr<VerilatedContext> ctx;
-  std::unique_ptr<Vipbus_transactor> top;
-  uint64_t cycle = 0;
-  uint64_t unpaid = 0, prepaid = 0;
-
-  // The interconnect's slave side: one access outstanding; the next one's request is taken in
-  // the cycle a response is, as the board's block RAM and decoder take it (a streamed block).
+// One of board_bus's AXI4-Lite master ports, and the slave this class plays behind it: one access
+// outstanding; the next one's request is taken in the cycle a response is, as the board's block
+// RAM takes it (a streamed block). `base` maps the port's byte addresses to IPbus word addresses.
+struct SlavePort {
+  CData &awvalid, &awready, &wvalid, &wready, &bvalid, &bready, &arvalid, &arready, &rvalid, &rready, &bresp, &rresp;
+  IData &awaddr, &wdata, &araddr, &rdata;
+  uint32_t base;
   bool aw_taken = false, w_taken = false, b_pending = false, r_pending = false;
   uint32_t aw_addr = 0, w_data = 0, r_data = 0;
   uint64_t delay = 0;
   bool resp_error = false;
+
+  // Before the edge. The master's ready for a response is its state's (no input reaches it in
+  // the cycle), so a response taken now frees the slave for the next request in the same cycle.
+  void drive() {
+    const bool b_now = b_pending && delay == 0, r_now = r_pending && delay == 0;
+    const bool write_ends = b_now && bready, read_ends = r_now && rready;
+    const bool read_free = !r_pending || read_ends;
+    awready = (!aw_taken || write_ends) && read_free;
+    wready = (!w_taken || write_ends) && read_free;
+    arready = ((!aw_taken && !w_taken) || write_ends) && read_free;
+    bvalid = b_now;
+    rvalid = r_now;
+    bresp = rresp = resp_error ? 2 : 0;  // SLVERR
+    rdata = r_data;
+  }
+  struct Seen {
+    bool aw, w, ar, b, r;
+    uint32_t awaddr, wdata, araddr;
+  };
+  Seen sample() const {
+    return {awvalid && awready, wvalid && wready, arvalid && arready, bvalid && bready, rvalid && rready, awaddr, wdata, araddr};
+  }
+};
+
+struct IpbusRtlEndpoint::Impl {
+  std::unique_ptr<VerilatedContext> ctx;
+  std::unique_ptr<Vboard_bus> top;
+  uint64_t cycle = 0;
+  uint64_t unpaid = 0, prepaid = 0;
+  std::unique_ptr<SlavePort> ctrl, emu;
 
   Impl() {
     VerilatedContext* saved = Verilated::threadContextp();
@@ -51,10 +82,20 @@ struct IpbusRtlEndpoint::Impl {
     catch_assertions(*ctx);
     {
       ContextScope scope(ctx.get());
-      top = std::make_unique<Vipbus_transactor>(ctx.get(), "ipbus_transactor");
+      top = std::make_unique<Vboard_bus>(ctx.get(), "board_bus");
+      Vboard_bus& t = *top;
+      ctrl.reset(new SlavePort{t.m_ctrl_awvalid, t.m_ctrl_awready, t.m_ctrl_wvalid, t.m_ctrl_wready, t.m_ctrl_bvalid,
+                               t.m_ctrl_bready, t.m_ctrl_arvalid, t.m_ctrl_arready, t.m_ctrl_rvalid, t.m_ctrl_rready,
+                               t.m_ctrl_bresp, t.m_ctrl_rresp, t.m_ctrl_awaddr, t.m_ctrl_wdata, t.m_ctrl_araddr,
+                               t.m_ctrl_rdata, protocol::kControllerBase});
+      emu.reset(new SlavePort{t.m_emu_awvalid, t.m_emu_awready, t.m_emu_wvalid, t.m_emu_wready, t.m_emu_bvalid,
+                              t.m_emu_bready, t.m_emu_arvalid, t.m_emu_arready, t.m_emu_rvalid, t.m_emu_rready,
+                              t.m_emu_bresp, t.m_emu_rresp, t.m_emu_awaddr, t.m_emu_wdata, t.m_emu_araddr,
+                              t.m_emu_rdata, protocol::kEmulatorBase});
       top->s_axis_tvalid = 0;
       top->m_axis_tready = 1;
-      drive_slave();
+      ctrl->drive();
+      emu->drive();
       top->rst_ni = 0;
       for (int i = 0; i < 4; ++i) clock();
       top->rst_ni = 1;
@@ -79,27 +120,38 @@ struct IpbusRtlEndpoint::Impl {
     check_assertions(*ctx, cycle);
   }
 
-  void drive_slave() {
-    const bool b_now = b_pending && delay == 0, r_now = r_pending && delay == 0;
-    // The transactor's ready for a response is its state's (no input reaches it in the cycle).
-    const bool write_ends = b_now && top->m_axil_bready, read_ends = r_now && top->m_axil_rready;
-    const bool read_free = !r_pending || read_ends;
-    top->m_axil_awready = (!aw_taken || write_ends) && read_free;
-    top->m_axil_wready = (!w_taken || write_ends) && read_free;
-    top->m_axil_arready = ((!aw_taken && !w_taken) || write_ends) && read_free;
-    top->m_axil_bvalid = b_now;
-    top->m_axil_rvalid = r_now;
-    top->m_axil_bresp = top->m_axil_rresp = resp_error ? 2 : 0;  // SLVERR
-    top->m_axil_rdata = r_data;
-  }
-
-  void finish_access(const BusResult& r) {
+  void finish_access(SlavePort& p, const BusResult& r) {
     if (r.synced) {
       unpaid = 0;
       prepaid += r.cycles;
     }
-    delay = r.cycles ? r.cycles - 1 : 0;
-    resp_error = !r.ok;
+    p.delay = r.cycles ? r.cycles - 1 : 0;
+    p.resp_error = !r.ok;
+  }
+
+  // A port's state after the edge: its accesses handed to the Bus as they complete.
+  void serve(SlavePort& p, const SlavePort::Seen& s, Bus& bus) {
+    if (s.b) p.b_pending = p.aw_taken = p.w_taken = false;
+    if (s.r) p.r_pending = false;
+    if (p.delay && (p.b_pending || p.r_pending)) --p.delay;
+    if (s.ar) {
+      const BusResult r = bus.access(false, p.base + s.araddr / 4, 0, unpaid);
+      finish_access(p, r);
+      p.r_pending = true;
+      p.r_data = r.ok ? r.data : 0;
+    }
+    if (s.aw) {
+      p.aw_taken = true;
+      p.aw_addr = s.awaddr;
+    }
+    if (s.w) {
+      p.w_taken = true;
+      p.w_data = s.wdata;
+    }
+    if (p.aw_taken && p.w_taken && !p.b_pending) {
+      finish_access(p, bus.access(true, p.base + p.aw_addr / 4, p.w_data, unpaid));
+      p.b_pending = true;
+    }
   }
 
   Outcome handle(const std::vector<uint8_t>& d, Bus& bus, uint64_t bound) {
@@ -119,19 +171,15 @@ struct IpbusRtlEndpoint::Impl {
       top->s_axis_tlast = beat + 1 == n_beats;
       top->s_axis_tkeep = beat + 1 == n_beats ? static_cast<uint8_t>((0xF0u >> n) & 0xF) : 0xF;
       top->m_axis_tready = 1;
-      drive_slave();
+      ctrl->drive();
+      emu->drive();
       top->clk_i = 0;
       top->eval();
       const bool in_fire = top->s_axis_tvalid && top->s_axis_tready;
       const bool out_fire = top->m_axis_tvalid;
       const uint32_t out_data = top->m_axis_tdata;
       const bool out_last = top->m_axis_tlast;
-      const bool aw_fire = top->m_axil_awvalid && top->m_axil_awready;
-      const bool w_fire = top->m_axil_wvalid && top->m_axil_wready;
-      const bool ar_fire = top->m_axil_arvalid && top->m_axil_arready;
-      const bool b_fire = top->m_axil_bvalid && top->m_axil_bready;
-      const bool r_fire = top->m_axil_rvalid && top->m_axil_rready;
-      const uint32_t awaddr = top->m_axil_awaddr, wdata = top->m_axil_wdata, araddr = top->m_axil_araddr;
+      const SlavePort::Seen ctrl_seen = ctrl->sample(), emu_seen = emu->sample();
       const bool stat = top->stat_valid_o;
       const uint8_t kind = top->stat_kind_o, fault = top->stat_fault_o;
       clock();
@@ -146,27 +194,8 @@ struct IpbusRtlEndpoint::Impl {
         out.kind = kind;
         out.fault = fault;
       }
-      if (b_fire) b_pending = aw_taken = w_taken = false;
-      if (r_fire) r_pending = false;
-      if (delay && (b_pending || r_pending)) --delay;
-      if (ar_fire) {
-        const BusResult r = bus.access(false, araddr / 4, 0, unpaid);
-        finish_access(r);
-        r_pending = true;
-        r_data = r.ok ? r.data : 0;
-      }
-      if (aw_fire) {
-        aw_taken = true;
-        aw_addr = awaddr;
-      }
-      if (w_fire) {
-        w_taken = true;
-        w_data = wdata;
-      }
-      if (aw_taken && w_taken && !b_pending) {
-        finish_access(bus.access(true, aw_addr / 4, w_data, unpaid));
-        b_pending = true;
-      }
+      serve(*ctrl, ctrl_seen, bus);
+      serve(*emu, emu_seen, bus);
       if (beat == n_beats && stat_seen && (reply_done || out.kind == 3)) break;
       if (cycle - start > bound)
         throw std::runtime_error(fmt::format("the IPbus transactor hung: {} cycles on one datagram of {} bytes ({} of {} beats "
@@ -208,6 +237,24 @@ uint32_t executed_transactions(const std::vector<uint8_t>& reply) {
     pos += 1 + ipbus::reply_body_words(th->type, th->words);
   }
   return n;
+}
+
+bool addresses_only_emulator_block(const std::vector<uint8_t>& request) {
+  auto words = ipbus::to_words(request.data(), request.size(), nullptr);
+  if (!words || words->words.size() < 3) return false;  // a control packet has a transaction
+  const auto& w = words->words;
+  auto header = ipbus::decode_packet_header(w[0], nullptr);
+  if (!header || header->type != ipbus::PacketType::Control) return false;
+  for (size_t pos = 1; pos < w.size();) {
+    auto th = ipbus::decode_tx_header(w[pos]);
+    if (!th || th->info != ipbus::InfoCode::Request || pos + 1 >= w.size()) return false;
+    const uint64_t addr = w[pos + 1];
+    const bool incrementing = th->type == ipbus::TxType::Read || th->type == ipbus::TxType::Write;
+    const uint64_t span = incrementing ? std::max<uint32_t>(th->words, 1) : 1;
+    if (addr < protocol::kEmulatorBase || addr + span > uint64_t{protocol::kEmulatorBase} + protocol::kEmulatorWords) return false;
+    pos += 1 + ipbus::request_body_words(th->type, th->words);
+  }
+  return true;
 }
 
 }  // namespace mxtb::sim

@@ -1,17 +1,18 @@
-// The board's IPbus 2.0 target as RTL inside the emulator (`mxtb sim --ipbus-target rtl`): the
-// verilated transactor (rtl/ipbus/ipbus_transactor.sv) takes each datagram as an AXI4-Stream,
-// clock by clock, and masters the board's bus over AXI4-Lite; this class is its environment on
-// the board: the UDP core's stream in and out, and the AXI4-Lite interconnect, whose accesses it
-// hands to a Bus. docs/ipbus-rtl.md ("In the emulator").
+// The board's IPbus side as RTL inside the emulator (`mxtb sim --ipbus-target rtl`): the verilated
+// board_bus (rtl/board/board_bus.sv: the IPbus transactor, the AXI4-Lite decoder and the scratch
+// RAM as a block RAM, as the board top has them) takes each datagram as an AXI4-Stream, clock by
+// clock; this class is its environment: the UDP core's stream in and out, and the slaves behind
+// its two ports out, the controller's register slave and the emulator's control block, whose
+// accesses it hands to a Bus in IPbus word addresses. docs/ipbus-rtl.md ("In the emulator").
 //
-// Time. The transactor runs on the board's clock. It touches the rest of the emulated server only
-// through the bus, so its cycles are computed ahead and paid in simulated time in one wait before
+// Time. The board runs on its clock. It touches the rest of the emulated server only through
+// those ports, so its cycles are computed ahead and paid in simulated time in one wait before
 // each access that reaches the server's RTL (the Bus says which: BusResult::synced) and after the
 // datagram (Outcome::unpaid_cycles); such an access's own cycles (the controller's AXI4-Lite
-// handshake) pass in simulated time inside the Bus, and the transactor is clocked as many cycles,
-// already paid, while it waits for the response. The emulator's Bus answers the scratch RAM and
-// the emulator-only control block without syncing: RUN_UNTIL may run simulated time for
-// milliseconds, during which the board's clock is held, not counted against AXI_TIMEOUT.
+// handshake) pass in simulated time inside the Bus, and the board is clocked as many cycles,
+// already paid, while it waits for the response. The emulator's Bus answers the emulator-only
+// control block without syncing: RUN_UNTIL may run simulated time for milliseconds, during which
+// the board's clock is held, not counted against the transactor's AXI_TIMEOUT.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +29,7 @@ class IpbusRtlEndpoint {
     uint32_t data = 0;    // read data
     uint64_t cycles = 0;  // board cycles from the request's handshake to the response
     // true: the Bus advanced simulated time by unpaid_cycles, then by `cycles` with the access;
-    // false: it touched nothing outside the board (the scratch RAM) and passed no time.
+    // false: it touched nothing the server's clock runs (the emulator's block) and passed no time.
     bool synced = false;
   };
   class Bus {
@@ -52,8 +53,8 @@ class IpbusRtlEndpoint {
   IpbusRtlEndpoint(const IpbusRtlEndpoint&) = delete;
   IpbusRtlEndpoint& operator=(const IpbusRtlEndpoint&) = delete;
 
-  // One datagram (1..65535 bytes) through the transactor. Throws RtlAssertionFailure when one of
-  // its assertions fails, std::runtime_error naming the datagram when it does not finish within
+  // One datagram (1..65535 bytes) through the board's IPbus side. Throws RtlAssertionFailure when
+  // one of its assertions fails, std::runtime_error naming the datagram when it does not finish within
   // `cycle_bound` clocks (a hung transactor).
   Outcome handle(const std::vector<uint8_t>& datagram, Bus& bus, uint64_t cycle_bound = 10'000'000);
 
@@ -67,5 +68,11 @@ class IpbusRtlEndpoint {
 // The transactions a control reply answers that reached the bus (success or a bus error): what
 // the C++ target counts as `transactions` (protocol/ipbus/target.h).
 uint32_t executed_transactions(const std::vector<uint8_t>& reply);
+
+// Whether a request is the testbench's alone: a well-formed control packet each of whose
+// transactions addresses the emulator's control block, which no board has. Such a datagram runs
+// through the RTL like any other, but the emulator does not pay its board cycles in simulated
+// time: on a board it would not exist (docs/ipbus-rtl.md, "In the emulator").
+bool addresses_only_emulator_block(const std::vector<uint8_t>& request);
 
 }  // namespace mxtb::sim

@@ -78,19 +78,26 @@ module board_ram #(
     end
   end
 
-  // A response is up exactly when its request was taken the cycle before or it waits to be taken
-  // (the latency the docs state, and AXI4-Lite's hold); it is an error exactly for a word past WORDS.
+  // The rules the docs state, at the ports, each from its own expression rather than the logic
+  // it checks: a write is taken whole (address and data in one cycle); a request is taken only
+  // when no response would be lost (none pending, or the pending one taken in that cycle); a
+  // response is up exactly when its request was taken the cycle before or it waits to be taken
+  // (the latency, and AXI4-Lite's hold); it is an error exactly for a word past WORDS.
+  `ASSERT_RESET_START
   `ASSERT_PAST_RESET
   `ASSERT_PAST(f_bvalid, 1, bvalid_q && !s_axil_bready)
   `ASSERT_PAST(f_rvalid, 1, rvalid_q && !s_axil_rready)
-  `ASSERT_PAST(f_write_fire, 1, write_fire)
-  `ASSERT_PAST(f_read_fire, 1, read_fire)
-  `ASSERT_PAST(f_w_out, 1, !w_in)
-  `ASSERT_PAST(f_r_out, 1, !r_in)
-  `ASSERT(brd_ram_b_timing, !f_past_rst_n || bvalid_q == (f_write_fire || f_bvalid))
-  `ASSERT(brd_ram_r_timing, !f_past_rst_n || rvalid_q == (f_read_fire || f_rvalid))
-  `ASSERT(brd_ram_b_error, !f_past_rst_n || !f_write_fire || berr_q == f_w_out)
-  `ASSERT(brd_ram_r_error, !f_past_rst_n || !f_read_fire || rerr_q == f_r_out)
+  `ASSERT_PAST(f_write_taken, 1, s_axil_awvalid && s_axil_awready && s_axil_wvalid && s_axil_wready)
+  `ASSERT_PAST(f_read_taken, 1, s_axil_arvalid && s_axil_arready)
+  `ASSERT_PAST(f_w_past_end, 1, s_axil_awaddr[31:2] >= 30'(WORDS))
+  `ASSERT_PAST(f_r_past_end, 1, s_axil_araddr[31:2] >= 30'(WORDS))
+  `ASSERT(brd_ram_write_whole, s_axil_awready == s_axil_wready && (!s_axil_awready || (s_axil_awvalid && s_axil_wvalid)))
+  `ASSERT(brd_ram_b_no_overrun, !(s_axil_awvalid && s_axil_awready) || !s_axil_bvalid || s_axil_bready)
+  `ASSERT(brd_ram_r_no_overrun, !(s_axil_arvalid && s_axil_arready) || !s_axil_rvalid || s_axil_rready)
+  `ASSERT(brd_ram_b_timing, !f_past_rst_n || s_axil_bvalid == (f_write_taken || f_bvalid))
+  `ASSERT(brd_ram_r_timing, !f_past_rst_n || s_axil_rvalid == (f_read_taken || f_rvalid))
+  `ASSERT(brd_ram_b_error, !f_past_rst_n || !f_write_taken || s_axil_bresp[1] == f_w_past_end)
+  `ASSERT(brd_ram_r_error, !f_past_rst_n || !f_read_taken || s_axil_rresp[1] == f_r_past_end)
   `COVER(cov_brd_ram_read, read_fire && r_in)
   `COVER(cov_brd_ram_write, write_fire && w_in)
   `COVER(cov_brd_ram_past_end, (read_fire && !r_in) || (write_fire && !w_in))
