@@ -1,8 +1,9 @@
 // The board's FPGA top: what a Morphlux board runs between its UDP core and its photonics. Its
 // IPbus side (board_bus.sv: the transactor, the AXI4-Lite decoder, the scratch RAM as a block RAM,
-// and in the emulator only, EMU_PORT, a port out to the emulator's control block) masters the
-// optical switch controller (rtl/ocs) through its register slave; the controller's DAC, photodiode
-// and link ports are the top's. docs/board.md.
+// and in the emulator only, EMU_PORT, a port out to the emulator's control block) and the board's
+// firmware processor (its AXI4-Lite master, the s_fw_* port) share the optical switch controller's
+// register slave through axil_arbiter.sv; the controller's DAC, photodiode and link ports are the
+// top's. docs/board.md.
 
 module mxtb_board #(
   parameter bit EMU_PORT  = 1'b1,   // the emulator's control block on the bus (0 on a board)
@@ -28,6 +29,24 @@ module mxtb_board #(
   output logic                 stat_valid_o,
   output logic [1:0]           stat_kind_o,
   output logic [3:0]           stat_fault_o,
+  // the firmware processor's AXI4-Lite master (byte addresses within the controller's window)
+  input  logic [31:0]          s_fw_awaddr,
+  input  logic                 s_fw_awvalid,
+  output logic                 s_fw_awready,
+  input  logic [31:0]          s_fw_wdata,
+  input  logic [3:0]           s_fw_wstrb,
+  input  logic                 s_fw_wvalid,
+  output logic                 s_fw_wready,
+  output logic [1:0]           s_fw_bresp,
+  output logic                 s_fw_bvalid,
+  input  logic                 s_fw_bready,
+  input  logic [31:0]          s_fw_araddr,
+  input  logic                 s_fw_arvalid,
+  output logic                 s_fw_arready,
+  output logic [31:0]          s_fw_rdata,
+  output logic [1:0]           s_fw_rresp,
+  output logic                 s_fw_rvalid,
+  input  logic                 s_fw_rready,
   // the controller's physical ports
   output logic                 dac_valid_o,
   output logic [7:0]           dac_elem_o,
@@ -82,19 +101,49 @@ module mxtb_board #(
     .m_emu_bresp, .m_emu_bvalid, .m_emu_bready, .m_emu_araddr, .m_emu_arvalid, .m_emu_arready,
     .m_emu_rdata, .m_emu_rresp, .m_emu_rvalid, .m_emu_rready);
 
+  // The IPbus side (master 0) and the firmware (master 1) onto the controller's register slave.
+  logic [1:0] arb_bresp, arb_rresp;
+  logic [31:0] arb_rdata;
+  logic [1:0] arb_awready, arb_wready, arb_bvalid, arb_arready, arb_rvalid;
   /* verilator lint_off UNUSEDSIGNAL */  // the controller's window is 64 KiB: its port takes 16 bits
-  logic [15:0] ctrl_awaddr_hi, ctrl_araddr_hi;
+  logic [31:0] reg_awaddr, reg_araddr;
   /* verilator lint_on UNUSEDSIGNAL */
-  assign ctrl_awaddr_hi = ctrl_awaddr[31:16];
-  assign ctrl_araddr_hi = ctrl_araddr[31:16];
+  logic [31:0] reg_wdata, reg_rdata;
+  logic [3:0] reg_wstrb;
+  logic reg_awvalid, reg_awready, reg_wvalid, reg_wready, reg_bvalid, reg_bready;
+  logic reg_arvalid, reg_arready, reg_rvalid, reg_rready;
+  logic [1:0] reg_bresp, reg_rresp;
+
+  axil_arbiter u_arb (
+    .clk_i, .rst_ni,
+    .s_awaddr({s_fw_awaddr, ctrl_awaddr}), .s_awvalid({s_fw_awvalid, ctrl_awvalid}), .s_awready(arb_awready),
+    .s_wdata({s_fw_wdata, ctrl_wdata}), .s_wstrb({s_fw_wstrb, ctrl_wstrb}), .s_wvalid({s_fw_wvalid, ctrl_wvalid}),
+    .s_wready(arb_wready), .s_bresp(arb_bresp), .s_bvalid(arb_bvalid), .s_bready({s_fw_bready, ctrl_bready}),
+    .s_araddr({s_fw_araddr, ctrl_araddr}), .s_arvalid({s_fw_arvalid, ctrl_arvalid}), .s_arready(arb_arready),
+    .s_rdata(arb_rdata), .s_rresp(arb_rresp), .s_rvalid(arb_rvalid), .s_rready({s_fw_rready, ctrl_rready}),
+    .m_awaddr(reg_awaddr), .m_awvalid(reg_awvalid), .m_awready(reg_awready), .m_wdata(reg_wdata), .m_wstrb(reg_wstrb),
+    .m_wvalid(reg_wvalid), .m_wready(reg_wready), .m_bresp(reg_bresp), .m_bvalid(reg_bvalid), .m_bready(reg_bready),
+    .m_araddr(reg_araddr), .m_arvalid(reg_arvalid), .m_arready(reg_arready), .m_rdata(reg_rdata), .m_rresp(reg_rresp),
+    .m_rvalid(reg_rvalid), .m_rready(reg_rready));
+  assign {s_fw_awready, ctrl_awready} = arb_awready;
+  assign {s_fw_wready, ctrl_wready} = arb_wready;
+  assign {s_fw_bvalid, ctrl_bvalid} = arb_bvalid;
+  assign {s_fw_arready, ctrl_arready} = arb_arready;
+  assign {s_fw_rvalid, ctrl_rvalid} = arb_rvalid;
+  assign s_fw_bresp = arb_bresp;
+  assign ctrl_bresp = arb_bresp;
+  assign s_fw_rresp = arb_rresp;
+  assign ctrl_rresp = arb_rresp;
+  assign s_fw_rdata = arb_rdata;
+  assign ctrl_rdata = arb_rdata;
 
   ocs_controller #(.N_PORTS(N_PORTS), .N_ELEMS(N_ELEMS), .DAC_BITS(DAC_BITS), .N_LINKS(N_LINKS)) u_ctrl (
     .clk_i, .rst_ni,
-    .s_axil_awaddr(ctrl_awaddr[15:0]), .s_axil_awvalid(ctrl_awvalid), .s_axil_awready(ctrl_awready),
-    .s_axil_wdata(ctrl_wdata), .s_axil_wstrb(ctrl_wstrb), .s_axil_wvalid(ctrl_wvalid), .s_axil_wready(ctrl_wready),
-    .s_axil_bresp(ctrl_bresp), .s_axil_bvalid(ctrl_bvalid), .s_axil_bready(ctrl_bready),
-    .s_axil_araddr(ctrl_araddr[15:0]), .s_axil_arvalid(ctrl_arvalid), .s_axil_arready(ctrl_arready),
-    .s_axil_rdata(ctrl_rdata), .s_axil_rresp(ctrl_rresp), .s_axil_rvalid(ctrl_rvalid), .s_axil_rready(ctrl_rready),
+    .s_axil_awaddr(reg_awaddr[15:0]), .s_axil_awvalid(reg_awvalid), .s_axil_awready(reg_awready),
+    .s_axil_wdata(reg_wdata), .s_axil_wstrb(reg_wstrb), .s_axil_wvalid(reg_wvalid), .s_axil_wready(reg_wready),
+    .s_axil_bresp(reg_bresp), .s_axil_bvalid(reg_bvalid), .s_axil_bready(reg_bready),
+    .s_axil_araddr(reg_araddr[15:0]), .s_axil_arvalid(reg_arvalid), .s_axil_arready(reg_arready),
+    .s_axil_rdata(reg_rdata), .s_axil_rresp(reg_rresp), .s_axil_rvalid(reg_rvalid), .s_axil_rready(reg_rready),
     .dac_valid_o, .dac_elem_o, .dac_code_o, .pd_req_o, .pd_port_o, .pd_valid_i, .pd_dbm_i,
     .link_state_i, .link_reason_i, .irq_o, .safe_o,
     .link_check_o, .link_expect_xpu_o, .link_expect_lane_o, .link_retrain_o);

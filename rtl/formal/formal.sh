@@ -44,6 +44,7 @@ link_pair_bmc|link_pair_formal||abc 27|@gen/link_pkg.sv common/crc32_d64.sv comm
 link_pair_live|link_pair_formal|LIVE_K=19 FLIPS=0|abc 22|@gen/link_pkg.sv common/crc32_d64.sv common/scrambler58.sv common/descrambler58.sv link/link_block_lock.sv link/link_tx.sv link/link_rx.sv link/link_train.sv link/link_endpoint.sv formal/pair/pair_channel.sv formal/pair/pair_xpu.sv formal/pair/link_pair_formal.sv
 ipbus_small|ipbus_formal||abc 24|@gen/ocs_reg_pkg.sv @gen/emu_reg_pkg.sv ipbus/ipbus_transactor.sv formal/ipbus/ipbus_formal.sv
 board_ram_small|board_ram|WORDS=4|prove 4|board/board_ram.sv
+board_arbiter|axil_arbiter||prove 4|board/axil_arbiter.sv
 board_bus_small|board_bus_formal||abc 24|@gen/ocs_reg_pkg.sv @gen/emu_reg_pkg.sv ipbus/ipbus_transactor.sv board/board_ram.sv board/board_bus.sv formal/board/board_bus_formal.sv
 '
 

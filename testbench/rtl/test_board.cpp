@@ -37,6 +37,19 @@ struct Board {
   uint32_t emu_rdata = 0;
   uint64_t cycle = 0;
 
+  // The firmware processor on the s_fw_* port: its accesses one at a time, in order, each
+  // offered until taken (AXI4-Lite), its results with the cycle each response came.
+  struct FwAccess {
+    bool write;
+    uint32_t byte_addr, data;
+    uint32_t result = 0;
+    uint8_t resp = 0;
+    uint64_t done_cycle = 0;
+  };
+  std::vector<FwAccess> fw;
+  size_t fw_next = 0;  // the access on offer or awaiting its response
+  bool fw_aw_taken = false, fw_w_taken = false, fw_a_taken = false;
+
   Board() {
     ctx.fatalOnError(false);
     top = std::make_unique<Vmxtb_board_small>(&ctx, "board");
@@ -60,6 +73,20 @@ struct Board {
     top->m_emu_rdata = emu_rdata;
   }
 
+  void drive_fw() {
+    const bool on = fw_next < fw.size();
+    const FwAccess* a = on ? &fw[fw_next] : nullptr;
+    top->s_fw_arvalid = on && !a->write && !fw_a_taken;
+    top->s_fw_araddr = on ? a->byte_addr : 0;
+    top->s_fw_awvalid = on && a->write && !fw_aw_taken;
+    top->s_fw_awaddr = on ? a->byte_addr : 0;
+    top->s_fw_wvalid = on && a->write && !fw_w_taken;
+    top->s_fw_wdata = on ? a->data : 0;
+    top->s_fw_wstrb = 0xF;
+    top->s_fw_rready = 1;
+    top->s_fw_bready = 1;
+  }
+
   // What one clock edge took and gave on the streams.
   struct Edge {
     bool in = false, out = false, last = false, stat = false;
@@ -71,7 +98,13 @@ struct Board {
   Edge clock() {
     top->clk_i = 0;
     drive_emu();
+    drive_fw();
     top->eval();
+    const bool fw_ar = top->s_fw_arvalid && top->s_fw_arready, fw_aw = top->s_fw_awvalid && top->s_fw_awready;
+    const bool fw_w = top->s_fw_wvalid && top->s_fw_wready;
+    const bool fw_r = top->s_fw_rvalid && top->s_fw_rready, fw_b = top->s_fw_bvalid && top->s_fw_bready;
+    const uint32_t fw_rdata = top->s_fw_rdata;
+    const uint8_t fw_resp = fw_r ? top->s_fw_rresp : top->s_fw_bresp;
     Edge e;
     e.in = top->s_axis_tvalid && top->s_axis_tready;
     e.out = top->m_axis_tvalid && top->m_axis_tready;
@@ -86,6 +119,17 @@ struct Board {
     top->eval();
     ++cycle;
     REQUIRE_FALSE(ctx.gotError());  // an RTL assertion failed: Verilator's %Error line names it
+    if (fw_ar) fw_a_taken = true;
+    if (fw_aw) fw_aw_taken = true;
+    if (fw_w) fw_w_taken = true;
+    if (fw_r || fw_b) {
+      REQUIRE(fw_next < fw.size());
+      fw[fw_next].result = fw_rdata;
+      fw[fw_next].resp = fw_resp;
+      fw[fw_next].done_cycle = cycle;
+      ++fw_next;
+      fw_a_taken = fw_aw_taken = fw_w_taken = false;
+    }
     if (b) emu_b = false;
     if (r) emu_r = false;
     if (aw) {
@@ -277,4 +321,38 @@ TEST_CASE("block transfers stream a word a cycle: requests in, bus words, replie
   REQUIRE(b.emu_log.size() == words);
   for (uint32_t i = 1; i < words; ++i) CHECK(b.emu_log[i].offset == b.emu_log[i - 1].offset + 4);
   CHECK(b.timeline.cycles <= 3 + words + e->size() + kHeader);
+}
+
+TEST_CASE("the firmware and the IPbus side share the controller: both served, neither starved, nothing mixed") {
+  Board b;
+  namespace reg = mxtb::ocs::reg;
+  const uint32_t scratch = reg::scratch::kOffset;  // byte offset
+  // The firmware writes scratch words 200.. and reads them and the ID back, while IPbus streams
+  // 100-word blocks of scratch 0.. in and out.
+  for (uint32_t i = 0; i < 20; ++i) b.fw.push_back({true, scratch + 4 * (200 + i), 0xF00D0000u + i});
+  for (uint32_t i = 0; i < 20; ++i) b.fw.push_back({false, scratch + 4 * (200 + i), 0});
+  b.fw.push_back({false, reg::id::kOffset, 0});
+  std::vector<uint32_t> write{control(), tx(TxType::Write, 100, 1), scratch / 4};
+  for (uint32_t i = 0; i < 100; ++i) write.push_back(0xABC00000u + i);
+  auto w = b.send(write);
+  REQUIRE(w.has_value());
+  CHECK(*w == std::vector<uint32_t>{control(), ok(TxType::Write, 100, 1)});
+  const uint64_t write_end = b.cycle;
+  auto r = b.send({control(), tx(TxType::Read, 100, 2), scratch / 4});
+  REQUIRE(r.has_value());
+  REQUIRE(r->size() == 102);
+  for (uint32_t i = 0; i < 100; ++i) CHECK((*r)[2 + i] == 0xABC00000u + i);
+  // The firmware was served during the IPbus traffic, not after it: every one of its accesses is
+  // done, and its first ones during the write packet (round robin: it goes every other access).
+  REQUIRE(b.fw_next == b.fw.size());
+  CHECK(b.fw[0].done_cycle < write_end);
+  for (uint32_t i = 0; i < 20; ++i) {
+    CHECK(b.fw[i].resp == 0);
+    CHECK(b.fw[20 + i].result == 0xF00D0000u + i);
+  }
+  CHECK(b.fw[40].result == reg::id::kReset);
+  // The two masters' words did not mix: IPbus's region holds its data, the firmware's its own.
+  auto check = b.send({control(), tx(TxType::Read, 1, 3), scratch / 4 + 99, tx(TxType::Read, 1, 4), scratch / 4 + 219});
+  REQUIRE(check.has_value());
+  CHECK(*check == std::vector<uint32_t>{control(), ok(TxType::Read, 1, 3), 0xABC00063u, ok(TxType::Read, 1, 4), 0xF00D0013u});
 }
