@@ -25,6 +25,11 @@
 //     reply goes back in the request's byte order; a sequence-checked packet's reply is kept in
 //     one of N_BUFFERS buffers for resends.
 //
+// Cycles: requests in, bus words and reply words out each move a word a cycle; an access starts in
+// the cycle its predecessor's response is taken, and the reply leaves through a 3-word FIFO. A
+// datagram is store-and-forward at both ends (a dropped one makes no access; a transaction's
+// reply header carries its outcome), so a block costs request + bus + reply words and 10 cycles.
+//
 // The bus: AXI4-Lite master, one transaction outstanding; byte address = IPbus word address x 4.
 // Windows (word addresses): the controller 0x00000 + ocs_reg_pkg's map, the emulator control
 // block 0x10000 + emu_reg_pkg's map (EMU_WINDOW; absent on a board), the scratch RAM 0x20000 +
