@@ -354,7 +354,8 @@ class Emulator {
     if (word >= protocol::kEmulatorBase && word < protocol::kEmulatorBase + protocol::kEmulatorWords) {
       // The emulator-only block, outside the board: it answers in no board cycles and at the
       // simulated time the last synced access reached; the transactor's cycles since then pass
-      // with the next controller access or after the datagram. (Paying them here would cost a
+      // with the next controller access or after the datagram (not at all for a datagram that
+      // addresses this block alone: handle_datagram). (Paying them here would cost a
       // kernel round trip per word of an event drain, for a few cycles' accuracy of a block that
       // no board has.) RUN_UNTIL and ADVANCE_NS run simulated time while the board's clock is held.
       activity_ = "running a datagram through the RTL transactor: the emulator control block";

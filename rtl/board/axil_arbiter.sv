@@ -148,6 +148,10 @@ module axil_arbiter (
   // The grant covers whatever is open: the slave's transaction is the owner's, the owner's alone.
   `ASSERT(arb_open_is_granted, (f_open == '0 || (busy_q && f_open[owner_q] && !f_open[!owner_q])) && (!f_slave_open || busy_q))
   `ASSERT(arb_slave_open_is_masters, f_slave_open == (f_open != '0))
+  // A free slave serves a master that asks, and a request reaches it only when one asks.
+  `ASSERT(arb_free_slave_serves, (free && req != 2'b00) == (free && (m_arvalid || m_awvalid || m_wvalid)))
+  // A master offering a read and a write at once gets the read.
+  `ASSERT(arb_read_first, !(grant && s_arvalid[pick] && (s_awvalid[pick] || s_wvalid[pick])) || (m_arvalid && !m_awvalid && !m_wvalid))
   // Round robin: with both asking at a grant, the one not granted last goes.
   `ASSERT(arb_round_robin, !(grant && req == 2'b11) || pick != last_q)
   `COVER(cov_arb_grant_ipbus, grant && pick == 1'b0)
