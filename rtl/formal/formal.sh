@@ -50,6 +50,11 @@ board_bus_small|board_bus_formal||abc 24|@gen/ocs_reg_pkg.sv @gen/emu_reg_pkg.sv
 
 die() { echo "formal: $*" >&2; exit 2; }
 
+# Groups whose top is the whole environment of a submodule: that submodule's assumptions become
+# assertions there, so the proof checks that the top keeps them instead of taking them as given
+# (the controller keeps the sequencer's env_* promises).
+obliged_submodules() { case "$1" in ocs_ctl_small) echo "ocs_sequencer" ;; esac; }
+
 groups=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -101,13 +106,17 @@ for g in "${groups[@]}"; do
   done
   chp=""
   for p in $params; do chp+=" -chparam ${p%%=*} ${p#*=}"; done
+  oblige=""
+  obliged=$(obliged_submodules "$name")
+  # *name: a module given parameters is renamed $paramod$<hash>\name.
+  for m in $obliged; do oblige+="proc; chformal -assume -assume2assert *$m; "; done
   start=$(date +%s.%N)
   if [ "$mode" = abc ]; then
     # The AIG flow of SymbiYosys's abc engine: free inputs ($anyseq) and uninitialised registers
     # (the buffers' memories) become AIG inputs, assertions bad-state outputs in the order Yosys
     # lists its $assert cells, which asserts.txt keeps to name a failing one.
     if ! yosys -q -l "$dir/yosys.log" -p "read_verilog -formal -sv -I$RTL/common ${srcs[*]}; \
-        hierarchy -check -top $top$chp; prep -top $top; flatten; memory_map; opt -fast; async2sync; \
+        hierarchy -check -top $top$chp; $oblige prep -top $top; flatten; memory_map; opt -fast; async2sync; \
         chformal -assume -early; chformal -live -fair -cover -remove; opt_clean; setundef -anyseq; \
         opt -keepdc -fast; techmap; opt -fast -nodffe -nosdff; dffunmap; abc -g AND -fast; opt_clean; \
         tee -q -o $dir/asserts.txt select -list t:\$assert; write_aiger -zinit $dir/model.aig" > "$dir/yosys.out" 2>&1; then
@@ -133,7 +142,7 @@ for g in "${groups[@]}"; do
   # async2sync: the asynchronous resets as the solver's synchronous model; memories become
   # registers (the shrunk ones are small).
   elif ! yosys -q -l "$dir/yosys.log" -p "read_verilog -formal -sv -I$RTL/common ${srcs[*]}; \
-      hierarchy -check -top $top$chp; prep -flatten -top $top; async2sync; dffunmap; memory_map; opt_clean; \
+      hierarchy -check -top $top$chp; $oblige prep -flatten -top $top; async2sync; dffunmap; memory_map; opt_clean; \
       write_smt2 -wires $dir/model.smt2" > "$dir/yosys.out" 2>&1; then
     cat "$dir/yosys.out" >&2
     echo "formal: $name: Yosys failed (log: $dir/yosys.log); rerun: $(rerun_cmd "$name")" >&2

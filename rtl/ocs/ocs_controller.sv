@@ -107,6 +107,10 @@ module ocs_controller #(
 
   // Per-cycle register-block decisions.
   logic        commit, kick, safe_clear, wd_expire, wd_restart, map_we, dac_we, scratch_we;
+  // The commit's and the sweep's inputs (DAC_MIN, DAC_MAX, SAFE_CODE) stay still while the
+  // sequencer uses them: from the cycle the watchdog would expire (wd_due: unless this very write
+  // kicks it) and while busy.
+  logic        wd_due, limits_locked;
   logic        pop, dropped_clear, time_latch;
   logic        we_dac_min, we_dac_max, we_safe_code, we_upd, we_settle, we_vmin, we_pdto;
   logic        we_irq_clr, we_mask, we_wd_timeout;
@@ -190,9 +194,9 @@ module ocs_controller #(
           else wr_err = 1'b1;
         end
         ocs_reg_pkg::SAFE_CLEAR_OFFSET:        safe_clear = wr_data[0];
-        ocs_reg_pkg::DAC_MIN_OFFSET:           if (fits_dac(wval)) we_dac_min = 1'b1; else wr_err = 1'b1;
-        ocs_reg_pkg::DAC_MAX_OFFSET:           if (fits_dac(wval)) we_dac_max = 1'b1; else wr_err = 1'b1;
-        ocs_reg_pkg::SAFE_CODE_OFFSET:         if (fits_dac(wval)) we_safe_code = 1'b1; else wr_err = 1'b1;
+        ocs_reg_pkg::DAC_MIN_OFFSET:           if (fits_dac(wval) && !limits_locked) we_dac_min = 1'b1; else wr_err = 1'b1;
+        ocs_reg_pkg::DAC_MAX_OFFSET:           if (fits_dac(wval) && !limits_locked) we_dac_max = 1'b1; else wr_err = 1'b1;
+        ocs_reg_pkg::SAFE_CODE_OFFSET:         if (fits_dac(wval) && !limits_locked) we_safe_code = 1'b1; else wr_err = 1'b1;
         ocs_reg_pkg::DAC_UPDATE_CYCLES_OFFSET: we_upd = 1'b1;
         ocs_reg_pkg::SETTLE_CYCLES_OFFSET:     we_settle = 1'b1;
         ocs_reg_pkg::VERIFY_MIN_DBM_OFFSET:    we_vmin = 1'b1;
@@ -295,7 +299,9 @@ module ocs_controller #(
 
   // ---------------------------------------------------------------- watchdog
   assign wd_restart = kick || we_wd_timeout || wd_timeout_q == 32'd0 || seq_safe;
-  assign wd_expire  = !wd_restart && wd_cnt_q >= wd_timeout_q - 32'd1;
+  assign wd_due     = !(wd_timeout_q == 32'd0 || seq_safe) && wd_cnt_q >= wd_timeout_q - 32'd1;
+  assign wd_expire  = wd_due && !(kick || we_wd_timeout);
+  assign limits_locked = seq_busy || wd_due;
 
   always_ff @(posedge clk_i) begin
     if (scratch_we) begin
@@ -390,6 +396,12 @@ module ocs_controller #(
   `ASSERT_PAST_RESET
   `ASSERT_PAST(f_past_expire, 1, wd_expire)
   `ASSERT_PAST(f_past_safe_code, DAC_BITS, safe_code_q)
+  // The sequencer's env_range_still and env_safe_code_still, stated on the registers: the range
+  // while a commit validates and programs, the safe code while the sweep writes it.
+  `ASSERT_PAST(f_past_range, 2*DAC_BITS, {dac_min_q, dac_max_q})
+  `ASSERT(ctl_range_still_committing, !f_past_rst_n || !(seq_state == ocs_reg_pkg::StValidate ||
+          seq_state == ocs_reg_pkg::StProgram) || {dac_min_q, dac_max_q} == f_past_range)
+  `ASSERT(ctl_safe_code_still_sweeping, !f_past_rst_n || !(seq_safe && seq_busy) || safe_code_q == f_past_safe_code)
   `ASSERT(ctl_watchdog_to_safe, !f_past_rst_n || !f_past_expire || safe_o)
   `ASSERT(ctl_watchdog_held_safe, !seq_safe || !wd_expire)
   `ASSERT(ctl_safe_writes_safe_code, !(safe_o && dac_valid_o) || dac_code_o == f_past_safe_code)
@@ -400,6 +412,8 @@ module ocs_controller #(
   `COVER(cov_ctl_safe_clear, safe_clear && seq_safe)
   `COVER(cov_ctl_commit_busy_slverr, wr_req && wa == ocs_reg_pkg::COMMIT_OFFSET && wr_err)
   `COVER(cov_ctl_staged_busy_slverr, wr_req && seq_busy && wr_err)
+  `COVER(cov_ctl_limits_locked_slverr, wr_req && limits_locked && wr_err && (wa == ocs_reg_pkg::DAC_MIN_OFFSET ||
+         wa == ocs_reg_pkg::DAC_MAX_OFFSET || wa == ocs_reg_pkg::SAFE_CODE_OFFSET))
   `COVER(cov_ctl_read_unmapped, rd_req && rd_err)
   `COVER(cov_ctl_irq, irq_o)
 

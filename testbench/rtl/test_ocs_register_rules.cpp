@@ -502,6 +502,44 @@ TEST_CASE("ocs rules: SAFE_CLEAR acts only after the sweep; staged writes refuse
   CHECK(ev[0].type() == Event::CommitNoop);
 }
 
+// Rule (DAC_MIN, DAC_MAX, SAFE_CODE): a commit checks and writes its codes against one range, and
+// the sweep writes one safe code, so these answer SLVERR while busy and keep their values; in Idle
+// and holding safe they are written. (Found by rtl_board's random traffic through the board top:
+// a SAFE_CODE written mid-sweep left the swept elements with two codes.)
+TEST_CASE("ocs rules: DAC_MIN, DAC_MAX and SAFE_CODE answer SLVERR while a commit or the sweep runs, and change nothing") {
+  Small b;
+  commit_baseline(b);
+  const uint32_t limits[] = {reg::dac_min::kOffset, reg::dac_max::kOffset, reg::safe_code::kOffset};
+  auto refused_all = [&] {
+    const uint32_t before[] = {b.rd(limits[0]), b.rd(limits[1]), b.rd(limits[2])};
+    REQUIRE((b.rd(reg::status::kOffset) & reg::status::kBusyMask) != 0);
+    for (uint32_t a : limits) CHECK(b.write_resp(a, 100) == kSlverr);
+    REQUIRE((b.rd(reg::status::kOffset) & reg::status::kBusyMask) != 0);  // every write above while busy
+    for (int i = 0; i < 3; ++i) CHECK(b.rd(limits[i]) == before[i]);
+  };
+  // A commit that programs 5 elements, 40 cycles apart.
+  b.wr(reg::dac_update_cycles::kOffset, 40);
+  for (int e = 0; e < 5; ++e) b.stage_dac(e, 2000 + e);
+  b.wr(reg::commit::kOffset, 2);
+  b.run(30);
+  CHECK(b.state() == State::Program);
+  refused_all();
+  REQUIRE(b.wait_idle());
+  CHECK(b.last_err() == Error::None);
+  // Idle: taken.
+  CHECK(b.write_resp(reg::dac_min::kOffset, 3) == kOkay);
+  CHECK(b.rd(reg::dac_min::kOffset) == 3);
+  // The sweep (20 elements x 40 cycles).
+  b.wr(reg::watchdog_timeout::kOffset, 10);
+  b.run(12);
+  REQUIRE(b.m.safe_o);
+  refused_all();
+  b.run(kElems * 40 + 10);
+  REQUIRE((b.rd(reg::status::kOffset) & reg::status::kBusyMask) == 0);  // holding safe: taken again
+  for (uint32_t a : limits) CHECK(b.write_resp(a, 9) == kOkay);
+  for (uint32_t a : limits) CHECK(b.rd(a) == 9);
+}
+
 // Rule (STATUS): state 2:0, busy 4, safe 5, last_err 11:8, active_gen 31:16, nothing else: the
 // whole word in a commit's rollback, in the safe sweep, holding safe and after a pass; STATUS.safe
 // equals safe_o.
