@@ -120,13 +120,24 @@ struct IpbusRtlEndpoint::Impl {
     check_assertions(*ctx, cycle);
   }
 
-  void finish_access(SlavePort& p, const BusResult& r) {
+  // Hands one access to the Bus, in the cycle its request was taken here. On the board the
+  // slave takes the request in that very cycle, so when that cycle is still unpaid it is the
+  // first of the access's own cycles, not one before them: the access then ends `cycles` - 1
+  // cycles after this edge, as it would in the top (rtl_board's "the emulator's join" test). A
+  // request taken in a cycle already paid (the response cycle of the access before, which the
+  // slave's own cycles covered) starts its access with the next one.
+  BusResult hand_to_bus(SlavePort& p, Bus& bus, bool write, uint32_t byte_addr, uint32_t data) {
+    const uint64_t overlap = unpaid ? 1 : 0;
+    const BusResult r = bus.access(write, p.base + byte_addr / 4, data, unpaid - overlap);
     if (r.synced) {
       unpaid = 0;
-      prepaid += r.cycles;
+      prepaid += r.cycles - std::min<uint64_t>(overlap, r.cycles);
+      p.delay = r.cycles > overlap ? r.cycles - overlap - 1 : 0;
+    } else {
+      p.delay = r.cycles ? r.cycles - 1 : 0;
     }
-    p.delay = r.cycles ? r.cycles - 1 : 0;
     p.resp_error = !r.ok;
+    return r;
   }
 
   // A port's state after the edge: its accesses handed to the Bus as they complete.
@@ -135,8 +146,7 @@ struct IpbusRtlEndpoint::Impl {
     if (s.r) p.r_pending = false;
     if (p.delay && (p.b_pending || p.r_pending)) --p.delay;
     if (s.ar) {
-      const BusResult r = bus.access(false, p.base + s.araddr / 4, 0, unpaid);
-      finish_access(p, r);
+      const BusResult r = hand_to_bus(p, bus, false, s.araddr, 0);
       p.r_pending = true;
       p.r_data = r.ok ? r.data : 0;
     }
@@ -149,7 +159,7 @@ struct IpbusRtlEndpoint::Impl {
       p.w_data = s.wdata;
     }
     if (p.aw_taken && p.w_taken && !p.b_pending) {
-      finish_access(p, bus.access(true, p.base + p.aw_addr / 4, p.w_data, unpaid));
+      hand_to_bus(p, bus, true, p.aw_addr, p.w_data);
       p.b_pending = true;
     }
   }

@@ -9,8 +9,10 @@
 // those ports, so its cycles are computed ahead and paid in simulated time in one wait before
 // each access that reaches the server's RTL (the Bus says which: BusResult::synced) and after the
 // datagram (Outcome::unpaid_cycles); such an access's own cycles (the controller's AXI4-Lite
-// handshake) pass in simulated time inside the Bus, and the board is clocked as many cycles,
-// already paid, while it waits for the response. The emulator's Bus answers the emulator-only
+// handshake) pass in simulated time inside the Bus, the first of them being the cycle the board
+// took the request in, and the board is clocked the rest, already paid, while it waits for the
+// response: the join is cycle for cycle the board top's, where the controller sits on the same
+// bus (tested against the top in rtl_board). The emulator's Bus answers the emulator-only
 // control block without syncing: RUN_UNTIL may run simulated time for milliseconds, during which
 // the board's clock is held, not counted against the transactor's AXI_TIMEOUT.
 #pragma once
@@ -27,7 +29,7 @@ class IpbusRtlEndpoint {
   struct BusResult {
     bool ok = true;       // false: SLVERR (the transactor answers the access with a bus error)
     uint32_t data = 0;    // read data
-    uint64_t cycles = 0;  // board cycles from the request's handshake to the response
+    uint64_t cycles = 0;  // board cycles the access took, its request's cycle to its response's
     // true: the Bus advanced simulated time by unpaid_cycles, then by `cycles` with the access;
     // false: it touched nothing the server's clock runs (the emulator's block) and passed no time.
     bool synced = false;
@@ -36,7 +38,8 @@ class IpbusRtlEndpoint {
    public:
     virtual ~Bus() = default;
     // One word. An access that reaches the rest of the server first advances simulated time by
-    // `unpaid_cycles` board cycles, so that it happens at the board's time.
+    // `unpaid_cycles` board cycles (those before the cycle the board offered it in), so that it
+    // starts at the board's time.
     virtual BusResult access(bool write, uint32_t word_addr, uint32_t data, uint64_t unpaid_cycles) = 0;
   };
 
