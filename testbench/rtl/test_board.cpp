@@ -68,8 +68,10 @@ struct Board {
 
   // The emulator's block answers the cycle after a request, as the emulator's bus would, and
   // takes the next request in the cycle its response is taken (the top's ready is its state's).
+  // Its ready does not wait for valid, as the emulator's does not: the top's valid may follow the
+  // inputs set here, after this is computed. (The transactor offers address and data together.)
   void drive_emu() {
-    top->m_emu_awready = top->m_emu_wready = top->m_emu_awvalid && top->m_emu_wvalid && (!emu_b || top->m_emu_bready);
+    top->m_emu_awready = top->m_emu_wready = !emu_b || top->m_emu_bready;
     top->m_emu_arready = !emu_r || top->m_emu_rready;
     top->m_emu_bvalid = emu_b;
     top->m_emu_bresp = 0;
@@ -367,13 +369,15 @@ namespace {
 // The emulator's side of the join (sim/ipbus_rtl_endpoint.h): the controller as the server's
 // engine steps it, clocked only as simulated time passes, which is when the endpoint's Bus pays
 // the board's cycles (before an access, the access's own, and the datagram's rest after it). Its
-// inputs are the top's in Board: no link up, no photodiode answer.
+// inputs are the top's in Board: no link up, no photodiode answer. The emulator's block answers
+// as the emulator's does, in no board cycles and unsynced, from words kept as Board keeps them.
 struct SteppedController : mxtb::sim::IpbusRtlEndpoint::Bus {
   VerilatedContext* const outer = Verilated::threadContextp();  // before ours: constructing it makes it the thread's
   VerilatedContext ctx;
   std::unique_ptr<Vocs_ctl_board_small> ctl;
   mxtb::sim::AxilMaster<Vocs_ctl_board_small> master;
   uint64_t cycle = 0;
+  std::map<uint32_t, uint32_t> emu;  // by IPbus word address
 
   SteppedController() {
     ctx.fatalOnError(false);
@@ -410,7 +414,12 @@ struct SteppedController : mxtb::sim::IpbusRtlEndpoint::Bus {
   }
   mxtb::sim::IpbusRtlEndpoint::BusResult access(bool write, uint32_t word, uint32_t data, uint64_t unpaid) override {
     mxtb::sim::IpbusRtlEndpoint::BusResult r;
-    REQUIRE(word < mxtb::protocol::kControllerBase + mxtb::protocol::kControllerWords);  // the packets address no other port
+    if (word >= mxtb::protocol::kEmulatorBase && word < mxtb::protocol::kEmulatorBase + mxtb::protocol::kEmulatorWords) {
+      if (write) emu[word] = data;
+      else r.data = emu.count(word) ? emu[word] : 0;
+      return r;
+    }
+    REQUIRE(word < mxtb::protocol::kControllerBase + mxtb::protocol::kControllerWords);  // the RAM is board_bus's own
     pass(unpaid);
     const uint32_t byte_addr = (word - mxtb::protocol::kControllerBase) * 4;
     if (write) master.start_write(byte_addr, data);
@@ -427,8 +436,9 @@ struct SteppedController : mxtb::sim::IpbusRtlEndpoint::Bus {
 };
 
 // A control packet of 1..5 transactions of every type on the controller's registers (any word of
-// any window, allowed or not, in range or past it) and now and then the RAM, with TIME_LO and the
-// event log's timestamps read often: they show the controller's clock at the access.
+// any window, allowed or not, in range or past it) and now and then the RAM or the emulator's
+// block, with TIME_LO and the event log's timestamps read often: they show the controller's clock
+// at the access.
 std::vector<uint32_t> random_controller_packet(std::mt19937& rng, uint16_t id) {
   namespace ocs = mxtb::ocs;
   std::vector<uint32_t> p{control(id)};
@@ -437,7 +447,10 @@ std::vector<uint32_t> random_controller_packet(std::mt19937& rng, uint16_t id) {
   for (int t = 0; t < n; ++t) {
     uint32_t addr;
     const uint32_t pick = rng() % 10;
-    if (pick == 0) addr = kRamBase + rng() % 64;
+    if (pick == 0) addr = rng() % 2 ? kRamBase + rng() % 64 : [&] {
+      const mxtb::emu::RegInfo& r = mxtb::emu::kRegisters[rng() % mxtb::emu::kNumRegisters];
+      return kEmuBase + r.offset / 4 + static_cast<uint32_t>(rng() % r.count);
+    }();
     else if (pick < 3) addr = (rng() % 2 ? ocs::reg::time_lo::kOffset : ocs::reg::event_ts_lo::kOffset) / 4;
     else {
       const ocs::RegInfo& r = ocs::kRegisters[rng() % ocs::kNumRegisters];
@@ -460,7 +473,8 @@ std::vector<uint32_t> random_controller_packet(std::mt19937& rng, uint16_t id) {
 // port joined to the controller the server's engine steps, paid in simulated time) against the
 // top itself, datagram by datagram: the same replies, byte for byte, in the same number of board
 // cycles, and the controller's clock at each access the same (TIME_LO and event timestamps are
-// in the replies). A join a cycle early or late at any access fails here.
+// in the replies); the emulator's block is reached through both ports alike. A join a cycle early
+// or late at any access fails here.
 TEST_CASE("the emulator's join of board_bus to the server's controller is the board top, cycle for cycle") {
   Board b;
   mxtb::sim::IpbusRtlEndpoint ep;
