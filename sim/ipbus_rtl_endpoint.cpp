@@ -129,13 +129,12 @@ struct IpbusRtlEndpoint::Impl {
   BusResult hand_to_bus(SlavePort& p, Bus& bus, bool write, uint32_t byte_addr, uint32_t data) {
     const uint64_t overlap = unpaid ? 1 : 0;
     const BusResult r = bus.access(write, p.base + byte_addr / 4, data, unpaid - overlap);
+    const uint64_t shared = r.synced ? std::min<uint64_t>(overlap, r.cycles) : 0;  // an unsynced access paid nothing
     if (r.synced) {
       unpaid = 0;
-      prepaid += r.cycles - std::min<uint64_t>(overlap, r.cycles);
-      p.delay = r.cycles > overlap ? r.cycles - overlap - 1 : 0;
-    } else {
-      p.delay = r.cycles ? r.cycles - 1 : 0;
+      prepaid += r.cycles - shared;
     }
+    p.delay = r.cycles > shared ? r.cycles - shared - 1 : 0;
     p.resp_error = !r.ok;
     return r;
   }

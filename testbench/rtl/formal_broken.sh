@@ -9,17 +9,23 @@
 set -euo pipefail
 SRC="$1"; GEN="$2"; OUT="$3"
 rm -rf "$OUT"; mkdir -p "$OUT"
-cp -r "$SRC/rtl" "$OUT/rtl"
-seq="$OUT/rtl/ocs/ocs_sequencer.sv"
-sed -i 's/if (commit_gen_i == act_gen_q) begin/if (commit_gen_i != act_gen_q) begin/' "$seq"
-grep -q 'if (commit_gen_i != act_gen_q) begin' "$seq" || { echo "FAIL: the patch did not apply"; exit 1; }
 
-set +e
-"$OUT/rtl/formal/formal.sh" --gen "$GEN" --out "$OUT/formal" --rtl "$OUT/rtl" ocs_seq_small > "$OUT/formal.txt" 2>&1
-rc=$?
-set -e
-cat "$OUT/formal.txt"
-[ "$rc" -eq 1 ] || { echo "FAIL: the broken RTL's proof exited $rc, expected 1 (a failed proof)"; exit 1; }
+# broken_copy COPY FILE SED_EXPR PATCHED_LINE FORMAL_OUT GROUP: rtl/ copied to $OUT/COPY with
+# FILE patched, then GROUP's proof on it, which must fail (exit 1); its output in FORMAL_OUT.txt.
+broken_copy() {
+  cp -r "$SRC/rtl" "$OUT/$1"
+  sed -i "$3" "$OUT/$1/$2"
+  grep -q "$4" "$OUT/$1/$2" || { echo "FAIL: the patch of $2 did not apply"; exit 1; }
+  set +e
+  "$OUT/$1/formal/formal.sh" --gen "$GEN" --out "$OUT/$5" --rtl "$OUT/$1" "$6" > "$OUT/$5.txt" 2>&1
+  local rc=$?
+  set -e
+  cat "$OUT/$5.txt"
+  [ "$rc" -eq 1 ] || { echo "FAIL: $6's proof of the broken $2 exited $rc, expected 1 (a failed proof)"; exit 1; }
+}
+
+broken_copy rtl ocs/ocs_sequencer.sv 's/if (commit_gen_i == act_gen_q) begin/if (commit_gen_i != act_gen_q) begin/' \
+  'if (commit_gen_i != act_gen_q) begin' formal ocs_seq_small
 grep -q 'seq_noop_commit_stays_idle' "$OUT/formal.txt" || { echo "FAIL: the failing property is not named"; exit 1; }
 grep -q 'rerun: .*formal.sh .*--rtl .* ocs_seq_small' "$OUT/formal.txt" || { echo "FAIL: no rerun line"; exit 1; }
 vcd="$OUT/formal/ocs_seq_small/cex.vcd"
@@ -28,15 +34,7 @@ grep -q '^\$enddefinitions' "$vcd" && grep -q 'commit_i' "$vcd" || { echo "FAIL:
 grep -q "counterexample: $vcd" "$OUT/formal.txt" || { echo "FAIL: the counterexample's path is not printed"; exit 1; }
 echo "PASS: the broken line fails its proof with a counterexample ($vcd)"
 
-cp -r "$SRC/rtl" "$OUT/rtl-ctl"
-ctl="$OUT/rtl-ctl/ocs/ocs_controller.sv"
-sed -i 's/assign limits_locked = seq_busy || wd_due;/assign limits_locked = seq_busy;/' "$ctl"
-grep -q 'assign limits_locked = seq_busy;' "$ctl" || { echo "FAIL: the controller patch did not apply"; exit 1; }
-set +e
-"$OUT/rtl-ctl/formal/formal.sh" --gen "$GEN" --out "$OUT/formal-ctl" --rtl "$OUT/rtl-ctl" ocs_ctl_small > "$OUT/formal-ctl.txt" 2>&1
-rc=$?
-set -e
-cat "$OUT/formal-ctl.txt"
-[ "$rc" -eq 1 ] || { echo "FAIL: the controller's proof exited $rc on a SAFE_CODE taken at expiry, expected 1"; exit 1; }
+broken_copy rtl-ctl ocs/ocs_controller.sv 's/assign limits_locked = seq_busy || wd_due;/assign limits_locked = seq_busy;/' \
+  'assign limits_locked = seq_busy;' formal-ctl ocs_ctl_small
 grep -q 'ctl_safe_code_still_sweeping\|env_safe_code_still' "$OUT/formal-ctl.txt" || { echo "FAIL: the failing property is not named"; exit 1; }
 echo "PASS: a SAFE_CODE taken as the watchdog expires fails the controller's proof"
