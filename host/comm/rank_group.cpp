@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <poll.h>
 #include <spawn.h>
 #include <sstream>
@@ -162,30 +163,55 @@ void RankGroup::send(int xpu, const std::string& line) {
     throw CommError(fmt::format("rank of XPU {} does not take requests ({}): it has died", xpu, std::strerror(errno)));
 }
 
-std::string RankGroup::answer(int xpu, const char* what) {
-  auto it = ranks_.find(xpu);
-  if (it == ranks_.end()) throw CommError(fmt::format("no rank process for XPU {}", xpu));
-  Rank& r = it->second;
+std::vector<std::string> RankGroup::answers(const std::vector<int>& xpus, const char* what) {
+  for (int x : xpus)
+    if (!ranks_.count(x)) throw CommError(fmt::format("no rank process for XPU {}", x));
+  std::vector<std::optional<std::string>> got(xpus.size());
   const auto deadline = Clock::now() + cfg_.timeout;
   for (;;) {
-    if (auto nl = r.buffer.find('\n'); nl != std::string::npos) {
-      std::string line = r.buffer.substr(0, nl);
-      r.buffer.erase(0, nl + 1);
-      if (line.rfind("error ", 0) == 0)
-        throw CommError(fmt::format("rank of XPU {} ({}): {}", xpu, what, line.substr(6)));
-      return line;
+    std::vector<pollfd> waiting;
+    std::vector<size_t> waiting_index;
+    for (size_t i = 0; i < xpus.size(); ++i) {
+      if (got[i]) continue;
+      Rank& r = ranks_[xpus[i]];
+      if (auto nl = r.buffer.find('\n'); nl != std::string::npos) {
+        got[i] = r.buffer.substr(0, nl);
+        r.buffer.erase(0, nl + 1);
+        continue;
+      }
+      waiting.push_back(pollfd{r.out, POLLIN, 0});
+      waiting_index.push_back(i);
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0)
-      throw CommError(fmt::format("rank of XPU {} did not answer {} within {} ms", xpu, what, cfg_.timeout.count()));
-    pollfd p{r.out, POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(left)) <= 0) continue;
-    char buf[4096];
-    const ssize_t n = read(r.out, buf, sizeof buf);
-    if (n <= 0) throw CommError(fmt::format("rank of XPU {} ended while it owed {} (its log: {}/rank-xpu{}.log)", xpu, what,
-                                            cfg_.work_dir, xpu));
-    r.buffer.append(buf, static_cast<size_t>(n));
+    if (waiting.empty() || left <= 0) break;
+    if (poll(waiting.data(), waiting.size(), static_cast<int>(left)) <= 0) continue;
+    for (size_t k = 0; k < waiting.size(); ++k) {
+      if (!waiting[k].revents) continue;
+      const int x = xpus[waiting_index[k]];
+      char buf[4096];
+      const ssize_t n = read(waiting[k].fd, buf, sizeof buf);
+      if (n <= 0) throw CommError(fmt::format("rank of XPU {} ended while it owed {} (its log: {}/rank-xpu{}.log)", x, what,
+                                              cfg_.work_dir, x));
+      ranks_[x].buffer.append(buf, static_cast<size_t>(n));
+    }
   }
+  // Every rank still silent is named, before any that answered with an error: a peer waiting on a
+  // frozen rank either fails first, with an error that would name the wrong XPU, or is silent too
+  // (Gloo waits five times its timeout for a first connect), and the host cannot tell which of
+  // the silent ones the others wait for.
+  std::string silent;
+  for (size_t i = 0; i < xpus.size(); ++i)
+    if (!got[i])
+      silent += fmt::format("{}rank of XPU {} did not answer {} within {} ms", silent.empty() ? "" : "; ", xpus[i], what,
+                            cfg_.timeout.count());
+  if (!silent.empty()) throw CommError(silent);
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < xpus.size(); ++i) {
+    if (got[i]->rfind("error ", 0) == 0)
+      throw CommError(fmt::format("rank of XPU {} ({}): {}", xpus[i], what, got[i]->substr(6)));
+    lines.push_back(std::move(*got[i]));
+  }
+  return lines;
 }
 
 void RankGroup::form(const std::vector<int>& ring, double* slowest_s) {
@@ -194,8 +220,8 @@ void RankGroup::form(const std::vector<int>& ring, double* slowest_s) {
   for (int i = 0; i < n; ++i) send(ring[static_cast<size_t>(i)], fmt::format("form gen-{} {} {}", generation_, i, n));
   step("form-sent");
   *slowest_s = 0;
-  for (int x : ring) {
-    std::istringstream a(answer(x, "the rendezvous"));
+  for (const std::string& line : answers(ring, "the rendezvous")) {
+    std::istringstream a(line);
     std::string word;
     uint64_t ns = 0;
     a >> word >> ns;
@@ -213,8 +239,8 @@ uint64_t RankGroup::check_all_reduce(const std::vector<int>& ring, double* s) {
   const auto t0 = Clock::now();
   for (int x : ring) send(x, fmt::format("allreduce {} {}", cfg_.count, kCheckSeed));
   uint64_t wrong = 0;
-  for (int x : ring) {
-    std::istringstream a(answer(x, "the check all-reduce"));
+  for (const std::string& line : answers(ring, "the check all-reduce")) {
+    std::istringstream a(line);
     std::string word;
     uint64_t ns = 0, w = 0;
     a >> word >> ns >> w;
@@ -227,10 +253,11 @@ uint64_t RankGroup::check_all_reduce(const std::vector<int>& ring, double* s) {
 // The job in its steady state before anything can fail: every rank's first step done.
 void RankGroup::loop(const std::vector<int>& ring) {
   for (int x : ring) send(x, fmt::format("loop {} {}", cfg_.count, kCheckSeed + 1));
-  for (int x : ring) {
-    const std::string a = answer(x, "its step loop's first all-reduce");
-    ranks_[x].looping = a == "looping";
-    if (!ranks_[x].looping) throw CommError(fmt::format("rank of XPU {}: its step loop ended at once: {}", x, a));
+  const std::vector<std::string> first = answers(ring, "its step loop's first all-reduce");
+  for (size_t i = 0; i < ring.size(); ++i) {
+    const int x = ring[i];
+    ranks_[x].looping = first[i] == "looping";
+    if (!ranks_[x].looping) throw CommError(fmt::format("rank of XPU {}: its step loop ended at once: {}", x, first[i]));
   }
 }
 
@@ -241,15 +268,18 @@ Reform RankGroup::reform(const std::vector<int>& ring) {
   out.ranks = static_cast<int>(ring.size());
   // The survivors' step loop failed on its own once a peer was gone: when, by their clocks.
   uint64_t last_stop = killed_mono_ns_, first_stop = 0;
-  for (int x : ring_) {
-    auto it = ranks_.find(x);
-    if (it == ranks_.end() || !it->second.looping) continue;
-    std::istringstream a(answer(x, "the end of its step loop (a peer died)"));
+  std::vector<int> looping;
+  for (int x : ring_)
+    if (auto it = ranks_.find(x); it != ranks_.end() && it->second.looping) looping.push_back(x);
+  const std::vector<std::string> ends = answers(looping, "the end of its step loop (a peer died)");
+  for (size_t i = 0; i < looping.size(); ++i) {
+    const int x = looping[i];
+    std::istringstream a(ends[i]);
     std::string word, why;
     uint64_t steps = 0, at = 0;
     a >> word >> steps >> at;
     std::getline(a >> std::ws, why);
-    it->second.looping = false;
+    ranks_[x].looping = false;
     if (out.abort_reason.empty() || at < first_stop) {
       first_stop = at;
       out.abort_reason = fmt::format("XPU {}: {}", x, why);
@@ -271,7 +301,7 @@ Reform RankGroup::reform(const std::vector<int>& ring) {
     for (int x : ring) spawn(x);
     for (size_t p = 0; p < ring.size(); ++p)
       send(ring[p], fmt::format("load {}/checkpoint-{}.bin {}", cfg_.work_dir, p, cfg_.checkpoint_bytes));
-    for (int x : ring) answer(x, "the checkpoint read");
+    answers(ring, "the checkpoint read");
     out.start_s = since(t0);
     step("started");
   }

@@ -31,7 +31,7 @@ struct RankGroupConfig {
   Restart restart = Restart::HotSpare;
   uint64_t count = 1 << 16;   // floats per all-reduce (256 KiB)
   uint64_t checkpoint_bytes = 64ull << 20;  // what a relaunched rank reads back before it rejoins
-  std::chrono::milliseconds timeout{20'000};  // any one answer
+  std::chrono::milliseconds timeout{20'000};  // each phase: every rank's answer, read side by side
   // Milestones of a re-form as they happen ("stopped", "started", "form-sent", "formed"): for
   // progress lines, and for the fault tests that kill a rank at one of them.
   std::function<void(const std::string& step)> on_step;
@@ -94,7 +94,9 @@ class RankGroup {
   void spawn(int xpu);
   void stop(int xpu);
   void send(int xpu, const std::string& line);
-  std::string answer(int xpu, const char* what);  // the next line, or CommError
+  // Each rank's next line, in `xpus`' order, read side by side under one deadline; or CommError
+  // naming a rank that ended, else every rank still silent at the deadline, else the first error.
+  std::vector<std::string> answers(const std::vector<int>& xpus, const char* what);
   void form(const std::vector<int>& ring, double* slowest_s);
   uint64_t check_all_reduce(const std::vector<int>& ring, double* s);
   void loop(const std::vector<int>& ring);

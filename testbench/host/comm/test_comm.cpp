@@ -52,11 +52,16 @@ TEST_CASE("gloo: three ranks in threads form a communicator and all-reduce exact
   const std::string dir = fresh_dir("threads");
   std::vector<std::vector<float>> data(3);
   std::vector<std::string> errors(3);
+  // Closed only once every rank's all-reduce returned, as a job closes its communicator: a rank
+  // that closes its connections as soon as its own part is done can fail a slower peer's receive
+  // still in flight ("Connection closed by peer", seen under load).
+  std::vector<std::unique_ptr<Communicator>> comms(3);
   std::vector<std::thread> ranks;
   for (int r = 0; r < 3; ++r)
     ranks.emplace_back([&, r] {
       try {
-        auto c = connect("gloo", Rendezvous{dir, "gen-1", r, 3, 10s});
+        auto& c = comms[static_cast<size_t>(r)];
+        c = connect("gloo", Rendezvous{dir, "gen-1", r, 3, 10s});
         CHECK(c->library() == "gloo");
         data[static_cast<size_t>(r)].resize(1000);
         for (uint64_t e = 0; e < 1000; ++e) data[static_cast<size_t>(r)][e] = check_input(5, r, e);
@@ -285,6 +290,28 @@ TEST_CASE("faults in the re-form end in a named error, never a hang") {
     CHECK_THROWS_WITH_AS(g.reform({0, 1}), doctest::Contains("rank of XPU 1 did not answer"), CommError);
     CHECK(std::chrono::steady_clock::now() - t0 < 6s);
     ::kill(g.pid(1), SIGCONT);
+  }
+  SUBCASE("a rank frozen once its step loop ended is named, not the peer whose rendezvous waited for it") {
+    // XPU 0's rendezvous waits for XPU 1 (Gloo gives a first connect five times its timeout):
+    // reading rank by rank, the host used to name XPU 0 alone, the one that was not frozen.
+    RankGroupConfig c = group_config("frozen-at-form", Restart::HotSpare);
+    c.timeout = 1500ms;
+    RankGroup* group = nullptr;
+    pid_t frozen = -1;
+    c.on_step = [&](const std::string& step) {
+      if (group && step == "form-sent" && group->generation() == 2) {
+        frozen = group->pid(1);
+        ::kill(frozen, SIGSTOP);
+      }
+    };
+    RankGroup g(c, {0, 1, 2}, {});
+    group = &g;
+    g.kill(2);
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK_THROWS_WITH_AS(g.reform({0, 1}), doctest::Contains("rank of XPU 1 did not answer"), CommError);
+    CHECK(std::chrono::steady_clock::now() - t0 < 6s);
+    REQUIRE(frozen > 0);
+    ::kill(frozen, SIGCONT);
   }
   SUBCASE("a rank that dies during the re-form (the spare, killed once every rank was asked to form) is named") {
     for (Restart restart : {Restart::HotSpare, Restart::Relaunch}) {
