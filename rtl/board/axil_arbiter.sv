@@ -136,6 +136,15 @@ module axil_arbiter (
   end
   // The slave answers only what it was asked (its side of AXI4-Lite).
   `ASSUME(arb_env_slave_answers_requests, !(m_rvalid || m_bvalid) || f_slave_open)
+  // Who asks, from the masters' valids alone, and who was granted last (master 1 before any grant,
+  // so master 0 goes first), kept apart from the arbiter's own request and round-robin registers.
+  logic [1:0] f_asks;
+  logic f_granted_last;
+  assign f_asks = s_arvalid | s_awvalid | s_wvalid;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) f_granted_last <= 1'b1;
+    else if (grant) f_granted_last <= pick;
+  end
 `endif
   // Never both masters with a transaction open: one at a time on the slave.
   `ASSERT(arb_one_master_open, f_open != 2'b11)
@@ -153,7 +162,9 @@ module axil_arbiter (
   // A master offering a read and a write at once gets the read.
   `ASSERT(arb_read_first, !(grant && s_arvalid[pick] && (s_awvalid[pick] || s_wvalid[pick])) || (m_arvalid && !m_awvalid && !m_wvalid))
   // Round robin: with both asking at a grant, the one not granted last goes.
-  `ASSERT(arb_round_robin, !(grant && req == 2'b11) || pick != last_q)
+  `ASSERT(arb_round_robin, !(grant && f_asks == 2'b11) || pick != f_granted_last)
+  // The round-robin register is the last grant (master 1 from reset): the induction's helper.
+  `ASSERT(arb_last_is_last_grant, last_q == f_granted_last)
   `COVER(cov_arb_grant_ipbus, grant && pick == 1'b0)
   `COVER(cov_arb_grant_firmware, grant && pick == 1'b1)
   `COVER(cov_arb_contended, grant && req == 2'b11)

@@ -1,7 +1,8 @@
 // The board's scratch RAM as a block RAM behind an AXI4-Lite slave: what IPbus example designs
 // put at the end of the register bus for a host to test block transfers against. A read answers
 // the cycle after its address is taken (the block RAM's latency), a write the cycle after both its
-// address and data are; a word past WORDS answers SLVERR and changes nothing. The next request is
+// address and data are; a response is OKAY, or SLVERR for a word past WORDS, which changes nothing
+// and reads 0. The next request is
 // taken in the cycle a response is, so a master that streams gets a word a cycle.
 `include "mxtb_assert.svh"
 
@@ -96,8 +97,9 @@ module board_ram #(
   `ASSERT(brd_ram_r_no_overrun, !(s_axil_arvalid && s_axil_arready) || !s_axil_rvalid || s_axil_rready)
   `ASSERT(brd_ram_b_timing, !f_past_rst_n || s_axil_bvalid == (f_write_taken || f_bvalid))
   `ASSERT(brd_ram_r_timing, !f_past_rst_n || s_axil_rvalid == (f_read_taken || f_rvalid))
-  `ASSERT(brd_ram_b_error, !f_past_rst_n || !f_write_taken || s_axil_bresp[1] == f_w_past_end)
-  `ASSERT(brd_ram_r_error, !f_past_rst_n || !f_read_taken || s_axil_rresp[1] == f_r_past_end)
+  `ASSERT(brd_ram_b_error, !f_past_rst_n || !f_write_taken || s_axil_bresp == (f_w_past_end ? 2'b10 : 2'b00))
+  `ASSERT(brd_ram_r_error, !f_past_rst_n || !f_read_taken || s_axil_rresp == (f_r_past_end ? 2'b10 : 2'b00))
+  `ASSERT(brd_ram_r_error_data, !f_past_rst_n || !f_read_taken || !f_r_past_end || s_axil_rdata == 32'h0)
   `COVER(cov_brd_ram_read, read_fire && r_in)
   `COVER(cov_brd_ram_write, write_fire && w_in)
   `COVER(cov_brd_ram_past_end, (read_fire && !r_in) || (write_fire && !w_in))

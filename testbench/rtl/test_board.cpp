@@ -15,10 +15,12 @@
 #include <mxtb/emu_regs.h>
 #include <mxtb/ocs_regs.h>
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <vector>
 
 namespace ipbus = mxtb::protocol::ipbus;
@@ -40,6 +42,18 @@ struct Board {
   std::vector<EmuAccess> emu_log;
   bool emu_b = false, emu_r = false;
   uint32_t emu_rdata = 0;
+  // The emulator's block as it can also be: answering `emu_latency` cycles late (RUN_UNTIL runs
+  // simulated time first) and refusing the offsets in emu_refuse (SLVERR, nothing written).
+  uint32_t emu_latency = 0;
+  std::set<uint32_t> emu_refuse;
+  uint32_t emu_b_wait = 0, emu_r_wait = 0;
+  uint8_t emu_bresp = 0, emu_rresp = 0;
+  // Or taking an address only after it was offered for `emu_accept_delay` cycles and write data
+  // after `emu_w_accept_delay`, independently (AXI4-Lite lets either come first), the data into a
+  // 2-word buffer: a slave that would take a W the top offers with no write behind it.
+  uint32_t emu_accept_delay = 0, emu_w_accept_delay = 0;
+  uint32_t emu_aw_offered = 0, emu_w_offered = 0, emu_ar_offered = 0;
+  std::deque<uint32_t> emu_aw_taken, emu_w_taken;
   uint64_t cycle = 0;
 
   // The firmware processor on the s_fw_* port: its accesses one at a time, in order, each
@@ -71,12 +85,19 @@ struct Board {
   // Its ready does not wait for valid, as the emulator's does not: the top's valid may follow the
   // inputs set here, after this is computed. (The transactor offers address and data together.)
   void drive_emu() {
-    top->m_emu_awready = top->m_emu_wready = !emu_b || top->m_emu_bready;
-    top->m_emu_arready = !emu_r || top->m_emu_rready;
-    top->m_emu_bvalid = emu_b;
-    top->m_emu_bresp = 0;
-    top->m_emu_rvalid = emu_r;
-    top->m_emu_rresp = 0;
+    const bool b_up = emu_b && emu_b_wait == 0, r_up = emu_r && emu_r_wait == 0;
+    top->m_emu_awready = top->m_emu_wready = !emu_b || (b_up && top->m_emu_bready);
+    top->m_emu_arready = !emu_r || (r_up && top->m_emu_rready);
+    if (emu_accept_delay || emu_w_accept_delay) {
+      const bool b_free = !emu_b || (b_up && top->m_emu_bready), r_free = !emu_r || (r_up && top->m_emu_rready);
+      top->m_emu_awready = b_free && emu_aw_taken.empty() && emu_aw_offered >= emu_accept_delay;
+      top->m_emu_wready = b_free && emu_w_taken.size() < 2 && emu_w_offered >= emu_w_accept_delay;
+      top->m_emu_arready = r_free && emu_ar_offered >= emu_accept_delay;
+    }
+    top->m_emu_bvalid = b_up;
+    top->m_emu_bresp = emu_bresp;
+    top->m_emu_rvalid = r_up;
+    top->m_emu_rresp = emu_rresp;
     top->m_emu_rdata = emu_rdata;
   }
 
@@ -119,7 +140,9 @@ struct Board {
     e.last = top->m_axis_tlast;
     e.stat = top->stat_valid_o;
     e.kind = top->stat_kind_o;
-    const bool aw = top->m_emu_awvalid && top->m_emu_awready, ar = top->m_emu_arvalid && top->m_emu_arready;
+    bool aw = top->m_emu_awvalid && top->m_emu_awready, ar = top->m_emu_arvalid && top->m_emu_arready;
+    const bool w = top->m_emu_wvalid && top->m_emu_wready;
+    const bool aw_offered = top->m_emu_awvalid, w_offered = top->m_emu_wvalid, ar_offered = top->m_emu_arvalid;
     const bool b = top->m_emu_bvalid && top->m_emu_bready, r = top->m_emu_rvalid && top->m_emu_rready;
     const uint32_t awaddr = top->m_emu_awaddr, wdata = top->m_emu_wdata, araddr = top->m_emu_araddr;
     top->clk_i = 1;
@@ -139,15 +162,39 @@ struct Board {
     }
     if (b) emu_b = false;
     if (r) emu_r = false;
+    if (emu_b_wait) --emu_b_wait;
+    if (emu_r_wait) --emu_r_wait;
+    uint32_t awaddr_now = awaddr, wdata_now = wdata;
+    if (emu_accept_delay || emu_w_accept_delay) {
+      emu_aw_offered = aw_offered && !aw ? emu_aw_offered + 1 : 0;
+      emu_w_offered = w_offered && !w ? emu_w_offered + 1 : 0;
+      emu_ar_offered = ar_offered && !ar ? emu_ar_offered + 1 : 0;
+      if (aw) emu_aw_taken.push_back(awaddr);
+      if (w) emu_w_taken.push_back(wdata);
+      aw = !emu_b && !emu_aw_taken.empty() && !emu_w_taken.empty();  // a write has its address and data
+      if (aw) {
+        awaddr_now = emu_aw_taken.front();
+        wdata_now = emu_w_taken.front();
+        emu_aw_taken.pop_front();
+        emu_w_taken.pop_front();
+      }
+    }
     if (aw) {
-      emu[awaddr] = wdata;
+      const uint32_t awaddr = awaddr_now, wdata = wdata_now;
+      const bool refused = emu_refuse.count(awaddr) > 0;
+      if (!refused) emu[awaddr] = wdata;
       emu_log.push_back({true, awaddr, wdata});
       emu_b = true;
+      emu_b_wait = emu_latency;
+      emu_bresp = refused ? 2 : 0;
     }
     if (ar) {
-      emu_rdata = emu.count(araddr) ? emu[araddr] : 0;
+      const bool refused = emu_refuse.count(araddr) > 0;
+      emu_rdata = refused ? 0xDEADBEEF : emu.count(araddr) ? emu[araddr] : 0;
       emu_log.push_back({false, araddr, 0});
       emu_r = true;
+      emu_r_wait = emu_latency;
+      emu_rresp = refused ? 2 : 0;
     }
     return e;
   }
@@ -255,6 +302,78 @@ TEST_CASE("the emulator's block is reached through the top's port, at its own by
   CHECK(b.emu_log[1].write);
   CHECK(b.emu_log[1].offset == er::run_timeout_ns::kOffset);
   CHECK(b.emu_log[1].data == 12345);
+}
+
+TEST_CASE("the emulator's block may answer late or refuse: the top waits for its response and reports a refusal") {
+  namespace er = mxtb::emu::reg;
+  const uint32_t id = er::id::kOffset, timeout = er::run_timeout_ns::kOffset;
+  const std::vector<uint32_t> request{control(), tx(TxType::Read, 1, 1), kEmuBase + id / 4, tx(TxType::Write, 1, 2),
+                                      kEmuBase + timeout / 4, 12345, tx(TxType::Read, 1, 3), kEmuBase + timeout / 4};
+  const std::vector<uint32_t> expected{control(), ok(TxType::Read, 1, 1), 0x454D5531, ok(TxType::Write, 1, 2),
+                                       ok(TxType::Read, 1, 3), 12345};
+  // One Board at a time: a model must go while its own VerilatedContext is the thread's.
+  auto run = [&](uint32_t latency) {
+    Board b;
+    b.emu[id] = 0x454D5531;
+    b.emu_latency = latency;
+    const auto reply = b.send(request);
+    REQUIRE(reply.has_value());
+    CHECK(*reply == expected);
+    return b.timeline.cycles;
+  };
+  const uint64_t prompt_cycles = run(0);
+  // Each of the three accesses waited out the block's 40 cycles, no more and no less.
+  CHECK(run(40) == prompt_cycles + 3 * 40);
+
+  // A refusal is the transaction's bus error, whether the block answers at once or late.
+  for (uint32_t latency : {0u, 40u}) {
+    CAPTURE(latency);
+    Board b;
+    b.emu_latency = latency;
+    b.emu_refuse = {timeout};
+    auto w = b.send({control(), tx(TxType::Write, 1, 4), kEmuBase + timeout / 4, 99});
+    REQUIRE(w.has_value());
+    REQUIRE(w->size() == 2);
+    CHECK(((*w)[1] & 0xFu) == static_cast<uint32_t>(InfoCode::WriteError));
+    CHECK(b.emu.count(timeout) == 0);
+    auto r = b.send({control(), tx(TxType::Read, 1, 5), kEmuBase + timeout / 4});
+    REQUIRE(r.has_value());
+    REQUIRE_FALSE(r->empty());
+    CHECK(((*r)[1] & 0xFu) == static_cast<uint32_t>(InfoCode::ReadError));
+    REQUIRE(b.emu_log.size() == 2);
+  }
+}
+
+TEST_CASE("the emulator's block may take a request late, its address and data apart: the top offers each until taken") {
+  namespace er = mxtb::emu::reg;
+  const uint32_t id = er::id::kOffset, timeout = er::run_timeout_ns::kOffset;
+  // Two words into one register (non-incrementing), then two reads of it.
+  const std::vector<uint32_t> request{control(),          tx(TxType::Read, 1, 1),       kEmuBase + id / 4,
+                                      tx(TxType::NonIncWrite, 2, 2), kEmuBase + timeout / 4, 12345,
+                                      678,                tx(TxType::NonIncRead, 2, 3), kEmuBase + timeout / 4};
+  const std::vector<uint32_t> expected{control(), ok(TxType::Read, 1, 1), 0x454D5531, ok(TxType::NonIncWrite, 2, 2),
+                                       ok(TxType::NonIncRead, 2, 3), 678, 678};
+  uint64_t prompt_cycles = 0;
+  for (auto [delay, w_delay] : {std::pair<uint32_t, uint32_t>{0, 0}, {1, 1}, {6, 6}, {6, 0}, {0, 6}}) {
+    CAPTURE(delay);
+    CAPTURE(w_delay);
+    Board b;  // one at a time: a model must go while its own VerilatedContext is the thread's
+    b.emu[id] = 0x454D5531;
+    b.emu_accept_delay = delay;
+    b.emu_w_accept_delay = w_delay;
+    const auto reply = b.send(request);
+    REQUIRE(reply.has_value());
+    CHECK(*reply == expected);
+    // Every word reached the block once, in order, none taken without its write.
+    REQUIRE(b.emu_log.size() == 5);
+    CHECK(b.emu_log[1].data == 12345);
+    CHECK(b.emu_log[2].data == 678);
+    CHECK(b.emu_aw_taken.empty());
+    CHECK(b.emu_w_taken.empty());
+    // Each access offered longer by its slowest channel: three reads, two writes.
+    if (delay == 0 && w_delay == 0) prompt_cycles = b.timeline.cycles;
+    else CHECK(b.timeline.cycles == prompt_cycles + 3 * delay + 2 * std::max(delay, w_delay));
+  }
 }
 
 TEST_CASE("status and a bad header: answered and dropped by the top as by the transactor alone") {
