@@ -80,20 +80,17 @@ struct Board {
     clock();
   }
 
-  // The emulator's block answers the cycle after a request, as the emulator's bus would, and
-  // takes the next request in the cycle its response is taken (the top's ready is its state's).
-  // Its ready does not wait for valid, as the emulator's does not: the top's valid may follow the
-  // inputs set here, after this is computed. (The transactor offers address and data together.)
+  // The emulator's block answers the cycle after a request (emu_latency later), as the emulator's
+  // bus would, and takes the next request in the cycle its response is taken (the top's ready is
+  // its state's). Its ready does not wait for valid, as the emulator's does not: the top's valid
+  // may follow the inputs set here, after this is computed. With no accept delays a write's
+  // address and data, which the transactor offers together, are taken and paired in one cycle.
   void drive_emu() {
     const bool b_up = emu_b && emu_b_wait == 0, r_up = emu_r && emu_r_wait == 0;
-    top->m_emu_awready = top->m_emu_wready = !emu_b || (b_up && top->m_emu_bready);
-    top->m_emu_arready = !emu_r || (r_up && top->m_emu_rready);
-    if (emu_accept_delay || emu_w_accept_delay) {
-      const bool b_free = !emu_b || (b_up && top->m_emu_bready), r_free = !emu_r || (r_up && top->m_emu_rready);
-      top->m_emu_awready = b_free && emu_aw_taken.empty() && emu_aw_offered >= emu_accept_delay;
-      top->m_emu_wready = b_free && emu_w_taken.size() < 2 && emu_w_offered >= emu_w_accept_delay;
-      top->m_emu_arready = r_free && emu_ar_offered >= emu_accept_delay;
-    }
+    const bool b_free = !emu_b || (b_up && top->m_emu_bready), r_free = !emu_r || (r_up && top->m_emu_rready);
+    top->m_emu_awready = b_free && emu_aw_taken.empty() && emu_aw_offered >= emu_accept_delay;
+    top->m_emu_wready = b_free && emu_w_taken.size() < 2 && emu_w_offered >= emu_w_accept_delay;
+    top->m_emu_arready = r_free && emu_ar_offered >= emu_accept_delay;
     top->m_emu_bvalid = b_up;
     top->m_emu_bresp = emu_bresp;
     top->m_emu_rvalid = r_up;
@@ -140,7 +137,7 @@ struct Board {
     e.last = top->m_axis_tlast;
     e.stat = top->stat_valid_o;
     e.kind = top->stat_kind_o;
-    bool aw = top->m_emu_awvalid && top->m_emu_awready, ar = top->m_emu_arvalid && top->m_emu_arready;
+    const bool aw = top->m_emu_awvalid && top->m_emu_awready, ar = top->m_emu_arvalid && top->m_emu_arready;
     const bool w = top->m_emu_wvalid && top->m_emu_wready;
     const bool aw_offered = top->m_emu_awvalid, w_offered = top->m_emu_wvalid, ar_offered = top->m_emu_arvalid;
     const bool b = top->m_emu_bvalid && top->m_emu_bready, r = top->m_emu_rvalid && top->m_emu_rready;
@@ -164,26 +161,18 @@ struct Board {
     if (r) emu_r = false;
     if (emu_b_wait) --emu_b_wait;
     if (emu_r_wait) --emu_r_wait;
-    uint32_t awaddr_now = awaddr, wdata_now = wdata;
-    if (emu_accept_delay || emu_w_accept_delay) {
-      emu_aw_offered = aw_offered && !aw ? emu_aw_offered + 1 : 0;
-      emu_w_offered = w_offered && !w ? emu_w_offered + 1 : 0;
-      emu_ar_offered = ar_offered && !ar ? emu_ar_offered + 1 : 0;
-      if (aw) emu_aw_taken.push_back(awaddr);
-      if (w) emu_w_taken.push_back(wdata);
-      aw = !emu_b && !emu_aw_taken.empty() && !emu_w_taken.empty();  // a write has its address and data
-      if (aw) {
-        awaddr_now = emu_aw_taken.front();
-        wdata_now = emu_w_taken.front();
-        emu_aw_taken.pop_front();
-        emu_w_taken.pop_front();
-      }
-    }
-    if (aw) {
-      const uint32_t awaddr = awaddr_now, wdata = wdata_now;
-      const bool refused = emu_refuse.count(awaddr) > 0;
-      if (!refused) emu[awaddr] = wdata;
-      emu_log.push_back({true, awaddr, wdata});
+    emu_aw_offered = aw_offered && !aw ? emu_aw_offered + 1 : 0;
+    emu_w_offered = w_offered && !w ? emu_w_offered + 1 : 0;
+    emu_ar_offered = ar_offered && !ar ? emu_ar_offered + 1 : 0;
+    if (aw) emu_aw_taken.push_back(awaddr);
+    if (w) emu_w_taken.push_back(wdata);
+    if (!emu_b && !emu_aw_taken.empty() && !emu_w_taken.empty()) {  // a write with its address and data
+      const uint32_t offset = emu_aw_taken.front(), data = emu_w_taken.front();
+      emu_aw_taken.pop_front();
+      emu_w_taken.pop_front();
+      const bool refused = emu_refuse.count(offset) > 0;
+      if (!refused) emu[offset] = data;
+      emu_log.push_back({true, offset, data});
       emu_b = true;
       emu_b_wait = emu_latency;
       emu_bresp = refused ? 2 : 0;
