@@ -2,8 +2,8 @@
 // put at the end of the register bus for a host to test block transfers against. A read answers
 // the cycle after its address is taken (the block RAM's latency), a write the cycle after both its
 // address and data are; a response is OKAY, or SLVERR for a word past WORDS, which changes nothing
-// and reads 0. The next request is
-// taken in the cycle a response is, so a master that streams gets a word a cycle.
+// and reads 0. The next request is taken in the cycle a response is, so a master that streams gets
+// a word a cycle.
 `include "mxtb_assert.svh"
 
 module board_ram #(
@@ -100,6 +100,10 @@ module board_ram #(
   `ASSERT(brd_ram_b_error, !f_past_rst_n || !f_write_taken || s_axil_bresp == (f_w_past_end ? 2'b10 : 2'b00))
   `ASSERT(brd_ram_r_error, !f_past_rst_n || !f_read_taken || s_axil_rresp == (f_r_past_end ? 2'b10 : 2'b00))
   `ASSERT(brd_ram_r_error_data, !f_past_rst_n || !f_read_taken || !f_r_past_end || s_axil_rdata == 32'h0)
+  // A write past the end changes nothing: the one word its address bits could reach keeps its value.
+  `ASSERT_PAST(f_w_index, AW, s_axil_awaddr[AW+1:2])
+  `ASSERT_PAST(f_w_alias, 32, mem[s_axil_awaddr[AW+1:2]])
+  `ASSERT(brd_ram_past_end_unchanged, !f_past_rst_n || !f_write_taken || !f_w_past_end || mem[f_w_index] == f_w_alias)
   `COVER(cov_brd_ram_read, read_fire && r_in)
   `COVER(cov_brd_ram_write, write_fire && w_in)
   `COVER(cov_brd_ram_past_end, (read_fire && !r_in) || (write_fire && !w_in))
