@@ -507,6 +507,42 @@ TEST_CASE("RTL alone: a bus that does not answer: read and write timeouts, the o
   }
 }
 
+// The timeout's edge, exactly: an access may be answered as late as AXI_TIMEOUT cycles after its
+// first cycle on the bus (the request's, counted as cycle 0); a response one cycle later finds the
+// access timed out. The slave here answers `delay` + 1 cycles after it took the request, which it
+// takes in its first cycle (all ready).
+TEST_CASE("RTL alone: the bus timeout's edge: a response AXI_TIMEOUT cycles after the request is taken, one cycle later is a timeout") {
+  const uint32_t ctrl0 = packet_header(PacketType::Control, 0);
+  const uint32_t word = kRamBase + 11;
+  const BoardRegisters expected(kFillSeed);
+  for (const bool write : {false, true}) {
+    for (const bool in_time : {true, false}) {
+      const std::string what = std::string(write ? "a write" : "a read") + (in_time ? " answered in the last cycle it may be" : " answered a cycle too late");
+      INFO(what);
+      RtlTiming timing = RtlTiming::eager(7);
+      timing.silent = {word};
+      timing.silent_delay = static_cast<uint32_t>(kAxiTimeout - (in_time ? 1 : 0));
+      RtlSide rtl(kFillSeed, timing);
+      const uint32_t tx = tx_header(write ? TxType::Write : TxType::Read, 1, 0x51);
+      std::vector<uint32_t> request{ctrl0, tx, word};
+      if (write) request.push_back(0xC0FFEE);
+      std::vector<uint32_t> want{ctrl0};
+      if (in_time) {
+        want.push_back(tx & ~0xFu);
+        if (!write) want.push_back(expected.peek(word));
+      } else {
+        want.push_back(failed(tx, write ? InfoCode::WriteTimeout : InfoCode::ReadTimeout));
+      }
+      CHECK(rtl_reply(rtl, request, in_time ? Answer::kNoFault : fault_number(Fault::BusError)) == want);
+      // The late response, a cycle after the timeout, is taken as the orphan's: the next access works.
+      CHECK(rtl.idle(4) == "");
+      CHECK_FALSE(rtl.bus_outstanding());
+      const uint32_t rd = tx_header(TxType::Read, 1, 0x52);
+      CHECK(rtl_reply(rtl, {ctrl0, rd, kRamBase}, Answer::kNoFault) == std::vector<uint32_t>{ctrl0, rd & ~0xFu, expected.peek(kRamBase)});
+    }
+  }
+}
+
 TEST_CASE("RTL against C++: an RMW whose read goes through and whose write is refused") {
   const uint32_t ctrl0 = packet_header(PacketType::Control, 0);
   const uint32_t word = kRamBase + 9;
