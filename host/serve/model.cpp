@@ -103,15 +103,55 @@ int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
   return era * 146097 + static_cast<int64_t>(doe) - 719468;
 }
 
+// YYYY-MM-DD HH:MM:SS[.fraction][zone]: the 2023 release writes no zone, the 2024 release (pandas,
+// UTC) "+00:00". A 'T' may stand for the space (ISO 8601); a zone is Z, +HH, +HHMM or +HH:MM (or
+// -), and its offset is taken off, so that rows in different zones keep their order.
 bool parse_timestamp(const std::string& s, double* out) {
-  int y = 0, mo = 0, d = 0, h = 0, mi = 0;
-  double sec = 0;
-  int consumed = 0;
-  if (std::sscanf(s.c_str(), "%4d-%2d-%2d %2d:%2d:%lf%n", &y, &mo, &d, &h, &mi, &sec, &consumed) != 6) return false;
-  if (static_cast<size_t>(consumed) != s.size()) return false;
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec < 0 || sec >= 61) return false;
+  size_t i = 0;
+  auto digits = [&](size_t n, int* v) {
+    if (i + n > s.size()) return false;
+    int x = 0;
+    for (size_t k = 0; k < n; ++k) {
+      const char c = s[i + k];
+      if (c < '0' || c > '9') return false;
+      x = x * 10 + (c - '0');
+    }
+    i += n;
+    *v = x;
+    return true;
+  };
+  auto literal = [&](char c) {
+    if (i >= s.size() || s[i] != c) return false;
+    ++i;
+    return true;
+  };
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, whole = 0;
+  if (!digits(4, &y) || !literal('-') || !digits(2, &mo) || !literal('-') || !digits(2, &d)) return false;
+  if (!literal(' ') && !literal('T')) return false;
+  if (!digits(2, &h) || !literal(':') || !digits(2, &mi) || !literal(':') || !digits(2, &whole)) return false;
+  double sec = whole;
+  if (literal('.')) {
+    double unit = 0.1;
+    const size_t first = i;
+    for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i, unit /= 10) sec += (s[i] - '0') * unit;
+    if (i == first) return false;
+  }
+  int zone_s = 0;
+  if (literal('Z')) {
+  } else if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
+    const int sign = s[i++] == '-' ? -1 : 1;
+    int zh = 0, zm = 0;
+    if (!digits(2, &zh) || zh > 23) return false;
+    if (i < s.size()) {
+      literal(':');
+      if (!digits(2, &zm) || zm > 59) return false;
+    }
+    zone_s = sign * (zh * 3600 + zm * 60);
+  }
+  if (i != s.size()) return false;
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec >= 61) return false;
   *out = static_cast<double>(days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d))) * 86400.0 +
-         h * 3600.0 + mi * 60.0 + sec;
+         h * 3600.0 + mi * 60.0 + sec - zone_s;
   return true;
 }
 
@@ -161,7 +201,7 @@ std::vector<Request> load_azure_trace(const std::string& path, double scale) {
     if (f.size() != 3) throw InputError(fmt::format("{}:{}: expected 3 fields, got {}", path, lineno, f.size()));
     double t = 0;
     if (!parse_timestamp(f[0], &t))
-      throw InputError(fmt::format("{}:{}: bad TIMESTAMP '{}' (want YYYY-MM-DD HH:MM:SS.fff)", path, lineno, f[0]));
+      throw InputError(fmt::format("{}:{}: bad TIMESTAMP '{}' (want YYYY-MM-DD HH:MM:SS[.fff][+HH:MM])", path, lineno, f[0]));
     Request r;
     if (!parse_count(f[1], &r.prompt_tokens) || r.prompt_tokens == 0)
       throw InputError(fmt::format("{}:{}: ContextTokens '{}' is not a positive integer", path, lineno, f[1]));

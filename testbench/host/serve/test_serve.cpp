@@ -145,6 +145,26 @@ TEST_CASE("trace loader: the Azure code trace, scaling, and bad input") {
                        InputError);
   p = write_tmp("stamp.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16T18:17,1,1\n");
   CHECK_THROWS_WITH_AS(load_azure_trace(p, 1), doctest::Contains(":2: bad TIMESTAMP '2023-11-16T18:17'"), InputError);
+  // The 2024 release's stamps carry a zone ("+00:00"); an offset is taken off, so rows keep their order.
+  p = write_tmp("zoned.csv",
+                "TIMESTAMP,ContextTokens,GeneratedTokens\n2024-05-10 00:00:00.009930+00:00,2162,5\n2024-05-10T00:00:01Z,10,2\n"
+                "2024-05-10 02:00:00.5+02:00,7,3\n2024-05-09 23:00:02-0100,8,4\n2024-05-10 01:00:03+01,9,1\n");
+  auto zoned = load_azure_trace(p, 1);
+  REQUIRE(zoned.size() == 5);
+  CHECK(zoned[0].prompt_tokens == 2162);
+  CHECK(zoned[1].prompt_tokens == 7);  // 02:00:00.5 at +02:00, sorted before the 00:00:01Z row
+  CHECK(zoned[1].arrival_s == doctest::Approx(0.5 - 0.00993));
+  CHECK(zoned[2].prompt_tokens == 10);
+  CHECK(zoned[2].arrival_s == doctest::Approx(1 - 0.00993));
+  CHECK(zoned[3].prompt_tokens == 8);
+  CHECK(zoned[3].arrival_s == doctest::Approx(2 - 0.00993));
+  CHECK(zoned[4].arrival_s == doctest::Approx(3 - 0.00993));
+  for (const char* bad : {"2024-05-10 00:00:00+0", "2024-05-10 00:00:00+24:00", "2024-05-10 00:00:00 UTC", "2024-05-10 00:00:00.",
+                          "2024-05-10 00:00:1e1", "2024-05-10 0:00:00"}) {
+    p = write_tmp("bad_stamp.csv", std::string("TIMESTAMP,ContextTokens,GeneratedTokens\n") + bad + ",1,1\n");
+    const std::string want = std::string(":2: bad TIMESTAMP '") + bad + "'";
+    CHECK_THROWS_WITH_AS(load_azure_trace(p, 1), doctest::Contains(want.c_str()), InputError);
+  }
   p = write_tmp("zero.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9,12,0\n");
   CHECK_THROWS_WITH_AS(load_azure_trace(p, 1), doctest::Contains(":2: GeneratedTokens '0' is not a positive integer"),
                        InputError);
