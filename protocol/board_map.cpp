@@ -26,6 +26,48 @@ RegRef ref_of(const RegInfo& r, const std::string& prefix, uint32_t base, uint32
   return out;
 }
 
+std::string xml_escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// One map's registers as uHAL nodes, word addresses relative to the map's node. Permissions are
+// the bus's access rules (a read of a write-only register, a write of a read-only one, is refused);
+// uHAL has no words for write-1-to-clear and reading-clears, so the description says them.
+template <class Regs>
+void uhal_registers(std::string& o, const Regs& regs, uint32_t base, const std::string& indent) {
+  for (const auto& r : regs) {
+    const std::string_view access = to_string(r.access);
+    const char* permission = access == "ro" ? "r" : access == "wo" ? "w" : "rw";
+    std::string doc(r.doc);
+    if (access == "w1c") doc = "Write 1 to clear. " + doc;
+    if (access == "rc") doc = "Reading clears. " + doc;
+    o += fmt::format("{}<node id=\"{}\" address=\"{:#010x}\" permission=\"{}\"", indent, r.name, base + r.offset / 4, permission);
+    if (r.count > 1) o += fmt::format(" mode=\"block\" size=\"{}\"", r.count);
+    o += fmt::format(" description=\"{}\"", xml_escape(doc));
+    // A block's words share a layout uHAL cannot attach to it (a masked node's parent is one
+    // register): the description names the fields instead.
+    if (r.count > 1 || r.n_fields <= 1) {
+      o += "/>\n";
+      continue;
+    }
+    o += ">\n";
+    for (size_t i = 0; i < r.n_fields; ++i)
+      o += fmt::format("{}  <node id=\"{}\" mask=\"{:#010x}\"/>\n", indent, r.fields[i].name, r.fields[i].mask);
+    o += indent + "</node>\n";
+  }
+}
+
 }  // namespace
 
 std::optional<uint32_t> parse_u32(const std::string& text) {
@@ -105,6 +147,36 @@ std::string describe(uint32_t addr) {
                           : fmt::format("{} ({:#010x})", r->name, addr);
   }
   return fmt::format("{:#010x}", addr);
+}
+
+}  // namespace mxtb::protocol
+
+namespace mxtb::protocol {
+
+std::string uhal_address_table() {
+  std::string o =
+      "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>\n"
+      "<!-- The Morphlux board's IPbus address map for uHAL, written by `mxtb reg uhal` from\n"
+      "     rtl/ocs/ocs_regs.json, protocol/emu_regs.json and protocol/board_map.h. docs/protocol.md. -->\n"
+      "<node id=\"TOP\">\n";
+  uhal_registers(o, mxtb::ocs::kRegisters, kControllerBase, "  ");
+  o += fmt::format(
+      "  <node id=\"emu\" address=\"{:#010x}\" description=\"The emulator control block: the emulator only (a board answers a "
+      "bus error)\">\n",
+      kEmulatorBase);
+  uhal_registers(o, mxtb::emu::kRegisters, 0, "    ");
+  o += "  </node>\n";
+  o += fmt::format("  <node id=\"ram\" address=\"{:#010x}\" permission=\"rw\" mode=\"block\" size=\"{}\" "
+                   "description=\"The board's scratch RAM (a block RAM): read, write and RMW\"/>\n",
+                   kRamBase, kRamWords);
+  return o + "</node>\n";
+}
+
+std::string uhal_connections(const std::string& id, const std::string& uri, const std::string& table) {
+  return fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<connections>\n  <connection id=\"{}\" uri=\"{}\" address_table=\"{}\"/>\n</connections>\n",
+      xml_escape(id), xml_escape(uri), xml_escape(table));
 }
 
 }  // namespace mxtb::protocol

@@ -44,4 +44,13 @@ std::optional<uint32_t> parse_u32(const std::string& text);
 // The name of a word address ("LINK_STATUS[3]", "ram[12]", "emu.TIME_NS_LO", or hex).
 std::string describe(uint32_t addr);
 
+// The map as a uHAL address table (XML; uHAL's node tree: a node's address is its parent's plus
+// its own, a field is a masked child of its register): controller registers at the top as
+// "STATUS", emulator registers under "emu", windows and the scratch RAM as blocks
+// ("LINK_STATUS", size 32; "ram", size 4096). The same names `resolve` takes, less the index.
+std::string uhal_address_table();
+// A uHAL connections file: device `id` at `uri` ("ipbusudp-2.0://127.0.0.1:50001") with the
+// address table at `table` ("file://mxtb_board.xml"; relative to the connections file).
+std::string uhal_connections(const std::string& id, const std::string& uri, const std::string& table);
+
 }  // namespace mxtb::protocol

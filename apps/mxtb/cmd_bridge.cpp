@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -125,10 +126,45 @@ protocol::RegRef resolve_or_throw(const std::string& name) {
 
 }  // namespace
 
+namespace {
+
+// `mxtb reg uhal`: the address table and a connections file, for uHAL (docs/protocol.md).
+int write_uhal_files(const Args& args) {
+  if (args.positional().size() != 1) throw UsageError("reg uhal takes no NAME (it writes the whole map)");
+  if (!args.has("--out")) throw UsageError("reg uhal needs --out DIR (it writes DIR/mxtb_board.xml and DIR/connections.xml)");
+  const std::string dir = args.str("--out");
+  std::string uri = args.str("--target", "udp://127.0.0.1:50001");
+  if (uri.rfind("udp://", 0) == 0) uri = "ipbusudp-2.0://" + uri.substr(6);
+  if (uri.rfind("ipbusudp-2.0://", 0) != 0)
+    throw UsageError(fmt::format("--target '{}': want udp://HOST:PORT (or uHAL's ipbusudp-2.0://HOST:PORT)", args.str("--target")));
+  const std::string id = args.str("--id", "mxtb.board");
+  if (id.empty() || id.find_first_of("\"<>&") != std::string::npos) throw UsageError(fmt::format("--id '{}' is no device id", id));
+  const std::vector<std::pair<std::string, std::string>> files{
+      {dir + "/mxtb_board.xml", protocol::uhal_address_table()},
+      {dir + "/connections.xml", protocol::uhal_connections(id, uri, "file://mxtb_board.xml")}};
+  // Both written aside first, then renamed: a failure leaves neither file half-written or stale.
+  for (const auto& [path, text] : files) {
+    std::ofstream out(path + ".tmp", std::ios::trunc);
+    if (!out || !(out << text) || !out.flush()) {
+      for (const auto& f : files) std::remove((f.first + ".tmp").c_str());
+      throw UsageError(fmt::format("cannot write {} (does --out {} exist?)", path, dir));
+    }
+  }
+  for (const auto& [path, text] : files) {
+    if (std::rename((path + ".tmp").c_str(), path.c_str()) != 0) throw UsageError(fmt::format("cannot write {}", path));
+    fmt::print("wrote {}\n", path);
+  }
+  return 0;
+}
+
+}  // namespace
+
 int cmd_reg(const ArgList& argv) {
-  Args args(argv, ArgSpec{{"--target", "--count", "--timeout-ms"}, {}, {}, true});
+  Args args(argv, ArgSpec{{"--target", "--count", "--timeout-ms", "--out", "--id"}, {}, {}, true});
   const auto& pos = args.positional();
-  if (pos.empty()) throw UsageError("reg wants read, write or dump");
+  if (pos.empty()) throw UsageError("reg wants read, write, dump or uhal");
+  if (pos[0] == "uhal") return write_uhal_files(args);
+  if (args.has("--out") || args.has("--id")) throw UsageError("--out and --id are for reg uhal");
   std::string target = args.str("--target", "");
   if (target.empty()) throw UsageError("reg needs --target udp://ADDR:PORT");
   host::fabric::ClientOptions opts;
@@ -136,7 +172,7 @@ int cmd_reg(const ArgList& argv) {
   opts.describe = protocol::describe;
   // Every name and value is checked before anything is sent.
   const std::string& op = pos[0];
-  if (op != "read" && op != "write" && op != "dump") throw UsageError(fmt::format("reg wants read, write or dump, got '{}'", op));
+  if (op != "read" && op != "write" && op != "dump") throw UsageError(fmt::format("reg wants read, write, dump or uhal, got '{}'", op));
   std::vector<protocol::RegRef> named;
   for (size_t i = 1; i < pos.size() && (op != "write" || i == 1); ++i) named.push_back(resolve_or_throw(pos[i]));
   if (op == "read" && pos.size() != 2) throw UsageError("reg read wants one NAME or ADDRESS");

@@ -75,7 +75,10 @@ regress --collect DIR [--json FILE] [--junit FILE]
     MXTB_THREADS) say otherwise (docs/performance.md))"},
     {"reg", mxtb::app::cmd_reg,
      R"(reg read|write|dump --target udp://ADDR:PORT [NAME|ADDRESS [VALUE]] [--count N] [--timeout-ms MS]
-    registers by name: controller (STATUS, LINK_STATUS[3]), emulator (emu.TIME_NS_LO), ram[i])"},
+    registers by name: controller (STATUS, LINK_STATUS[3]), emulator (emu.TIME_NS_LO), ram[i]
+reg uhal --out DIR [--target udp://ADDR:PORT] [--id ID]
+    writes the map as a uHAL address table (DIR/mxtb_board.xml) and a connections file naming
+    the board or emulator at ADDR:PORT (default 127.0.0.1:50001) as device ID (mxtb.board))"},
     {"link-pair", mxtb::app::cmd_link_pair,
      R"(link-pair --scenario FILE [--seed N] | --random SEED
     [--harness systemc|loop] [--json FILE] [--fst FILE [--fst-from C] [--fst-to C]] [--progress CYCLES]
