@@ -928,7 +928,21 @@ TEST_CASE("the flush flag counts from the trained peer's TS2s in Ts1, Ts2 and Cr
     if (w == Where::Ts1ReplacedCandidate) b.push_ctl(CtlType::Ts2, stranger | flag, 5);
     const bool ts1_sends_ts2 = w == Where::Ts1Peer || w == Where::Ts1PeerUnflagged;
     const uint32_t ts1_flag = w == Where::Ts1Peer ? flag : 0;
-    for (LinkState st : {LinkState::Ts1, LinkState::Ts2})
+    for (LinkState st : {LinkState::Ts1, LinkState::Ts2}) {
+      if (st == LinkState::Ts1 && ts1_sends_ts2) {
+        // Exactly TS_COUNT of the candidate's TS2s, none left on the way to arrive in Ts2: the
+        // flag must come from the ones counted in Ts1 (mutation seed 13: the candidate's flag
+        // forced to 0 survived, since a flagged TS2 still on the way reached Ts2 and set it there).
+        b.to_dut.clear();
+        b.run(40);
+        REQUIRE(b.state() == LinkState::Ts1);
+        for (int n = 0; n < kTsCount; b.tick())
+          if (b.to_dut.size() < 4) b.push_ctl(CtlType::Ts2, ts | ts1_flag), ++n;
+        for (int i = 0; i < 500 && b.state() == LinkState::Ts1; ++i) b.tick();
+        REQUIRE(b.state() == LinkState::Ts2);
+        REQUIRE(b.to_dut.empty());
+        continue;
+      }
       for (int i = 0; i < 5000 && b.state() == st; ++i) {
         if (b.to_dut.size() < 4) {
           if (st == LinkState::Ts1 && ts1_sends_ts2) b.push_ctl(CtlType::Ts2, ts | ts1_flag);
@@ -936,6 +950,7 @@ TEST_CASE("the flush flag counts from the trained peer's TS2s in Ts1, Ts2 and Cr
         }
         b.tick();
       }
+    }
     REQUIRE(b.state() == LinkState::CreditInit);
     b.to_dut.clear();
     if (w == Where::CreditInitPeer) b.push_ctl(CtlType::Ts2, ts | flag, 3);
@@ -952,6 +967,28 @@ TEST_CASE("the flush flag counts from the trained peer's TS2s in Ts1, Ts2 and Cr
     b.run(80);
     CHECK(b.sof_seqs(mark) == std::vector<uint16_t>{static_cast<uint16_t>(flush ? 0 : 3)});
   }
+}
+
+TEST_CASE("a peer at XPU 0, lane 0 (the Ts1 candidate's cleared identity) retrains without a flush") {
+  // The candidate registers are cleared on every state change, so this peer's first TS in Ts1
+  // matches the cleared candidate and counts on: the candidate's flag must be cleared with them
+  // (mutation seed 13: link_train.sv:275 setting it outside Ts1 survived every test whose peer had
+  // another identity).
+  PeerBench b;
+  b.m.expect_xpu_i = 0;
+  b.m.expect_lane_i = 0;
+  b.train(8, 0, 0);
+  exchange_frames(b);
+  b.peer_expect = 3;  // everything acknowledged: without a flush the next frame is sequence 3
+  b.push_ctl(CtlType::Ack, b.ack_fields());
+  b.run(20);
+  b.blink_to_retrain();
+  b.train(8, 0, 0);  // the same peer, its TS2s without the flag
+  REQUIRE(b.state() == LinkState::Active);
+  const size_t mark = b.from_dut.size();
+  b.xpu_tx.push_back({9, true});
+  b.run(80);
+  CHECK(b.sof_seqs(mark) == std::vector<uint16_t>{3});
 }
 
 TEST_CASE("a link never Active before keeps what its XPU queued when its peer's TS2s carry the flush flag") {
@@ -1372,22 +1409,29 @@ TEST_CASE("frames the XPU hands over before the link first becomes Active go out
   CHECK(b.sof_seqs() == std::vector<uint16_t>{0, 1});
 }
 
-TEST_CASE("heartbeat timeout: HB_TIMEOUT cycles after the last heartbeat was taken, to the cycle") {
-  PeerBench b;
-  b.train();
-  b.auto_hb = false;
-  b.run(20);
-  // The receive path's latency, measured with a bad block: every block takes the same path.
-  b.to_dut.push_front(bad_check_block());
-  uint64_t sent = b.cycle;
-  REQUIRE(b.run_until([&] { return b.m.cnt_bad_blocks_o == 1; }, 50));
-  const uint64_t lat = b.cycle - sent;
-  b.run(20);
-  b.push_ctl(CtlType::Heartbeat, b.ack_fields());
-  const uint64_t last = b.cycle;  // taken lat cycles from now: the timeout counts from there
-  REQUIRE(b.run_until([&] { return b.state() != LinkState::Active; }, kHbTimeout + 100));
-  CHECK(b.reason() == Reason::HeartbeatTimeout);
-  CHECK(b.cycle == last + lat + kHbTimeout + 1);
+TEST_CASE("heartbeat timeout: HB_TIMEOUT cycles after the last Ack, Nak or Heartbeat was taken, to the cycle") {
+  // Each of the three is liveness (docs/link-layer.md, "heartbeat"); mutation seed 13 left a Nak
+  // that was not (link_rx.sv:166) unnoticed, since the tests' peers always heartbeat as well.
+  for (CtlType last_word : {CtlType::Heartbeat, CtlType::Ack, CtlType::Nak}) {
+    CAPTURE(static_cast<int>(last_word));
+    PeerBench b;
+    b.train();
+    b.auto_hb = false;
+    b.run(20);
+    // The receive path's latency, measured with a bad block: every block takes the same path.
+    b.to_dut.push_front(bad_check_block());
+    uint64_t sent = b.cycle;
+    REQUIRE(b.run_until([&] { return b.m.cnt_bad_blocks_o == 1; }, 50));
+    const uint64_t lat = b.cycle - sent;
+    b.run(20);
+    b.push_ctl(CtlType::Heartbeat, b.ack_fields());
+    b.run(kHbTimeout / 2);  // the last one below comes well after this heartbeat
+    b.push_ctl(last_word, b.ack_fields());
+    const uint64_t last = b.cycle;  // taken lat cycles from now: the timeout counts from there
+    REQUIRE(b.run_until([&] { return b.state() != LinkState::Active; }, kHbTimeout + 100));
+    CHECK(b.reason() == Reason::HeartbeatTimeout);
+    CHECK(b.cycle == last + lat + kHbTimeout + 1);
+  }
 }
 
 TEST_CASE("heartbeats: an idle Active link sends one every HB_PERIOD + 1 cycles, to the cycle") {

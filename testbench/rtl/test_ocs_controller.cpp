@@ -300,7 +300,7 @@ TEST_CASE("ocs: only changed elements are written, one per update slot; settle i
                                                  Event::VerifyPass});
     CHECK(ev[1].index() == 4);
     for (auto& e : ev) CHECK(e.code() == 0);
-    CHECK(ev[0].index() == 0);
+    for (size_t i : {0u, 2u, 3u}) CHECK(ev[i].index() == 0);  // a field the type does not name is 0
     for (auto& e : ev) CHECK(e.data() == gen);
     CHECK(ev[2].ts - ev[1].ts == static_cast<uint64_t>(kSettle) + 1);  // 101 at 100 (docs/ocs-controller.md)
     ++gen;
