@@ -582,6 +582,9 @@ module ocs_sequencer #(
   `ASSERT(seq_slot_counts_down, slot_q == 16'd0 || slot_d == slot_q - 16'd1 || dac_valid_d)
   `ASSERT(seq_one_event_per_cycle, !(done && fail))
   `ASSERT(seq_pd_one_outstanding, !(pd_req_d && pd_wait_q))
+  // A photodiode answer is awaited only in Verify, for the valid entry it checks: every way out
+  // of Verify, and reset, clear the wait (the entry part makes the proof inductive).
+  `ASSERT(seq_pd_wait_only_verifying, !pd_wait_q || (st_q == SVer && idx_q < 9'(N_PORTS) && cur_valid))
 
   // Coverage: every state, every transition, every event, rollback, watchdog.
   `COVER(cov_st_idle, st_q == SIdle)
