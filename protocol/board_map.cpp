@@ -149,10 +149,6 @@ std::string describe(uint32_t addr) {
   return fmt::format("{:#010x}", addr);
 }
 
-}  // namespace mxtb::protocol
-
-namespace mxtb::protocol {
-
 std::string uhal_address_table() {
   std::string o =
       "<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?>\n"

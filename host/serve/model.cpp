@@ -137,8 +137,7 @@ bool parse_timestamp(const std::string& s, double* out) {
     if (i == first) return false;
   }
   int zone_s = 0;
-  if (literal('Z')) {
-  } else if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
+  if (!literal('Z') && i < s.size() && (s[i] == '+' || s[i] == '-')) {
     const int sign = s[i++] == '-' ? -1 : 1;
     int zh = 0, zm = 0;
     if (!digits(2, &zh) || zh > 23) return false;
