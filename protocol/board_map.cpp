@@ -63,7 +63,8 @@ void uhal_registers(std::string& o, const Regs& regs, uint32_t base, const std::
     }
     o += ">\n";
     for (size_t i = 0; i < r.n_fields; ++i)
-      o += fmt::format("{}  <node id=\"{}\" mask=\"{:#010x}\"/>\n", indent, r.fields[i].name, r.fields[i].mask);
+      o += fmt::format("{}  <node id=\"{}\" mask=\"{:#010x}\" permission=\"{}\"/>\n", indent, r.fields[i].name,
+                       r.fields[i].mask, permission);  // uHAL's default would be rw
     o += indent + "</node>\n";
   }
 }

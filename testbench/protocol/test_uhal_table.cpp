@@ -90,6 +90,7 @@ TEST_CASE("uHAL address table: every register where resolve() puts it, by uHAL's
       const auto r = protocol::resolve(reg, nullptr);
       REQUIRE(r.has_value());
       CHECK(n.addr == r->addr);
+      CHECK(n.permission == std::string(r->readable && r->writable ? "rw" : r->readable ? "r" : "w"));  // its register's
       continue;
     }
     if (!n.leaf) {
