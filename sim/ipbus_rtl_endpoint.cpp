@@ -250,20 +250,10 @@ uint32_t executed_transactions(const std::vector<uint8_t>& reply) {
 
 bool addresses_only_emulator_block(const std::vector<uint8_t>& request) {
   auto words = ipbus::to_words(request.data(), request.size(), nullptr);
-  if (!words || words->words.size() < 3) return false;  // a control packet has a transaction
-  const auto& w = words->words;
-  auto header = ipbus::decode_packet_header(w[0], nullptr);
-  if (!header || header->type != ipbus::PacketType::Control) return false;
-  for (size_t pos = 1; pos < w.size();) {
-    auto th = ipbus::decode_tx_header(w[pos]);
-    if (!th || th->info != ipbus::InfoCode::Request || pos + 1 >= w.size()) return false;
-    const uint64_t addr = w[pos + 1];
-    const bool incrementing = th->type == ipbus::TxType::Read || th->type == ipbus::TxType::Write;
-    const uint64_t span = incrementing ? std::max<uint32_t>(th->words, 1) : 1;
-    if (addr < protocol::kEmulatorBase || addr + span > uint64_t{protocol::kEmulatorBase} + protocol::kEmulatorWords) return false;
-    pos += 1 + ipbus::request_body_words(th->type, th->words);
-  }
-  return true;
+  if (!words) return false;
+  auto header = ipbus::decode_packet_header(words->words[0], nullptr);
+  return header && header->type == ipbus::PacketType::Control &&
+         ipbus::transactions_within(words->words, protocol::kEmulatorBase, protocol::kEmulatorWords);
 }
 
 }  // namespace mxtb::sim

@@ -71,6 +71,9 @@ struct IpbusServer::Impl : ipbus::BusPort {
   std::condition_variable packets_cv;
   std::deque<Queued> packets;
   bool packets_stop = false;
+  // Control packets handed to the transactor whose replies the socket thread has not yet sent.
+  // The socket thread's alone: it hands them over and sends their replies.
+  size_t replies_owed = 0;
   std::vector<uint32_t> ram = std::vector<uint32_t>(protocol::kRamWords, 0);  // the transactor's
 
   mutable std::mutex mu;
@@ -215,7 +218,14 @@ struct IpbusServer::Impl : ipbus::BusPort {
           in = target.accept(rx.data(), n);
         }
         if (in.reply) send(std::move(*in.reply), from);
-        if (in.control) {
+        // A packet for the RAM alone, with no reply owed ahead of it, runs here: it never waits
+        // on the simulation, and handing it over cost each round trip two thread wake-ups. With
+        // no reply owed the transactor is idle, and stays so: only this thread gives it packets.
+        if (in.control && replies_owed == 0 &&
+            ipbus::transactions_within(in.control->words, protocol::kRamBase, protocol::kRamWords)) {
+          send(run_packet(*in.control), from);
+        } else if (in.control) {
+          ++replies_owed;
           std::lock_guard<std::mutex> lock(packets_mu);
           packets.push_back({std::move(*in.control), from});
           packets_cv.notify_one();
@@ -258,15 +268,22 @@ struct IpbusServer::Impl : ipbus::BusPort {
         q = std::move(packets.front());
         packets.pop_front();
       }
-      ipbus::TargetStats counts;
-      std::vector<uint8_t> reply = target.execute(q.packet, counts);
-      {
-        std::lock_guard<std::mutex> lock(target_mu);
-        target.finish(q.packet, reply, counts);
-      }
+      std::vector<uint8_t> reply = run_packet(q.packet);
       // The socket belongs to the io thread: sending from here could race its receive.
-      asio::post(io, [this, reply = std::move(reply), to = q.from]() mutable { send(std::move(reply), to); });
+      asio::post(io, [this, reply = std::move(reply), to = q.from]() mutable {
+        send(std::move(reply), to);
+        --replies_owed;
+      });
     }
+  }
+
+  // Executes a control packet and stores its reply for resends; the reply's bytes.
+  std::vector<uint8_t> run_packet(const ipbus::AcceptedPacket& p) {
+    ipbus::TargetStats counts;
+    std::vector<uint8_t> reply = target.execute(p, counts);
+    std::lock_guard<std::mutex> lock(target_mu);
+    target.finish(p, reply, counts);
+    return reply;
   }
 };
 

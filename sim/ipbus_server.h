@@ -4,7 +4,8 @@
 // which answers the board's scratch RAM itself and turns every access that reaches the
 // simulation (the controller, the emulator control block) into a job for the thread that owns
 // the SystemC kernel, which runs it between sc_start() calls: neither server thread touches
-// signals, eval() or the kernel. docs/protocol.md.
+// signals, eval() or the kernel. A packet for the RAM alone with no reply owed ahead of it the
+// socket thread runs itself, so replies still leave in the order packets came. docs/protocol.md.
 //
 // In raw mode (`mxtb sim --ipbus-target rtl`) the socket is all the server is, as a board's UDP
 // core: every datagram goes whole, in order, to the simulation thread, whose RTL transactor

@@ -1,5 +1,7 @@
 #include "protocol/ipbus/codec.h"
 
+#include <algorithm>
+
 namespace mxtb::protocol::ipbus {
 
 const char* to_string(TxType t) {
@@ -69,6 +71,22 @@ uint32_t request_body_words(TxType t, uint32_t words) {
     case TxType::RmwSum: return 2;
   }
   return 1;
+}
+
+bool transactions_within(const std::vector<uint32_t>& words, uint32_t base, uint32_t count) {
+  if (words.size() < 3) return false;
+  for (size_t pos = 1; pos < words.size();) {
+    auto th = decode_tx_header(words[pos]);
+    if (!th || th->info != InfoCode::Request || pos + 1 >= words.size()) return false;
+    const uint32_t body = request_body_words(th->type, th->words);
+    if (pos + 1 + body > words.size()) return false;
+    const uint64_t addr = words[pos + 1];
+    const bool incrementing = th->type == TxType::Read || th->type == TxType::Write;
+    const uint64_t span = incrementing ? std::max<uint32_t>(th->words, 1) : 1;
+    if (addr < base || addr + span > uint64_t{base} + count) return false;
+    pos += 1 + body;
+  }
+  return true;
 }
 
 uint32_t reply_body_words(TxType t, uint32_t words) {

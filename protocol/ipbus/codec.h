@@ -70,6 +70,12 @@ std::optional<TxHeader> decode_tx_header(uint32_t word);
 uint32_t request_body_words(TxType t, uint32_t words);
 uint32_t reply_body_words(TxType t, uint32_t words);
 
+// Whether every transaction of a control packet (`words`: host order, its packet header first)
+// is a well-formed request addressing only [base, base + count). False for a packet with no
+// transaction or one a target would answer with an error for its form (an unknown type, an info
+// code other than Request, a transaction past the packet's end).
+bool transactions_within(const std::vector<uint32_t>& words, uint32_t base, uint32_t count);
+
 // Raw datagram bytes <-> 32-bit words. Detects the order from the first word; nullopt when the
 // length is not a whole number of words or the first word is no IPbus 2.0 header in either order.
 struct Words {

@@ -218,6 +218,28 @@ TEST_CASE("packets finish in the order they were taken") {
   CHECK_THROWS_AS(t.finish(*a2.control, t.execute(*a2.control, c), c), std::logic_error);
 }
 
+TEST_CASE("transactions_within: every transaction, of every type, inside the window; anything malformed is not") {
+  const uint32_t h = control(0);
+  // A window of 16 words at 0x100.
+  auto within = [](const std::vector<uint32_t>& w) { return transactions_within(w, 0x100, 16); };
+  CHECK(within({h, tx(TxType::Read, 16), 0x100}));
+  CHECK_FALSE(within({h, tx(TxType::Read, 17), 0x100}));  // one word past the end
+  CHECK_FALSE(within({h, tx(TxType::Read, 1), 0xFF}));    // one word before it
+  CHECK(within({h, tx(TxType::Read, 0), 0x10F}));         // a zero-word read still names its address
+  CHECK_FALSE(within({h, tx(TxType::Read, 0), 0x110}));
+  CHECK(within({h, tx(TxType::NonIncRead, 200), 0x10F}));  // non-incrementing: one address, any count
+  CHECK(within({h, tx(TxType::Write, 2), 0x10E, 1, 2, tx(TxType::NonIncWrite, 1), 0x100, 3}));
+  CHECK(within({h, tx(TxType::RmwBits, 1), 0x105, 0xFF, 0x1, tx(TxType::RmwSum, 1), 0x105, 7}));
+  CHECK_FALSE(within({h, tx(TxType::Read, 1), 0x100, tx(TxType::Read, 1), 0x200}));  // the second is outside
+  CHECK_FALSE(within({h, tx(TxType::Read, 2), 0xFFFFFFFFu}));  // no wrap past 2^32
+  CHECK_FALSE(within({h}));                                   // no transaction
+  CHECK_FALSE(within({h, tx(TxType::Read, 1)}));              // no address
+  CHECK_FALSE(within({h, tx(TxType::Write, 2), 0x100, 1}));   // a body past the packet's end
+  CHECK_FALSE(within({h, tx(TxType::RmwBits, 1), 0x100, 1}));
+  CHECK_FALSE(within({h, encode(TxHeader{0, 1, TxType::Read, InfoCode::Success}), 0x100}));  // not a request
+  CHECK_FALSE(within({h, 0x1000010Fu, 0x100}));  // version 1
+}
+
 TEST_CASE("status reply: MTU, buffers, next expected id, always big-endian") {
   MemPort mem;
   Target t(mem, 8);

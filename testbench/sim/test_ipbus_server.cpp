@@ -330,3 +330,58 @@ TEST_CASE("raw mode: every datagram goes whole and in order to the simulation th
   CHECK_FALSE(server.next_job(std::chrono::milliseconds(1)).has_value());  // the C++ target is not in the path
   CHECK(server.stats().datagrams == 0);
 }
+
+TEST_CASE("a RAM packet behind one the simulation holds is answered after it, in order; alone, at once") {
+  // The socket thread runs a packet for the RAM alone itself, but only with no reply owed: a
+  // client that pipelines (uHAL numbers every packet 0 and matches replies by order) must get
+  // the replies in the order it sent the packets.
+  namespace ipbus = mxtb::protocol::ipbus;
+  IpbusServer server("127.0.0.1:0", nullptr);
+  namespace asio = boost::asio;
+  asio::io_context io;
+  asio::ip::udp::socket sock(io, asio::ip::udp::endpoint(asio::ip::make_address_v4("127.0.0.1"), 0));
+  auto [host, port] = mxtb::sim::parse_listen_address(server.local_address());
+  const asio::ip::udp::endpoint board(asio::ip::make_address_v4(host), port);
+  auto read_packet = [](uint32_t addr, uint16_t tx_id) {
+    const uint32_t header = ipbus::encode(ipbus::PacketHeader{ipbus::PacketType::Control, 0});
+    const uint32_t tx = ipbus::encode(ipbus::TxHeader{tx_id, 1, ipbus::TxType::Read, ipbus::InfoCode::Request});
+    return ipbus::to_bytes({header, tx, addr}, ipbus::ByteOrder::Big);
+  };
+  sock.non_blocking(true);
+  // The next reply's bytes, waiting up to `wait`; empty when none came.
+  auto next_reply = [&](std::chrono::milliseconds wait) {
+    std::vector<uint8_t> rx(2000);
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    for (;;) {
+      boost::system::error_code ec;
+      const size_t n = sock.receive(asio::buffer(rx), 0, ec);
+      if (!ec) return std::vector<uint8_t>(rx.begin(), rx.begin() + static_cast<long>(n));
+      if (std::chrono::steady_clock::now() > deadline) return std::vector<uint8_t>{};
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  };
+  auto receive = [&] {
+    const std::vector<uint8_t> rx = next_reply(std::chrono::seconds(5));
+    REQUIRE_FALSE(rx.empty());
+    auto w = ipbus::to_words(rx.data(), rx.size(), nullptr);
+    REQUIRE(w.has_value());
+    REQUIRE(w->words.size() == 3u);
+    return std::make_pair(ipbus::decode_tx_header(w->words[1])->id, w->words[2]);
+  };
+  // Alone: answered without the simulation.
+  sock.send_to(asio::buffer(read_packet(protocol::kRamBase + 3, 0x10)), board);
+  CHECK(receive() == std::make_pair(uint16_t{0x10}, 0u));
+  // Behind a held one: the RAM packet waits its turn.
+  sock.send_to(asio::buffer(read_packet(kSimAddr, 0x20)), board);
+  sock.send_to(asio::buffer(read_packet(protocol::kRamBase + 3, 0x21)), board);
+  auto job = server.next_job(std::chrono::seconds(5));
+  REQUIRE(job.has_value());
+  REQUIRE_MESSAGE(next_reply(std::chrono::milliseconds(100)).empty(), "a reply came while the first packet was held");
+  job->done(InfoCode::Success, {0xABCDu});
+  CHECK(receive() == std::make_pair(uint16_t{0x20}, 0xABCDu));
+  CHECK(receive() == std::make_pair(uint16_t{0x21}, 0u));
+  // Owed nothing again: the next RAM packet is answered at once.
+  sock.send_to(asio::buffer(read_packet(protocol::kRamBase + 3, 0x30)), board);
+  CHECK(receive() == std::make_pair(uint16_t{0x30}, 0u));
+  CHECK_FALSE(server.next_job(std::chrono::milliseconds(50)).has_value());
+}
