@@ -248,18 +248,23 @@ Percentiles percentiles(std::vector<double> us) {
 class UdpEcho {
  public:
   UdpEcho() {
-    fd_ = ::socket(AF_INET, SOCK_DGRAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-      throw std::runtime_error(fmt::format("bench bridge: the UDP echo's socket: {}", std::strerror(errno)));
-    port_ = ntohs(a.sin_port);
+    addr_.sin_family = AF_INET;
+    addr_.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr_;
+    const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr_), sizeof addr_) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr_), &len) != 0) {
+      const int err = errno;
+      if (fd >= 0) ::close(fd);
+      throw std::runtime_error(fmt::format("bench bridge: the UDP echo's socket: {}", std::strerror(err)));
+    }
     const pid_t parent = ::getpid();
     pid_ = ::fork();
-    if (pid_ < 0) throw std::runtime_error(fmt::format("bench bridge: fork for the UDP echo: {}", std::strerror(errno)));
+    if (pid_ < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw std::runtime_error(fmt::format("bench bridge: fork for the UDP echo: {}", std::strerror(err)));
+    }
     if (pid_ == 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(0);
@@ -267,32 +272,27 @@ class UdpEcho {
       for (;;) {
         sockaddr_in from{};
         socklen_t from_len = sizeof from;
-        const ssize_t n = ::recvfrom(fd_, buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &from_len);
+        const ssize_t n = ::recvfrom(fd, buf, sizeof buf, 0, reinterpret_cast<sockaddr*>(&from), &from_len);
         if (n == 1) ::_exit(0);
-        if (n > 0) ::sendto(fd_, buf, static_cast<size_t>(n), 0, reinterpret_cast<sockaddr*>(&from), from_len);
+        if (n > 0) ::sendto(fd, buf, static_cast<size_t>(n), 0, reinterpret_cast<sockaddr*>(&from), from_len);
       }
     }
-    ::close(fd_);
+    ::close(fd);
   }
   ~UdpEcho() {
     const int s = ::socket(AF_INET, SOCK_DGRAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(port_);
     if (s >= 0) {
-      ::sendto(s, "x", 1, 0, reinterpret_cast<sockaddr*>(&a), sizeof a);
+      ::sendto(s, "x", 1, 0, reinterpret_cast<const sockaddr*>(&addr_), sizeof addr_);
       ::close(s);
     }
     ::waitpid(pid_, nullptr, 0);
   }
   UdpEcho(const UdpEcho&) = delete;
   UdpEcho& operator=(const UdpEcho&) = delete;
-  uint16_t port() const { return port_; }
+  uint16_t port() const { return ntohs(addr_.sin_port); }
 
  private:
-  int fd_ = -1;
-  uint16_t port_ = 0;
+  sockaddr_in addr_{};  // the echo's loopback address and port
   pid_t pid_ = -1;
 };
 
