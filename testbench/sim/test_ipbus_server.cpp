@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <mutex>
@@ -19,6 +20,7 @@
 #include <thread>
 #include <vector>
 #include <optional>
+#include <random>
 #include <stdexcept>
 
 using mxtb::host::fabric::Client;
@@ -371,11 +373,12 @@ TEST_CASE("a RAM packet behind one the simulation holds is answered after it, in
   // Alone: answered without the simulation.
   sock.send_to(asio::buffer(read_packet(protocol::kRamBase + 3, 0x10)), board);
   CHECK(receive() == std::make_pair(uint16_t{0x10}, 0u));
-  // Behind a held one: the RAM packet waits its turn.
+  // Behind a held one, sent once the transactor has taken it (its queue is empty then): the RAM
+  // packet waits its turn.
   sock.send_to(asio::buffer(read_packet(kSimAddr, 0x20)), board);
-  sock.send_to(asio::buffer(read_packet(protocol::kRamBase + 3, 0x21)), board);
   auto job = server.next_job(std::chrono::seconds(5));
   REQUIRE(job.has_value());
+  sock.send_to(asio::buffer(read_packet(protocol::kRamBase + 3, 0x21)), board);
   REQUIRE_MESSAGE(next_reply(std::chrono::milliseconds(100)).empty(), "a reply came while the first packet was held");
   job->done(InfoCode::Success, {0xABCDu});
   CHECK(receive() == std::make_pair(uint16_t{0x20}, 0xABCDu));
@@ -384,4 +387,75 @@ TEST_CASE("a RAM packet behind one the simulation holds is answered after it, in
   sock.send_to(asio::buffer(read_packet(protocol::kRamBase + 3, 0x30)), board);
   CHECK(receive() == std::make_pair(uint16_t{0x30}, 0u));
   CHECK_FALSE(server.next_job(std::chrono::milliseconds(50)).has_value());
+}
+
+TEST_CASE("pipelined RAM and simulation packets in random mixes: replies in the order sent, RAM packets executed in it") {
+  // 300 packets, 2 to 32 in flight, each a RAM RMW-sum (returns the counter's old value: the order RAM
+  // packets ran in) or a simulation read (answered with its index after a random delay). Replies
+  // must come in the order sent, whatever the socket thread ran itself and what it queued.
+  namespace ipbus = mxtb::protocol::ipbus;
+  namespace asio = boost::asio;
+  for (uint32_t seed = 1; seed <= 4; ++seed) {
+    CAPTURE(seed);
+    IpbusServer server("127.0.0.1:0", nullptr);
+    asio::io_context io;
+    asio::ip::udp::socket sock(io, asio::ip::udp::endpoint(asio::ip::make_address_v4("127.0.0.1"), 0));
+    auto [host, port] = mxtb::sim::parse_listen_address(server.local_address());
+    const asio::ip::udp::endpoint board(asio::ip::make_address_v4(host), port);
+    std::mt19937 rng(seed);
+    constexpr uint32_t kPackets = 300, kCounter = protocol::kRamBase + 9;
+    std::vector<bool> to_ram(kPackets);
+    for (uint32_t i = 0; i < kPackets; ++i) to_ram[i] = rng() % 3 != 0;
+    std::atomic<bool> stop{false};
+    std::thread simulation([&] {
+      std::mt19937 delays(seed * 7919);
+      while (!stop)
+        if (auto job = server.next_job(std::chrono::milliseconds(10))) {
+          std::this_thread::sleep_for(std::chrono::microseconds(delays() % 300));
+          job->done(InfoCode::Success, {job->access.addr - kSimAddr});
+        }
+    });
+    struct StopAtEnd {  // also when a REQUIRE ends the case: a joinable thread must not be destroyed
+      std::atomic<bool>& stop;
+      std::thread& thread;
+      ~StopAtEnd() {
+        stop = true;
+        thread.join();
+      }
+    } stop_at_end{stop, simulation};
+    const uint32_t header = ipbus::encode(ipbus::PacketHeader{ipbus::PacketType::Control, 0});
+    auto send = [&](uint32_t i) {
+      const uint16_t tx_id = static_cast<uint16_t>(i);
+      std::vector<uint32_t> w = to_ram[i]
+          ? std::vector<uint32_t>{header, ipbus::encode(ipbus::TxHeader{tx_id, 1, ipbus::TxType::RmwSum, ipbus::InfoCode::Request}), kCounter, 1}
+          : std::vector<uint32_t>{header, ipbus::encode(ipbus::TxHeader{tx_id, 1, ipbus::TxType::Read, ipbus::InfoCode::Request}), kSimAddr + i};
+      sock.send_to(asio::buffer(ipbus::to_bytes(w, ipbus::ByteOrder::Big)), board);
+    };
+    // Up to `window` in flight, as a client that pipelines keeps them (few enough that no socket
+    // buffer overflows on a loaded machine). A small window is the searching one: a packet sent
+    // as the previous reply arrives finds the transactor busy with the one before it and nothing
+    // queued.
+    const uint32_t window = std::vector<uint32_t>{2, 3, 8, 32}[seed - 1];
+    sock.non_blocking(true);
+    uint32_t sent = 0, received = 0, ram_seen = 0;
+    std::vector<uint8_t> rx(2000);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (received < kPackets && std::chrono::steady_clock::now() < deadline) {
+      while (sent < kPackets && sent - received < window) send(sent++);
+      boost::system::error_code ec;
+      const size_t n = sock.receive(asio::buffer(rx), 0, ec);
+      if (ec) {
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+        continue;
+      }
+      auto w = ipbus::to_words(rx.data(), n, nullptr);
+      REQUIRE(w.has_value());
+      REQUIRE(w->words.size() == 3u);
+      REQUIRE_MESSAGE(ipbus::decode_tx_header(w->words[1])->id == received, "reply " << received << " out of order");
+      CHECK(w->words[2] == (to_ram[received] ? ram_seen++ : received));
+      ++received;
+    }
+    CHECK(received == kPackets);
+    CHECK(server.stats().control == kPackets);
+  }
 }
