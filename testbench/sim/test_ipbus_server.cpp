@@ -51,6 +51,52 @@ ClientOptions unsequenced(std::chrono::milliseconds timeout) {
 // The address a job is for: the emulator block's first word (no RAM: the transactor serves that).
 constexpr uint32_t kSimAddr = protocol::kEmulatorBase;
 
+namespace asio = boost::asio;
+namespace ipbus = mxtb::protocol::ipbus;
+
+// A bare UDP socket to the server, as a client other than host::fabric::Client talks to it (uHAL,
+// a tool that pipelines): datagrams out, replies polled up to a deadline.
+struct BareClient {
+  asio::io_context io;
+  asio::ip::udp::socket sock{io, asio::ip::udp::endpoint(asio::ip::make_address_v4("127.0.0.1"), 0)};
+  asio::ip::udp::endpoint board;
+
+  explicit BareClient(const IpbusServer& server) {
+    auto [host, port] = mxtb::sim::parse_listen_address(server.local_address());
+    board = asio::ip::udp::endpoint(asio::ip::make_address_v4(host), port);
+    sock.non_blocking(true);
+  }
+  void send(const std::vector<uint8_t>& bytes) { sock.send_to(asio::buffer(bytes), board); }
+  // The next reply's bytes, waiting up to `wait`; empty when none came.
+  std::vector<uint8_t> next_reply(std::chrono::microseconds wait) {
+    std::vector<uint8_t> rx(2000);
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    for (;;) {
+      boost::system::error_code ec;
+      const size_t n = sock.receive(asio::buffer(rx), 0, ec);
+      if (!ec) return std::vector<uint8_t>(rx.begin(), rx.begin() + static_cast<long>(n));
+      if (std::chrono::steady_clock::now() > deadline) return {};
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+};
+
+// A control packet, id 0 (as uHAL sends them), of one transaction of one word at `addr`.
+std::vector<uint8_t> one_word_packet(ipbus::TxType type, uint16_t tx_id, uint32_t addr, std::vector<uint32_t> body = {}) {
+  std::vector<uint32_t> w{ipbus::encode(ipbus::PacketHeader{ipbus::PacketType::Control, 0}),
+                          ipbus::encode(ipbus::TxHeader{tx_id, 1, type, ipbus::InfoCode::Request}), addr};
+  w.insert(w.end(), body.begin(), body.end());
+  return ipbus::to_bytes(w, ipbus::ByteOrder::Big);
+}
+
+// A one-word reply's transaction id and data word.
+std::pair<uint16_t, uint32_t> one_word_reply(const std::vector<uint8_t>& rx) {
+  auto w = ipbus::to_words(rx.data(), rx.size(), nullptr);
+  REQUIRE(w.has_value());
+  REQUIRE(w->words.size() == 3u);
+  return {ipbus::decode_tx_header(w->words[1])->id, w->words[2]};
+}
+
 }  // namespace
 
 TEST_CASE("a job the simulation thread answers reaches the client") {
@@ -304,14 +350,10 @@ TEST_CASE("a stall watch with a threshold under 4 ms, or a second one, is refuse
 
 TEST_CASE("raw mode: every datagram goes whole and in order to the simulation thread, its reply to its sender") {
   IpbusServer server("127.0.0.1:0", nullptr, IpbusServer::Mode::Raw);
-  namespace asio = boost::asio;
-  asio::io_context io;
-  asio::ip::udp::socket sock(io, asio::ip::udp::endpoint(asio::ip::make_address_v4("127.0.0.1"), 0));
-  auto [host, port] = mxtb::sim::parse_listen_address(server.local_address());
-  const asio::ip::udp::endpoint board(asio::ip::make_address_v4(host), port);
+  BareClient client(server);
   // Any bytes at all: in raw mode the server does not look at them (the RTL transactor does).
   const std::vector<std::vector<uint8_t>> sent{{0x20, 0x00, 0x00, 0xF0}, {1, 2, 3}, std::vector<uint8_t>(1500, 0xAB), {9}};
-  for (const auto& d : sent) sock.send_to(asio::buffer(d), board);
+  for (const auto& d : sent) client.send(d);
   for (size_t i = 0; i < sent.size(); ++i) {
     auto d = server.next_datagram(std::chrono::seconds(5));
     REQUIRE(d.has_value());
@@ -323,10 +365,7 @@ TEST_CASE("raw mode: every datagram goes whole and in order to the simulation th
     std::vector<uint8_t> reply = d->bytes;
     reply.push_back(static_cast<uint8_t>(i));
     d->reply(reply);
-    std::vector<uint8_t> rx(2000);
-    size_t n = sock.receive(asio::buffer(rx));
-    rx.resize(n);
-    CHECK(rx == reply);
+    CHECK(client.next_reply(std::chrono::seconds(5)) == reply);
   }
   CHECK_FALSE(server.next_datagram(std::chrono::milliseconds(50)).has_value());
   CHECK_FALSE(server.next_job(std::chrono::milliseconds(1)).has_value());  // the C++ target is not in the path
@@ -337,54 +376,29 @@ TEST_CASE("a RAM packet behind one the simulation holds is answered after it, in
   // The socket thread runs a packet for the RAM alone itself, but only with no reply owed: a
   // client that pipelines (uHAL numbers every packet 0 and matches replies by order) must get
   // the replies in the order it sent the packets.
-  namespace ipbus = mxtb::protocol::ipbus;
   IpbusServer server("127.0.0.1:0", nullptr);
-  namespace asio = boost::asio;
-  asio::io_context io;
-  asio::ip::udp::socket sock(io, asio::ip::udp::endpoint(asio::ip::make_address_v4("127.0.0.1"), 0));
-  auto [host, port] = mxtb::sim::parse_listen_address(server.local_address());
-  const asio::ip::udp::endpoint board(asio::ip::make_address_v4(host), port);
-  auto read_packet = [](uint32_t addr, uint16_t tx_id) {
-    const uint32_t header = ipbus::encode(ipbus::PacketHeader{ipbus::PacketType::Control, 0});
-    const uint32_t tx = ipbus::encode(ipbus::TxHeader{tx_id, 1, ipbus::TxType::Read, ipbus::InfoCode::Request});
-    return ipbus::to_bytes({header, tx, addr}, ipbus::ByteOrder::Big);
-  };
-  sock.non_blocking(true);
-  // The next reply's bytes, waiting up to `wait`; empty when none came.
-  auto next_reply = [&](std::chrono::milliseconds wait) {
-    std::vector<uint8_t> rx(2000);
-    const auto deadline = std::chrono::steady_clock::now() + wait;
-    for (;;) {
-      boost::system::error_code ec;
-      const size_t n = sock.receive(asio::buffer(rx), 0, ec);
-      if (!ec) return std::vector<uint8_t>(rx.begin(), rx.begin() + static_cast<long>(n));
-      if (std::chrono::steady_clock::now() > deadline) return std::vector<uint8_t>{};
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  };
+  BareClient client(server);
+  auto read_packet = [](uint32_t addr, uint16_t tx_id) { return one_word_packet(ipbus::TxType::Read, tx_id, addr); };
   auto receive = [&] {
-    const std::vector<uint8_t> rx = next_reply(std::chrono::seconds(5));
+    const std::vector<uint8_t> rx = client.next_reply(std::chrono::seconds(5));
     REQUIRE_FALSE(rx.empty());
-    auto w = ipbus::to_words(rx.data(), rx.size(), nullptr);
-    REQUIRE(w.has_value());
-    REQUIRE(w->words.size() == 3u);
-    return std::make_pair(ipbus::decode_tx_header(w->words[1])->id, w->words[2]);
+    return one_word_reply(rx);
   };
   // Alone: answered without the simulation.
-  sock.send_to(asio::buffer(read_packet(protocol::kRamBase + 3, 0x10)), board);
+  client.send(read_packet(protocol::kRamBase + 3, 0x10));
   CHECK(receive() == std::make_pair(uint16_t{0x10}, 0u));
   // Behind a held one, sent once the transactor has taken it (its queue is empty then): the RAM
   // packet waits its turn.
-  sock.send_to(asio::buffer(read_packet(kSimAddr, 0x20)), board);
+  client.send(read_packet(kSimAddr, 0x20));
   auto job = server.next_job(std::chrono::seconds(5));
   REQUIRE(job.has_value());
-  sock.send_to(asio::buffer(read_packet(protocol::kRamBase + 3, 0x21)), board);
-  REQUIRE_MESSAGE(next_reply(std::chrono::milliseconds(100)).empty(), "a reply came while the first packet was held");
+  client.send(read_packet(protocol::kRamBase + 3, 0x21));
+  REQUIRE_MESSAGE(client.next_reply(std::chrono::milliseconds(100)).empty(), "a reply came while the first packet was held");
   job->done(InfoCode::Success, {0xABCDu});
   CHECK(receive() == std::make_pair(uint16_t{0x20}, 0xABCDu));
   CHECK(receive() == std::make_pair(uint16_t{0x21}, 0u));
   // Owed nothing again: the next RAM packet is answered at once.
-  sock.send_to(asio::buffer(read_packet(protocol::kRamBase + 3, 0x30)), board);
+  client.send(read_packet(protocol::kRamBase + 3, 0x30));
   CHECK(receive() == std::make_pair(uint16_t{0x30}, 0u));
   CHECK_FALSE(server.next_job(std::chrono::milliseconds(50)).has_value());
 }
@@ -393,15 +407,10 @@ TEST_CASE("pipelined RAM and simulation packets in random mixes: replies in the 
   // 300 packets, 2 to 32 in flight, each a RAM RMW-sum (returns the counter's old value: the order RAM
   // packets ran in) or a simulation read (answered with its index after a random delay). Replies
   // must come in the order sent, whatever the socket thread ran itself and what it queued.
-  namespace ipbus = mxtb::protocol::ipbus;
-  namespace asio = boost::asio;
   for (uint32_t seed = 1; seed <= 4; ++seed) {
     CAPTURE(seed);
     IpbusServer server("127.0.0.1:0", nullptr);
-    asio::io_context io;
-    asio::ip::udp::socket sock(io, asio::ip::udp::endpoint(asio::ip::make_address_v4("127.0.0.1"), 0));
-    auto [host, port] = mxtb::sim::parse_listen_address(server.local_address());
-    const asio::ip::udp::endpoint board(asio::ip::make_address_v4(host), port);
+    BareClient client(server);
     std::mt19937 rng(seed);
     constexpr uint32_t kPackets = 300, kCounter = protocol::kRamBase + 9;
     std::vector<bool> to_ram(kPackets);
@@ -423,36 +432,26 @@ TEST_CASE("pipelined RAM and simulation packets in random mixes: replies in the 
         thread.join();
       }
     } stop_at_end{stop, simulation};
-    const uint32_t header = ipbus::encode(ipbus::PacketHeader{ipbus::PacketType::Control, 0});
     auto send = [&](uint32_t i) {
       const uint16_t tx_id = static_cast<uint16_t>(i);
-      std::vector<uint32_t> w = to_ram[i]
-          ? std::vector<uint32_t>{header, ipbus::encode(ipbus::TxHeader{tx_id, 1, ipbus::TxType::RmwSum, ipbus::InfoCode::Request}), kCounter, 1}
-          : std::vector<uint32_t>{header, ipbus::encode(ipbus::TxHeader{tx_id, 1, ipbus::TxType::Read, ipbus::InfoCode::Request}), kSimAddr + i};
-      sock.send_to(asio::buffer(ipbus::to_bytes(w, ipbus::ByteOrder::Big)), board);
+      client.send(to_ram[i] ? one_word_packet(ipbus::TxType::RmwSum, tx_id, kCounter, {1})
+                            : one_word_packet(ipbus::TxType::Read, tx_id, kSimAddr + i));
     };
     // Up to `window` in flight, as a client that pipelines keeps them (few enough that no socket
     // buffer overflows on a loaded machine). A small window is the searching one: a packet sent
     // as the previous reply arrives finds the transactor busy with the one before it and nothing
     // queued.
     const uint32_t window = std::vector<uint32_t>{2, 3, 8, 32}[seed - 1];
-    sock.non_blocking(true);
     uint32_t sent = 0, received = 0, ram_seen = 0;
-    std::vector<uint8_t> rx(2000);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (received < kPackets && std::chrono::steady_clock::now() < deadline) {
+    while (received < kPackets) {
       while (sent < kPackets && sent - received < window) send(sent++);
-      boost::system::error_code ec;
-      const size_t n = sock.receive(asio::buffer(rx), 0, ec);
-      if (ec) {
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
-        continue;
-      }
-      auto w = ipbus::to_words(rx.data(), n, nullptr);
-      REQUIRE(w.has_value());
-      REQUIRE(w->words.size() == 3u);
-      REQUIRE_MESSAGE(ipbus::decode_tx_header(w->words[1])->id == received, "reply " << received << " out of order");
-      CHECK(w->words[2] == (to_ram[received] ? ram_seen++ : received));
+      const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - std::chrono::steady_clock::now());
+      const std::vector<uint8_t> rx = client.next_reply(std::max(left, std::chrono::microseconds(0)));
+      if (rx.empty()) break;
+      const auto [id, data] = one_word_reply(rx);
+      REQUIRE_MESSAGE(id == received, "reply " << received << " out of order");
+      CHECK(data == (to_ram[received] ? ram_seen++ : received));
       ++received;
     }
     CHECK(received == kPackets);
