@@ -2,11 +2,13 @@
 // A transaction is queued with start_read/start_write; drive() sets the model's s_axil_* inputs
 // before the rising edge and sample() watches the handshakes after it. Both write channels are
 // raised together and each drops once its handshake happened, as AXI allows; the response is
-// accepted the cycle it is valid. The model type is any verilated top with the s_axil_* ports.
+// accepted the cycle it is valid. The model type is the board top (rtl/board/mxtb_board.sv), whose
+// firmware processor's port (s_fw_*) the master drives, or a verilated controller's s_axil_* port.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 
 namespace mxtb::sim {
 
@@ -15,6 +17,12 @@ struct AxilResult {
   uint8_t resp = 0;   // 0 OKAY, 2 SLVERR, 3 DECERR
   uint64_t cycles = 0;
 };
+
+// The AXI4-Lite slave port of a model a master drives: the board top's firmware port, else s_axil_*.
+template <class M, class = void>
+struct HasFirmwarePort : std::false_type {};
+template <class M>
+struct HasFirmwarePort<M, std::void_t<decltype(std::declval<M&>().s_fw_awaddr)>> : std::true_type {};
 
 template <class M>
 class AxilMaster {
@@ -36,26 +44,31 @@ class AxilMaster {
     cycles_ = 0;
   }
 
-  // Before the rising edge.
+  // Before the rising edge: the inputs, then the handshakes the edge takes. For a model whose
+  // readies do not follow its inputs within the cycle (the controller's own port).
   void drive(M& m) {
-    m.s_axil_awvalid = kind_ == Kind::Write && !aw_done_;
-    m.s_axil_awaddr = addr_;
-    m.s_axil_wvalid = kind_ == Kind::Write && !w_done_;
-    m.s_axil_wdata = data_;
-    m.s_axil_wstrb = 0xF;
-    m.s_axil_bready = kind_ == Kind::Write;
-    m.s_axil_arvalid = kind_ == Kind::Read && !ar_done_;
-    m.s_axil_araddr = addr_;
-    m.s_axil_rready = kind_ == Kind::Read;
-    // Handshakes are decided by the values present at the edge.
-    aw_fire_ = m.s_axil_awvalid && m.s_axil_awready;
-    w_fire_ = m.s_axil_wvalid && m.s_axil_wready;
-    b_fire_ = m.s_axil_bvalid && m.s_axil_bready;
-    ar_fire_ = m.s_axil_arvalid && m.s_axil_arready;
-    r_fire_ = m.s_axil_rvalid && m.s_axil_rready;
-    b_resp_ = m.s_axil_bresp;
-    r_data_ = m.s_axil_rdata;
-    r_resp_ = m.s_axil_rresp;
+    set_inputs(m);
+    observe(m);
+  }
+  // The same in two halves, for the board top, whose arbiter grants within the cycle: its readies
+  // follow the valids, so the caller evaluates the model between them when set_inputs() changed one.
+  bool set_inputs(M& m) {
+    if constexpr (HasFirmwarePort<M>::value)
+      drive_port(m.s_fw_awvalid, m.s_fw_awaddr, m.s_fw_wvalid, m.s_fw_wdata, m.s_fw_wstrb, m.s_fw_bready, m.s_fw_arvalid,
+                 m.s_fw_araddr, m.s_fw_rready);
+    else
+      drive_port(m.s_axil_awvalid, m.s_axil_awaddr, m.s_axil_wvalid, m.s_axil_wdata, m.s_axil_wstrb, m.s_axil_bready,
+                 m.s_axil_arvalid, m.s_axil_araddr, m.s_axil_rready);
+    const bool changed = driven_ != last_driven_;
+    last_driven_ = driven_;
+    return changed;
+  }
+  void observe(const M& m) {
+    if constexpr (HasFirmwarePort<M>::value)
+      see(m.s_fw_awready, m.s_fw_wready, m.s_fw_bvalid, m.s_fw_bresp, m.s_fw_arready, m.s_fw_rvalid, m.s_fw_rdata, m.s_fw_rresp);
+    else
+      see(m.s_axil_awready, m.s_axil_wready, m.s_axil_bvalid, m.s_axil_bresp, m.s_axil_arready, m.s_axil_rvalid,
+          m.s_axil_rdata, m.s_axil_rresp);
   }
 
   // After the rising edge. Returns the result the cycle the transaction completes.
@@ -80,7 +93,49 @@ class AxilMaster {
   }
 
  private:
+  template <class B, class A, class D, class S>
+  void drive_port(B& awvalid, A& awaddr, B& wvalid, D& wdata, S& wstrb, B& bready, B& arvalid, A& araddr, B& rready) {
+    awvalid = kind_ == Kind::Write && !aw_done_;
+    awaddr = static_cast<A>(addr_);
+    wvalid = kind_ == Kind::Write && !w_done_;
+    wdata = data_;
+    wstrb = 0xF;
+    bready = kind_ == Kind::Write;
+    arvalid = kind_ == Kind::Read && !ar_done_;
+    araddr = static_cast<A>(addr_);
+    rready = kind_ == Kind::Read;
+    aw_v_ = awvalid;
+    w_v_ = wvalid;
+    b_r_ = bready;
+    ar_v_ = arvalid;
+    r_r_ = rready;
+    driven_ = {aw_v_, w_v_, b_r_, ar_v_, r_r_, addr_, data_};
+  }
+  // Handshakes are decided by the values present at the edge.
+  template <class B, class R, class D>
+  void see(B awready, B wready, B bvalid, R bresp, B arready, B rvalid, D rdata, R rresp) {
+    aw_fire_ = aw_v_ && awready;
+    w_fire_ = w_v_ && wready;
+    b_fire_ = bvalid && b_r_;
+    ar_fire_ = ar_v_ && arready;
+    r_fire_ = rvalid && r_r_;
+    b_resp_ = bresp;
+    r_data_ = rdata;
+    r_resp_ = rresp;
+  }
+
+  struct Driven {
+    bool awvalid = false, wvalid = false, bready = false, arvalid = false, rready = false;
+    uint32_t addr = 0, data = 0;
+    bool operator!=(const Driven& o) const {
+      return awvalid != o.awvalid || wvalid != o.wvalid || bready != o.bready || arvalid != o.arvalid || rready != o.rready ||
+             addr != o.addr || data != o.data;
+    }
+  };
+  Driven driven_{}, last_driven_{true};  // last_driven_ differs at first: the first drive settles
+
   enum class Kind { Idle, Write, Read };
+  bool aw_v_ = false, w_v_ = false, b_r_ = false, ar_v_ = false, r_r_ = false;
   Kind kind_ = Kind::Idle;
   uint32_t addr_ = 0, data_ = 0;
   bool aw_done_ = false, w_done_ = false, ar_done_ = false;

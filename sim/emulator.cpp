@@ -3,7 +3,6 @@
 
 #include "firmware/ocs_firmware.h"
 #include "protocol/board_map.h"
-#include "sim/ipbus_rtl_endpoint.h"
 #include "sim/ipbus_server.h"
 #include "sim/sc_runner.h"
 #include "sim/server_sc.h"
@@ -117,9 +116,7 @@ class Emulator {
       job_ = std::make_unique<CollectiveJob>(cfg_.job, cfg_.server.shape);
       sim_.set_lane_program(job_.get());
     }
-    if (cfg_.ipbus_target == IpbusTarget::Rtl) {
-      rtl_ = std::make_unique<IpbusRtlEndpoint>();
-    }
+    if (rtl_) sim_.set_emulator_responder([this](const EmuAccess& a) { return answer_within_clock(a); });
     sc_core::sc_spawn([this] { firmware_thread(); }, "firmware");
     if (cfg_.time_mode == emu::TimeMode::Lockstep) port_.hold_between_jobs(&clock_);
   }
@@ -153,7 +150,7 @@ class Emulator {
     fmt::print(stderr, "mxtb sim [{}]: scenario {}, seed {}, {} preset, {} XPUs x {} lanes, {}-port mesh, clock {} MHz, IPbus target {}{}\n",
                mode_name(cfg_.time_mode), cfg_.scenario, cfg_.server.seed, to_string(cfg_.server.mesh.settle),
                cfg_.server.shape.xpus, cfg_.server.shape.lanes_per_xpu, cfg_.server.shape.mesh_ports, cfg_.server.clock_mhz,
-               rtl_ ? "rtl (rtl/board/board_bus.sv: transactor, decoder, block RAM)" : "cpp (protocol/ipbus/target.cpp)",
+               rtl_ ? "rtl (rtl/board/mxtb_board.sv: the top's transactor, decoder, block RAM)" : "cpp (protocol/ipbus/target.cpp)",
                cfg_.time_mode == emu::TimeMode::Paced ? fmt::format(", real-time factor {}", cfg_.rtf) : "");
     std::printf("listening on udp://%s\n", server.local_address().c_str());
     std::fflush(stdout);
@@ -286,7 +283,7 @@ class Emulator {
     return job.has_value();
   }
 
-  // ---- the RTL target: the board's IPbus side, and the slaves behind its ports out ----
+  // ---- the RTL target: the board top's UDP port, and the emulator's block behind it ----
 
   void handle_datagram(IpbusServer::Datagram& d) {
     const auto wall_start = std::chrono::steady_clock::now();
@@ -295,86 +292,93 @@ class Emulator {
       activity_ = "stalled on purpose (--inject-stall) before a datagram";
       std::this_thread::sleep_for(std::chrono::milliseconds(cfg_.inject_stall_ms));
     }
-    activity_ = "running a datagram through the RTL transactor";
-    IpbusRtlEndpoint::Outcome o = rtl_->handle(d.bytes, rtl_bus_);
-    // A datagram for the emulator's block alone is the testbench's: no board has it, so its
-    // cycles are not the board's time (it never reached the server: nothing was synced).
-    if (o.unpaid_cycles && !addresses_only_emulator_block(d.bytes)) advance_board_cycles(o.unpaid_cycles);
+    const DatagramOutcome o = run_datagram(d.bytes);
     ++rtl_stats_.datagrams;
     if (o.kind == 0) ++rtl_stats_.control;
     if (o.kind == 1) ++rtl_stats_.status;
     if (o.kind == 2) ++rtl_stats_.resends_served;
-    if (o.kind == 0 && o.reply) rtl_stats_.transactions += executed_transactions(*o.reply);
+    if (o.kind == 0 && o.reply) rtl_stats_.transactions += ipbus::executed_transactions(*o.reply);
     if (o.fault < static_cast<uint8_t>(ipbus::Fault::kCount)) {
       ++rtl_stats_.faults[o.fault];
       log_fault(static_cast<ipbus::Fault>(o.fault),
                 fmt::format("RTL transactor: a datagram of {} bytes, {}", d.bytes.size(), o.reply ? "answered" : "dropped"));
     }
-    d.reply(std::move(o.reply));
+    d.reply(o.reply);
     const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     if (wall_s > longest_.wall_s)
       longest_ = {wall_s, now_ns() - sim_start_ns, fmt::format("a datagram of {} bytes, {} board cycles", d.bytes.size(), o.cycles)};
   }
 
-  // The board's clock runs `cycles` on: simulated time passes with it.
-  void advance_board_cycles(uint64_t cycles) {
-    const sc_time t = clock_.period() * static_cast<double>(cycles);
-    run_in_sim([t] { sc_core::wait(t); });
+  // One datagram into the top's UDP port from the current simulated time, the server clocked with
+  // it; the accesses its transactor makes of the emulator's block are answered here as they come
+  // (RUN_UNTIL and ADVANCE_NS run simulated time first, the transactor waiting without a timeout).
+  // A transactor that has not finished within kDatagramCycleBound clocks of its own (those spent
+  // waiting for the emulator not counted) has hung: std::runtime_error naming the datagram.
+  static constexpr uint64_t kDatagramCycleBound = 10'000'000;
+  DatagramOutcome run_datagram(const std::vector<uint8_t>& bytes) {
+    bool started = false, hung = false;
+    for (;;) {
+      activity_ = "running a datagram through the RTL transactor";
+      run_in_sim([&] {
+        if (!started) sim_.start_datagram(bytes);
+        started = true;
+        const BoardPort& p = sim_.board_port();
+        while (!p.waiting_for_emulator() && !p.outcome_ready()) {
+          sc_core::wait(clock_.period() * 1e6, clock_.board_event());  // timed: a hung transactor makes no event
+          if (p.busy() && p.cycles() - p.emulator_wait_cycles() > kDatagramCycleBound) {
+            hung = true;
+            return;
+          }
+        }
+      });
+      if (hung) {
+        const BoardPort& p = sim_.board_port();
+        throw std::runtime_error(fmt::format("the IPbus transactor hung: {} cycles on one datagram of {} bytes ({} of {} beats "
+                                             "taken, {}, {} reply bytes)",
+                                             p.cycles() - p.emulator_wait_cycles(), bytes.size(), p.beats_taken(),
+                                             (bytes.size() + 3) / 4, p.decided() ? "decided" : "not decided", p.reply_bytes()));
+      }
+      if (auto o = sim_.take_datagram_outcome()) return std::move(*o);
+      const EmuAccess a = *sim_.emulator_access();
+      activity_ = "running a datagram through the RTL transactor: the emulator control block";
+      bool ok = true;
+      uint32_t data = 0;
+      if (a.write) ok = emu_write(a.offset, a.data);
+      else data = emu_read(a.offset);
+      sim_.answer_emulator(ok, data);
+    }
   }
 
-  // One AXI4-Lite transaction on the controller's port, at its cycle cost. The firmware shares the
-  // port: the caller holds clock_.bus_mutex(). Call from a SystemC thread.
+  // The emulator block's accesses answered inside the server's clock, as the board's block RAM
+  // answers (a word a clock: an event drain streams): reads of registers that are state here, and
+  // writes that only set one. Not: the time and cycle counters, which are the kernel's and read
+  // at a clock the server stopped at (inside a batch the kernel is behind it), the rate (wall
+  // clock), and writes that run simulated time or act on the server or the kernel.
+  std::optional<std::pair<bool, uint32_t>> answer_within_clock(const EmuAccess& a) {
+    const uint32_t off = a.offset;
+    if (!a.write) {
+      if (off == er::time_ns_lo::kOffset || off == er::time_ns_hi::kOffset || off == er::cycle_lo::kOffset ||
+          off == er::cycle_hi::kOffset || off == er::rtf_ppm::kOffset)
+        return std::nullopt;
+      return std::pair<bool, uint32_t>{true, emu_read(off)};
+    }
+    if (off == er::run_timeout_ns::kOffset || off == er::fault_at_lo::kOffset || off == er::fault_at_hi::kOffset ||
+        off == er::fault_target::kOffset || off == er::fault_value::kOffset || off == er::job_ring::kOffset ||
+        off == er::job_spec::kOffset || off == er::job_bytes::kOffset || off == er::job_seed::kOffset ||
+        off == er::restore_src::kOffset || off == er::restore_dst::kOffset || off == er::restore_bytes::kOffset ||
+        off == er::event_pop::kOffset)
+      return std::pair<bool, uint32_t>{emu_write(off, a.data), 0};
+    return std::nullopt;
+  }
+
+  // One AXI4-Lite transaction on the top's firmware port, at its cycle cost. The firmware shares
+  // the port: the caller holds clock_.bus_mutex(). Call from a SystemC thread.
   AxilResult controller_transaction(bool write, uint32_t word, uint32_t data) {
     if (write) sim_.start_write(word * 4, data);
     else sim_.start_read(word * 4);
     while (!sim_.bus_result_ready()) sc_core::wait(clock_.bus_event());
     return *sim_.take_bus_result();
   }
-
-  // The slaves behind the board's two ports out (the scratch RAM is the board's own block RAM).
-  // The transactor has checked every word against the windows and the generated access rules,
-  // so an access here is one it allows.
-  IpbusRtlEndpoint::BusResult rtl_bus_access(bool write, uint32_t word, uint32_t data, uint64_t unpaid) {
-    IpbusRtlEndpoint::BusResult r;
-    if (word < protocol::kControllerWords) {
-      r.synced = true;
-      activity_ = "running a datagram through the RTL transactor: a controller register over AXI4-Lite";
-      AxilResult res;
-      run_in_sim([&] {
-        if (unpaid) sc_core::wait(clock_.period() * static_cast<double>(unpaid));
-        clock_.bus_mutex().lock();
-        res = controller_transaction(write, word, data);
-        clock_.bus_mutex().unlock();
-      });
-      r.ok = res.resp == 0;
-      r.data = res.data;
-      r.cycles = res.cycles;
-      return r;
-    }
-    if (word >= protocol::kEmulatorBase && word < protocol::kEmulatorBase + protocol::kEmulatorWords) {
-      // The emulator-only block, outside the board: it answers in no board cycles and at the
-      // simulated time the last synced access reached; the transactor's cycles since then pass
-      // with the next controller access or after the datagram (not at all for a datagram that
-      // addresses this block alone: handle_datagram). (Paying them here would cost a
-      // kernel round trip per word of an event drain, for a few cycles' accuracy of a block that
-      // no board has.) RUN_UNTIL and ADVANCE_NS run simulated time while the board's clock is held.
-      activity_ = "running a datagram through the RTL transactor: the emulator control block";
-      const uint32_t offset = (word - protocol::kEmulatorBase) * 4;
-      if (write) r.ok = emu_write(offset, data);
-      else r.data = emu_read(offset);
-      return r;
-    }
-    r.ok = false;  // no window: the transactor never sends one (DECERR on a board)
-    return r;
-  }
-
-  struct RtlBus : IpbusRtlEndpoint::Bus {
-    explicit RtlBus(Emulator& e) : e(e) {}
-    IpbusRtlEndpoint::BusResult access(bool write, uint32_t word, uint32_t data, uint64_t unpaid) override {
-      return e.rtl_bus_access(write, word, data, unpaid);
-    }
-    Emulator& e;
-  };
 
   ipbus::TargetStats ipbus_stats() const { return rtl_ ? rtl_stats_ : server_->stats(); }
 
@@ -809,10 +813,9 @@ class Emulator {
   EmulatorConfig cfg_;
   ServerSim sim_;
   std::unique_ptr<CollectiveJob> job_;  // before the firmware and clock threads that step sim_
-  // The RTL target (--ipbus-target rtl): the board's IPbus side (transactor, decoder, scratch RAM)
-  // and what it did, counted as the C++ target counts (emu.IPBUS_STATS).
-  std::unique_ptr<IpbusRtlEndpoint> rtl_;
-  RtlBus rtl_bus_{*this};
+  // The RTL target (--ipbus-target rtl): datagrams into the top's UDP port, and what its
+  // transactor did, counted as the C++ target counts (emu.IPBUS_STATS).
+  const bool rtl_ = cfg_.ipbus_target == IpbusTarget::Rtl;
   ipbus::TargetStats rtl_stats_;
   ServerClock clock_;
   ScHal fw_hal_;

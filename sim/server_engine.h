@@ -9,6 +9,7 @@
 
 #include "sim/server_sim.h"
 
+#include "sim/board_port.h"
 #include "sim/lane_channel.h"
 
 #include "verilated_fst_c.h"
@@ -42,6 +43,7 @@ class ServerSim::Impl {
   virtual ~Impl() = default;
   // Clocks until a stop condition (ServerSim::step) or `max_cycles`; returns the clocks run.
   virtual uint64_t run(ServerSim& s, uint64_t max_cycles) = 0;
+  virtual BoardPort& board_port() = 0;
   virtual void start_read(uint32_t addr) = 0;
   virtual void start_write(uint32_t addr, uint32_t data) = 0;
   virtual bool bus_busy() const = 0;
@@ -77,6 +79,23 @@ class ServerSim::Impl {
     return true;
   }
 };
+
+// The board top's ports for one clock, before its rising edge: the firmware port's master and the
+// UDP core's and emulator block's ports set their inputs; when one changed, the top is evaluated
+// with its clock low (its arbiter grants, and its transactor starts an access, within the cycle a
+// valid or a response arrives); then each reads the handshakes the edge takes. Returns whether the
+// board port wants the emulator after this clock (ServerSim::board_event).
+template <class Ctl>
+bool drive_board_ports(Ctl& c, AxilMaster<Ctl>& bus, BoardPort& port, const EmuResponder* respond) {
+  bool changed = bus.set_inputs(c);
+  if (port.busy()) changed = port.drive(c) || changed;
+  if (changed) {
+    c.clk_i = 0;
+    c.eval();
+  }
+  bus.observe(c);
+  return port.busy() && port.sample(c, respond);
+}
 
 // Both engines seed the XPUs' streams, scoreboards and receivers alike.
 inline uint64_t stream_seed(uint64_t seed, int link) { return seed * 1000003ull + static_cast<uint64_t>(link); }

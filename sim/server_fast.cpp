@@ -37,12 +37,12 @@
 #include "Vlink_endpoint___024root.h"
 #include "Vlink_endpoint_trace.h"
 #include "Vlink_endpoint_trace___024root.h"
-#include "Vocs_controller.h"
-#include "Vocs_controller___024root.h"
-#include "Vocs_controller_l32.h"
-#include "Vocs_controller_l32___024root.h"
-#include "Vocs_controller_trace.h"
-#include "Vocs_controller_trace___024root.h"
+#include "Vmxtb_board.h"
+#include "Vmxtb_board___024root.h"
+#include "Vmxtb_board_l32.h"
+#include "Vmxtb_board_l32___024root.h"
+#include "Vmxtb_board_trace.h"
+#include "Vmxtb_board_trace___024root.h"
 #include "rtl/cov/coverage_dump.h"
 #include "verilated.h"
 #include "verilated_fst_c.h"
@@ -276,6 +276,7 @@ class FastEngine final : public ServerSim::Impl {
   FastEngine& operator=(const FastEngine&) = delete;
 
   uint64_t run(ServerSim& s, uint64_t max_cycles) override;
+  BoardPort& board_port() override { return port_; }
   void start_read(uint32_t addr) override { bus_.start_read(addr); }
   void start_write(uint32_t addr, uint32_t data) override { bus_.start_write(addr, data); }
   bool bus_busy() const override { return bus_.busy(); }
@@ -332,6 +333,7 @@ class FastEngine final : public ServerSim::Impl {
   struct CoordinatorCheckpoint {
     RootCheckpoint<Ctl> ctl;
     AxilMaster<Ctl> bus;
+    BoardPort port;
     std::deque<std::pair<uint64_t, int>> pd_queue;
     double settle_until_ns = 0;
     uint64_t dac_writes = 0, pd_reads = 0;
@@ -349,10 +351,11 @@ class FastEngine final : public ServerSim::Impl {
   // What the controller did during a window, applied when the window commits.
   struct ControllerEvents {
     uint64_t first_change = UINT64_MAX;  // first clock after which its link outputs differed from the window's start
-    uint64_t stop = UINT64_MAX;          // first clock a bus transaction completed or the interrupt rose
+    uint64_t stop = UINT64_MAX;          // first clock a bus transaction completed, the interrupt rose or the board port wanted the emulator
     bool control_changed = false;
     std::optional<AxilResult> bus_result;
     bool irq_rose = false;
+    bool board_event = false;
   };
 
   LinkOut& out(uint64_t cycle, int link) { return out_[(cycle & out_mask_) * static_cast<size_t>(n_) + static_cast<size_t>(link)]; }
@@ -394,6 +397,7 @@ class FastEngine final : public ServerSim::Impl {
   std::vector<std::unique_ptr<Ep>> ep_;
   rtl::CoverageDump cov_{ctx_, "server"};  // after the models: writes before they go
   AxilMaster<Ctl> bus_;
+  BoardPort port_;
   std::vector<TrafficSource> sources_;
   std::vector<Scoreboard> boards_;
   std::vector<int> board_stream_;
@@ -472,7 +476,7 @@ FastEngine<Ctl, Ep, kTrace>::FastEngine(ServerSim& s)
     ctx_.timeunit(-12);
     ctx_.timeprecision(-12);
   }
-  ctl_ = std::make_unique<Ctl>(&ctx_, "ocs");
+  ctl_ = std::make_unique<Ctl>(&ctx_, "board");
   for (int i = 0; i < n_; ++i) {
     ep_.push_back(std::make_unique<Ep>(&ctx_, fmt::format("link{}", i).c_str()));
     Ep& e = *ep_.back();
@@ -527,6 +531,8 @@ FastEngine<Ctl, Ep, kTrace>::FastEngine(ServerSim& s)
 // then clocks while low.
 template <class Ctl, class Ep, bool kTrace>
 void FastEngine<Ctl, Ep, kTrace>::reset_models() {
+  port_.drive(*ctl_);  // the top's UDP and emulator ports idle, its firmware port too
+  bus_.drive(*ctl_);
   auto clock_all = [&] {
     for (int level : {1, 0}) {
       ctl_->clk_i = static_cast<uint8_t>(level);
@@ -769,9 +775,12 @@ void FastEngine<Ctl, Ep, kTrace>::controller_cycle(uint64_t t, ControllerEvents&
       ++sim_.pd_reads_;
     }
   }
-  bus_.drive(c);
   {
     Stopwatch sw(profiling_ ? &prof_.controller_s : nullptr);
+    if (drive_board_ports(c, bus_, port_, &sim_.emu_responder_)) {
+      ev.board_event = true;
+      ev.stop = std::min(ev.stop, t);
+    }
     rise(c);
     if (!dumping_) fall(c);
   }
@@ -828,6 +837,7 @@ void FastEngine<Ctl, Ep, kTrace>::cycle_single() {
     sim_.bus_done_ = true;
   }
   if (ev.irq_rose) sim_.irq_rose_ = true;
+  if (ev.board_event) sim_.board_event_ = true;
   if (ev.control_changed) apply_control();
 }
 
@@ -839,17 +849,19 @@ uint64_t FastEngine<Ctl, Ep, kTrace>::run(ServerSim& s, uint64_t max_cycles) {
     while (n < max_cycles) {
       cycle_single();
       ++n;
-      if (s.irq_rose_ || s.bus_done_ || s.link_changed_ || s.program_event_) break;
+      if (s.irq_rose_ || s.bus_done_ || s.link_changed_ || s.program_event_ || s.board_event_) break;
     }
   } else {
     while (n < max_cycles) {
       const uint64_t T = sim_.cycle_;
       uint32_t W = 1;
       // Speculate only when calm: no bus transaction in flight (it completes within a few
-      // clocks, a stop) and no rollback lately (trainings and commits come in bursts).
-      if (!bus_.busy() && T >= calm_from_) W = static_cast<uint32_t>(std::min<uint64_t>(max_window_, max_cycles - n));
+      // clocks, a stop), no datagram moving (one waiting for the emulator's answer is still) and
+      // no rollback lately (trainings and commits come in bursts).
+      const bool calm = !bus_.busy() && (!port_.busy() || port_.waiting_for_emulator()) && T >= calm_from_;
+      if (calm) W = static_cast<uint32_t>(std::min<uint64_t>(max_window_, max_cycles - n));
       n += run_window(T, W) - T;
-      if (s.irq_rose_ || s.bus_done_ || s.link_changed_ || s.program_event_) break;
+      if (s.irq_rose_ || s.bus_done_ || s.link_changed_ || s.program_event_ || s.board_event_) break;
     }
     flush_stage();
   }
@@ -957,6 +969,7 @@ void FastEngine<Ctl, Ep, kTrace>::save_coordinator() {
   CoordinatorCheckpoint& c = coord_save_;
   c.ctl.save(*ctl_);
   c.bus = bus_;
+  c.port = port_;
   c.pd_queue = pd_queue_;
   c.settle_until_ns = settle_until_ns_;
   c.dac_writes = sim_.dac_writes_;
@@ -976,6 +989,7 @@ void FastEngine<Ctl, Ep, kTrace>::restore_coordinator() {
   CoordinatorCheckpoint& c = coord_save_;
   c.ctl.restore(*ctl_);
   bus_ = c.bus;
+  port_ = c.port;
   pd_queue_ = c.pd_queue;
   settle_until_ns_ = c.settle_until_ns;
   sim_.dac_writes_ = c.dac_writes;
@@ -1097,6 +1111,7 @@ uint64_t FastEngine<Ctl, Ep, kTrace>::run_window(uint64_t T, uint32_t W) {
     sim_.bus_done_ = true;
   }
   if (ev.irq_rose) sim_.irq_rose_ = true;
+  if (ev.board_event) sim_.board_event_ = true;
   if (control_differs()) apply_control();
   return E;
 }
@@ -1165,9 +1180,9 @@ HandOff measure_hand_off(int threads, int rounds) {
 }
 
 std::unique_ptr<ServerSim::Impl> make_fast_engine(ServerSim& s) {
-  if (s.config().trace_capable) return std::make_unique<FastEngine<Vocs_controller_trace, Vlink_endpoint_trace, true>>(s);
-  if (s.links() == 32) return std::make_unique<FastEngine<Vocs_controller_l32, Vlink_endpoint, false>>(s);
-  return std::make_unique<FastEngine<Vocs_controller, Vlink_endpoint, false>>(s);
+  if (s.config().trace_capable) return std::make_unique<FastEngine<Vmxtb_board_trace, Vlink_endpoint_trace, true>>(s);
+  if (s.links() == 32) return std::make_unique<FastEngine<Vmxtb_board_l32, Vlink_endpoint, false>>(s);
+  return std::make_unique<FastEngine<Vmxtb_board, Vlink_endpoint, false>>(s);
 }
 
 }  // namespace mxtb::sim

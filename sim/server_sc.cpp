@@ -33,6 +33,7 @@ void ServerClock::run() {
       if (sim_.bus_result_ready()) bus_event_.notify(sc_core::SC_ZERO_TIME);
       if (sim_.irq_rose()) irq_event_.notify(sc_core::SC_ZERO_TIME);
       if (sim_.link_changed()) link_event_.notify(sc_core::SC_ZERO_TIME);
+      if (sim_.board_event()) board_event_.notify(sc_core::SC_ZERO_TIME);
     }
   });
 }

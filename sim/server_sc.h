@@ -22,6 +22,7 @@ class ServerClock : public sc_core::sc_module {
   const sc_core::sc_event& irq_event() const { return irq_event_; }
   const sc_core::sc_event& bus_event() const { return bus_event_; }
   const sc_core::sc_event& link_event() const { return link_event_; }  // a link changed state
+  const sc_core::sc_event& board_event() const { return board_event_; }  // ServerSim::board_event
   void stop_when(std::function<bool()> done) { done_ = std::move(done); }
   // Lockstep: while the host is between requests the kernel pauses, and a batch started then
   // would compute the server up to max_batch cycles ahead of simulated time, so the next request
@@ -40,7 +41,7 @@ class ServerClock : public sc_core::sc_module {
   ServerSim& sim_;
   uint64_t max_batch_;
   sc_core::sc_time period_;
-  sc_core::sc_event irq_event_, bus_event_, link_event_, resume_;
+  sc_core::sc_event irq_event_, bus_event_, link_event_, board_event_, resume_;
   bool held_ = false;
   sc_core::sc_mutex bus_mutex_;
   std::function<bool()> done_;

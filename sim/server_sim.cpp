@@ -6,13 +6,13 @@
 
 #ifdef MXTB_HAVE_REFERENCE_MODELS
 #include "Vlink_endpoint_ref.h"
-#include "Vocs_controller_ref.h"
+#include "Vmxtb_board_ref.h"
 #else
 #include "Vlink_endpoint.h"
-#include "Vocs_controller.h"
+#include "Vmxtb_board.h"
 #endif
 #include "Vlink_endpoint_trace.h"
-#include "Vocs_controller_trace.h"
+#include "Vmxtb_board_trace.h"
 #include "rtl/cov/coverage_dump.h"
 #include "verilated.h"
 #include "verilated_fst_c.h"
@@ -59,10 +59,10 @@ void lane_in(Ep& m, const ReceivedBlock& r) {
 }
 
 #ifdef MXTB_HAVE_REFERENCE_MODELS
-using ReferenceController = Vocs_controller_ref;
+using ReferenceController = Vmxtb_board_ref;
 using ReferenceEndpoint = Vlink_endpoint_ref;
 #else
-using ReferenceController = Vocs_controller;
+using ReferenceController = Vmxtb_board;
 using ReferenceEndpoint = Vlink_endpoint;
 #endif
 
@@ -117,6 +117,7 @@ class ReferenceEngine final : public ServerSim::Impl {
   std::vector<std::unique_ptr<Ep>> ep;
   rtl::CoverageDump cov{ctx, "server"};  // after the models: writes before they go
   AxilMaster<Ctl> bus;
+  BoardPort port;
   std::unique_ptr<VerilatedFstC> fst;
   bool dumping = false;
   uint64_t period_ps = 6400;
@@ -151,7 +152,7 @@ class ReferenceEngine final : public ServerSim::Impl {
     while (n < max_cycles) {
       one_cycle(s);
       ++n;
-      if (s.irq_rose_ || s.bus_done_ || s.link_changed_ || s.program_event_) break;
+      if (s.irq_rose_ || s.bus_done_ || s.link_changed_ || s.program_event_ || s.board_event_) break;
     }
     prof.cycles += n;
     return n;
@@ -192,6 +193,7 @@ class ReferenceEngine final : public ServerSim::Impl {
   TrafficSource& source(int i) override { return sources[static_cast<size_t>(i)]; }
   const Scoreboard& board(int i) const override { return boards[static_cast<size_t>(i)]; }
   LaneFault& lane_fault(int i) override { return lane_faults[static_cast<size_t>(i)]; }
+  BoardPort& board_port() override { return port; }
   void start_read(uint32_t addr) override { bus.start_read(addr); }
   void start_write(uint32_t addr, uint32_t data) override { bus.start_write(addr, data); }
   bool bus_busy() const override { return bus.busy(); }
@@ -265,7 +267,7 @@ ServerSim::ServerSim(const ServerConfig& cfg) : cfg_(cfg), rng_(cfg.seed ^ 0x5E5
 
 std::unique_ptr<ServerSim::Impl> make_reference_engine(ServerSim& s) {
   if (s.config().trace_capable)
-    return std::make_unique<ReferenceEngine<Vocs_controller_trace, Vlink_endpoint_trace, true>>(s);
+    return std::make_unique<ReferenceEngine<Vmxtb_board_trace, Vlink_endpoint_trace, true>>(s);
   return std::make_unique<ReferenceEngine<ReferenceController, ReferenceEndpoint, false>>(s);
 }
 
@@ -282,7 +284,7 @@ void ReferenceEngine<Ctl, Ep, kTrace>::build(ServerSim& sim) {
     ctx.timeunit(-12);
     ctx.timeprecision(-12);
   }
-  ctl = std::make_unique<Ctl>(&ctx, "ocs");
+  ctl = std::make_unique<Ctl>(&ctx, "board");
   for (int i = 0; i < n_links; ++i) {
     ep.push_back(std::make_unique<Ep>(&ctx, fmt::format("link{}", i).c_str()));
     Ep& e = *ep.back();
@@ -299,7 +301,10 @@ void ReferenceEngine<Ctl, Ep, kTrace>::build(ServerSim& sim) {
     lane_faults.emplace_back(fault_rng_seed(cfg.seed, i));
   }
   last_state.assign(static_cast<size_t>(n_links), link::LinkState::Reset);
-  // Reset everything: the asynchronous resets need a falling edge, then clocks while low.
+  // Reset everything: the asynchronous resets need a falling edge, then clocks while low. The
+  // top's UDP and emulator ports idle, its firmware port too.
+  port.drive(*ctl);
+  bus.drive(*ctl);
   ctl->rst_ni = 1;
   for (auto& e : ep) e->rst_ni = 1;
   clock_all(0);
@@ -367,8 +372,26 @@ void ServerSim::dark_lane(int link, uint64_t cycles) {
   f.dark_until_cycle = std::max(f.dark_until_cycle, cycle_ + cycles);
 }
 
+void ServerSim::start_datagram(std::vector<uint8_t> datagram) {
+  if (datagram_busy()) throw std::logic_error("server: a datagram is already in flight");
+  impl_->board_port().start(std::move(datagram));
+}
+
+bool ServerSim::datagram_busy() const {
+  const BoardPort& p = impl_->board_port();
+  return p.busy() || p.outcome_ready();
+}
+
+std::optional<DatagramOutcome> ServerSim::take_datagram_outcome() { return impl_->board_port().take_outcome(); }
+
+const std::optional<EmuAccess>& ServerSim::emulator_access() const { return impl_->board_port().emulator_access(); }
+
+void ServerSim::answer_emulator(bool ok, uint32_t read_data) { impl_->board_port().answer_emulator(ok, read_data); }
+
+const BoardPort& ServerSim::board_port() const { return impl_->board_port(); }
+
 uint64_t ServerSim::step(uint64_t max_cycles) {
-  irq_rose_ = bus_done_ = link_changed_ = program_event_ = false;
+  irq_rose_ = bus_done_ = link_changed_ = program_event_ = board_event_ = false;
   if (program_) {
     const uint64_t wake = program_->wake_cycle();
     if (wake > cycle_ && wake - cycle_ < max_cycles) max_cycles = wake - cycle_;
@@ -504,11 +527,16 @@ void ReferenceEngine<Ctl, Ep, kTrace>::one_cycle(ServerSim& sim) {
   }
 
   lap.stop();
-  m.bus.drive(*m.ctl);
+  bool board_event;
+  {
+    Timer t(profiling ? &prof.controller_s : nullptr);
+    board_event = drive_board_ports(*m.ctl, m.bus, m.port, &sim.emu_responder_);
+  }
 
   m.clock_all(cycle_);
   ++cycle_;
   check_assertions(m.ctx, cycle_);
+  if (board_event) sim.board_event_ = true;
 
   if (auto r = m.bus.sample()) {
     bus_result_ = r;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "sim/axil_master.h"
+#include "sim/board_port.h"
 #include "sim/lane_program.h"
 #include "sim/link_pair.h"
 #include "sim/photonic_mesh.h"
@@ -118,15 +119,34 @@ class ServerSim {
   ServerSim& operator=(const ServerSim&) = delete;
 
   // Runs up to `max_cycles` clocks; stops early after a clock in which the controller's interrupt
-  // rose, a bus transaction completed or a link changed state, so whoever waits for those wakes
-  // at the right cycle.
+  // rose, a bus transaction completed, a link changed state or the board port wants the emulator
+  // (board_event), so whoever waits for those wakes at the right cycle.
   // Returns the clocks run.
   uint64_t step(uint64_t max_cycles);
   uint64_t cycle() const { return cycle_; }
   double period_ns() const { return 1000.0 / cfg_.clock_mhz; }
   double now_ns() const { return static_cast<double>(cycle_) * period_ns(); }
 
-  // The controller's AXI4-Lite port: one transaction at a time.
+  // The server's FPGA is the board top (rtl/board/mxtb_board.sv: the IPbus transactor, its bus and
+  // block RAM, the arbiter and the controller), clocked with the link layers.
+  //
+  // Its UDP side (sim/board_port.h): one datagram at a time into the transactor. step() stops
+  // after the clock its outcome is ready, and after a clock in which the transactor made an access
+  // of the emulator's control block, which waits, without the transactor's timeout, until
+  // answer_emulator().
+  void start_datagram(std::vector<uint8_t> datagram);
+  bool datagram_busy() const;  // in flight, or its outcome not taken
+  std::optional<DatagramOutcome> take_datagram_outcome();
+  const std::optional<EmuAccess>& emulator_access() const;
+  void answer_emulator(bool ok, uint32_t read_data);
+  const BoardPort& board_port() const;
+  // Answers the emulator gives within the clock (sim/board_port.h); without one, every access of
+  // the emulator's block stops step().
+  void set_emulator_responder(EmuResponder r) { emu_responder_ = std::move(r); }
+  bool board_event() const { return board_event_; }  // during the last step()
+
+  // The top's firmware-processor port (s_fw_*, through its arbiter to the controller's register
+  // slave, at the controller's byte addresses): one transaction at a time.
   void start_read(uint32_t addr);
   void start_write(uint32_t addr, uint32_t data);
   bool bus_busy() const;
@@ -188,8 +208,9 @@ class ServerSim {
   std::vector<int> rx_source_;  // receiver o sees mesh output rx_source_[o] (identity unless fibres are swapped)
   uint64_t cycle_ = 0;
   int n_links_ = 0;
-  bool irq_rose_ = false, bus_done_ = false, link_changed_ = false;
+  bool irq_rose_ = false, bus_done_ = false, link_changed_ = false, board_event_ = false;
   std::optional<AxilResult> bus_result_;
+  EmuResponder emu_responder_;
   uint64_t dac_writes_ = 0, pd_reads_ = 0;
   bool light_dirty_ = true;
   uint64_t last_light_cycle_ = 0;

@@ -60,17 +60,13 @@ GROUPS = {
         "test_dir": "testbench/protocol",
         "test": "ipbus_rtl_diff_tests",
     },
-    # The board top's own RTL: its decoder and block RAM (board_bus, also the emulator's model of
-    # the board's IPbus side), the firmware's arbiter and the top, killed by rtl_board's datagrams
-    # into the top and its cycle-for-cycle comparison with the emulator's join.
+    # The board top's own RTL: its decoder and block RAM (board_bus), the firmware's arbiter and
+    # the top, killed by rtl_board's datagrams into the (shrunk) top.
     "board": {
         "files": ["rtl/board/board_bus.sv", "rtl/board/board_ram.sv", "rtl/board/axil_arbiter.sv",
                   "rtl/board/mxtb_board.sv"],
         "models": [{"model_dir": "rtl/CMakeFiles/mxtb_rtl_board_small.dir/Vmxtb_board_small.dir",
-                    "prefix": "Vmxtb_board_small", "archive": "../../rtl/libmxtb_rtl_board_small.a"},
-                   {"model_dir": "rtl/CMakeFiles/mxtb_rtl_board_bus.dir/Vboard_bus.dir",
-                    "prefix": "Vboard_bus", "archive": "../../rtl/libmxtb_rtl_board_bus.a",
-                    "only": ["rtl/board/board_bus.sv", "rtl/board/board_ram.sv"]}],
+                    "prefix": "Vmxtb_board_small", "archive": "../../rtl/libmxtb_rtl_board_small.a"}],
         "test_dir": "testbench/rtl",
         "test": "rtl_board_tests",
         # --formal: a mutant's own module's proofs alone (rtl/formal/formal.sh's groups)

@@ -151,10 +151,11 @@ std::vector<EmuEventRecord> Board::pop_events() {
   for (;;) {
     uint32_t n = c_.read(emulator(er::event_count::kOffset));
     if (n == 0) return out;
-    // Head then pop, one entry per pair, as many pairs as fit a few packets. These packets address
-    // the emulator's block alone, which takes no board time (no board has it), so the controller's
-    // watchdog does not run while the host drains.
+    // Head then pop, one entry per pair, as many pairs as fit a few packets. Each packet takes its
+    // board cycles (about 10 a pair through the board top: a drain of a thousand events after a
+    // safe sweep runs past the watchdog's 200 us), so it kicks the watchdog too.
     std::vector<Pending> heads;
+    if (watchdog_) c_.queue_write(controller(reg::watchdog_kick::kOffset), {1});
     for (uint32_t i = 0; i < std::min<uint32_t>(n, 64); ++i) {
       heads.push_back(c_.queue_read(emulator(er::event_head::kOffset), 4));
       c_.queue_write(emulator(er::event_pop::kOffset), {1});

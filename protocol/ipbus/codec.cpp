@@ -171,4 +171,21 @@ std::optional<StatusReply> decode_status_reply(const std::vector<uint32_t>& w) {
   return s;
 }
 
+uint32_t executed_transactions(const std::vector<uint8_t>& reply) {
+  auto w = to_words(reply.data(), reply.size(), nullptr);
+  if (!w || w->words.empty()) return 0;
+  const auto& words = w->words;
+  auto header = decode_packet_header(words[0], nullptr);
+  if (!header || header->type != PacketType::Control) return 0;
+  uint32_t n = 0;
+  for (size_t pos = 1; pos < words.size();) {
+    auto th = decode_tx_header(words[pos]);
+    if (!th || th->info == InfoCode::BadHeader) break;  // refused before the bus
+    ++n;
+    if (th->info != InfoCode::Success) break;  // a bus error ends the packet
+    pos += 1 + reply_body_words(th->type, th->words);
+  }
+  return n;
+}
+
 }  // namespace mxtb::protocol::ipbus

@@ -76,6 +76,10 @@ uint32_t reply_body_words(TxType t, uint32_t words);
 // code other than Request, a transaction past the packet's end).
 bool transactions_within(const std::vector<uint32_t>& words, uint32_t base, uint32_t count);
 
+// The transactions a control reply answers that reached the bus (success or a bus error): what
+// a target counts as `transactions` (TargetStats). 0 for anything but a control reply.
+uint32_t executed_transactions(const std::vector<uint8_t>& reply);
+
 // Raw datagram bytes <-> 32-bit words. Detects the order from the first word; nullopt when the
 // length is not a whole number of words or the first word is no IPbus 2.0 header in either order.
 struct Words {

@@ -34,7 +34,9 @@
 // Windows (word addresses): the controller 0x00000 + ocs_reg_pkg's map, the emulator control
 // block 0x10000 + emu_reg_pkg's map (EMU_WINDOW; absent on a board), the scratch RAM 0x20000 +
 // RAM_WORDS. A SLVERR/DECERR response ends the transaction with a read or write error; a bus that
-// does not answer within AXI_TIMEOUT cycles, with a read or write timeout.
+// does not answer within AXI_TIMEOUT cycles, with a read or write timeout. An access to the
+// emulator's block has no timeout: the emulator answers RUN_UNTIL and ADVANCE_NS once simulated
+// time has passed (milliseconds), with this transactor clocked all the while.
 `include "mxtb_assert.svh"
 
 module ipbus_transactor #(
@@ -275,6 +277,8 @@ module ipbus_transactor #(
   logic launch, launch_we, bus_done, bus_err, bus_timeout, bus_free, orphan_q, aw_done_q, w_done_q;
   logic [31:0] launch_addr, launch_wdata;
   logic [TW-1:0] wait_q;
+  logic launch_emu, bus_emu_q;   // the access (starting, on the bus) is the emulator block's: no timeout
+  assign launch_emu = EMU_WINDOW && launch_addr >= EMU_BASE && {1'b0, launch_addr} < {1'b0, EMU_BASE} + EMU_WORDS;
   /* verilator lint_off UNUSEDSIGNAL */  // word addresses past 2^30 never pass the window check
   logic [31:0] addr_word_q;
   /* verilator lint_on UNUSEDSIGNAL */
@@ -285,7 +289,7 @@ module ipbus_transactor #(
   assign bus_resp_err = bus_q == B_R ? m_axil_rresp[1] : m_axil_bresp[1];
   // The executor sees its access end (the response, or the timeout); an access that timed out
   // stays the bus's until its response comes (orphan), and no other starts before it.
-  assign bus_done = !orphan_q && ((bus_reply) || (bus_q != B_IDLE && wait_q == TW'(AXI_TIMEOUT)));
+  assign bus_done = !orphan_q && ((bus_reply) || (bus_q != B_IDLE && !bus_emu_q && wait_q == TW'(AXI_TIMEOUT)));
   assign bus_err = bus_reply && bus_resp_err;
   assign bus_timeout = !bus_reply;
   assign bus_free = !orphan_q && (bus_q == B_IDLE || (bus_reply && !bus_resp_err));
@@ -309,10 +313,12 @@ module ipbus_transactor #(
       aw_done_q <= 1'b0;
       w_done_q <= 1'b0;
       wait_q <= '0;
+      bus_emu_q <= 1'b0;
       addr_word_q <= '0;
       wdata_q <= '0;
     end else begin
-      if (bus_q != B_IDLE && !orphan_q) wait_q <= wait_q + TW'(1);
+      // The emulator's block has no timeout: its access's count stops at AXI_TIMEOUT (a cover point).
+      if (bus_q != B_IDLE && !orphan_q && !(bus_emu_q && wait_q == TW'(AXI_TIMEOUT))) wait_q <= wait_q + TW'(1);
       if (bus_done && !bus_reply) orphan_q <= 1'b1;
       unique case (bus_q)
         B_AR: if (m_axil_arready) bus_q <= B_R;
@@ -335,6 +341,7 @@ module ipbus_transactor #(
         addr_word_q <= launch_addr;
         wdata_q <= launch_wdata;
         wait_q <= TW'(1);
+        bus_emu_q <= launch_emu;
         if (launch_we) begin
           aw_done_q <= m_axil_awready;
           w_done_q <= m_axil_wready;
@@ -773,6 +780,7 @@ module ipbus_transactor #(
           ({f_sum_tx[30:0], f_sum_tx[31]} ^ m_axis_tdata) == f_sum_sent[tx_slot_q])
 `endif
   // An access starts only on a free bus: idle, or its predecessor answered without error this cycle.
+  `ASSERT(ipb_emu_access_no_timeout, !(bus_done && !bus_reply && bus_emu_q))
   `ASSERT(ipb_start_when_free, !launch || (!orphan_q && (bus_q == B_IDLE || (bus_reply && !bus_resp_err))))
   // An RMW's write starts the cycle after its read's response: the bus is idle then.
   `ASSERT(ipb_rmw_write_starts, state_q != S_X_RMW_WRITE || launch)
@@ -791,6 +799,7 @@ module ipbus_transactor #(
   `COVER(cov_ipb_rmw, state_q == S_X_RMW_BUS && bus_done && !bus_err && !bus_timeout)
   `COVER(cov_ipb_bus_error, (state_q == S_X_STREAM || state_q == S_X_RMW_BUS) && bus_done && bus_err)
   `COVER(cov_ipb_bus_timeout, (state_q == S_X_STREAM || state_q == S_X_RMW_BUS) && bus_done && bus_timeout)
+  `COVER(cov_ipb_emu_past_timeout, bus_q != B_IDLE && bus_emu_q && wait_q == TW'(AXI_TIMEOUT) && !bus_reply)
   `COVER(cov_ipb_orphan_access, state_q == S_X_STREAM && i_q != count_q && orphan_q)
   `COVER(cov_ipb_bus_streamed, launch && bus_reply)
   `COVER(cov_ipb_reply_streamed, tx_pop && pend_q && tx_issue)

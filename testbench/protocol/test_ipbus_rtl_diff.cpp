@@ -6,6 +6,8 @@
 
 #include "protocol/board_map.h"
 
+#include <mxtb/emu_regs.h>
+
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -540,6 +542,32 @@ TEST_CASE("RTL alone: the bus timeout's edge: a response AXI_TIMEOUT cycles afte
       const uint32_t rd = tx_header(TxType::Read, 1, 0x52);
       CHECK(rtl_reply(rtl, {ctrl0, rd, kRamBase}, Answer::kNoFault) == std::vector<uint32_t>{ctrl0, rd & ~0xFu, expected.peek(kRamBase)});
     }
+  }
+}
+
+// The emulator's block answers RUN_UNTIL and ADVANCE_NS once simulated time has passed, the
+// transactor clocked all the while: an access of its window has no timeout, however late the
+// answer (docs/board.md). The same lateness on the RAM is a timeout (the test above).
+TEST_CASE("RTL alone: an access of the emulator's block waits past AXI_TIMEOUT for its response") {
+  const uint32_t ctrl0 = packet_header(PacketType::Control, 0);
+  const uint32_t word = mxtb::protocol::emulator(mxtb::emu::reg::run_timeout_ns::kOffset);
+  const BoardRegisters expected(kFillSeed);
+  for (const bool write : {false, true}) {
+    INFO((write ? "a write" : "a read"));
+    RtlTiming timing = RtlTiming::eager(9);
+    timing.silent = {word};
+    timing.silent_delay = static_cast<uint32_t>(kAxiTimeout + 5000);
+    RtlSide rtl(kFillSeed, timing);
+    const uint64_t c0 = rtl.cycles();
+    const uint32_t tx = tx_header(write ? TxType::Write : TxType::Read, 1, 0x61);
+    std::vector<uint32_t> request{ctrl0, tx, word};
+    if (write) request.push_back(1234);
+    std::vector<uint32_t> want{ctrl0, tx & ~0xFu};
+    if (!write) want.push_back(expected.peek(word));
+    CHECK(rtl_reply(rtl, request, Answer::kNoFault) == want);
+    CHECK(rtl.cycles() - c0 > kAxiTimeout + 5000);
+    if (write) CHECK(rtl.board().peek(word) == 1234);
+    CHECK_FALSE(rtl.bus_outstanding());
   }
 }
 

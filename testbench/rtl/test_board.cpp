@@ -4,11 +4,8 @@
 // fails fails the test. Shrunk: 8 ports, 20 elements, 4 links, 256 RAM words, 4 reply buffers.
 #include "protocol/board_map.h"
 #include "protocol/ipbus/codec.h"
-#include "sim/axil_master.h"
-#include "sim/ipbus_rtl_endpoint.h"
 
 #include "Vmxtb_board_small.h"
-#include "Vocs_ctl_board_small.h"
 #include "verilated.h"
 
 #include <doctest/doctest.h>
@@ -19,7 +16,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <random>
 #include <set>
 #include <vector>
 
@@ -470,156 +466,4 @@ TEST_CASE("the firmware and the IPbus side share the controller: both served, ne
   auto check = b.send({control(), tx(TxType::Read, 1, 3), scratch / 4 + 99, tx(TxType::Read, 1, 4), scratch / 4 + 219});
   REQUIRE(check.has_value());
   CHECK(*check == std::vector<uint32_t>{control(), ok(TxType::Read, 1, 3), 0xABC00063u, ok(TxType::Read, 1, 4), 0xF00D0013u});
-}
-
-namespace {
-
-// The emulator's side of the join (sim/ipbus_rtl_endpoint.h): the controller as the server's
-// engine steps it, clocked only as simulated time passes, which is when the endpoint's Bus pays
-// the board's cycles (before an access, the access's own, and the datagram's rest after it). Its
-// inputs are the top's in Board: no link up, no photodiode answer. The emulator's block answers
-// as the emulator's does, in no board cycles and unsynced, from words kept as Board keeps them.
-struct SteppedController : mxtb::sim::IpbusRtlEndpoint::Bus {
-  VerilatedContext* const outer = Verilated::threadContextp();  // before ours: constructing it makes it the thread's
-  VerilatedContext ctx;
-  std::unique_ptr<Vocs_ctl_board_small> ctl;
-  mxtb::sim::AxilMaster<Vocs_ctl_board_small> master;
-  uint64_t cycle = 0;
-  std::map<uint32_t, uint32_t> emu;  // by IPbus word address
-
-  SteppedController() {
-    ctx.fatalOnError(false);
-    ctl = std::make_unique<Vocs_ctl_board_small>(&ctx, "ocs");
-    Verilated::threadContextp(outer);  // ours goes first: the thread's must outlive it
-    ctl->rst_ni = 0;
-    for (int i = 0; i < 4; ++i) clock();  // as Board and the endpoint reset the top's side
-    ctl->rst_ni = 1;
-    clock();
-  }
-  ~SteppedController() {
-    VerilatedContext* const saved = Verilated::threadContextp();
-    Verilated::threadContextp(&ctx);  // a model's scopes leave the thread's context: ours
-    ctl.reset();
-    Verilated::threadContextp(saved);
-  }
-  SteppedController(const SteppedController&) = delete;
-  SteppedController& operator=(const SteppedController&) = delete;
-  // Verilator reports a failed assertion to the thread's context: ours while ours evaluates.
-  std::optional<mxtb::sim::AxilResult> clock() {
-    VerilatedContext* const saved = Verilated::threadContextp();
-    Verilated::threadContextp(&ctx);
-    ctl->clk_i = 0;
-    master.drive(*ctl);
-    ctl->eval();
-    ctl->clk_i = 1;
-    ctl->eval();
-    Verilated::threadContextp(saved);
-    ++cycle;
-    return master.sample();
-  }
-  void pass(uint64_t cycles) {
-    for (uint64_t i = 0; i < cycles; ++i) clock();
-  }
-  mxtb::sim::IpbusRtlEndpoint::BusResult access(bool write, uint32_t word, uint32_t data, uint64_t unpaid) override {
-    mxtb::sim::IpbusRtlEndpoint::BusResult r;
-    if (word >= mxtb::protocol::kEmulatorBase && word < mxtb::protocol::kEmulatorBase + mxtb::protocol::kEmulatorWords) {
-      if (write) emu[word] = data;
-      else r.data = emu.count(word) ? emu[word] : 0;
-      return r;
-    }
-    REQUIRE(word < mxtb::protocol::kControllerBase + mxtb::protocol::kControllerWords);  // the RAM is board_bus's own
-    pass(unpaid);
-    const uint32_t byte_addr = (word - mxtb::protocol::kControllerBase) * 4;
-    if (write) master.start_write(byte_addr, data);
-    else master.start_read(byte_addr);
-    std::optional<mxtb::sim::AxilResult> res;
-    while (!(res = clock())) {
-    }
-    r.ok = res->resp == 0;
-    r.data = res->data;
-    r.cycles = res->cycles;
-    r.synced = true;
-    return r;
-  }
-};
-
-// A control packet of 1..5 transactions of every type on the controller's registers (any word of
-// any window, allowed or not, in range or past it) and now and then the RAM or the emulator's
-// block, with TIME_LO and the event log's timestamps read often: they show the controller's clock
-// at the access.
-std::vector<uint32_t> random_controller_packet(std::mt19937& rng, uint16_t id) {
-  namespace ocs = mxtb::ocs;
-  std::vector<uint32_t> p{control(id)};
-  const TxType types[] = {TxType::Read, TxType::Write, TxType::NonIncRead, TxType::NonIncWrite, TxType::RmwBits, TxType::RmwSum};
-  const int n = 1 + static_cast<int>(rng() % 5);
-  for (int t = 0; t < n; ++t) {
-    uint32_t addr;
-    const uint32_t pick = rng() % 10;
-    if (pick == 0) addr = rng() % 2 ? kRamBase + rng() % 64 : [&] {
-      const mxtb::emu::RegInfo& r = mxtb::emu::kRegisters[rng() % mxtb::emu::kNumRegisters];
-      return kEmuBase + r.offset / 4 + static_cast<uint32_t>(rng() % r.count);
-    }();
-    else if (pick < 3) addr = (rng() % 2 ? ocs::reg::time_lo::kOffset : ocs::reg::event_ts_lo::kOffset) / 4;
-    else {
-      const ocs::RegInfo& r = ocs::kRegisters[rng() % ocs::kNumRegisters];
-      addr = r.offset / 4 + static_cast<uint32_t>(rng() % r.count);
-    }
-    const TxType type = types[rng() % 6];
-    const bool rmw = type == TxType::RmwBits || type == TxType::RmwSum;
-    const uint32_t words = rmw ? 1 : static_cast<uint32_t>(rng() % 7);
-    p.push_back(tx(type, words, static_cast<uint16_t>(t)));
-    p.push_back(addr);
-    const uint32_t body = type == TxType::RmwBits ? 2 : type == TxType::RmwSum ? 1 : type == TxType::Write || type == TxType::NonIncWrite ? words : 0;
-    for (uint32_t i = 0; i < body; ++i) p.push_back(rng() % 4 ? static_cast<uint32_t>(rng() % 4096) : static_cast<uint32_t>(rng()));
-  }
-  return p;
-}
-
-}  // namespace
-
-// What the emulator runs of the top (sim/ipbus_rtl_endpoint.h: board_bus alone, its controller
-// port joined to the controller the server's engine steps, paid in simulated time) against the
-// top itself, datagram by datagram: the same replies, byte for byte, in the same number of board
-// cycles, and the controller's clock at each access the same (TIME_LO and event timestamps are
-// in the replies); the emulator's block is reached through both ports alike. A join a cycle early
-// or late at any access fails here.
-TEST_CASE("the emulator's join of board_bus to the server's controller is the board top, cycle for cycle") {
-  Board b;
-  mxtb::sim::IpbusRtlEndpoint ep;
-  SteppedController server;
-  REQUIRE(server.cycle == b.cycle);
-  std::mt19937 rng(static_cast<uint32_t>(doctest::getContextOptions()->rand_seed) + 26);
-  namespace reg = mxtb::ocs::reg;
-  // Directed first: a STATUS read, a block of scratch written and read back as a stream, the
-  // time; then random packets.
-  std::vector<std::vector<uint32_t>> packets{
-      {control(1), tx(TxType::Read, 1, 0), reg::status::kOffset / 4},
-      {control(2), tx(TxType::Write, 6, 0), reg::scratch::kOffset / 4, 1, 2, 3, 4, 5, 6, tx(TxType::Read, 6, 1), reg::scratch::kOffset / 4,
-       tx(TxType::Read, 2, 2), reg::time_lo::kOffset / 4}};
-  uint16_t id = 3;
-  for (int i = 0; i < 1500; ++i) {
-    packets.push_back(random_controller_packet(rng, id));
-    id = static_cast<uint16_t>(id == 0xFFFF ? 1 : id + 1);
-  }
-  uint64_t time_reads = 0;
-  for (size_t i = 0; i < packets.size(); ++i) {
-    CAPTURE(i);
-    const auto& words = packets[i];
-    const auto top_reply = b.send(words);
-    const auto o = ep.handle(ipbus::to_bytes(words, ipbus::ByteOrder::Big), server);
-    server.pass(o.unpaid_cycles);  // the emulator's wait after the datagram
-    REQUIRE(top_reply.has_value() == o.reply.has_value());
-    if (o.reply) {
-      const auto emu_reply = ipbus::to_words(o.reply->data(), o.reply->size(), nullptr);
-      REQUIRE(emu_reply.has_value());
-      REQUIRE(emu_reply->words == *top_reply);
-    }
-    REQUIRE(o.cycles == b.timeline.cycles);
-    REQUIRE(server.cycle == b.cycle);  // every board cycle paid once, and the controllers in step
-    REQUIRE_FALSE(server.ctx.gotError());  // an assertion of the stepped controller failed (its %Error line names it)
-    for (size_t w = 1; w + 1 < words.size(); ++w)
-      if (words[w + 1] == reg::time_lo::kOffset / 4 && ipbus::decode_tx_header(words[w])) ++time_reads;
-    if (i == 0) CHECK(o.cycles == 17);  // STATUS: as rtl_board's streaming test has it for the top
-  }
-  CHECK(time_reads > 100);
 }

@@ -1,10 +1,15 @@
 // The fast engine must be the reference engine's simulation, clock for clock, on any number of
 // threads: the same link transitions, the same controller event log as the firmware reads it,
-// the same traffic counters, through a bring-up, injected faults and a reconfiguration of the
-// thermo-optic mesh (elements moving: re-traced light, garbled outputs, photodiode reads).
+// the same traffic counters, the same IPbus replies from the board top's UDP port in the same
+// clocks, through a bring-up, injected faults and a reconfiguration of the thermo-optic mesh
+// (elements moving: re-traced light, garbled outputs, photodiode reads).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include "firmware/ocs_firmware.h"
+#include "server_datagrams.h"
 #include "sim/server_bench.h"
+
+#include <mxtb/emu_regs.h>
+#include <mxtb/ocs_regs.h>
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -44,12 +49,41 @@ Outcome run(ServerEngine engine, int threads, uint64_t seed, bool traced = false
   auto run_to = [&](uint64_t cycle) {
     while (sim.cycle() < cycle) sim.step(cycle - sim.cycle());
   };
+  Outcome out;
+  // A host's packets into the top's UDP port: the controller's clock and event log, the block
+  // RAM, and the emulator's block: its ID answered within the clock, its time 500 clocks late
+  // (the fast engine speculates meanwhile).
+  sim.set_emulator_responder([](const EmuAccess& a) -> std::optional<std::pair<bool, uint32_t>> {
+    if (!a.write && a.offset == emu::reg::id::kOffset) return std::pair<bool, uint32_t>{true, 0xC0DE0000u};
+    return std::nullopt;
+  });
+  uint32_t packet = 0;
+  auto host = [&] {
+    using namespace mxtb::sim::test;
+    const uint32_t n = ++packet;
+    std::vector<uint32_t> req{control_header(),
+                              tx_header(kRead, 2, 1), ocs::reg::time_lo::kOffset / 4,
+                              tx_header(kNonIncRead, 4, 2), ocs::reg::event_count::kOffset / 4,
+                              tx_header(kRmwSum, 1, 3), 0x20000 + n % 8, n,
+                              tx_header(kNonIncRead, 3, 4), 0x10000 + emu::reg::id::kOffset / 4,
+                              tx_header(kRead, 1, 5), 0x10000 + emu::reg::time_ns_lo::kOffset / 4};
+    EmulatorBlock late;
+    late.delay_cycles = 500;
+    DatagramOutcome o = run_datagram(sim, to_bytes(req), late);
+    std::string line = fmt::format("datagram {} at {} took {} kind {} fault {}:", n, sim.cycle(), o.cycles, o.kind, o.fault);
+    if (o.reply)
+      for (uint32_t w : to_words(*o.reply)) line += fmt::format(" {:08x}", w);
+    out.lines.push_back(line);
+  };
   const uint64_t t0 = sim.cycle();
+  host();
   run_to(t0 + 9000);
+  host();
   // Faults at odd clocks, so that a window boundary that slipped would show.
   sim.set_lane_ber(3, 2e-4);
   run_to(t0 + 10003);
   sim.dark_lane(7, 301);
+  host();
   run_to(t0 + 11007);
   sim.swap_lanes(9, 10);
   run_to(t0 + 12011);
@@ -60,9 +94,10 @@ Outcome run(ServerEngine engine, int threads, uint64_t seed, bool traced = false
   if (traced) sim.stop_waveform();
   sim.kill_xpu(4);
   fw.set_port_map(bench_port_map(cfg.shape, {0, 1, 3, 2}), &why);
+  host();
   run_to(sim.cycle() + 6000);
+  host();
 
-  Outcome out;
   out.lines.push_back(fmt::format("cycle {} dac {} pd {} messages {} errors {}", sim.cycle(), sim.dac_writes(), sim.pd_reads(),
                                   sim.messages_delivered(), sim.scoreboard_errors()));
   for (const auto& t : sim.transitions())

@@ -48,6 +48,7 @@ bool rtl_target() {
   return !t || std::string(t) != "cpp";
 }
 constexpr uint32_t kSmallDatagramNs = 2000;
+constexpr uint32_t kClockNs = 7;  // the emulated server's 6.4 ns clock, rounded up
 
 ClientOptions quick() {
   ClientOptions o;
@@ -195,25 +196,47 @@ TEST_CASE("emulator block: time moves exactly as asked; bad faults are refused a
   Client c(shared_emulator().target(), quick());
   auto clock = make_clock(c);
   CHECK(clock->mode() == "lockstep");
-  auto t0 = c.queue_read(emulator(er::time_ns_lo::kOffset), 2);
-  c.queue_write(emulator(er::advance_ns::kOffset), {5000});
-  auto t1 = c.queue_read(emulator(er::time_ns_lo::kOffset), 2);
-  c.dispatch(std::chrono::seconds(60));
-  // Exactly as asked, both ways: a packet for the emulator's block alone is the testbench's and
-  // takes no board time, even through the RTL (no board has that block).
-  CHECK(t1.values()[0] - t0.values()[0] == 5000);
-  // Nothing moves while the host does not ask, however long it waits.
+  // One packet: the time, ADVANCE_NS by `ns`, the time again. The difference is the step plus
+  // the transactor's own clocks between the two reads (through the RTL; none through the C++
+  // target), which do not depend on the step: so time moves as asked, through the RTL to the
+  // board's next clock edge after it (the transactor runs on in whole 6.4 ns clocks) and to the
+  // nanosecond TIME_NS counts in.
+  auto advance_in_packet = [&](uint32_t ns) {
+    auto t0 = c.queue_read(emulator(er::time_ns_lo::kOffset), 2);
+    c.queue_write(emulator(er::advance_ns::kOffset), {ns});
+    auto t1 = c.queue_read(emulator(er::time_ns_lo::kOffset), 2);
+    c.dispatch(std::chrono::seconds(60));
+    return t1.values()[0] - t0.values()[0];
+  };
+  const uint32_t between = advance_in_packet(0);
+  for (uint32_t ns : {5000u, 123u, 6400u}) {
+    INFO("ADVANCE_NS " << ns);
+    const uint32_t moved = advance_in_packet(ns) - between;
+    if (rtl_target()) {
+      CHECK(moved + 1 >= ns);
+      CHECK(moved <= ns + kClockNs + 1);
+    } else {
+      CHECK(moved == ns);
+    }
+  }
+  if (rtl_target()) CHECK((between > 0 && between < kSmallDatagramNs));
+  else CHECK(between == 0);
+  // Nothing moves while the host does not ask, however long it waits: through the RTL each read
+  // takes its own board cycles, the same for each (to TIME_NS's nanosecond), waited for or not.
+  auto r0 = c.read_block(emulator(er::time_ns_lo::kOffset), 2);
   auto r1 = c.read_block(emulator(er::time_ns_lo::kOffset), 2);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   auto r2 = c.read_block(emulator(er::time_ns_lo::kOffset), 2);
-  CHECK(r1 == t1.values());
-  CHECK(r2 == r1);
+  CHECK(r2[1] == r1[1]);
+  const int64_t waited = int64_t{r2[0]} - r1[0], not_waited = int64_t{r1[0]} - r0[0];
+  CHECK(std::abs(waited - not_waited) <= 1);
+  if (!rtl_target()) CHECK(r2 == r1);
   // A packet the board takes (a read of its RAM) moves time by its board cycles through the RTL
   // (a one-word read: 17 cycles of 6.4 ns), by nothing through the C++ target.
   c.read(kRamBase);
   auto r3 = c.read_block(emulator(er::time_ns_lo::kOffset), 2);
   if (rtl_target()) {
-    CHECK(r3[0] - r2[0] >= 100);
+    CHECK(r3[0] - r2[0] >= 100 + (r2[0] - r1[0]));
     CHECK(r3[0] - r2[0] <= kSmallDatagramNs);
   } else {
     CHECK(r3 == r2);
