@@ -9,7 +9,7 @@
 //
 // In raw mode (`mxtb sim --ipbus-target rtl`) the socket is all the server is, as a board's UDP
 // core: every datagram goes whole, in order, to the simulation thread, whose RTL transactor
-// (sim/ipbus_rtl_endpoint.h) answers it; the C++ target, the transactor thread and the RAM here
+// (the board top's, sim/board_port.h) answers it; the C++ target, the transactor thread and the RAM here
 // are not used.
 #pragma once
 

@@ -240,6 +240,20 @@ TEST_CASE("transactions_within: every transaction, of every type, inside the win
   CHECK_FALSE(within({h, 0x1000010Fu, 0x100}));  // version 1
 }
 
+TEST_CASE("executed_transactions: a control reply's transactions that reached the bus, in either byte order") {
+  const uint32_t h = control(0);
+  auto ok = [](TxType t, uint8_t words) { return encode(TxHeader{0, words, t, InfoCode::Success}); };
+  auto count = [](const std::vector<uint32_t>& w, ByteOrder o = ByteOrder::Big) { return executed_transactions(to_bytes(w, o)); };
+  CHECK(count({h, ok(TxType::Read, 2), 5, 6, ok(TxType::Write, 3), ok(TxType::RmwSum, 1), 9}) == 3);
+  CHECK(count({h, ok(TxType::Read, 2), 5, 6, ok(TxType::NonIncWrite, 1)}, ByteOrder::Little) == 2);
+  // A bus error reached the bus and ends the packet; a refused header did not reach it.
+  CHECK(count({h, ok(TxType::Write, 1), encode(TxHeader{0, 0, TxType::Read, InfoCode::ReadError})}) == 2);
+  CHECK(count({h, ok(TxType::Write, 1), encode(TxHeader{0, 1, TxType::Read, InfoCode::BadHeader})}) == 1);
+  CHECK(count({h}) == 0);
+  CHECK(count({encode(PacketHeader{PacketType::Status, 0}), 0, 0}) == 0);  // not a control reply
+  CHECK(executed_transactions({1, 2, 3}) == 0);                            // not whole words
+}
+
 TEST_CASE("status reply: MTU, buffers, next expected id, always big-endian") {
   MemPort mem;
   Target t(mem, 8);
