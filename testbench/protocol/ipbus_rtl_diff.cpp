@@ -379,8 +379,8 @@ struct RtlSide::Impl {
   };
   SlaveOut drive_slave() {
     SlaveOut o;
-    o.awready = !chance(timing.axi_ready_stall);
-    o.wready = !chance(timing.axi_ready_stall);
+    o.awready = !chance(timing.axi_ready_stall) && !(timing.ready_only_when_free && slave.aw_taken);
+    o.wready = !chance(timing.axi_ready_stall) && !(timing.ready_only_when_free && slave.w_taken);
     o.arready = !chance(timing.axi_ready_stall);
     o.bvalid = slave.b_pending && slave.b_delay == 0;
     o.rvalid = slave.r_pending && slave.r_delay == 0;

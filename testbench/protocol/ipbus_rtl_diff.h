@@ -152,6 +152,9 @@ struct RtlTiming {
   std::set<uint32_t> silent;
   std::set<uint32_t> silent_writes;  // the same for writes alone (an RMW whose write is not answered)
   uint32_t silent_delay = 100000;
+  // The slave lowers awready once it has taken an address, and wready once it has taken data,
+  // until the write's response (as a block RAM that takes one write at a time does).
+  bool ready_only_when_free = false;
   // All ready, no gaps, no delays: for measuring the transactor's own speed.
   static RtlTiming eager(uint64_t seed = 1) {
     RtlTiming t;
