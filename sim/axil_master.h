@@ -104,21 +104,17 @@ class AxilMaster {
     arvalid = kind_ == Kind::Read && !ar_done_;
     araddr = static_cast<A>(addr_);
     rready = kind_ == Kind::Read;
-    aw_v_ = awvalid;
-    w_v_ = wvalid;
-    b_r_ = bready;
-    ar_v_ = arvalid;
-    r_r_ = rready;
-    driven_ = {aw_v_, w_v_, b_r_, ar_v_, r_r_, addr_, data_};
+    driven_ = {static_cast<bool>(awvalid), static_cast<bool>(wvalid), static_cast<bool>(bready), static_cast<bool>(arvalid),
+               static_cast<bool>(rready), addr_, data_};
   }
   // Handshakes are decided by the values present at the edge.
   template <class B, class R, class D>
   void see(B awready, B wready, B bvalid, R bresp, B arready, B rvalid, D rdata, R rresp) {
-    aw_fire_ = aw_v_ && awready;
-    w_fire_ = w_v_ && wready;
-    b_fire_ = bvalid && b_r_;
-    ar_fire_ = ar_v_ && arready;
-    r_fire_ = rvalid && r_r_;
+    aw_fire_ = driven_.awvalid && awready;
+    w_fire_ = driven_.wvalid && wready;
+    b_fire_ = bvalid && driven_.bready;
+    ar_fire_ = driven_.arvalid && arready;
+    r_fire_ = rvalid && driven_.rready;
     b_resp_ = bresp;
     r_data_ = rdata;
     r_resp_ = rresp;
@@ -135,7 +131,6 @@ class AxilMaster {
   Driven driven_{}, last_driven_{true};  // last_driven_ differs at first: the first drive settles
 
   enum class Kind { Idle, Write, Read };
-  bool aw_v_ = false, w_v_ = false, b_r_ = false, ar_v_ = false, r_r_ = false;
   Kind kind_ = Kind::Idle;
   uint32_t addr_ = 0, data_ = 0;
   bool aw_done_ = false, w_done_ = false, ar_done_ = false;

@@ -158,7 +158,6 @@ class BoardPort {
           resp_error_ = !r->first;
           resp_data_ = r->first ? r->second : 0;
           resp_pending_ = true;
-          ++answered_at_once_;
           return;
         }
       }
@@ -199,7 +198,6 @@ class BoardPort {
   size_t beats_taken() const { return beat_; }
   size_t reply_bytes() const { return reply_.size(); }
   bool decided() const { return stat_seen_; }
-  uint64_t answered_at_once() const { return answered_at_once_; }  // accesses of the emulator's block, since construction
 
  private:
   struct Inputs {
@@ -223,7 +221,6 @@ class BoardPort {
   uint32_t aw_addr_ = 0, w_data_ = 0;
   bool resp_pending_ = false, resp_write_ = false, resp_error_ = false;
   uint32_t resp_data_ = 0;
-  uint64_t answered_at_once_ = 0;
   Inputs last_{};
 };
 
