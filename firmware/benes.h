@@ -1,6 +1,6 @@
 // The Beneš network of 2x2 switch elements that the photonic mesh is built from: the one
 // definition of its wiring, used by the router (routing.h), the calibration lookup and the
-// light-tracing mesh model (sim/photonic_mesh.h). Layout and numbering: docs/mesh.md.
+// light-tracing mesh model (sim/mesh/photonic_mesh.h). Layout and numbering: docs/mesh.md.
 #pragma once
 
 #include "firmware/result.h"

@@ -1,7 +1,7 @@
 // Calibration lookup: each Mach-Zehnder element needs its own DAC code to be exactly bar or
 // cross (fabrication spreads the phase-shifter response), so the firmware turns element states
 // into codes through a per-element table. The table arrives as plain data; the JSON file loader
-// lives in sim/photonic_mesh.h (the firmware stays free of parsers). Format: docs/mesh.md.
+// lives in sim/mesh/photonic_mesh.h (the firmware stays free of parsers). Format: docs/mesh.md.
 #pragma once
 
 #include "firmware/benes.h"

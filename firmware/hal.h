@@ -1,5 +1,5 @@
 // The firmware's hardware abstraction: all it may do to the world. On the board these are a
-// soft processor's bus accesses and interrupt line; in the emulator (sim/server_sc.h) every
+// soft processor's bus accesses and interrupt line; in the emulator (sim/server/server_sc.h) every
 // access is an AXI4-Lite transaction on the verilated controller with its cycle cost, and time is
 // simulated time.
 #pragma once

@@ -1,9 +1,9 @@
-// `mxtb bench server`: the emulated server's speed, engine by engine (sim/server_bench.h). The
+// `mxtb bench server`: the emulated server's speed, engine by engine (apps/mxtb/bench_server.h). The
 // figures and what they mean: docs/cli.md, docs/performance.md.
 #include "apps/mxtb/args.h"
 #include "apps/mxtb/commands.h"
 
-#include "sim/server_bench.h"
+#include "apps/mxtb/bench_server.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -32,8 +32,8 @@ std::vector<int> parse_threads(const std::string& list) {
   return out;
 }
 
-void print_breakdown(const sim::ServerBenchRun& run, const char* phase, const sim::ServerProfile& p,
-                     const sim::PhaseFigures& f) {
+void print_breakdown(const ServerBenchRun& run, const char* phase, const sim::ServerProfile& p,
+                     const PhaseFigures& f) {
   if (p.cycles == 0) return;
   auto us = [&](double s) { return s * 1e6 / static_cast<double>(p.cycles); };
   // One thread: step() is the parts plus glue. Threads: links, words and checkpoints are every
@@ -52,7 +52,7 @@ void print_breakdown(const sim::ServerBenchRun& run, const char* phase, const si
 int cmd_bench_server(const ArgList& argv) {
   Args args(argv, {"--cycles", "--rounds", "--threads", "--seed", "--json", "--calibration", "--xpus"},
             {"--no-systemc", "--no-breakdown", "--no-reference"});
-  sim::ServerBenchConfig cfg;
+  ServerBenchConfig cfg;
   cfg.traffic_cycles = args.u64("--cycles", 100000);
   if (cfg.traffic_cycles < 1000) throw UsageError("--cycles must be at least 1000");
   uint64_t rounds = args.u64("--rounds", 2);
@@ -77,12 +77,12 @@ int cmd_bench_server(const ArgList& argv) {
              "until every circuit is Active again\n  {} plain-loop rounds per engine, alternating; time mode free\n\n",
              s.xpus, s.lanes_per_xpu, s.xpus * s.lanes_per_xpu, s.mesh_ports, cfg.seed, cfg.traffic_cycles, cfg.rounds);
   std::fflush(stdout);
-  sim::ServerBenchResult r = sim::run_server_bench(cfg);
+  ServerBenchResult r = run_server_bench(cfg);
 
-  const sim::ServerBenchRun* ref = best_run(r, {sim::ServerEngine::Reference, 1}, "loop");
+  const ServerBenchRun* ref = best_run(r, {sim::ServerEngine::Reference, 1}, "loop");
   fmt::print("  {:<9} {:>7} {:>8} {:>13} {:>7} {:>12} {:>14} {:>7}\n", "engine", "threads", "harness", "traffic cyc/s",
              "vs ref", "per cpu-s", "reconfig cyc/s", "vs ref");
-  auto row = [&](const sim::ServerBenchRun& b) {
+  auto row = [&](const ServerBenchRun& b) {
     auto ratio = [&](double x, double base) { return ref && base > 0 ? fmt::format("{:.2f}x", x / base) : std::string("-"); };
     fmt::print("  {:<9} {:>7} {:>8} {:>13.0f} {:>7} {:>12.0f} {:>14.0f} {:>7}\n", sim::to_string(b.c.engine), b.c.threads,
                b.harness, b.traffic.cycles_per_s(), ratio(b.traffic.cycles_per_s(), ref ? ref->traffic.cycles_per_s() : 0),
@@ -116,7 +116,7 @@ int cmd_bench_server(const ArgList& argv) {
                m.link_us, m.coordinator_us, m.checkpoint_us, m.window_cycles, m.round_trip_us, m.round_trip_p50_us);
     fmt::print("  {:>7} {:>16} {:>9} {:>11} {:>18}\n", "threads", "predicted cyc/s", "speed-up", "per thread", "measured cyc/s");
     for (const auto& row : m.rows) {
-      const sim::ServerBenchRun* measured = best_run(r, {sim::ServerEngine::Fast, row.threads}, "loop");
+      const ServerBenchRun* measured = best_run(r, {sim::ServerEngine::Fast, row.threads}, "loop");
       fmt::print("  {:>7} {:>16.0f} {:>8.2f}x {:>11.2f} {:>18}\n", row.threads, row.cycles_per_s, row.speedup,
                  row.speedup / row.threads, measured ? fmt::format("{:.0f}", measured->traffic.cycles_per_s()) : "-");
     }
@@ -124,10 +124,10 @@ int cmd_bench_server(const ArgList& argv) {
                r.hardware_threads);
   }
 
-  const sim::ServerBenchRun* fast = best_run(r, {sim::ServerEngine::Fast, 1}, "loop");
+  const ServerBenchRun* fast = best_run(r, {sim::ServerEngine::Fast, 1}, "loop");
   if (ref && fast) {
     // A busy machine stretches wall time but hardly CPU time: both are judged, each stated.
-    auto cpu_rate = [](const sim::ServerBenchRun& b) { return b.traffic.cpu_s > 0 ? b.traffic.cycles / b.traffic.cpu_s : 0.0; };
+    auto cpu_rate = [](const ServerBenchRun& b) { return b.traffic.cpu_s > 0 ? b.traffic.cycles / b.traffic.cpu_s : 0.0; };
     double rate = fast->traffic.cycles_per_s(), ratio = rate / ref->traffic.cycles_per_s();
     double cpu = cpu_rate(*fast), cpu_ratio = cpu_rate(*ref) > 0 ? cpu / cpu_rate(*ref) : 0;
     auto verdict = [](double r, double x) { return r >= 100000 || x >= 3 ? "met" : "NOT met"; };
@@ -139,7 +139,7 @@ int cmd_bench_server(const ArgList& argv) {
   if (args.has("--json")) {
     std::ofstream out(args.str("--json"));
     if (!out) throw std::runtime_error(fmt::format("cannot write {}", args.str("--json")));
-    out << sim::to_json(r).dump(2) << "\n";
+    out << to_json(r).dump(2) << "\n";
     fmt::print("  wrote {}\n", args.str("--json"));
   }
   return r.identical ? 0 : 1;

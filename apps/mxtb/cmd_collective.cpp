@@ -1,11 +1,11 @@
-// `mxtb collective`: nccl-tests' sweep on the emulated server (sim/collective_bench.h), for the
+// `mxtb collective`: nccl-tests' sweep on the emulated server (apps/mxtb/bench_collective.h), for the
 // static torus wiring and for lanes steered into the tenant's ring, side by side. docs/collectives.md.
 #include "apps/mxtb/args.h"
 #include "apps/mxtb/commands.h"
 #include "apps/mxtb/plot.h"
-#include "sim/collective_bench.h"
-#include "sim/photonic_mesh.h"
-#include "sim/server_bench.h"
+#include "apps/mxtb/bench_collective.h"
+#include "sim/mesh/photonic_mesh.h"
+#include "apps/mxtb/bench_server.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -18,7 +18,7 @@ namespace mxtb::app {
 
 namespace {
 
-using sim::CollectiveBenchResult;
+using CollectiveBenchResult;
 
 // nccl-tests' size syntax: a number with an optional K, M or G (powers of 1024).
 uint64_t parse_bytes(const std::string& flag, const std::string& v) {
@@ -85,7 +85,7 @@ bool plot_busbw(const std::vector<std::pair<std::string, CollectiveBenchResult>>
                      series, "linespoints lw 2");
 }
 
-void plot_steering(const sim::SteeringBenchResult& r, const std::string& svg) {
+void plot_steering(const SteeringBenchResult& r, const std::string& svg) {
   std::vector<PlotSeries> series;
   for (const auto& p : r.presets) {
     PlotSeries s{sim::to_string(p.preset), {}};
@@ -115,7 +115,7 @@ int cmd_bench_steering(const ArgList& argv) {
   const uint64_t max_bytes = parse_bytes("--maxbytes", args.str("--maxbytes", "4M"));
   const uint64_t factor = args.u64("--stepfactor", 2, 2, 1024);
   if (max_bytes < min_bytes) throw UsageError(fmt::format("--maxbytes {} is below --minbytes {}", max_bytes, min_bytes));
-  sim::SteeringBenchConfig cfg;
+  SteeringBenchConfig cfg;
   for (uint64_t s = min_bytes; s <= max_bytes; s *= factor) cfg.sizes.push_back(s / 8 * 8);
   if (!args.list("--preset").empty()) {
     cfg.presets.clear();
@@ -133,9 +133,9 @@ int cmd_bench_steering(const ArgList& argv) {
              "# through the firmware (steered); times in emulated us, reconfiguration from the request to every\n"
              "# circuit Active\n#\n",
              fmt::join(cfg.tenant, " "), fmt::join(cfg.pair, " "));
-  sim::SteeringBenchResult r;
+  SteeringBenchResult r;
   try {
-    r = sim::run_steering_bench(cfg);
+    r = run_steering_bench(cfg);
   } catch (const std::invalid_argument& e) {
     throw InputError(e.what());
   }
@@ -158,7 +158,7 @@ int cmd_bench_steering(const ArgList& argv) {
   if (args.has("--json")) {
     std::ofstream f(args.str("--json"));
     if (!f) throw InputError(fmt::format("--json {}: cannot write", args.str("--json")));
-    f << sim::to_json(r).dump(2) << "\n";
+    f << to_json(r).dump(2) << "\n";
     fmt::print("wrote {}\n", args.str("--json"));
   }
   if (args.has("--plot")) plot_steering(r, args.str("--plot"));
@@ -213,7 +213,7 @@ int cmd_collective(const ArgList& argv) {
   const int rings = static_cast<int>(args.u64("--rings", 0, 0, 64));
   const std::string engine = args.choice("--engine", "fast", {"fast", "reference"});
 
-  sim::CollectiveBenchConfig base;
+  CollectiveBenchConfig base;
   base.tenant = tenant;
   base.ops = ops;
   base.type = *type;
@@ -222,9 +222,9 @@ int cmd_collective(const ArgList& argv) {
   base.max_rings = rings;
   base.grain_words = static_cast<uint32_t>(args.u64("--grain", 1, 1, 1u << 20));
   const std::string algo = args.choice("--algo", "auto", {"auto", "ring", "chain"});
-  base.algo = algo == "ring"    ? sim::CollectiveBenchConfig::Algo::Ring
-              : algo == "chain" ? sim::CollectiveBenchConfig::Algo::Chain
-                                : sim::CollectiveBenchConfig::Algo::Auto;
+  base.algo = algo == "ring"    ? CollectiveBenchConfig::Algo::Ring
+              : algo == "chain" ? CollectiveBenchConfig::Algo::Chain
+                                : CollectiveBenchConfig::Algo::Auto;
   base.lane_ber = args.real("--ber", 0, 0, 1e-3);
   if (base.lane_ber >= 1e-3) throw UsageError(fmt::format("--ber {}: must be below 1e-3", base.lane_ber));
   base.both_directions = !args.has("--one-direction");
@@ -232,13 +232,13 @@ int cmd_collective(const ArgList& argv) {
   base.calibration_file = source_root() + "/traces/calibration/mesh32.json";
 
   // Both maps are built and every spec checked before anything runs or is written.
-  std::vector<std::pair<std::string, sim::CollectiveBenchConfig>> configs;
+  std::vector<std::pair<std::string, CollectiveBenchConfig>> configs;
   try {
     if (placement != "steered") {
       auto c = base;
       c.port_map = sim::static_torus_map(c.shape);
-      if (c.algo == sim::CollectiveBenchConfig::Algo::Chain) sim::chain_plan(c.shape, c.port_map, c.tenant);
-      else if (c.algo == sim::CollectiveBenchConfig::Algo::Ring) sim::ring_plan(c.shape, c.port_map, c.tenant, c.both_directions);
+      if (c.algo == CollectiveBenchConfig::Algo::Chain) sim::chain_plan(c.shape, c.port_map, c.tenant);
+      else if (c.algo == CollectiveBenchConfig::Algo::Ring) sim::ring_plan(c.shape, c.port_map, c.tenant, c.both_directions);
       else try {
           sim::ring_plan(c.shape, c.port_map, c.tenant, c.both_directions);
         } catch (const std::invalid_argument&) {
@@ -267,7 +267,7 @@ int cmd_collective(const ArgList& argv) {
   for (const auto& [name, c] : configs) {
     CollectiveBenchResult r;
     try {
-      r = sim::run_collective_bench(c);
+      r = run_collective_bench(c);
     } catch (const std::invalid_argument& e) {
       throw InputError(e.what());
     }

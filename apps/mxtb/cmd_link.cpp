@@ -4,9 +4,9 @@
 #include "apps/mxtb/args.h"
 #include "apps/mxtb/commands.h"
 
-#include "sim/link_pair.h"
-#include "sim/link_pair_sc.h"
-#include "sim/sc_runner.h"
+#include "sim/link/link_pair.h"
+#include "sim/link/link_pair_sc.h"
+#include "sim/common/sc_runner.h"
 #include "apps/mxtb/scenario.h"
 
 #include <fmt/format.h>

@@ -7,7 +7,7 @@
 
 #include "apps/mxtb/args.h"
 
-#include "sim/server_sim.h"
+#include "sim/server/server_sim.h"
 
 namespace mxtb::app {
 

@@ -5,7 +5,7 @@
 #include "apps/mxtb/commands.h"
 #include "apps/mxtb/rtl_rerun.h"
 #include "apps/mxtb/scenario.h"
-#include "sim/rtl_assert.h"
+#include "sim/common/rtl_assert.h"
 
 #include <fmt/format.h>
 

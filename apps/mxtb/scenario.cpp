@@ -1,8 +1,8 @@
 #include "apps/mxtb/scenario.h"
 
-#include "sim/collective_job.h"
-#include "sim/json_file.h"
-#include "sim/server_sim.h"
+#include "sim/collective/tenant_job.h"
+#include "sim/common/json_file.h"
+#include "sim/server/server_sim.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -514,13 +514,13 @@ FailoverScenario parse_failover_scenario(const json& j, const std::string& sourc
     if (s.tenant.xpu_of_position.size() > 8 || s.shape.xpus > 15)
       f.fail("collective", "JOB_RING holds 8 XPUs numbered 0..14: this tenant or server does not fit it");
     // The job's own check, on the tenant's ring, with the XPUs it would run on.
-    sim::CollectiveJobConfig jc;
+    sim::TenantJobConfig jc;
     jc.xpus = s.tenant.xpu_of_position;
-    sim::JobSpec spec;
+    sim::TenantJobSpec spec;
     spec.op = job.op;
     spec.type = job.type;
     spec.bytes = job.bytes;
-    if (std::string why = sim::CollectiveJob(jc, s.shape).check(protocol::ring_xpus(s.tenant), spec); !why.empty())
+    if (std::string why = sim::TenantJob(jc, s.shape).check(protocol::ring_xpus(s.tenant), spec); !why.empty())
       c.fail("bytes", why);
     s.collective = job;
   }

@@ -7,10 +7,10 @@
 
 #include "host/failover/job.h"
 #include "protocol/fabric_map.h"
-#include "sim/collective.h"
-#include "sim/emulator.h"
-#include "sim/link_pair.h"
-#include "sim/photonic_mesh.h"
+#include "sim/collective/collective.h"
+#include "sim/emulator/emulator.h"
+#include "sim/link/link_pair.h"
+#include "sim/mesh/photonic_mesh.h"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -81,7 +81,7 @@ struct FailoverScenario {
   double state_copy_gbytes_per_s = 25;   // accepted for older scenario files; not used
   double state_lane_gbps = 100;          // per fabric circuit, peer to spare (the restore goes over the fabric)
   uint64_t state_real_bytes_max = 64ull << 20;  // what the paging engine really copies (the rest is charged)
-  // The tenant's job of collectives (sim/collective_job.h): its XPUs and the spares run it instead
+  // The tenant's job of collectives (sim/collective/tenant_job.h): its XPUs and the spares run it instead
   // of random traffic, and every failover ends at the first verified collective on the new ring.
   struct Collective {
     sim::CollectiveOp op = sim::CollectiveOp::AllReduce;

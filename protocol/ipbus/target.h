@@ -1,7 +1,7 @@
 // The board's side of IPbus 2.0: sequence checking, the reply buffers that make a resend replay
 // a reply instead of executing a write twice, status replies, and the handling of bad input
 // (every dropped packet and every error reply counted by reason). Plain C++ without sockets or
-// SystemC: the emulator's UDP endpoint (sim/ipbus_server.h) feeds it datagrams and gives it a
+// SystemC: the emulator's UDP endpoint (sim/emulator/ipbus_server.h) feeds it datagrams and gives it a
 // BusPort into the emulated board.
 #pragma once
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "Vlink_tx.h"
-#include "sim/rtl_assert.h"
+#include "sim/common/rtl_assert.h"
 #include "verilated.h"
 
 namespace {

@@ -4,7 +4,7 @@
 // Expectations use link_endpoint's default parameters (rtl/link/link_endpoint.sv).
 #include "Vlink_endpoint.h"
 #include "rtl/cov/coverage_dump.h"
-#include "sim/link_codec.h"
+#include "sim/link/link_codec.h"
 #include "verilated.h"
 
 #include <mxtb/link_defs.h>

@@ -4,8 +4,8 @@
 #include "Vlink_block_lock.h"
 #include "Vscrambler_pair_tb.h"
 #include "rtl/cov/coverage_dump.h"
-#include "sim/lane_channel.h"
-#include "sim/link_codec.h"
+#include "sim/link/lane_channel.h"
+#include "sim/link/link_codec.h"
 #include "verilated.h"
 
 #include <doctest/doctest.h>

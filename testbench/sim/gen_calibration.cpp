@@ -1,7 +1,7 @@
 // Writes the calibration file of a mesh: the codes that make each element exactly bar and cross,
 // i.e. the true codes the mesh model draws from its seed. Stands in for the lab's calibration
 // sweep. traces/calibration/mesh32.json was made with:  mesh_gen_calibration traces/calibration/mesh32.json
-#include "sim/photonic_mesh.h"
+#include "sim/mesh/photonic_mesh.h"
 
 #include <fmt/format.h>
 

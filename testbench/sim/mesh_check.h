@@ -4,7 +4,7 @@
 
 #include "firmware/calibration.h"
 #include "firmware/routing.h"
-#include "sim/photonic_mesh.h"
+#include "sim/mesh/photonic_mesh.h"
 
 #include <fmt/format.h>
 

@@ -3,7 +3,7 @@
 // the emulator's block answered by a function after a delay in clocks.
 #pragma once
 
-#include "sim/server_sim.h"
+#include "sim/server/server_sim.h"
 
 #include <cstdint>
 #include <functional>

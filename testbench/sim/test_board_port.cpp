@@ -1,9 +1,9 @@
 // The emulated server's FPGA is the board top (rtl/board/mxtb_board.sv), one model clocked with
-// the link layers: IPbus datagrams go into its UDP port (sim/board_port.h), its transactor
+// the link layers: IPbus datagrams go into its UDP port (sim/server/board_port.h), its transactor
 // reaches the controller through the top's decoder and arbiter, the RAM as block RAM, and the
 // emulator's block through the port the emulator answers. Checked here on the server itself.
 #include "server_datagrams.h"
-#include "sim/server_sim.h"
+#include "sim/server/server_sim.h"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>

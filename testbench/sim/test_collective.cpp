@@ -1,10 +1,10 @@
-// Collectives on the emulated server (sim/collective.h, sim/collective_bench.h): the ring plan
+// Collectives on the emulated server (sim/collective/collective.h, apps/mxtb/bench_collective.h): the ring plan
 // from a circuit map, the checks on a spec, the algorithm over a perfect wire (where a corrupted,
 // lost or extra word must show), and the real thing: every op and type over the RTL links of a
 // tenant the firmware placed, element-exact, identical on both engines.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
-#include "sim/collective_bench.h"
-#include "sim/server_bench.h"
+#include "apps/mxtb/bench_collective.h"
+#include "apps/mxtb/bench_server.h"
 
 #include <doctest/doctest.h>
 
@@ -14,6 +14,7 @@
 
 using namespace mxtb;
 using namespace mxtb::sim;
+using namespace mxtb::app;  // the benchmarks' bodies (apps/mxtb/bench_*.h)
 
 namespace {
 

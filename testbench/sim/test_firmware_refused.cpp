@@ -5,7 +5,7 @@
 // an uncaught bus error that takes the emulator down. A commit it did not start is waited out.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include "firmware/ocs_firmware.h"
-#include "sim/server_bench.h"
+#include "apps/mxtb/bench_server.h"
 
 #include <doctest/doctest.h>
 #include <mxtb/ocs_regs.h>
@@ -15,6 +15,7 @@
 
 using namespace mxtb;
 using namespace mxtb::sim;
+using namespace mxtb::app;  // the benchmarks' bodies (apps/mxtb/bench_*.h)
 namespace reg = mxtb::ocs::reg;
 using mailbox::FwStatus;
 

@@ -2,9 +2,9 @@
 // faults applied by the SystemC fault injector land on the same cycles as in the loop, and a
 // seed gives the same run every time (lockstep determinism starts here).
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
-#include "sim/link_pair.h"
-#include "sim/link_pair_sc.h"
-#include "sim/sc_runner.h"
+#include "sim/link/link_pair.h"
+#include "sim/link/link_pair_sc.h"
+#include "sim/common/sc_runner.h"
 #include "apps/mxtb/scenario.h"
 
 #include <doctest/doctest.h>

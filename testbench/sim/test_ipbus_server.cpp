@@ -5,7 +5,7 @@
 // forever: the client saw a target that answered nothing, and the emulator hung in its destructor.
 #include "host/fabric/client.h"
 #include "protocol/board_map.h"
-#include "sim/ipbus_server.h"
+#include "sim/emulator/ipbus_server.h"
 
 #include <boost/asio.hpp>
 #include <doctest/doctest.h>

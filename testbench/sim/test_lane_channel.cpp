@@ -1,4 +1,4 @@
-#include "sim/lane_channel.h"
+#include "sim/link/lane_channel.h"
 
 #include <doctest/doctest.h>
 

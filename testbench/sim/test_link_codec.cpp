@@ -1,6 +1,6 @@
 // The software reference itself, checked against published values and its own inverses, before
 // it is trusted as the oracle for the RTL.
-#include "sim/link_codec.h"
+#include "sim/link/link_codec.h"
 
 #include <doctest/doctest.h>
 

@@ -6,7 +6,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include "firmware/ocs_firmware.h"
 #include "server_datagrams.h"
-#include "sim/server_bench.h"
+#include "apps/mxtb/bench_server.h"
 
 #include <mxtb/emu_regs.h>
 #include <mxtb/ocs_regs.h>
@@ -19,6 +19,7 @@
 
 using namespace mxtb;
 using namespace mxtb::sim;
+using namespace mxtb::app;  // the benchmarks' bodies (apps/mxtb/bench_*.h)
 
 namespace {
 

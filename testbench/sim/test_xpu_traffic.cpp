@@ -1,4 +1,4 @@
-#include "sim/xpu_traffic.h"
+#include "sim/link/xpu_traffic.h"
 
 #include <doctest/doctest.h>
 

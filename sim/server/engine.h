@@ -1,0 +1,123 @@
+// Inside ServerSim (sim/server/server_sim.h): what its engines share. Not for users of the server.
+//
+// Two engines run the same server. The reference engine (server_sim.cpp) is the emulator as it
+// was first written: every clock evaluates every model at both edges and rewires every port. The
+// fast engine (server_fast.cpp) runs the same cycles with less work, alone or across threads, and
+// must give identical results: transitions, scoreboards, bus results, to the cycle
+// (testbench/sim/test_server_engines.cpp). docs/performance.md says what each shortcut saves.
+#pragma once
+
+#include "sim/server/server_sim.h"
+
+#include "sim/server/board_port.h"
+#include "sim/link/lane_channel.h"
+
+#include "verilated_fst_c.h"
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+namespace mxtb::sim {
+
+// A receiver's injected faults: bit errors drawn from its own generator, and a dark window.
+struct LaneFault {
+  explicit LaneFault(uint64_t seed) : rng(seed) {}
+  LaneFault(const LaneFault&) = delete;  // errors draws from rng
+  LaneFault& operator=(const LaneFault&) = delete;
+  std::mt19937_64 rng;
+  BitErrors errors{rng};
+  uint64_t dark_until_cycle = 0;
+};
+
+class ServerSim::Impl {
+ public:
+  struct LinkView {
+    link::LinkState state;
+    link::Reason reason;
+    EndpointIdentity peer;
+    uint64_t frames_tx, frames_rx, crc_errors, replays, retrains;
+  };
+  virtual ~Impl() = default;
+  // Clocks until a stop condition (ServerSim::step) or `max_cycles`; returns the clocks run.
+  virtual uint64_t run(ServerSim& s, uint64_t max_cycles) = 0;
+  virtual BoardPort& board_port() = 0;
+  virtual void start_read(uint32_t addr) = 0;
+  virtual void start_write(uint32_t addr, uint32_t data) = 0;
+  virtual bool bus_busy() const = 0;
+  virtual bool irq() const = 0;
+  virtual LinkView link_view(int i) const = 0;
+  virtual const TrafficSource& source(int i) const = 0;
+  virtual TrafficSource& source(int i) = 0;
+  virtual const Scoreboard& board(int i) const = 0;
+  virtual LaneFault& lane_fault(int i) = 0;
+  virtual void finish() = 0;
+  virtual void start_waveform(const std::string& path) = 0;
+  virtual void stop_waveform() = 0;
+  virtual bool waveform_on() const = 0;
+  virtual ServerProfile profile() const { return {}; }
+
+ protected:
+  // A lane an XPU program owns (ServerSim::set_lane_program): its words instead of the lane's
+  // traffic source and scoreboard, from the link's outputs of the clock before. Returns false for
+  // a lane that carries traffic.
+  template <class Ep>
+  static bool drive_program_lane(ServerSim& s, Ep& e, int link, uint64_t cycle) {
+    if (!s.program_lane_[static_cast<size_t>(link)]) return false;
+    LaneProgram::Drive d = s.program_->drive(link);
+    e.tx_valid_i = d.valid;
+    e.tx_data_i = d.data;
+    e.tx_last_i = d.last;
+    if (d.valid && e.tx_ready_o) s.program_->fire(link);
+    e.rx_ready_i = 1;
+    if (e.rx_valid_o) {
+      s.program_->deliver(link, e.rx_data_o, e.rx_last_o, cycle);
+      if (s.program_->wants_attention()) s.program_event_ = true;
+    }
+    return true;
+  }
+};
+
+// The board top's ports for one clock, before its rising edge: the firmware port's master and the
+// UDP core's and emulator block's ports set their inputs; when one changed, the top is evaluated
+// with its clock low (its arbiter grants, and its transactor starts an access, within the cycle a
+// valid or a response arrives); then each reads the handshakes the edge takes. Returns whether the
+// board port wants the emulator after this clock (ServerSim::board_event).
+template <class Ctl>
+bool drive_board_ports(Ctl& c, AxilMaster<Ctl>& bus, BoardPort& port, const EmuResponder* respond) {
+  bool changed = bus.set_inputs(c);
+  if (port.busy()) changed = port.drive(c) || changed;
+  if (changed) {
+    c.clk_i = 0;
+    c.eval();
+  }
+  bus.observe(c);
+  return port.busy() && port.sample(c, respond);
+}
+
+// Both engines seed the XPUs' streams, scoreboards and receivers alike.
+inline uint64_t stream_seed(uint64_t seed, int link) { return seed * 1000003ull + static_cast<uint64_t>(link); }
+inline uint64_t source_rng_seed(uint64_t seed, int link) { return seed * 7 + static_cast<uint64_t>(link); }
+inline uint64_t board_rng_seed(uint64_t seed, int link) { return seed * 11 + static_cast<uint64_t>(link); }
+inline uint64_t fault_rng_seed(uint64_t seed, int link) { return seed * 13 + static_cast<uint64_t>(link); }
+
+// Light within this of its target phase counts as settled (the mesh is then no longer re-traced).
+constexpr double kSettleToleranceRad = 1e-3;
+
+// Both engines' waveform: the controller and every endpoint traced into one FST file.
+template <class Ctl, class Endpoints>
+std::unique_ptr<VerilatedFstC> open_server_waveform(Ctl& ctl, Endpoints& endpoints, const std::string& path) {
+  auto fst = std::make_unique<VerilatedFstC>();
+  ctl.trace(fst.get(), 99);
+  for (auto& e : endpoints) e->trace(fst.get(), 99);
+  fst->open(path.c_str());
+  if (!fst->isOpen()) throw std::runtime_error("cannot open waveform file " + path);
+  return fst;
+}
+
+std::unique_ptr<ServerSim::Impl> make_reference_engine(ServerSim& s);
+std::unique_ptr<ServerSim::Impl> make_fast_engine(ServerSim& s);
+
+}  // namespace mxtb::sim

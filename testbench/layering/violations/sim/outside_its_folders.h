@@ -1,0 +1,2 @@
+// A fixture for the layering test, never compiled: sim/ code outside its folders.
+#pragma once
