@@ -18,8 +18,6 @@ namespace mxtb::app {
 
 namespace {
 
-using CollectiveBenchResult;
-
 // nccl-tests' size syntax: a number with an optional K, M or G (powers of 1024).
 uint64_t parse_bytes(const std::string& flag, const std::string& v) {
   if (v.empty()) throw UsageError(fmt::format("{}: empty size", flag));

@@ -4,6 +4,7 @@
 #include "apps/mxtb/commands.h"
 
 #include "host/fabric/client.h"
+#include "host/fabric/clock.h"
 #include "protocol/board_map.h"
 
 #include <fmt/format.h>

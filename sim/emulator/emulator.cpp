@@ -1,5 +1,5 @@
 #define SC_INCLUDE_DYNAMIC_PROCESSES
-#include "emulator.h"
+#include "sim/emulator/emulator.h"
 
 #include "firmware/ocs_firmware.h"
 #include "protocol/board_map.h"

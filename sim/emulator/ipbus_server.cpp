@@ -1,4 +1,4 @@
-#include "ipbus_server.h"
+#include "sim/emulator/ipbus_server.h"
 
 #include "protocol/board_map.h"
 

@@ -1,4 +1,4 @@
-#include "lane_channel.h"
+#include "sim/link/lane_channel.h"
 
 #include <stdexcept>
 #include <string>

@@ -3,7 +3,7 @@
 // in which no light arrives. Plain C++, advanced one cycle at a time by the harness.
 #pragma once
 
-#include "link_codec.h"
+#include "sim/link/link_codec.h"
 
 #include <cstdint>
 #include <random>

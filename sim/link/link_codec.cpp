@@ -1,4 +1,4 @@
-#include "link_codec.h"
+#include "sim/link/link_codec.h"
 
 namespace mxtb::sim {
 

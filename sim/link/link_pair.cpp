@@ -1,4 +1,4 @@
-#include "link_pair.h"
+#include "sim/link/link_pair.h"
 #include "sim/common/rtl_assert.h"
 
 #include "Vlink_endpoint.h"

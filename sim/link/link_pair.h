@@ -6,8 +6,8 @@
 // sim/link/link_pair_sc.h puts it under SystemC.
 #pragma once
 
-#include "lane_channel.h"
-#include "xpu_traffic.h"
+#include "sim/link/lane_channel.h"
+#include "sim/link/xpu_traffic.h"
 
 #include <mxtb/link_defs.h>
 

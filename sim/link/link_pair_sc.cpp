@@ -1,6 +1,6 @@
-#include "link_pair_sc.h"
+#include "sim/link/link_pair_sc.h"
 
-#include "sc_runner.h"
+#include "sim/common/sc_runner.h"
 
 #include <fmt/format.h>
 

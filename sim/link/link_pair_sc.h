@@ -5,7 +5,7 @@
 // waking every port every cycle. Measured against the plain loop in `mxtb bench link`.
 #pragma once
 
-#include "link_pair.h"
+#include "sim/link/link_pair.h"
 
 #include <systemc>
 

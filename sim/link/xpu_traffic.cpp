@@ -1,4 +1,4 @@
-#include "xpu_traffic.h"
+#include "sim/link/xpu_traffic.h"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
-#include "server_sc.h"
+#include "sim/server/server_sc.h"
 
-#include "sc_runner.h"
+#include "sim/common/sc_runner.h"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // ServerSim and its reference engine: the emulated server as first written (server_engine.h).
-#include "server_sim.h"
+#include "sim/server/server_sim.h"
 #include "sim/common/rtl_assert.h"
 
 #include "sim/server/engine.h"

@@ -6,6 +6,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include "firmware/ocs_firmware.h"
 #include "apps/mxtb/bench_server.h"
+#include "sim/server/loop_hal.h"
 
 #include <doctest/doctest.h>
 #include <mxtb/ocs_regs.h>

@@ -7,6 +7,7 @@
 #include "firmware/ocs_firmware.h"
 #include "server_datagrams.h"
 #include "apps/mxtb/bench_server.h"
+#include "sim/server/loop_hal.h"
 
 #include <mxtb/emu_regs.h>
 #include <mxtb/ocs_regs.h>
