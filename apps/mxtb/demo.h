@@ -26,6 +26,8 @@ struct DemoOptions {
   // `mxtb sim --inject-stall MS/EVERY` (empty: none).
   std::chrono::milliseconds ipbus_timeout{1000};
   std::string inject_stall;
+  // The emulator's IPbus target, rtl or cpp (resolve_ipbus_target: the flag, the scenario's, MXTB_IPBUS_TARGET).
+  std::string ipbus_target = "rtl";
   // The job's ranks as processes with a real collective library, restarted this way after a
   // failure (their re-form measured); none: the scenario's modeled communicator_reinit.
   std::optional<host::comm::Restart> restart;

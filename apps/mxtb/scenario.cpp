@@ -345,6 +345,7 @@ FailoverScenario parse_failover_scenario(const json& j, const std::string& sourc
   s.name = f.str("name", s.name);
   s.seed = f.uint<uint64_t>("seed", s.seed);
   s.time_mode = f.choice("time_mode", s.time_mode, {"lockstep", "paced", "free"});
+  if (f.has("ipbus_target")) s.ipbus_target = f.choice("ipbus_target", "rtl", {"rtl", "cpp"});
   if (f.has("server")) {
     Fields v = f.sub("server");
     s.shape.xpus = v.small_int("xpus", s.shape.xpus, 2, 64);
@@ -590,6 +591,7 @@ json to_json(const FailoverScenario& s) {
                        {"gap_us", s.collective->gap_us}};
   if (s.host_decide_extra_us > 0) j["host_decide_extra_us"] = s.host_decide_extra_us;
   if (s.host_decide_ns) j["host_decide_ns"] = *s.host_decide_ns;
+  if (s.ipbus_target) j["ipbus_target"] = *s.ipbus_target;
   return j;
 }
 

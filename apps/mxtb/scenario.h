@@ -53,6 +53,9 @@ struct FailoverScenario {
   std::string name = "failover";
   uint64_t seed = 1;
   std::string time_mode = "lockstep";   // lockstep | paced | free
+  // The emulator's IPbus target, rtl | cpp; none: the demo's --ipbus-target, else MXTB_IPBUS_TARGET,
+  // else rtl (apps/mxtb/engine_options.h).
+  std::optional<std::string> ipbus_target;
   double clock_mhz = 156.25;
   protocol::ServerShape shape;          // 5 XPUs x 4 lanes, 32-port mesh
   sim::SettlePreset settle = sim::SettlePreset::ThermoOptic;
