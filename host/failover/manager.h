@@ -37,7 +37,7 @@ const char* to_string(HostDisconnect d);  // "none", "before_commit", "mid_commi
 // formed on the tenant's ring once the tenant is up, and formed again on the new ring after each
 // failover, whose first verified collective ends the failover path (docs/failover.md).
 struct JobLoop {
-  fabric::JobSpec spec;
+  fabric::TenantJobRequest spec;
   uint64_t first_timeout_ns = 2'000'000;  // board time a ring's first verified collective may take
   // The scaled-down part of the state restore carried over the RTL links (RESTORE_*), from every
   // tenant XPU with circuits to the spare: its payload efficiency sets the full-size restore's time.
