@@ -36,7 +36,7 @@ const char* to_string(HostDisconnect d);  // "none", "before_commit", "mid_commi
 // The tenant's job of collectives on its XPUs (the emulator's JOB_* block stands for its ranks):
 // formed on the tenant's ring once the tenant is up, and formed again on the new ring after each
 // failover, whose first verified collective ends the failover path (docs/failover.md).
-struct JobLoop {
+struct TenantJobLoop {
   fabric::TenantJobRequest spec;
   uint64_t first_timeout_ns = 2'000'000;  // board time a ring's first verified collective may take
   // The scaled-down part of the state restore carried over the RTL links (RESTORE_*), from every
@@ -66,7 +66,7 @@ struct ManagerConfig {
   double lane_gbps = 100;                 // per circuit, peer to spare
   uint64_t real_bytes_max = 16ull << 20;  // what the paging engine really copies per XPU
   std::vector<ModeledPhase> modeled;      // appended after the state restore
-  std::optional<JobLoop> job;             // none: the XPUs run the emulator's random traffic
+  std::optional<TenantJobLoop> job;       // none: the XPUs run the emulator's random traffic
   // The job's ranks as real processes with a real collective library (host/comm/rank_group.h):
   // their communicator's re-form after a failover is measured and replaces a modeled
   // "communicator_reinit". None: that phase stays the scenario's constant.
