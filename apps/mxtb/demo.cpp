@@ -45,7 +45,7 @@ DemoRun run_demo(const FailoverScenario& s, const DemoOptions& o) {
   fabric::Client client(emu.target(), opts);
   fabric::Board board(client);
 
-  host::failover::FailoverJob job = failover_job(s);
+  host::failover::FailoverRun job = failover_job(s);
   job.waves = o.waves;
   if (o.restart) {
     host::comm::RankGroupConfig rc;
@@ -56,7 +56,7 @@ DemoRun run_demo(const FailoverScenario& s, const DemoOptions& o) {
     job.manager.compare_restart = o.compare_restart;
   }
   DemoRun run;
-  run.job = host::failover::run_failover_job(board, job, say);
+  run.job = host::failover::run_failover(board, job, say);
   run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   try {
     run.sim_ns = board.clock().now_ns();
