@@ -1,0 +1,92 @@
+// tools/gendefs' register answers (protocol/emu_regs.json's "register_answers": when the emulator
+// answers a read and a write of each register of its block): generated into the C++ header and the
+// table; a bad or missing answer is rejected with a message naming the register.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "gendefs_runner.h"
+
+namespace {
+using mxtb::test::run_gendefs;
+using mxtb::test::slurp;
+
+const char* kGoodAnswers = R"({"name": "a", "doc": "d", "sv_package": "a_pkg", "cpp_namespace": "a", "addr_width": 12,
+  "register_answers": true,
+  "registers": [
+    {"name": "CTRL", "offset": "0x000", "access": "rw", "read": "in_clock", "write": "acts_on_server", "doc": "c",
+     "fields": [{"name": "en", "bits": "0", "doc": "e"}]},
+    {"name": "STAT", "offset": 4, "access": "ro", "read": "stops_step", "doc": "s",
+     "fields": [{"name": "busy", "bits": "31", "doc": "b"}]},
+    {"name": "GO", "offset": 8, "access": "wo", "write": "runs_time", "doc": "g",
+     "fields": [{"name": "ns", "bits": "31:0", "doc": "n"}]}]})";
+}  // namespace
+
+TEST_CASE("gendefs generates register answers: C++ kRead and kWrite, RegInfo, the table's columns; SV unchanged") {
+  std::string sv = "gendefs_answers_out.tmp.sv", h = "gendefs_answers_out.tmp.h", md = "gendefs_answers_out.tmp.md";
+  auto r = run_gendefs(kGoodAnswers, "--sv " + sv + " --cpp " + h + " --md " + md);
+  REQUIRE(r.rc == 0);
+  std::string c = slurp(h);
+  CHECK(c.find("enum class ReadAnswer : uint8_t { None, InClock, StopsStep };") != std::string::npos);
+  CHECK(c.find("enum class WriteAnswer : uint8_t { None, InClock, RunsTime, ActsOnServer };") != std::string::npos);
+  CHECK(c.find("inline constexpr ReadAnswer kRead = ReadAnswer::StopsStep;\ninline constexpr WriteAnswer kWrite = "
+               "WriteAnswer::None;") != std::string::npos);
+  CHECK(c.find("inline constexpr ReadAnswer kRead = ReadAnswer::None;\ninline constexpr WriteAnswer kWrite = "
+               "WriteAnswer::RunsTime;") != std::string::npos);
+  CHECK(c.find("\"c\", reg::ctrl::kRead, reg::ctrl::kWrite},") != std::string::npos);
+  std::string m = slurp(md);
+  CHECK(m.find("| offset | name | access | words | reset | read | write | meaning |") != std::string::npos);
+  CHECK(m.find("| 0x0000 | [`CTRL`](#ctrl) | rw | 1 | 0x00000000 | `in_clock` | `acts_on_server` | c |") != std::string::npos);
+  CHECK(m.find("| 0x0008 | [`GO`](#go) | wo | 1 | 0x00000000 | — | `runs_time` | g |") != std::string::npos);
+  CHECK(m.find("0x0004, ro; read `stops_step`, write —. s") != std::string::npos);
+  // The SV package says nothing of them: the RTL answers no access of the block itself.
+  std::string without = kGoodAnswers;
+  for (const std::string& cut : {std::string("\n  \"register_answers\": true,"), std::string(" \"read\": \"in_clock\","),
+                                 std::string(" \"write\": \"acts_on_server\","), std::string(" \"read\": \"stops_step\","),
+                                 std::string(" \"write\": \"runs_time\",")}) {
+    size_t at = without.find(cut);
+    REQUIRE(at != std::string::npos);
+    without.erase(at, cut.size());
+  }
+  std::string sv0 = "gendefs_answers_plain.tmp.sv";
+  REQUIRE(run_gendefs(without, "--sv " + sv0).rc == 0);
+  CHECK(slurp(sv) == slurp(sv0));
+  for (auto* p : {&sv, &h, &md, &sv0}) std::remove(p->c_str());
+}
+
+TEST_CASE("gendefs rejects a bad or missing register answer, naming the register, and leaves outputs untouched") {
+  std::string out = "gendefs_answers_keep.tmp.h";
+  std::ofstream(out) << "previous contents\n";
+  struct Case {
+    std::string from, to, message;
+  };
+  const Case cases[] = {
+      {" \"read\": \"stops_step\",", "", "$.registers[1] (STAT): missing field \"read\" (in_clock or stops_step)"},
+      {" \"write\": \"acts_on_server\",", "", "$.registers[0] (CTRL): missing field \"write\" (in_clock, runs_time or acts_on_server)"},
+      {"\"read\": \"in_clock\"", "\"read\": \"soon\"", "$.registers[0] (CTRL).read: unknown read answer \"soon\" (in_clock or stops_step)"},
+      {"\"write\": \"runs_time\"", "\"write\": \"stops_step\"",
+       "$.registers[2] (GO).write: unknown write answer \"stops_step\" (in_clock, runs_time or acts_on_server)"},
+      {"\"read\": \"in_clock\"", "\"read\": 1", "$.registers[0] (CTRL).read: must be a string"},
+      {"\"write\": \"runs_time\",", "\"write\": \"runs_time\", \"read\": \"in_clock\",",
+       "$.registers[2] (GO).read: a wo register is never read: it has no read answer"},
+      {"\"read\": \"stops_step\",", "\"read\": \"stops_step\", \"write\": \"in_clock\",",
+       "$.registers[1] (STAT).write: a ro register is never written: it has no write answer"},
+      {"\"register_answers\": true", "\"register_answers\": false",
+       "$.registers[0] (CTRL).read: an answer, but the file does not set \"register_answers\""},
+      {"\"register_answers\": true", "\"register_answers\": \"yes\"", "$.register_answers: must be true or false"},
+  };
+  for (const Case& c : cases) {
+    std::string text = kGoodAnswers;
+    size_t at = text.find(c.from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, c.from.size(), c.to);
+    auto r = run_gendefs(text, "--cpp " + out);
+    INFO(c.message << " / got: " << r.err);
+    CHECK(r.rc != 0);
+    CHECK(r.err.find(c.message) != std::string::npos);
+    CHECK(slurp(out) == "previous contents\n");
+  }
+  std::remove(out.c_str());
+}
