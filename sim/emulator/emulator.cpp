@@ -3,6 +3,7 @@
 
 #include "firmware/ocs_firmware.h"
 #include "protocol/board_map.h"
+#include "sim/emulator/emu_answer.h"
 #include "sim/emulator/ipbus_server.h"
 #include "sim/common/sc_runner.h"
 #include "sim/server/server_sc.h"
@@ -350,25 +351,15 @@ class Emulator {
   }
 
   // The emulator block's accesses answered inside the server's clock, as the board's block RAM
-  // answers (a word a clock: an event drain streams): reads of registers that are state here, and
-  // writes that only set one. Not: the time and cycle counters, which are the kernel's and read
-  // at a clock the server stopped at (inside a batch the kernel is behind it), the rate (wall
-  // clock), and writes that run simulated time or act on the server or the kernel.
+  // answers (a word a clock: an event drain streams): those its registers say are
+  // (protocol/emu_regs.json's "read" and "write", sim/emulator/emu_answer.h).
   std::optional<std::pair<bool, uint32_t>> answer_within_clock(const EmuAccess& a) {
-    const uint32_t off = a.offset;
     if (!a.write) {
-      if (off == er::time_ns_lo::kOffset || off == er::time_ns_hi::kOffset || off == er::cycle_lo::kOffset ||
-          off == er::cycle_hi::kOffset || off == er::rtf_ppm::kOffset)
-        return std::nullopt;
-      return std::pair<bool, uint32_t>{true, emu_read(off)};
+      if (!emu_read_within_clock(a.offset)) return std::nullopt;
+      return std::pair<bool, uint32_t>{true, emu_read(a.offset)};
     }
-    if (off == er::run_timeout_ns::kOffset || off == er::fault_at_lo::kOffset || off == er::fault_at_hi::kOffset ||
-        off == er::fault_target::kOffset || off == er::fault_value::kOffset || off == er::job_ring::kOffset ||
-        off == er::job_spec::kOffset || off == er::job_bytes::kOffset || off == er::job_seed::kOffset ||
-        off == er::restore_src::kOffset || off == er::restore_dst::kOffset || off == er::restore_bytes::kOffset ||
-        off == er::event_pop::kOffset)
-      return std::pair<bool, uint32_t>{emu_write(off, a.data), 0};
-    return std::nullopt;
+    if (!emu_write_within_clock(a.offset)) return std::nullopt;
+    return std::pair<bool, uint32_t>{emu_write(a.offset, a.data), 0};
   }
 
   // One AXI4-Lite transaction on the top's firmware port, at its cycle cost. The firmware shares

@@ -1,10 +1,17 @@
 // tools/gendefs' register answers (protocol/emu_regs.json's "register_answers": when the emulator
 // answers a read and a write of each register of its block): generated into the C++ header and the
-// table; a bad or missing answer is rejected with a message naming the register.
+// table; a bad or missing answer is rejected with a message naming the register. And the emulator's
+// rule on the generated map (sim/emulator/emu_answer.h) is the one the emulator applied before the
+// registers said it: its hand list, every word offset of the block checked.
+#include "sim/emulator/emu_answer.h"
+
+#include <mxtb/emu_regs.h>
+
 #include <doctest/doctest.h>
 
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "gendefs_runner.h"
@@ -88,5 +95,51 @@ TEST_CASE("gendefs rejects a bad or missing register answer, naming the register
     CHECK(r.err.find(c.message) != std::string::npos);
     CHECK(slurp(out) == "previous contents\n");
   }
+  // The real map: an answer taken away is named with its register.
+  std::string real = slurp(MXTB_SOURCE_DIR "/protocol/emu_regs.json");
+  const std::string cut = " \"read\": \"stops_step\",";
+  size_t at = real.find(cut, real.find("\"TIME_NS_LO\""));
+  REQUIRE(at != std::string::npos);
+  real.erase(at, cut.size());
+  auto r = run_gendefs(real, "--cpp " + out);
+  CHECK(r.rc != 0);
+  CHECK(r.err.find("(TIME_NS_LO): missing field \"read\"") != std::string::npos);
   std::remove(out.c_str());
+}
+
+// The emulator's hand list before its block's registers said when they are answered
+// (answer_within_clock() in sim/emulator/emulator.cpp, restructure-sim): the reads that stop the
+// server's step (the kernel's time and cycles, read at a clock the server stopped at; the rate, the
+// wall clock's), and the writes answered within the clock (they only set one of the block's
+// registers). Every other read was answered within the clock, every other write stopped the step.
+TEST_CASE("the emulator block's generated answers are the emulator's hand list, at every word offset") {
+  namespace er = mxtb::emu::reg;
+  const std::set<uint32_t> stop_reads{er::time_ns_lo::kOffset, er::time_ns_hi::kOffset, er::cycle_lo::kOffset,
+                                      er::cycle_hi::kOffset, er::rtf_ppm::kOffset};
+  const std::set<uint32_t> clock_writes{er::run_timeout_ns::kOffset, er::fault_at_lo::kOffset, er::fault_at_hi::kOffset,
+                                        er::fault_target::kOffset,   er::fault_value::kOffset, er::job_ring::kOffset,
+                                        er::job_spec::kOffset,       er::job_bytes::kOffset,   er::job_seed::kOffset,
+                                        er::restore_src::kOffset,    er::restore_dst::kOffset, er::restore_bytes::kOffset,
+                                        er::event_pop::kOffset};
+  REQUIRE(stop_reads.size() + clock_writes.size() == 18);
+  for (uint32_t off = 0; off < (1u << mxtb::emu::kAddrWidth); off += 4) {
+    const auto* r = mxtb::emu::register_at(off);
+    INFO(std::string(r ? r->name : "(no register)") << " at offset " << off);
+    CHECK(mxtb::sim::emu_read_within_clock(off) == !stop_reads.count(off));
+    CHECK(mxtb::sim::emu_write_within_clock(off) == (clock_writes.count(off) > 0));
+  }
+  // The answers are given exactly where the access is allowed, and say what the block's code does.
+  for (const auto& r : mxtb::emu::kRegisters) {
+    INFO(std::string(r.name));
+    using mxtb::emu::Access;
+    using mxtb::emu::ReadAnswer;
+    using mxtb::emu::WriteAnswer;
+    CHECK((r.read == ReadAnswer::None) == (r.access == Access::WO));
+    CHECK((r.write == WriteAnswer::None) == (r.access == Access::RO));
+    const bool runs_time = r.offset == er::advance_ns::kOffset || r.offset == er::run_until::kOffset;
+    const bool on_server = r.offset == er::fault_arm::kOffset || r.offset == er::job_ctrl::kOffset ||
+                           r.offset == er::restore_ctrl::kOffset || r.offset == er::wave_ctrl::kOffset;
+    CHECK((r.write == WriteAnswer::RunsTime) == runs_time);
+    CHECK((r.write == WriteAnswer::ActsOnServer) == on_server);
+  }
 }
