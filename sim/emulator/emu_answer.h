@@ -2,7 +2,7 @@
 // as the board's block RAM answers (a word a clock: an event drain streams), and which stop the
 // server's step for the simulation thread to answer (sim/server/board_port.h). The registers say
 // it: protocol/emu_regs.json's "read" and "write" of each, generated into mxtb/emu_regs.h
-// (docs/generated/emu-regs.md). This is the rule the emulator's block applies (answer_within_clock())
+// (docs/generated/emu-regs.md). This is the rule the block applies (EmuBlock::answer_within_clock)
 // and testbench/tools' test_gendefs_answers.cpp enumerates; header-only on the generated map, so
 // that the test needs no SystemC.
 #pragma once
