@@ -65,11 +65,7 @@ TEST_CASE("gendefs generates register answers: C++ kRead and kWrite, RegInfo, th
 
 TEST_CASE("gendefs rejects a bad or missing register answer, naming the register, and leaves outputs untouched") {
   std::string out = "gendefs_answers_keep.tmp.h";
-  std::ofstream(out) << "previous contents\n";
-  struct Case {
-    std::string from, to, message;
-  };
-  const Case cases[] = {
+  mxtb::test::check_rejections(kGoodAnswers, {
       {" \"read\": \"stops_step\",", "", "$.registers[1] (STAT): missing field \"read\" (in_clock or stops_step)"},
       {" \"write\": \"acts_on_server\",", "", "$.registers[0] (CTRL): missing field \"write\" (in_clock, runs_time or acts_on_server)"},
       {"\"read\": \"in_clock\"", "\"read\": \"soon\"", "$.registers[0] (CTRL).read: unknown read answer \"soon\" (in_clock or stops_step)"},
@@ -83,18 +79,7 @@ TEST_CASE("gendefs rejects a bad or missing register answer, naming the register
       {"\"register_answers\": true", "\"register_answers\": false",
        "$.registers[0] (CTRL).read: an answer, but the file does not set \"register_answers\""},
       {"\"register_answers\": true", "\"register_answers\": \"yes\"", "$.register_answers: must be true or false"},
-  };
-  for (const Case& c : cases) {
-    std::string text = kGoodAnswers;
-    size_t at = text.find(c.from);
-    REQUIRE(at != std::string::npos);
-    text.replace(at, c.from.size(), c.to);
-    auto r = run_gendefs(text, "--cpp " + out);
-    INFO(c.message << " / got: " << r.err);
-    CHECK(r.rc != 0);
-    CHECK(r.err.find(c.message) != std::string::npos);
-    CHECK(slurp(out) == "previous contents\n");
-  }
+  }, "--cpp", out);
   // The real map: an answer taken away is named with its register.
   std::string real = slurp(MXTB_SOURCE_DIR "/protocol/emu_regs.json");
   const std::string cut = " \"read\": \"stops_step\",";
