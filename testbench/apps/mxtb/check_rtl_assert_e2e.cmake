@@ -96,11 +96,12 @@ if(VERB STREQUAL "link-pair")
 elseif(VERB STREQUAL "sim")
   set(expected "${cmd} --fst rtl-assert.fst")
 else()
-  # The demo's child: its scenario as the demo wrote it, lockstep (apps/mxtb/demo.cpp).
+  # The demo's child: its scenario as the demo wrote it, lockstep, the IPbus target the demo
+  # resolved (apps/mxtb/demo.cpp), so that the rerun does not depend on the environment.
   if(NOT ARGS MATCHES "--out ([^ ]+)")
     message(FATAL_ERROR "demo ARGS must give --out DIR")
   endif()
-  set(expected "./mxtb sim --scenario ${CMAKE_MATCH_1}/scenario.json --time-mode lockstep --fst rtl-assert.fst")
+  set(expected "./mxtb sim --scenario ${CMAKE_MATCH_1}/scenario.json --time-mode lockstep --ipbus-target rtl --fst rtl-assert.fst")
 endif()
 if(NOT first_rerun STREQUAL expected)
   message(FATAL_ERROR "rerun line:\n  ${first_rerun}\nexpected:\n  ${expected}")
