@@ -1,9 +1,9 @@
 // Inside ServerSim (sim/server/server_sim.h): what its engines share. Not for users of the server.
 //
-// Two engines run the same server. The reference engine (server_sim.cpp) is the emulator as it
-// was first written: every clock evaluates every model at both edges and rewires every port. The
-// fast engine (server_fast.cpp) runs the same cycles with less work, alone or across threads, and
-// must give identical results: transitions, scoreboards, bus results, to the cycle
+// Two engines run the same server. The reference engine (engine_reference.cpp) is the emulator as
+// it was first written: every clock evaluates every model at both edges and rewires every port.
+// The fast engine (engine_fast.cpp) runs the same cycles with less work, alone or across threads,
+// and must give identical results: transitions, scoreboards, bus results, to the cycle
 // (testbench/sim/test_server_engines.cpp). docs/performance.md says what each shortcut saves.
 #pragma once
 
