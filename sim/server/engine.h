@@ -5,9 +5,13 @@
 // The fast engine (engine_fast.cpp) runs the same cycles with less work, alone or across threads,
 // and must give identical results: transitions, scoreboards, bus results, to the cycle
 // (testbench/sim/test_server_engines.cpp). docs/performance.md says what each shortcut saves.
+//
+// An engine gets the server's shared state (sim/server/server_state.h) by reference when it is
+// built.
 #pragma once
 
 #include "sim/server/server_sim.h"
+#include "sim/server/server_state.h"
 
 #include "sim/server/board_port.h"
 #include "sim/link/lane_channel.h"
@@ -41,8 +45,9 @@ class ServerSim::Impl {
     uint64_t frames_tx, frames_rx, crc_errors, replays, retrains;
   };
   virtual ~Impl() = default;
-  // Clocks until a stop condition (ServerSim::step) or `max_cycles`; returns the clocks run.
-  virtual uint64_t run(ServerSim& s, uint64_t max_cycles) = 0;
+  // Clocks until a stop condition (ServerState::stops, ServerSim::step) or `max_cycles`; returns
+  // the clocks run.
+  virtual uint64_t run(uint64_t max_cycles) = 0;
   virtual BoardPort& board_port() = 0;
   virtual void start_read(uint32_t addr) = 0;
   virtual void start_write(uint32_t addr, uint32_t data) = 0;
@@ -59,26 +64,26 @@ class ServerSim::Impl {
   virtual bool waveform_on() const = 0;
   virtual ServerProfile profile() const { return {}; }
 
- protected:
-  // A lane an XPU program owns (ServerSim::set_lane_program): its words instead of the lane's
-  // traffic source and scoreboard, from the link's outputs of the clock before. Returns false for
-  // a lane that carries traffic.
-  template <class Ep>
-  static bool drive_program_lane(ServerSim& s, Ep& e, int link, uint64_t cycle) {
-    if (!s.program_lane_[static_cast<size_t>(link)]) return false;
-    LaneProgram::Drive d = s.program_->drive(link);
-    e.tx_valid_i = d.valid;
-    e.tx_data_i = d.data;
-    e.tx_last_i = d.last;
-    if (d.valid && e.tx_ready_o) s.program_->fire(link);
-    e.rx_ready_i = 1;
-    if (e.rx_valid_o) {
-      s.program_->deliver(link, e.rx_data_o, e.rx_last_o, cycle);
-      if (s.program_->wants_attention()) s.program_event_ = true;
-    }
-    return true;
-  }
 };
+
+// A lane an XPU program owns (ServerSim::set_lane_program): its words instead of the lane's
+// traffic source and scoreboard, from the link's outputs of the clock before. Returns false for
+// a lane that carries traffic.
+template <class Ep>
+bool drive_program_lane(ServerState& st, Ep& e, int link, uint64_t cycle) {
+  if (!st.program_lane[static_cast<size_t>(link)]) return false;
+  LaneProgram::Drive d = st.program->drive(link);
+  e.tx_valid_i = d.valid;
+  e.tx_data_i = d.data;
+  e.tx_last_i = d.last;
+  if (d.valid && e.tx_ready_o) st.program->fire(link);
+  e.rx_ready_i = 1;
+  if (e.rx_valid_o) {
+    st.program->deliver(link, e.rx_data_o, e.rx_last_o, cycle);
+    if (st.program->wants_attention()) st.stops.program_event = true;
+  }
+  return true;
+}
 
 // The board top's ports for one clock, before its rising edge: the firmware port's master and the
 // UDP core's and emulator block's ports set their inputs; when one changed, the top is evaluated
@@ -117,7 +122,7 @@ std::unique_ptr<VerilatedFstC> open_server_waveform(Ctl& ctl, Endpoints& endpoin
   return fst;
 }
 
-std::unique_ptr<ServerSim::Impl> make_reference_engine(ServerSim& s);
-std::unique_ptr<ServerSim::Impl> make_fast_engine(ServerSim& s);
+std::unique_ptr<ServerSim::Impl> make_reference_engine(ServerState& st);
+std::unique_ptr<ServerSim::Impl> make_fast_engine(ServerState& st);
 
 }  // namespace mxtb::sim

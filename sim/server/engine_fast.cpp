@@ -1,4 +1,4 @@
-// The fast engine of ServerSim (server_engine.h): the reference engine's cycles with less work,
+// The fast engine of ServerSim (sim/server/engine.h): the reference engine's cycles with less work,
 // on one thread or several. docs/performance.md explains each point; in short:
 //
 // * One evaluation per model per clock. The models are clocked on posedge clk_i only (and
@@ -270,12 +270,12 @@ constexpr uint64_t kCoolDownCycles = 64;  // one-clock windows after a rollback
 template <class Ctl, class Ep, bool kTrace>
 class FastEngine final : public ServerSim::Impl {
  public:
-  explicit FastEngine(ServerSim& s);
+  explicit FastEngine(ServerState& st);
   ~FastEngine() override = default;
   FastEngine(const FastEngine&) = delete;
   FastEngine& operator=(const FastEngine&) = delete;
 
-  uint64_t run(ServerSim& s, uint64_t max_cycles) override;
+  uint64_t run(uint64_t max_cycles) override;
   BoardPort& board_port() override { return port_; }
   void start_read(uint32_t addr) override { bus_.start_read(addr); }
   void start_write(uint32_t addr, uint32_t data) override { bus_.start_write(addr, data); }
@@ -362,7 +362,7 @@ class FastEngine final : public ServerSim::Impl {
   ReceivedBlock& fibre(int link, uint64_t cycle) {
     return fibre_[static_cast<size_t>(link) * fibre_slots_ + (cycle & (fibre_slots_ - 1))];
   }
-  double now_at(uint64_t cycle) const { return static_cast<double>(cycle) * sim_.period_ns(); }
+  double now_at(uint64_t cycle) const { return static_cast<double>(cycle) * st_.period_ns(); }
 
   void reset_models();
   void record_out(int i, uint64_t cycle);
@@ -388,7 +388,7 @@ class FastEngine final : public ServerSim::Impl {
   void rebuild_routes();
   void worker(int w);
 
-  ServerSim& sim_;
+  ServerState& st_;  // shared with ServerSim (sim/server/server_state.h)
   const ServerConfig& cfg_;
   const int n_, lanes_;
   const uint32_t latency_;
@@ -460,13 +460,13 @@ class FastEngine final : public ServerSim::Impl {
 };
 
 template <class Ctl, class Ep, bool kTrace>
-FastEngine<Ctl, Ep, kTrace>::FastEngine(ServerSim& s)
-    : sim_(s),
-      cfg_(s.cfg_),
-      n_(s.n_links_),
-      lanes_(s.cfg_.shape.lanes_per_xpu),
-      latency_(s.cfg_.fibre_latency_cycles),
-      profiling_(s.cfg_.profile) {
+FastEngine<Ctl, Ep, kTrace>::FastEngine(ServerState& st)
+    : st_(st),
+      cfg_(st.cfg),
+      n_(st.n_links),
+      lanes_(st.cfg.shape.lanes_per_xpu),
+      latency_(st.cfg.fibre_latency_cycles),
+      profiling_(st.cfg.profile) {
   const ServerConfig& cfg = cfg_;
   period_ps_ = static_cast<uint64_t>(std::llround(1e6 / cfg.clock_mhz));
   ctx_.randReset(0);
@@ -592,8 +592,8 @@ void FastEngine<Ctl, Ep, kTrace>::apply_control() {
 template <class Ctl, class Ep, bool kTrace>
 void FastEngine<Ctl, Ep, kTrace>::rebuild_routes() {
   for (size_t o = 0; o < routes_.size(); ++o) {
-    routes_[o].dominant = sim_.light_.outputs[o].dominant_input;
-    routes_[o].verdict = sim_.light_.outputs[o].verdict;
+    routes_[o].dominant = st_.light.outputs[o].dominant_input;
+    routes_[o].verdict = st_.light.outputs[o].verdict;
   }
 }
 
@@ -604,25 +604,25 @@ template <class Ctl, class Ep, bool kTrace>
 void FastEngine<Ctl, Ep, kTrace>::mesh_lights(uint64_t t, bool lasers_changed_maybe) {
   if (lasers_changed_maybe) {
     for (int i = 0; i < n_; ++i) {
-      bool lit = sim_.alive_[static_cast<size_t>(i / lanes_)] && out(t - 1, i).laser;
+      bool lit = st_.alive[static_cast<size_t>(i / lanes_)] && out(t - 1, i).laser;
       if (lit_[static_cast<size_t>(i)] != lit) {
         lit_[static_cast<size_t>(i)] = lit;
-        sim_.mesh_->set_input_lit(i, lit);
-        sim_.light_dirty_ = true;
+        st_.mesh->set_input_lit(i, lit);
+        st_.light_dirty = true;
       }
     }
   }
   const double now = now_at(t);
-  bool moving = now < settle_until_ns_ + sim_.period_ns() * cfg_.mesh_update_cycles;
-  if (sim_.light_dirty_ || (moving && t - sim_.last_light_cycle_ >= cfg_.mesh_update_cycles)) {
+  bool moving = now < settle_until_ns_ + st_.period_ns() * cfg_.mesh_update_cycles;
+  if (st_.light_dirty || (moving && t - st_.last_light_cycle >= cfg_.mesh_update_cycles)) {
     if (speculating_ && !coord_save_.light_saved) {
-      coord_save_.light = sim_.light_;
+      coord_save_.light = st_.light;
       coord_save_.routes = routes_;
       coord_save_.light_saved = true;
     }
-    sim_.mesh_->propagate_into(now, sim_.light_);
-    sim_.light_dirty_ = false;
-    sim_.last_light_cycle_ = t;
+    st_.mesh->propagate_into(now, st_.light);
+    st_.light_dirty = false;
+    st_.last_light_cycle = t;
     rebuild_routes();
     if (in_window_) {
       auto& entry = route_log_.changes[route_log_.used++];
@@ -637,7 +637,7 @@ void FastEngine<Ctl, Ep, kTrace>::mesh_lights(uint64_t t, bool lasers_changed_ma
 template <class Ctl, class Ep, bool kTrace>
 void FastEngine<Ctl, Ep, kTrace>::mesh_words(uint64_t t, const std::vector<Route>& routes, int first, int end) {
   for (int o = first; o < end; ++o) {
-    const Route& r = routes[static_cast<size_t>(sim_.rx_source_[static_cast<size_t>(o)])];
+    const Route& r = routes[static_cast<size_t>(st_.rx_source[static_cast<size_t>(o)])];
     ReceivedBlock rx;
     switch (r.verdict) {
       case Verdict::Lit:
@@ -647,7 +647,7 @@ void FastEngine<Ctl, Ep, kTrace>::mesh_words(uint64_t t, const std::vector<Route
           rx.raw = Raw66{w.lo, w.hi};
         }
         break;
-      case Verdict::Garbled: rx = receive_block(Verdict::Garbled, Raw66{}, sim_.rng_); break;
+      case Verdict::Garbled: rx = receive_block(Verdict::Garbled, Raw66{}, st_.rng); break;
       case Verdict::Dark: break;
     }
     LaneFault& f = faults_[static_cast<size_t>(o)];
@@ -692,7 +692,7 @@ void FastEngine<Ctl, Ep, kTrace>::link_inputs(int i, uint64_t t) {
     e.expect_lane_i = c.expect_lane;
     control_applied_[k] = control_gen_;
   }
-  if (this->drive_program_lane(sim_, e, i, t)) return;
+  if (drive_program_lane(st_, e, i, t)) return;
   TrafficSource& src = sources_[k];
   TrafficSource::Drive d = src.drive();
   e.tx_valid_i = d.valid;
@@ -720,8 +720,8 @@ void FastEngine<Ctl, Ep, kTrace>::link_eval(int i, uint64_t t, Partition* part) 
     LinkTransition tr{t + 1, i, last, now_state, static_cast<link::Reason>(e.reason_o)};
     if (part) part->transitions.push_back(tr);
     else {
-      sim_.transitions_.push_back(tr);
-      sim_.link_changed_ = true;
+      st_.transitions.push_back(tr);
+      st_.stops.link_changed = true;
     }
     last = now_state;
     if (now_state == link::LinkState::Active) {
@@ -757,27 +757,27 @@ void FastEngine<Ctl, Ep, kTrace>::controller_cycle(uint64_t t, ControllerEvents&
     Stopwatch sw(profiling_ ? &prof_.mesh_s : nullptr);
     if (c.dac_valid_o) {
       if (speculating_ && !coord_save_.mesh_saved) {
-        sim_.mesh_->save(coord_save_.mesh);
+        st_.mesh->save(coord_save_.mesh);
         coord_save_.mesh_saved = true;
       }
-      sim_.mesh_->write_dac(c.dac_elem_o, c.dac_code_o, now);
-      ++sim_.dac_writes_;
-      sim_.light_dirty_ = true;
-      settle_until_ns_ = std::max(settle_until_ns_, sim_.mesh_->settled_at_ns(kSettleToleranceRad));
+      st_.mesh->write_dac(c.dac_elem_o, c.dac_code_o, now);
+      ++st_.dac_writes;
+      st_.light_dirty = true;
+      settle_until_ns_ = std::max(settle_until_ns_, st_.mesh->settled_at_ns(kSettleToleranceRad));
     }
     if (c.pd_req_o) pd_queue_.push_back({t + cfg_.pd_latency_cycles, c.pd_port_o});
     c.pd_valid_i = 0;
     if (!pd_queue_.empty() && pd_queue_.front().first <= t) {
       c.pd_valid_i = 1;
-      sim_.mesh_->propagate_into(now, pd_light_);
+      st_.mesh->propagate_into(now, pd_light_);
       c.pd_dbm_i = static_cast<uint16_t>(monitor_code_from_dbm(pd_light_.outputs[static_cast<size_t>(pd_queue_.front().second)].total_dbm));
       pd_queue_.pop_front();
-      ++sim_.pd_reads_;
+      ++st_.pd_reads;
     }
   }
   {
     Stopwatch sw(profiling_ ? &prof_.controller_s : nullptr);
-    if (drive_board_ports(c, bus_, port_, &sim_.emu_responder_)) {
+    if (drive_board_ports(c, bus_, port_, &st_.emu_responder)) {
       ev.board_event = true;
       ev.stop = std::min(ev.stop, t);
     }
@@ -805,7 +805,7 @@ void FastEngine<Ctl, Ep, kTrace>::controller_cycle(uint64_t t, ControllerEvents&
 
 template <class Ctl, class Ep, bool kTrace>
 void FastEngine<Ctl, Ep, kTrace>::cycle_single() {
-  const uint64_t t = sim_.cycle_;
+  const uint64_t t = st_.cycle;
   {
     Stopwatch sw(profiling_ ? &prof_.mesh_s : nullptr);
     mesh_lights(t, true);
@@ -830,30 +830,30 @@ void FastEngine<Ctl, Ep, kTrace>::cycle_single() {
       fst_->dump(t * period_ps_ + period_ps_ / 2);
     }
   }
-  sim_.cycle_ = t + 1;
-  check_assertions(ctx_, sim_.cycle_);
+  st_.cycle = t + 1;
+  check_assertions(ctx_, st_.cycle);
   if (ev.bus_result) {
-    sim_.bus_result_ = ev.bus_result;
-    sim_.bus_done_ = true;
+    st_.bus_result = ev.bus_result;
+    st_.stops.bus_done = true;
   }
-  if (ev.irq_rose) sim_.irq_rose_ = true;
-  if (ev.board_event) sim_.board_event_ = true;
+  if (ev.irq_rose) st_.stops.irq_rose = true;
+  if (ev.board_event) st_.stops.board_event = true;
   if (ev.control_changed) apply_control();
 }
 
 template <class Ctl, class Ep, bool kTrace>
-uint64_t FastEngine<Ctl, Ep, kTrace>::run(ServerSim& s, uint64_t max_cycles) {
+uint64_t FastEngine<Ctl, Ep, kTrace>::run(uint64_t max_cycles) {
   auto t0 = std::chrono::steady_clock::now();
   uint64_t n = 0;
   if (!crew_ || dumping_) {
     while (n < max_cycles) {
       cycle_single();
       ++n;
-      if (s.irq_rose_ || s.bus_done_ || s.link_changed_ || s.program_event_ || s.board_event_) break;
+      if (st_.stops.any()) break;
     }
   } else {
     while (n < max_cycles) {
-      const uint64_t T = sim_.cycle_;
+      const uint64_t T = st_.cycle;
       uint32_t W = 1;
       // Speculate only when calm: no bus transaction in flight (it completes within a few
       // clocks, a stop), no datagram moving (one waiting for the emulator's answer is still) and
@@ -861,7 +861,7 @@ uint64_t FastEngine<Ctl, Ep, kTrace>::run(ServerSim& s, uint64_t max_cycles) {
       const bool calm = !bus_.busy() && (!port_.busy() || port_.waiting_for_emulator()) && T >= calm_from_;
       if (calm) W = static_cast<uint32_t>(std::min<uint64_t>(max_window_, max_cycles - n));
       n += run_window(T, W) - T;
-      if (s.irq_rose_ || s.bus_done_ || s.link_changed_ || s.program_event_ || s.board_event_) break;
+      if (st_.stops.any()) break;
     }
     flush_stage();
   }
@@ -972,14 +972,14 @@ void FastEngine<Ctl, Ep, kTrace>::save_coordinator() {
   c.port = port_;
   c.pd_queue = pd_queue_;
   c.settle_until_ns = settle_until_ns_;
-  c.dac_writes = sim_.dac_writes_;
-  c.pd_reads = sim_.pd_reads_;
+  c.dac_writes = st_.dac_writes;
+  c.pd_reads = st_.pd_reads;
   c.last_irq = last_irq_;
   c.ctl_state_in = ctl_state_in_;
   c.ctl_reason_in = ctl_reason_in_;
   c.lit = lit_;
-  c.light_dirty = sim_.light_dirty_;
-  c.last_light_cycle = sim_.last_light_cycle_;
+  c.light_dirty = st_.light_dirty;
+  c.last_light_cycle = st_.last_light_cycle;
   c.mesh_saved = false;
   c.light_saved = false;
 }
@@ -992,19 +992,19 @@ void FastEngine<Ctl, Ep, kTrace>::restore_coordinator() {
   port_ = c.port;
   pd_queue_ = c.pd_queue;
   settle_until_ns_ = c.settle_until_ns;
-  sim_.dac_writes_ = c.dac_writes;
-  sim_.pd_reads_ = c.pd_reads;
+  st_.dac_writes = c.dac_writes;
+  st_.pd_reads = c.pd_reads;
   last_irq_ = c.last_irq;
   ctl_state_in_ = c.ctl_state_in;
   ctl_reason_in_ = c.ctl_reason_in;
-  if (c.mesh_saved) sim_.mesh_->restore(c.mesh);
+  if (c.mesh_saved) st_.mesh->restore(c.mesh);
   for (size_t p = 0; p < lit_.size(); ++p)
-    if (lit_[p] != c.lit[p]) sim_.mesh_->set_input_lit(static_cast<int>(p), c.lit[p]);
+    if (lit_[p] != c.lit[p]) st_.mesh->set_input_lit(static_cast<int>(p), c.lit[p]);
   lit_ = c.lit;
-  sim_.light_dirty_ = c.light_dirty;
-  sim_.last_light_cycle_ = c.last_light_cycle;
+  st_.light_dirty = c.light_dirty;
+  st_.last_light_cycle = c.last_light_cycle;
   if (c.light_saved) {
-    sim_.light_ = c.light;
+    st_.light = c.light;
     routes_ = c.routes;
   }
   read_control();
@@ -1086,12 +1086,12 @@ uint64_t FastEngine<Ctl, Ep, kTrace>::run_window(uint64_t T, uint32_t W) {
   }
   // Commit [T, E).
   for (const Partition& p : parts_) {
-    for (const LinkTransition& tr : p.transitions) sim_.transitions_.push_back(tr);
-    if (!p.transitions.empty()) sim_.link_changed_ = true;
+    for (const LinkTransition& tr : p.transitions) st_.transitions.push_back(tr);
+    if (!p.transitions.empty()) st_.stops.link_changed = true;
   }
   if (parts_.size() > 1) {
     // Transitions in the order the single-threaded run records them: by clock, then link.
-    auto& all = sim_.transitions_;
+    auto& all = st_.transitions;
     size_t first = all.size();
     for (const Partition& p : parts_) first -= p.transitions.size();
     std::stable_sort(all.begin() + static_cast<std::ptrdiff_t>(first), all.end(),
@@ -1104,14 +1104,14 @@ uint64_t FastEngine<Ctl, Ep, kTrace>::run_window(uint64_t T, uint32_t W) {
   stage_.E = E;
   std::swap(stage_.routes, route_log_);
   if (stage_.routes.garbled()) flush_stage();
-  sim_.cycle_ = E;
-  check_assertions(ctx_, sim_.cycle_);
+  st_.cycle = E;
+  check_assertions(ctx_, st_.cycle);
   if (ev.bus_result) {
-    sim_.bus_result_ = ev.bus_result;
-    sim_.bus_done_ = true;
+    st_.bus_result = ev.bus_result;
+    st_.stops.bus_done = true;
   }
-  if (ev.irq_rose) sim_.irq_rose_ = true;
-  if (ev.board_event) sim_.board_event_ = true;
+  if (ev.irq_rose) st_.stops.irq_rose = true;
+  if (ev.board_event) st_.stops.board_event = true;
   if (control_differs()) apply_control();
   return E;
 }
@@ -1160,6 +1160,21 @@ void FastEngine<Ctl, Ep, kTrace>::stop_waveform() {
   }
 }
 
+std::vector<int> server_partition_bounds(int links, int threads) {
+  if (links < 1 || threads < 1 || threads > links)
+    throw std::invalid_argument(fmt::format("server: {} threads cannot share {} links", threads, links));
+  std::vector<int> bounds{0};
+  const double share = (links + kCoordinatorLinks) / threads;
+  int first = threads == 1 ? links : std::clamp(static_cast<int>(share - kCoordinatorLinks + 0.5), 0, links);
+  bounds.push_back(first);
+  for (int p = 1; p < threads; ++p) {
+    int rest = links - bounds.back();
+    int left = threads - p;
+    bounds.push_back(bounds.back() + (rest + left - 1) / left);
+  }
+  return bounds;
+}
+
 HandOff measure_hand_off(int threads, int rounds) {
   if (threads < 2 || rounds < 10) throw std::invalid_argument("measure_hand_off: at least 2 threads and 10 rounds");
   std::atomic<uint64_t> sink{0};
@@ -1179,10 +1194,10 @@ HandOff measure_hand_off(int threads, int rounds) {
   return HandOff{us.front(), us[us.size() / 2]};
 }
 
-std::unique_ptr<ServerSim::Impl> make_fast_engine(ServerSim& s) {
-  if (s.config().trace_capable) return std::make_unique<FastEngine<Vmxtb_board_trace, Vlink_endpoint_trace, true>>(s);
-  if (s.links() == 32) return std::make_unique<FastEngine<Vmxtb_board_l32, Vlink_endpoint, false>>(s);
-  return std::make_unique<FastEngine<Vmxtb_board, Vlink_endpoint, false>>(s);
+std::unique_ptr<ServerSim::Impl> make_fast_engine(ServerState& st) {
+  if (st.cfg.trace_capable) return std::make_unique<FastEngine<Vmxtb_board_trace, Vlink_endpoint_trace, true>>(st);
+  if (st.n_links == 32) return std::make_unique<FastEngine<Vmxtb_board_l32, Vlink_endpoint, false>>(st);
+  return std::make_unique<FastEngine<Vmxtb_board, Vlink_endpoint, false>>(st);
 }
 
 }  // namespace mxtb::sim

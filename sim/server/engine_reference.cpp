@@ -74,6 +74,7 @@ using ReferenceEndpoint = Vlink_endpoint;
 template <class Ctl, class Ep, bool kTrace>
 class ReferenceEngine final : public ServerSim::Impl {
  public:
+  ServerState& st_;  // shared with ServerSim (sim/server/server_state.h)
   std::vector<TrafficSource> sources;
   std::vector<Scoreboard> boards;
   std::vector<int> board_stream;  // link whose stream each scoreboard follows; -1: none yet
@@ -113,18 +114,18 @@ class ReferenceEngine final : public ServerSim::Impl {
     }
   }
 
-  explicit ReferenceEngine(ServerSim& s) : profiling(s.config().profile) { build(s); }
+  explicit ReferenceEngine(ServerState& st) : st_(st), profiling(st.cfg.profile) { build(); }
   ReferenceEngine(const ReferenceEngine&) = delete;
   ReferenceEngine& operator=(const ReferenceEngine&) = delete;
-  void build(ServerSim& s);
-  void one_cycle(ServerSim& s);
-  uint64_t run(ServerSim& s, uint64_t max_cycles) override {
+  void build();
+  void one_cycle();
+  uint64_t run(uint64_t max_cycles) override {
     Timer t(profiling ? &prof.step_s : nullptr);
     uint64_t n = 0;
     while (n < max_cycles) {
-      one_cycle(s);
+      one_cycle();
       ++n;
-      if (s.irq_rose_ || s.bus_done_ || s.link_changed_ || s.program_event_ || s.board_event_) break;
+      if (st_.stops.any()) break;
     }
     prof.cycles += n;
     return n;
@@ -199,19 +200,24 @@ class ReferenceEngine final : public ServerSim::Impl {
     }
   }
   bool waveform_on() const override { return dumping; }
+  void refresh_light() {
+    st_.light = st_.mesh->propagate(st_.now_ns());
+    st_.light_dirty = false;
+    st_.last_light_cycle = st_.cycle;
+  }
 };
 
-std::unique_ptr<ServerSim::Impl> make_reference_engine(ServerSim& s) {
-  if (s.config().trace_capable)
+std::unique_ptr<ServerSim::Impl> make_reference_engine(ServerState& s) {
+  if (s.cfg.trace_capable)
     return std::make_unique<ReferenceEngine<Vmxtb_board_trace, Vlink_endpoint_trace, true>>(s);
   return std::make_unique<ReferenceEngine<ReferenceController, ReferenceEndpoint, false>>(s);
 }
 
 template <class Ctl, class Ep, bool kTrace>
-void ReferenceEngine<Ctl, Ep, kTrace>::build(ServerSim& sim) {
-  const ServerConfig& cfg = sim.cfg_;
+void ReferenceEngine<Ctl, Ep, kTrace>::build() {
+  const ServerConfig& cfg = st_.cfg;
   const auto& s = cfg.shape;
-  const int n_links = sim.n_links_;
+  const int n_links = st_.n_links;
   period_ps = static_cast<uint64_t>(std::llround(1e6 / cfg.clock_mhz));
   ctx.randReset(0);
   catch_assertions(ctx);
@@ -253,25 +259,26 @@ void ReferenceEngine<Ctl, Ep, kTrace>::build(ServerSim& sim) {
 }
 
 template <class Ctl, class Ep, bool kTrace>
-void ReferenceEngine<Ctl, Ep, kTrace>::one_cycle(ServerSim& sim) {
+void ReferenceEngine<Ctl, Ep, kTrace>::one_cycle() {
+  ServerState& st = st_;
   auto& m = *this;
-  const ServerConfig& cfg_ = sim.cfg_;
-  auto& mesh_ = sim.mesh_;
-  auto& alive_ = sim.alive_;
-  auto& cycle_ = sim.cycle_;
-  auto& light_ = sim.light_;
-  auto& light_dirty_ = sim.light_dirty_;
-  auto& rng_ = sim.rng_;
-  auto& dac_writes_ = sim.dac_writes_;
-  auto& pd_reads_ = sim.pd_reads_;
-  auto& bus_result_ = sim.bus_result_;
-  auto& bus_done_ = sim.bus_done_;
-  auto& irq_rose_ = sim.irq_rose_;
-  auto& transitions_ = sim.transitions_;
-  auto& link_changed_ = sim.link_changed_;
+  const ServerConfig& cfg_ = st.cfg;
+  auto& mesh_ = st.mesh;
+  auto& alive_ = st.alive;
+  auto& cycle_ = st.cycle;
+  auto& light_ = st.light;
+  auto& light_dirty_ = st.light_dirty;
+  auto& rng_ = st.rng;
+  auto& dac_writes_ = st.dac_writes;
+  auto& pd_reads_ = st.pd_reads;
+  auto& bus_result_ = st.bus_result;
+  auto& bus_done_ = st.stops.bus_done;
+  auto& irq_rose_ = st.stops.irq_rose;
+  auto& transitions_ = st.transitions;
+  auto& link_changed_ = st.stops.link_changed;
   const int lanes = cfg_.shape.lanes_per_xpu;
-  const int n_links = sim.links();
-  const double now = sim.now_ns();
+  const int n_links = st.n_links;
+  const double now = st.now_ns();
 
   Lap lap;
   lap.start(profiling ? &prof.mesh_s : nullptr);
@@ -282,14 +289,14 @@ void ReferenceEngine<Ctl, Ep, kTrace>::one_cycle(ServerSim& sim) {
       light_dirty_ = true;
     }
   }
-  bool moving = now < m.settle_until_ns + sim.period_ns() * cfg_.mesh_update_cycles;
-  if (light_dirty_ || (moving && cycle_ - sim.last_light_cycle_ >= cfg_.mesh_update_cycles)) sim.refresh_light();
+  bool moving = now < m.settle_until_ns + st.period_ns() * cfg_.mesh_update_cycles;
+  if (light_dirty_ || (moving && cycle_ - st.last_light_cycle >= cfg_.mesh_update_cycles)) refresh_light();
   lap.stop();
 
   // Light through the mesh, then down the fibre to each receiver.
   lap.start(profiling ? &prof.stage_s : nullptr);
   for (int o = 0; o < n_links; ++o) {
-    const OutputReading& r = light_.outputs[static_cast<size_t>(sim.rx_source_[static_cast<size_t>(o)])];
+    const OutputReading& r = light_.outputs[static_cast<size_t>(st.rx_source[static_cast<size_t>(o)])];
     Raw66 word{};
     if (r.dominant_input >= 0 && r.dominant_input < n_links) word = lane_out(*m.ep[static_cast<size_t>(r.dominant_input)]);
     auto& line = m.fibre[static_cast<size_t>(o)];
@@ -320,7 +327,7 @@ void ReferenceEngine<Ctl, Ep, kTrace>::one_cycle(ServerSim& sim) {
   lap.start(profiling ? &prof.xpu_s : nullptr);
   for (int i = 0; i < n_links; ++i) {
     Ep& e = *m.ep[static_cast<size_t>(i)];
-    if (drive_program_lane(sim, e, i, cycle_)) continue;
+    if (drive_program_lane(st, e, i, cycle_)) continue;
     auto& src = m.sources[static_cast<size_t>(i)];
     TrafficSource::Drive d = src.drive();
     e.tx_valid_i = d.valid;
@@ -356,13 +363,13 @@ void ReferenceEngine<Ctl, Ep, kTrace>::one_cycle(ServerSim& sim) {
   bool board_event;
   {
     Timer t(profiling ? &prof.controller_s : nullptr);
-    board_event = drive_board_ports(*m.ctl, m.bus, m.port, &sim.emu_responder_);
+    board_event = drive_board_ports(*m.ctl, m.bus, m.port, &st.emu_responder);
   }
 
   m.clock_all(cycle_);
   ++cycle_;
   check_assertions(m.ctx, cycle_);
-  if (board_event) sim.board_event_ = true;
+  if (board_event) st.stops.board_event = true;
 
   if (auto r = m.bus.sample()) {
     bus_result_ = r;

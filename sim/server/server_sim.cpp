@@ -1,7 +1,9 @@
-// ServerSim: the emulated server; its engines compute the clocks (sim/server/engine.h).
+// ServerSim: the emulated server's checks and its users' view; its engine (sim/server/engine.h)
+// computes the clocks on the state they share (sim/server/server_state.h).
 #include "sim/server/server_sim.h"
 
 #include "sim/server/engine.h"
+#include "sim/server/server_state.h"
 
 #include <fmt/format.h>
 
@@ -9,21 +11,6 @@
 #include <stdexcept>
 
 namespace mxtb::sim {
-
-std::vector<int> server_partition_bounds(int links, int threads) {
-  if (links < 1 || threads < 1 || threads > links)
-    throw std::invalid_argument(fmt::format("server: {} threads cannot share {} links", threads, links));
-  std::vector<int> bounds{0};
-  const double share = (links + kCoordinatorLinks) / threads;
-  int first = threads == 1 ? links : std::clamp(static_cast<int>(share - kCoordinatorLinks + 0.5), 0, links);
-  bounds.push_back(first);
-  for (int p = 1; p < threads; ++p) {
-    int rest = links - bounds.back();
-    int left = threads - p;
-    bounds.push_back(bounds.back() + (rest + left - 1) / left);
-  }
-  return bounds;
-}
 
 const char* to_string(ServerEngine e) {
   switch (e) {
@@ -48,34 +35,52 @@ std::string unsupported_shape(const protocol::ServerShape& s) {
                      s.xpus, s.lanes_per_xpu, s.mesh_ports);
 }
 
-ServerSim::ServerSim(const ServerConfig& cfg) : cfg_(cfg), rng_(cfg.seed ^ 0x5E5E) {
-  const auto& s = cfg_.shape;
-  int n_links = s.xpus * s.lanes_per_xpu;
-  n_links_ = n_links;
-  program_lane_.assign(static_cast<size_t>(n_links), 0);
-  if (cfg_.mesh.ports != s.mesh_ports)
-    throw std::invalid_argument(fmt::format("server: mesh has {} ports, shape says {}", cfg_.mesh.ports, s.mesh_ports));
+ServerState::ServerState(const ServerConfig& config)
+    : cfg(config), n_links(config.shape.xpus * config.shape.lanes_per_xpu), rng(config.seed ^ 0x5E5E) {
+  const auto& s = cfg.shape;
+  program_lane.assign(static_cast<size_t>(n_links), 0);
+  if (cfg.mesh.ports != s.mesh_ports)
+    throw std::invalid_argument(fmt::format("server: mesh has {} ports, shape says {}", cfg.mesh.ports, s.mesh_ports));
   if (n_links > s.mesh_ports)
     throw std::invalid_argument(fmt::format("server: {} XPU lanes do not fit a {}-port mesh", n_links, s.mesh_ports));
-  if (cfg_.fibre_latency_cycles < 1) throw std::invalid_argument("server: fibre_latency_cycles must be >= 1");
-  mesh_ = std::make_unique<PhotonicMesh>(cfg_.mesh);
-  for (int p = 0; p < s.mesh_ports; ++p) mesh_->set_input_lit(p, false);
-  alive_.assign(static_cast<size_t>(s.xpus), true);
-  for (int i = 0; i < n_links; ++i) rx_source_.push_back(i);
+  if (cfg.fibre_latency_cycles < 1) throw std::invalid_argument("server: fibre_latency_cycles must be >= 1");
+  mesh = std::make_unique<PhotonicMesh>(cfg.mesh);
+  for (int p = 0; p < s.mesh_ports; ++p) mesh->set_input_lit(p, false);
+  alive.assign(static_cast<size_t>(s.xpus), true);
+  for (int i = 0; i < n_links; ++i) rx_source.push_back(i);
+}
 
-  if (std::string why = unsupported_shape(s); !why.empty()) throw std::invalid_argument("server: " + why);
-  const bool wide = n_links == 32;
-  if (wide && (cfg_.engine != ServerEngine::Fast || cfg_.trace_capable))
+ServerSim::ServerSim(const ServerConfig& cfg) : st_(std::make_unique<ServerState>(cfg)) {
+  const ServerConfig& c = st_->cfg;
+  if (std::string why = unsupported_shape(c.shape); !why.empty()) throw std::invalid_argument("server: " + why);
+  const bool wide = st_->n_links == 32;
+  if (wide && (c.engine != ServerEngine::Fast || c.trace_capable))
     throw std::invalid_argument("server: the 32-link controller runs on the fast engine, without waveforms");
-  if (cfg_.threads < 1 || cfg_.threads > 64)
-    throw std::invalid_argument(fmt::format("server: threads must be in [1, 64], got {}", cfg_.threads));
-  if (cfg_.engine == ServerEngine::Reference && cfg_.threads != 1)
+  if (c.threads < 1 || c.threads > 64)
+    throw std::invalid_argument(fmt::format("server: threads must be in [1, 64], got {}", c.threads));
+  if (c.engine == ServerEngine::Reference && c.threads != 1)
     throw std::invalid_argument("server: the reference engine runs on one thread");
-  if (cfg_.engine == ServerEngine::Fast) impl_ = make_fast_engine(*this);
-  else impl_ = make_reference_engine(*this);
+  if (c.engine == ServerEngine::Fast) impl_ = make_fast_engine(*st_);
+  else impl_ = make_reference_engine(*st_);
 }
 
 ServerSim::~ServerSim() { impl_->finish(); }
+
+uint64_t ServerSim::cycle() const { return st_->cycle; }
+double ServerSim::period_ns() const { return st_->period_ns(); }
+double ServerSim::now_ns() const { return st_->now_ns(); }
+void ServerSim::set_emulator_responder(EmuResponder r) { st_->emu_responder = std::move(r); }
+bool ServerSim::board_event() const { return st_->stops.board_event; }
+bool ServerSim::bus_result_ready() const { return st_->bus_result.has_value(); }
+bool ServerSim::irq_rose() const { return st_->stops.irq_rose; }
+bool ServerSim::link_changed() const { return st_->stops.link_changed; }
+bool ServerSim::xpu_alive(int xpu) const { return st_->alive[static_cast<size_t>(xpu)]; }
+int ServerSim::links() const { return st_->n_links; }
+const std::vector<LinkTransition>& ServerSim::transitions() const { return st_->transitions; }
+uint64_t ServerSim::dac_writes() const { return st_->dac_writes; }
+uint64_t ServerSim::pd_reads() const { return st_->pd_reads; }
+const PhotonicMesh& ServerSim::mesh() const { return *st_->mesh; }
+const ServerConfig& ServerSim::config() const { return st_->cfg; }
 
 void ServerSim::start_waveform(const std::string& path) { impl_->start_waveform(path); }
 void ServerSim::stop_waveform() { impl_->stop_waveform(); }
@@ -91,44 +96,47 @@ void ServerSim::start_write(uint32_t addr, uint32_t data) {
   impl_->start_write(addr, data);
 }
 
-bool ServerSim::bus_busy() const { return impl_->bus_busy() || bus_result_.has_value(); }
+bool ServerSim::bus_busy() const { return impl_->bus_busy() || st_->bus_result.has_value(); }
 
 std::optional<AxilResult> ServerSim::take_bus_result() {
-  auto r = bus_result_;
-  bus_result_.reset();
+  auto r = st_->bus_result;
+  st_->bus_result.reset();
   return r;
 }
 
 bool ServerSim::irq() const { return impl_->irq(); }
 
 void ServerSim::kill_xpu(int xpu) {
-  if (xpu < 0 || xpu >= cfg_.shape.xpus) throw std::invalid_argument(fmt::format("no XPU {}", xpu));
-  alive_[static_cast<size_t>(xpu)] = false;
-  for (int l = 0; l < cfg_.shape.lanes_per_xpu; ++l) impl_->source(xpu * cfg_.shape.lanes_per_xpu + l).stop();
+  if (xpu < 0 || xpu >= st_->cfg.shape.xpus) throw std::invalid_argument(fmt::format("no XPU {}", xpu));
+  st_->alive[static_cast<size_t>(xpu)] = false;
+  const int lanes = st_->cfg.shape.lanes_per_xpu;
+  for (int l = 0; l < lanes; ++l) impl_->source(xpu * lanes + l).stop();
 }
 
 void ServerSim::set_lane_program(LaneProgram* p) {
-  if (p && cfg_.engine == ServerEngine::Fast && cfg_.threads > 1)
-    throw std::invalid_argument(fmt::format("XPU programs run on one thread, not {}: an XPU's lanes share its memory", cfg_.threads));
-  program_ = p;
-  for (int i = 0; i < n_links_; ++i) program_lane_[static_cast<size_t>(i)] = p && p->owns(i);
+  const ServerConfig& c = st_->cfg;
+  if (p && c.engine == ServerEngine::Fast && c.threads > 1)
+    throw std::invalid_argument(fmt::format("XPU programs run on one thread, not {}: an XPU's lanes share its memory", c.threads));
+  st_->program = p;
+  for (int i = 0; i < st_->n_links; ++i) st_->program_lane[static_cast<size_t>(i)] = p && p->owns(i);
   if (p) p->attach(*this);
 }
 
 void ServerSim::set_lane_ber(int link, double ber) {
-  if (link < 0 || link >= n_links_) throw std::invalid_argument(fmt::format("no link {}", link));
+  if (link < 0 || link >= st_->n_links) throw std::invalid_argument(fmt::format("no link {}", link));
   impl_->lane_fault(link).errors.set_ber(ber);
 }
 
 void ServerSim::swap_lanes(int a, int b) {
-  if (a < 0 || a >= n_links_ || b < 0 || b >= n_links_) throw std::invalid_argument(fmt::format("no link {} or {}", a, b));
-  std::swap(rx_source_[static_cast<size_t>(a)], rx_source_[static_cast<size_t>(b)]);
+  const int n = st_->n_links;
+  if (a < 0 || a >= n || b < 0 || b >= n) throw std::invalid_argument(fmt::format("no link {} or {}", a, b));
+  std::swap(st_->rx_source[static_cast<size_t>(a)], st_->rx_source[static_cast<size_t>(b)]);
 }
 
 void ServerSim::dark_lane(int link, uint64_t cycles) {
-  if (link < 0 || link >= n_links_) throw std::invalid_argument(fmt::format("no link {}", link));
+  if (link < 0 || link >= st_->n_links) throw std::invalid_argument(fmt::format("no link {}", link));
   auto& f = impl_->lane_fault(link);
-  f.dark_until_cycle = std::max(f.dark_until_cycle, cycle_ + cycles);
+  f.dark_until_cycle = std::max(f.dark_until_cycle, st_->cycle + cycles);
 }
 
 void ServerSim::start_datagram(std::vector<uint8_t> datagram) {
@@ -150,13 +158,14 @@ void ServerSim::answer_emulator(bool ok, uint32_t read_data) { impl_->board_port
 const BoardPort& ServerSim::board_port() const { return impl_->board_port(); }
 
 uint64_t ServerSim::step(uint64_t max_cycles) {
-  irq_rose_ = bus_done_ = link_changed_ = program_event_ = board_event_ = false;
-  if (program_) {
-    const uint64_t wake = program_->wake_cycle();
-    if (wake > cycle_ && wake - cycle_ < max_cycles) max_cycles = wake - cycle_;
+  st_->stops = ServerState::Stops{};
+  if (LaneProgram* program = st_->program) {
+    const uint64_t now = st_->cycle;
+    const uint64_t wake = program->wake_cycle();
+    if (wake > now && wake - now < max_cycles) max_cycles = wake - now;
   }
-  const uint64_t ran = max_cycles ? impl_->run(*this, max_cycles) : 0;
-  if (program_) program_->after_step(*this);
+  const uint64_t ran = max_cycles ? impl_->run(max_cycles) : 0;
+  if (st_->program) st_->program->after_step(*this);
   return ran;
 }
 
@@ -179,12 +188,6 @@ ServerProfile ServerProfile::operator-(const ServerProfile& o) const {
   return d;
 }
 
-void ServerSim::refresh_light() {
-  light_ = mesh_->propagate(now_ns());
-  light_dirty_ = false;
-  last_light_cycle_ = cycle_;
-}
-
 LinkReport ServerSim::link_report(int i) const {
   auto e = impl_->link_view(i);
   const auto& src = impl_->source(i);
@@ -202,14 +205,14 @@ EndpointIdentity ServerSim::link_peer(int i) const { return impl_->link_view(i).
 uint64_t ServerSim::scoreboard_errors() const {
   uint64_t n = 0;
   for (int i = 0; i < links(); ++i)
-    if (alive_[static_cast<size_t>(i / cfg_.shape.lanes_per_xpu)]) n += impl_->board(i).errors();
+    if (st_->alive[static_cast<size_t>(i / st_->cfg.shape.lanes_per_xpu)]) n += impl_->board(i).errors();
   return n;
 }
 
 uint64_t ServerSim::messages_delivered() const {
   uint64_t n = 0;
   for (int i = 0; i < links(); ++i) n += impl_->board(i).messages();
-  return n + (program_ ? program_->messages_delivered() : 0);
+  return n + (st_->program ? st_->program->messages_delivered() : 0);
 }
 
 }  // namespace mxtb::sim
