@@ -6,7 +6,7 @@
 #include "apps/mxtb/commands.h"
 #include "apps/mxtb/coverage_report.h"
 
-#include "host/report/regress.h"
+#include "host/regress/regress.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -42,7 +42,7 @@ void write_text(const std::string& path, const std::string& text) {
 
 // Runs argv through the shell with its output to `log` (appended); returns the exit status.
 int run(const std::vector<std::string>& argv, const std::string& log) {
-  std::string cmd = host::report::shell_quote(argv) + " >>" + host::report::shell_quote({log}) + " 2>&1";
+  std::string cmd = host::regress::shell_quote(argv) + " >>" + host::regress::shell_quote({log}) + " 2>&1";
   int rc = std::system(cmd.c_str());
   if (rc == -1) return 127;
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + WTERMSIG(rc);
@@ -106,7 +106,7 @@ int cmd_cover(const ArgList& argv) {
     std::vector<std::string> cmd = {"cmake", "--build", build, "-j", jobs_text, "--target"};
     for (const auto& t : tests) cmd.push_back(fs::path(t).filename().string());
     if (seeds > 0) cmd.push_back("mxtb");
-    fmt::print("mxtb cover: building {}\n", host::report::shell_quote(cmd));
+    fmt::print("mxtb cover: building {}\n", host::regress::shell_quote(cmd));
     std::fflush(stdout);
     if (run(cmd, log) != 0) throw InputError(fmt::format("building the coverage build failed: {}", log));
   }

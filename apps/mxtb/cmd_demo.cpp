@@ -54,7 +54,7 @@ bool plot_sweep(const SweepInputs& in, const std::vector<SweepPoint>& points, co
 
 int cmd_demo(const ArgList& argv) {
   Args args(argv, {"--scenario", "--scenario-seed", "--seed", "--out", "--json", "--time-mode", "--ipbus-timeout-ms", "--inject-stall",
-                   "--restart", "--host-decide-ns"},
+                   "--ipbus-target", "--restart", "--host-decide-ns"},
             {"--no-waves", "--sweep"});
   args.exclusive("--scenario", "--scenario-seed");
   FailoverScenario s =
@@ -78,6 +78,7 @@ int cmd_demo(const ArgList& argv) {
     o.restart = restart == "relaunch" ? host::comm::Restart::Relaunch : host::comm::Restart::HotSpare;
     if (restart == "both") o.compare_restart = host::comm::Restart::Relaunch;
   }
+  o.ipbus_target = resolve_ipbus_target(args, s.ipbus_target);
   o.ipbus_timeout = std::chrono::milliseconds(args.u64("--ipbus-timeout-ms", 1000, 10, 600'000));
   if (args.has("--inject-stall")) {
     parse_inject_stall(args.str("--inject-stall"));  // a bad value stops here, not in the emulator's log

@@ -1,12 +1,12 @@
-// `mxtb regress`: seeded random failover scenarios, one child process each (host/report/regress.h).
+// `mxtb regress`: seeded random failover scenarios, one child process each (host/regress/regress.h).
 // The child is `mxtb demo --scenario-seed {seed}`: the emulator on loopback and the failover
 // manager over IPbus, as in the main job, for a scenario drawn from the seed.
 #include "apps/mxtb/args.h"
 #include "apps/mxtb/commands.h"
 
 #include "host/fabric/emulator_process.h"
-#include "host/report/regress.h"
-#include "host/report/slurm.h"
+#include "host/regress/regress.h"
+#include "host/regress/slurm.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -26,24 +26,24 @@ void write_text(const std::string& path, const std::string& text) {
   if (!out || !(out << text)) throw std::runtime_error(fmt::format("cannot write {}", path));
 }
 
-void write_outputs(const host::report::RegressResult& r, const std::string& json_path, const std::string& junit_path) {
-  fmt::print("{}", host::report::format_summary(r));
-  write_text(json_path, host::report::to_json(r).dump(2) + "\n");
-  write_text(junit_path, host::report::junit_xml(r));
+void write_outputs(const host::regress::RegressResult& r, const std::string& json_path, const std::string& junit_path) {
+  fmt::print("{}", host::regress::format_summary(r));
+  write_text(json_path, host::regress::to_json(r).dump(2) + "\n");
+  write_text(junit_path, host::regress::junit_xml(r));
   fmt::print("  wrote {} and {}\n", json_path, junit_path);
   fmt::print("{}\n", r.failed() == 0 ? "PASS" : fmt::format("FAIL: {} of {} seeds", r.failed(), r.runs.size()));
 }
 
 // Summary, JSON and JUnit of a submitted Slurm campaign from its folder and the tasks' states.
-int collect(const host::report::SlurmCampaign& c, const std::string& json_path, const std::string& junit_path) {
+int collect(const host::regress::SlurmCampaign& c, const std::string& json_path, const std::string& junit_path) {
   std::string source;
-  auto states = host::report::slurm_task_states(c.job_id, &source);
+  auto states = host::regress::slurm_task_states(c.job_id, &source);
   if (source == "none")
     fmt::print("  neither sacct nor scontrol knows job {}: seeds without a result are reported as lost or never started\n",
                c.job_id);
   else
     fmt::print("  task states of job {} from {}\n", c.job_id, source);
-  host::report::RegressResult r = host::report::collect_slurm(c, states);
+  host::regress::RegressResult r = host::regress::collect_slurm(c, states);
   write_outputs(r, json_path, junit_path);
   return r.failed() == 0 ? 0 : 1;
 }
@@ -61,9 +61,9 @@ int cmd_regress(const ArgList& argv) {
                           "--time-limit", "--sbatch-args", "--poll-s", "--no-wait", "--restart"})
       if (args.has(f)) throw UsageError(fmt::format("--collect DIR reads the campaign from DIR; {} does not go with it", f));
     std::string dir = args.str("--collect");
-    host::report::SlurmCampaign c;
+    host::regress::SlurmCampaign c;
     try {
-      c = host::report::read_campaign(dir);
+      c = host::regress::read_campaign(dir);
     } catch (const std::runtime_error& e) {
       throw InputError(e.what());
     }
@@ -72,7 +72,7 @@ int cmd_regress(const ArgList& argv) {
     return collect(c, args.str("--json", dir + "/regress.json"), args.str("--junit", dir + "/junit.xml"));
   }
   if (!args.has("--seeds")) throw UsageError("--seeds N is required (how many random failover scenarios)");
-  host::report::RegressConfig cfg;
+  host::regress::RegressConfig cfg;
   cfg.seeds = args.u64("--seeds", 0);
   if (cfg.seeds < 1 || cfg.seeds > 100000) throw UsageError(fmt::format("--seeds must be in [1, 100000], got {}", cfg.seeds));
   uint64_t jobs = args.u64("--jobs", 0);
@@ -85,7 +85,7 @@ int cmd_regress(const ArgList& argv) {
   if (launcher == "local")
     for (const char* f : {"--seeds-per-task", "--partition", "--time-limit", "--sbatch-args", "--poll-s", "--no-wait"})
       if (args.has(f)) throw UsageError(fmt::format("{} is for --launcher slurm", f));
-  host::report::SlurmOptions slurm;
+  host::regress::SlurmOptions slurm;
   if (launcher == "slurm") {
     // Every node runs the child by this path and writes below this folder: both must be on a
     // filesystem the nodes share (docs/failover.md).
@@ -93,7 +93,7 @@ int cmd_regress(const ArgList& argv) {
     slurm.seeds_per_task = args.u64("--seeds-per-task", 1, 1, 100000);
     slurm.partition = args.str("--partition");
     slurm.time_limit = args.str("--time-limit");
-    if (args.has("--time-limit") && !host::report::valid_time_limit(slurm.time_limit))
+    if (args.has("--time-limit") && !host::regress::valid_time_limit(slurm.time_limit))
       throw UsageError(fmt::format("--time-limit '{}' is not in sbatch's --time syntax (M, M:S, H:M:S, D-H, D-H:M, D-H:M:S)",
                                    slurm.time_limit));
     if (args.has("--partition") && slurm.partition.empty()) throw UsageError("--partition is empty");
@@ -114,26 +114,26 @@ int cmd_regress(const ArgList& argv) {
   std::string junit_path = args.str("--junit", cfg.work_dir + "/junit.xml");
 
   fmt::print("mxtb regress: seeds {}..{} ({} runs), child: {}\n", cfg.first_seed, cfg.first_seed + cfg.seeds - 1, cfg.seeds,
-             host::report::shell_quote(cfg.child_template));
+             host::regress::shell_quote(cfg.child_template));
   std::fflush(stdout);
   if (launcher == "slurm") {
-    host::report::SlurmCampaign c;
+    host::regress::SlurmCampaign c;
     try {
-      c = host::report::submit_slurm(cfg, slurm);
+      c = host::regress::submit_slurm(cfg, slurm);
     } catch (const std::runtime_error& e) {
       throw InputError(e.what());
     }
     fmt::print("  submitted slurm job {} ({} array tasks, {} seeds per task): {}\n", c.job_id, c.tasks(), c.seeds_per_task,
-               host::report::shell_quote(c.sbatch_argv));
+               host::regress::shell_quote(c.sbatch_argv));
     if (args.has("--no-wait")) {
-      fmt::print("  not waiting; when it has finished: mxtb regress --collect {}\n", host::report::shell_quote({c.work_dir}));
+      fmt::print("  not waiting; when it has finished: mxtb regress --collect {}\n", host::regress::shell_quote({c.work_dir}));
       return 0;
     }
     std::fflush(stdout);
-    host::report::wait_slurm(c, poll_s, !quiet);
+    host::regress::wait_slurm(c, poll_s, !quiet);
     return collect(c, json_path, junit_path);
   }
-  host::report::RegressResult r = host::report::run_regress(cfg);
+  host::regress::RegressResult r = host::regress::run_regress(cfg);
   write_outputs(r, json_path, junit_path);
   return r.failed() == 0 ? 0 : 1;
 }

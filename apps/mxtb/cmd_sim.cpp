@@ -28,12 +28,14 @@ int cmd_sim(const ArgList& argv) {
   const std::string calibration = args.str("--calibration", source_root() + "/traces/calibration/mesh32.json");
   sim::EmulatorConfig cfg;
   std::string scenario_mode = "lockstep";
+  std::optional<std::string> scenario_target;
   if (args.has("--scenario")) {
     // The server part of a failover scenario: its shape, settle, clock, traffic, seed and time mode.
     const std::string path = args.str("--scenario");
     FailoverScenario s = load_failover_scenario(path);
     cfg = emulator_config(s, path, calibration);
     scenario_mode = s.time_mode;
+    scenario_target = s.ipbus_target;
   } else {
     std::string preset = args.choice("--preset", "thermo_optic", {"thermo_optic", "electro_optic", "mems"});
     cfg.server.mesh.settle = *sim::settle_preset_from_string(preset);
@@ -55,13 +57,7 @@ int cmd_sim(const ArgList& argv) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
-  // Like MXTB_ENGINE, the environment chooses for every command that starts the emulator.
-  const char* env_target = std::getenv("MXTB_IPBUS_TARGET");
-  const std::string target = args.str("--ipbus-target", env_target ? env_target : "rtl");
-  if (auto t = sim::ipbus_target_from_string(target)) cfg.ipbus_target = *t;
-  else
-    throw UsageError(fmt::format("{} must be rtl or cpp, got '{}'", args.has("--ipbus-target") ? "--ipbus-target" : "MXTB_IPBUS_TARGET",
-                                 target));
+  cfg.ipbus_target = *sim::ipbus_target_from_string(resolve_ipbus_target(args, scenario_target));
   std::string mode = args.choice("--time-mode", scenario_mode, {"lockstep", "paced", "free"});
   cfg.time_mode = *sim::time_mode_from_string(mode);
   cfg.rtf = args.real("--rtf", 1.0);

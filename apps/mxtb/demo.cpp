@@ -33,7 +33,7 @@ DemoRun run_demo(const FailoverScenario& s, const DemoOptions& o) {
     std::ofstream f(scenario_file);
     if (!(f << to_json(s).dump(2) << "\n")) throw std::runtime_error("cannot write " + scenario_file);
   }
-  std::vector<std::string> sim_args{"--scenario", scenario_file, "--time-mode", s.time_mode};
+  std::vector<std::string> sim_args{"--scenario", scenario_file, "--time-mode", s.time_mode, "--ipbus-target", o.ipbus_target};
   if (o.waves) sim_args.insert(sim_args.end(), {"--fst", o.out_dir + "/waves.fst"});
   if (!o.inject_stall.empty()) sim_args.insert(sim_args.end(), {"--inject-stall", o.inject_stall});
   fabric::EmulatorProcess emu(fabric::self_executable(), sim_args, o.out_dir + "/emulator.log");
@@ -45,7 +45,7 @@ DemoRun run_demo(const FailoverScenario& s, const DemoOptions& o) {
   fabric::Client client(emu.target(), opts);
   fabric::Board board(client);
 
-  host::failover::FailoverJob job = failover_job(s);
+  host::failover::FailoverRun job = failover_job(s);
   job.waves = o.waves;
   if (o.restart) {
     host::comm::RankGroupConfig rc;
@@ -56,7 +56,7 @@ DemoRun run_demo(const FailoverScenario& s, const DemoOptions& o) {
     job.manager.compare_restart = o.compare_restart;
   }
   DemoRun run;
-  run.job = host::failover::run_failover_job(board, job, say);
+  run.job = host::failover::run_failover(board, job, say);
   run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   try {
     run.sim_ns = board.clock().now_ns();

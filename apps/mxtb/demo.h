@@ -1,13 +1,13 @@
 // The main job as a function: a failover scenario run end to end. Starts the emulator (`mxtb sim`)
 // as a child process on loopback with the scenario, connects the fabric client, runs the failover
-// job (host/failover/job.h) over IPbus exactly as against a board, and writes the report files.
+// (host/failover/run.h) over IPbus exactly as against a board, and writes the report files.
 // `mxtb demo` prints what it returns; `mxtb bench reconfig` runs it once per settle preset.
 #pragma once
 
 #include "apps/mxtb/scenario.h"
 #include "host/fabric/client.h"
 #include "host/comm/rank_group.h"
-#include "host/failover/job.h"
+#include "host/failover/run.h"
 
 #include <chrono>
 #include <functional>
@@ -26,6 +26,8 @@ struct DemoOptions {
   // `mxtb sim --inject-stall MS/EVERY` (empty: none).
   std::chrono::milliseconds ipbus_timeout{1000};
   std::string inject_stall;
+  // The emulator's IPbus target, rtl or cpp (resolve_ipbus_target: the flag, the scenario's, MXTB_IPBUS_TARGET).
+  std::string ipbus_target = "rtl";
   // The job's ranks as processes with a real collective library, restarted this way after a
   // failure (their re-form measured); none: the scenario's modeled communicator_reinit.
   std::optional<host::comm::Restart> restart;
@@ -34,7 +36,7 @@ struct DemoOptions {
 };
 
 struct DemoRun {
-  host::failover::FailoverJobResult job;
+  host::failover::FailoverRunResult job;
   double wall_s = 0;                  // the whole run, the emulator's start included
   uint64_t sim_ns = 0;                // board time at the end
   host::fabric::ClientStats client;

@@ -31,6 +31,25 @@ void apply_engine_options(const Args& args, sim::ServerConfig& cfg) {
   cfg.threads = static_cast<int>(threads);
 }
 
+std::string resolve_ipbus_target(const Args& args, const std::optional<std::string>& scenario_target) {
+  const char* env_target = std::getenv("MXTB_IPBUS_TARGET");
+  const char* from = "--ipbus-target";
+  std::string target;
+  if (args.has("--ipbus-target")) {
+    target = args.str("--ipbus-target");
+  } else if (scenario_target) {
+    from = "the scenario's ipbus_target";
+    target = *scenario_target;
+  } else if (env_target) {
+    from = "MXTB_IPBUS_TARGET";
+    target = env_target;
+  } else {
+    target = "rtl";
+  }
+  if (target != "rtl" && target != "cpp") throw UsageError(fmt::format("{} must be rtl or cpp, got '{}'", from, target));
+  return target;
+}
+
 std::pair<uint32_t, uint32_t> parse_inject_stall(const std::string& value) {
   auto bad = [&](const std::string& why) { return UsageError(fmt::format("--inject-stall '{}': {} (want MS/EVERY, e.g. 1500/40)", value, why)); };
   auto slash = value.find('/');

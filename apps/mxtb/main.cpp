@@ -28,7 +28,7 @@ const Command kCommands[] = {
     {"demo", mxtb::app::cmd_demo,
      R"(demo [--scenario FILE | --scenario-seed N] [--seed N] [--out DIR] [--json FILE] [--no-waves]
     [--ipbus-timeout-ms MS] [--inject-stall MS/EVERY] [--restart hot-spare|relaunch|both] [--sweep]
-    [--host-decide-ns NS]
+    [--host-decide-ns NS] [--ipbus-target rtl|cpp]
     the main job: the emulator on loopback, the failover manager over IPbus, an XPU killed and
     replaced by a spare; phase table against 1.2 s, report.json, timeline.json/.svg, waves.fst.
     The IPbus client waits MS per attempt (default 1000); --inject-stall is the stress harness's
@@ -38,7 +38,9 @@ const Command kCommands[] = {
     relaunch measured beside it in the same run. --sweep (implies --restart both): the path
     recomputed over state size 1-16 GiB, lane rate 25-200 Gb/s, lanes 1-4 and strategy from this
     run's measured phases (sweep.json, sweep.svg)). --host-decide-ns charges the host's decide
-    compute as NS instead of measuring it: a report's figure host_decide_ns replays that run)"},
+    compute as NS instead of measuring it: a report's figure host_decide_ns replays that run.
+    --ipbus-target: the emulator's IPbus target (see sim; default: the scenario's ipbus_target,
+    else MXTB_IPBUS_TARGET, else rtl))"},
     {"rank", mxtb::app::cmd_rank,
      R"(rank --store DIR [--library gloo|nccl] [--timeout-ms MS]
     one rank of the job, driven over stdin/stdout by the failover manager (host/comm/rank.h);
@@ -64,7 +66,7 @@ regress --collect DIR [--json FILE] [--junit FILE]
     [--seed N] [--fst FILE] [--stop-after-s S] [--calibration FILE] [--engine reference|fast] [--threads N]
     [--stall-report-ms MS] [--inject-stall MS/EVERY] [--job-xpus X,X,...] [--ipbus-target rtl|cpp]
     the emulated server as a board on the network: IPbus 2.0 over UDP (docs/protocol.md);
-    --ipbus-target rtl (the default; MXTB_IPBUS_TARGET for every command that starts it)
+    --ipbus-target rtl (the default; else the scenario's ipbus_target, else MXTB_IPBUS_TARGET)
     answers through the transactor RTL clocked in the simulation, cpp through the C++ reference
     target (docs/ipbus-rtl.md);
     a request unanswered for MS (default 2000; 0: off) is logged with what the simulation does;

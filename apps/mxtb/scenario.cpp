@@ -345,6 +345,7 @@ FailoverScenario parse_failover_scenario(const json& j, const std::string& sourc
   s.name = f.str("name", s.name);
   s.seed = f.uint<uint64_t>("seed", s.seed);
   s.time_mode = f.choice("time_mode", s.time_mode, {"lockstep", "paced", "free"});
+  if (f.has("ipbus_target")) s.ipbus_target = f.choice("ipbus_target", "rtl", {"rtl", "cpp"});
   if (f.has("server")) {
     Fields v = f.sub("server");
     s.shape.xpus = v.small_int("xpus", s.shape.xpus, 2, 64);
@@ -433,7 +434,7 @@ FailoverScenario parse_failover_scenario(const json& j, const std::string& sourc
     for (size_t i = 0; i < arr.size(); ++i) {
       Fields e(arr[i], source, fmt::format("$.lane_faults[{}]", i));
       if (!e.has("link")) e.fail("link", "missing (link = xpu * lanes_per_xpu + lane)");
-      LaneFault l;
+      ScheduledLaneFault l;
       l.link = e.small_int("link", 0, 0, links - 1);
       l.ber = e.real("ber", 0, 0.0, 0.01);
       l.dark_from_us = e.real("dark_from_us", 0, 0.0, 1e7);
@@ -590,6 +591,7 @@ json to_json(const FailoverScenario& s) {
                        {"gap_us", s.collective->gap_us}};
   if (s.host_decide_extra_us > 0) j["host_decide_extra_us"] = s.host_decide_extra_us;
   if (s.host_decide_ns) j["host_decide_ns"] = *s.host_decide_ns;
+  if (s.ipbus_target) j["ipbus_target"] = *s.ipbus_target;
   return j;
 }
 
@@ -737,8 +739,8 @@ sim::EmulatorConfig emulator_config(const FailoverScenario& s, const std::string
   return cfg;
 }
 
-host::failover::FailoverJob failover_job(const FailoverScenario& s) {
-  host::failover::FailoverJob job;
+host::failover::FailoverRun failover_job(const FailoverScenario& s) {
+  host::failover::FailoverRun job;
   auto& c = job.manager;
   c.shape = s.shape;
   c.tenant = s.tenant;
@@ -760,7 +762,7 @@ host::failover::FailoverJob failover_job(const FailoverScenario& s) {
                       static_cast<int>(sim::CollectiveOp::AllGather) == static_cast<int>(emu::JobOp::AllGather) &&
                       static_cast<int>(sim::CollectiveOp::ReduceScatter) == static_cast<int>(emu::JobOp::ReduceScatter),
                   "JOB_SPEC.op numbers the ops as sim::CollectiveOp does");
-    host::failover::JobLoop loop;
+    host::failover::TenantJobLoop loop;
     loop.spec.op = static_cast<emu::JobOp>(s.collective->op);
     loop.spec.type = s.collective->type == sim::DataType::BF16 ? emu::JobType::Bfloat16 : emu::JobType::Float;
     loop.spec.bytes = static_cast<uint32_t>(s.collective->bytes);

@@ -1,11 +1,11 @@
 // Scenario files: the one loader that turns a JSON scenario into a run's configuration, with
 // errors that name the file, the field and what was wrong, and the one conversion of a failover
 // scenario into each part's own configuration: the emulator's (sim::EmulatorConfig) and the
-// failover job's (host::failover::FailoverJob, with the manager's config). The scenario file is
+// failover run's (host::failover::FailoverRun, with the manager's config). The scenario file is
 // the program's and the test tools': neither sim/ nor host/ knows it. Format: docs/scenarios.md.
 #pragma once
 
-#include "host/failover/job.h"
+#include "host/failover/run.h"
 #include "protocol/fabric_map.h"
 #include "sim/collective/collective.h"
 #include "sim/emulator/emulator.h"
@@ -45,14 +45,17 @@ nlohmann::json to_json(const LinkPairResult& r);
 // ---- Failover scenarios (`mxtb demo`, `mxtb sim --scenario`, `mxtb regress`) ----
 
 using host::failover::HostDisconnect;
-using host::failover::LaneFault;
 using host::failover::ModeledPhase;
+using host::failover::ScheduledLaneFault;
 using host::failover::XpuFailure;
 
 struct FailoverScenario {
   std::string name = "failover";
   uint64_t seed = 1;
   std::string time_mode = "lockstep";   // lockstep | paced | free
+  // The emulator's IPbus target, rtl | cpp; none: the demo's --ipbus-target, else MXTB_IPBUS_TARGET,
+  // else rtl (apps/mxtb/engine_options.h).
+  std::optional<std::string> ipbus_target;
   double clock_mhz = 156.25;
   protocol::ServerShape shape;          // 5 XPUs x 4 lanes, 32-port mesh
   sim::SettlePreset settle = sim::SettlePreset::ThermoOptic;
@@ -65,7 +68,7 @@ struct FailoverScenario {
   // Kind (e.g. "power_domain") -> its groups, each a set of XPUs that fail together.
   std::map<std::string, std::vector<std::vector<int>>> failure_groups;
   std::vector<XpuFailure> failures{XpuFailure{}};  // a second entry is a double failure
-  std::vector<LaneFault> lane_faults;
+  std::vector<ScheduledLaneFault> lane_faults;
   HostDisconnect host_disconnect = HostDisconnect::None;
   double host_downtime_us = 300;         // how long the host stays away (longer than its watchdog)
   double watchdog_us = 200;              // the controller's host watchdog the manager arms (0: off)
@@ -108,6 +111,6 @@ nlohmann::json to_json(const FailoverScenario& s);
 sim::EmulatorConfig emulator_config(const FailoverScenario& s, const std::string& source,
                                     const std::string& calibration_file);
 // The host's part: the manager's configuration, the faults to arm, the expectations.
-host::failover::FailoverJob failover_job(const FailoverScenario& s);
+host::failover::FailoverRun failover_job(const FailoverScenario& s);
 
 }  // namespace mxtb::app

@@ -366,6 +366,8 @@ json experiment_frag_tpuv4(int racks, double free_frac, int trials, const Common
 // refill), then random slices released until utilization <= util_after_free. Each allocator then
 // gets its own copy of that state and the same sequence of `probes` 32-chip requests, committed as
 // they are accepted (sequential). The first probe of each trial is the independent test.
+// Long: the experiment's protocol as the comment above gives it (fill, churn, release, the same probes
+// for every allocator, the summary), in one place so that it can be read against the paper's.
 json experiment_fragmented32(int racks, double util_after_free, int probes, int trials, int churn_rounds,
                              const std::vector<FillSpec>& fills, const CommonOptions& o) {
   if (racks <= 0) throw std::invalid_argument(fmt::format("--racks must be positive (got {})", racks));

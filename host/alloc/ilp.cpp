@@ -85,6 +85,8 @@ std::array<double, kChipsPerServer + 1> intra_max(const Shape& shape) {
 }
 }  // namespace
 
+// Long: the integer program's formulation, one constraint family after another on one GLPK problem
+// and its shared index tables (variables, neighbourhoods, per-server bounds), read top to bottom.
 IlpResult fabric_ilp(const RackView& v, const Shape& shape, int time_limit_ms) {
   auto t0 = std::chrono::steady_clock::now();
   IlpResult out;

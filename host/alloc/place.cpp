@@ -515,6 +515,8 @@ std::vector<int> shortest_path(int a, int b, const std::array<int, kLinksPerRack
 
 }  // namespace
 
+// Long: one heuristic's steps in order (block graph, block order, greedy mapping with swaps, routing,
+// extra lanes), each commented, all on the same mapping and fibre tables.
 std::optional<Slice> server_place_in_rack(const Datacenter& dc, int r, const Shape& shape) {
   const int n = shape.volume();
   if (n > kChipsPerRack || dc.rack_free(r) < n) return std::nullopt;

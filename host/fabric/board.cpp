@@ -185,7 +185,7 @@ uint32_t Board::xpu_alive() {
   return c_.read(emulator(er::xpu_alive::kOffset));
 }
 
-void Board::form_job(const std::vector<int>& ring, const JobSpec& spec) {
+void Board::form_job(const std::vector<int>& ring, const TenantJobRequest& spec) {
   need_emulator("form_job");
   if (ring.size() > 8) throw std::invalid_argument(fmt::format("a job's ring has at most 8 XPUs, not {}", ring.size()));
   uint32_t packed = 0xFFFFFFFFu;

@@ -47,7 +47,7 @@ struct EmuEventRecord {
   }
 };
 
-struct JobSpec {
+struct TenantJobRequest {
   emu::JobOp op = emu::JobOp::AllReduce;
   emu::JobType type = emu::JobType::Float;
   uint32_t bytes = 64 << 10;  // nccl-tests' size: bytes per rank
@@ -104,7 +104,7 @@ class Board {
   // The tenant's job of collectives (JOB_*): stands for the job's ranks on the XPUs, whose
   // communicator the host (re-)forms. form_job throws IpbusError (a bus error) when the emulator
   // runs no job or refuses the ring or size; its log names why.
-  void form_job(const std::vector<int>& ring, const JobSpec& spec);
+  void form_job(const std::vector<int>& ring, const TenantJobRequest& spec);
   JobStatus job_status();
   // RESTORE_*: `bytes` of state restored onto `dest` from `sources` over the RTL links (its end is
   // a Restore event). IpbusError (a bus error) when refused.

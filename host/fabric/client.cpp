@@ -99,6 +99,30 @@ struct Client::Impl {
   }
 
   void send(const std::vector<uint8_t>& bytes) { sock.send_to(asio::buffer(bytes), remote); }
+
+  // One dispatch(): the queued requests packed into packets, sent in a window, their replies
+  // taken in any order, lost ones recovered through status and resend (docs/protocol.md).
+  struct Exchange {
+    Exchange(Client& client, const std::vector<Tx>& queued);
+    void run(std::chrono::milliseconds timeout);  // until every packet is answered
+    void deliver();                               // the words to their Pending, the first error thrown
+
+   private:
+    void pack(const std::vector<Tx>& queued);
+    bool take_reply(const Packet& p, const std::vector<uint32_t>& w);  // false: not a valid answer to p
+    void take(const std::vector<uint8_t>& datagram);
+    void recover(std::chrono::milliseconds timeout);
+
+    Client& c;
+    std::vector<Tx> txs;
+    std::vector<Packet> packets;
+    std::vector<std::vector<uint32_t>> tx_data;
+    std::optional<TransactionError> first_error;
+    size_t first_error_tx = SIZE_MAX;
+    size_t next_to_send = 0, answered = 0;
+    std::deque<size_t> in_flight;
+    int rounds = 0;
+  };
 };
 
 Client::Client(const std::string& target, ClientOptions opts)
@@ -184,17 +208,36 @@ void Client::dispatch(std::chrono::milliseconds timeout) {
   std::vector<Tx> queued = std::move(impl_->queue);
   impl_->queue.clear();
   if (queued.empty()) return;
+  Impl::Exchange x(*this, queued);
+  x.run(timeout);
+  x.deliver();
+}
 
-  // Split each request into transactions that fill the current packet: a packet ends where its
-  // request or its reply would pass the MTU, so a 1024-word read takes 3 packets, not 5.
-  std::vector<Tx> txs;
-  std::vector<Packet> packets;
+Client::Impl::Exchange::Exchange(Client& client, const std::vector<Tx>& queued) : c(client) {
+  pack(queued);
+  for (auto& p : packets) {
+    p.id = c.opts_.sequenced ? c.impl_->next_id : 0;
+    if (c.opts_.sequenced) c.impl_->next_id = next_packet_id(c.impl_->next_id);
+    std::vector<uint32_t> w{encode(PacketHeader{PacketType::Control, p.id})};
+    for (size_t i : p.txs) {
+      w.push_back(encode(txs[i].header));
+      w.push_back(txs[i].addr);
+      w.insert(w.end(), txs[i].body.begin(), txs[i].body.end());
+    }
+    p.bytes = to_bytes(w, c.opts_.order);
+  }
+  tx_data.resize(txs.size());
+}
+
+// Splits each request into transactions that fill the current packet: a packet ends where its
+// request or its reply would pass the MTU, so a 1024-word read takes 3 packets, not 5.
+void Client::Impl::Exchange::pack(const std::vector<Tx>& queued) {
   uint32_t req_words = kMtuWords, rep_words = kMtuWords;  // no packet yet
   auto new_packet = [&] {
     packets.push_back(Packet{0, {}, {}, false, {}});
     req_words = rep_words = 1;
   };
-  for (Tx& q : queued) {
+  for (const Tx& q : queued) {
     const bool write = q.header.type == TxType::Write || q.header.type == TxType::NonIncWrite;
     const bool inc = q.header.type == TxType::Read || q.header.type == TxType::Write;
     const bool rmw = q.header.type == TxType::RmwBits || q.header.type == TxType::RmwSum;
@@ -211,7 +254,7 @@ void Client::dispatch(std::chrono::milliseconds timeout) {
         continue;
       }
       Tx t = q;
-      t.header.id = static_cast<uint16_t>(impl_->next_tx_id++ & 0xFFF);
+      t.header.id = static_cast<uint16_t>(c.impl_->next_tx_id++ & 0xFFF);
       t.header.words = static_cast<uint8_t>(n);
       t.addr = inc ? q.addr + done : q.addr;
       if (write) t.body.assign(q.body.begin() + done, q.body.begin() + done + n);
@@ -223,130 +266,120 @@ void Client::dispatch(std::chrono::milliseconds timeout) {
       if (done >= q.total_words) break;
     }
   }
-  for (auto& p : packets) {
-    p.id = opts_.sequenced ? impl_->next_id : 0;
-    if (opts_.sequenced) impl_->next_id = next_packet_id(impl_->next_id);
-    std::vector<uint32_t> w{encode(PacketHeader{PacketType::Control, p.id})};
-    for (size_t i : p.txs) {
-      w.push_back(encode(txs[i].header));
-      w.push_back(txs[i].addr);
-      w.insert(w.end(), txs[i].body.begin(), txs[i].body.end());
-    }
-    p.bytes = to_bytes(w, opts_.order);
-  }
+}
 
-  std::optional<TransactionError> first_error;
-  size_t first_error_tx = SIZE_MAX;
-  auto describe = [&](uint32_t addr) { return opts_.describe ? opts_.describe(addr) : fmt::format("{:#010x}", addr); };
-
-  std::vector<std::vector<uint32_t>> tx_data(txs.size());
-  // Parses a reply; false when it is not a valid answer to packet p.
-  auto take_reply = [&](Packet& p, const std::vector<uint32_t>& w) {
-    size_t pos = 1;
-    for (size_t i : p.txs) {
-      Tx& t = txs[i];
-      if (pos >= w.size()) return false;
-      auto h = decode_tx_header(w[pos]);
-      if (!h || h->id != t.header.id || h->type != t.header.type) return false;
-      if (h->info != InfoCode::Success) {
-        if (i < first_error_tx) {
-          first_error_tx = i;
-          first_error.emplace(fmt::format("IPbus {} of {} word(s) at {}: {} (target {})", to_string(t.header.type), t.header.words,
-                                          describe(t.addr), to_string(h->info), target_),
-                              t.addr, h->info);
-        }
-        return true;  // the target stopped at this transaction
+bool Client::Impl::Exchange::take_reply(const Packet& p, const std::vector<uint32_t>& w) {
+  size_t pos = 1;
+  for (size_t i : p.txs) {
+    Tx& t = txs[i];
+    if (pos >= w.size()) return false;
+    auto h = decode_tx_header(w[pos]);
+    if (!h || h->id != t.header.id || h->type != t.header.type) return false;
+    if (h->info != InfoCode::Success) {
+      if (i < first_error_tx) {
+        first_error_tx = i;
+        const std::string where = c.opts_.describe ? c.opts_.describe(t.addr) : fmt::format("{:#010x}", t.addr);
+        first_error.emplace(fmt::format("IPbus {} of {} word(s) at {}: {} (target {})", to_string(t.header.type), t.header.words,
+                                        where, to_string(h->info), c.target_),
+                            t.addr, h->info);
       }
-      uint32_t n = reply_body_words(t.header.type, t.header.words);
-      if (pos + 1 + n > w.size()) return false;
-      // Replies may arrive in any order: keep each transaction's words apart until all are in.
-      tx_data[i].assign(w.begin() + static_cast<long>(pos) + 1, w.begin() + static_cast<long>(pos + 1 + n));
-      pos += 1 + n;
+      return true;  // the target stopped at this transaction
     }
-    return pos == w.size();
-  };
+    uint32_t n = reply_body_words(t.header.type, t.header.words);
+    if (pos + 1 + n > w.size()) return false;
+    // Replies may arrive in any order: keep each transaction's words apart until all are in.
+    tx_data[i].assign(w.begin() + static_cast<long>(pos) + 1, w.begin() + static_cast<long>(pos + 1 + n));
+    pos += 1 + n;
+  }
+  return pos == w.size();
+}
 
-  size_t next_to_send = 0, answered = 0;
-  std::deque<size_t> in_flight;
-  int rounds = 0;
+void Client::Impl::Exchange::run(std::chrono::milliseconds timeout) {
   while (answered < packets.size()) {
     // Unsequenced replies all carry id 0: one packet in flight, so that a reply names its packet.
-    while (next_to_send < packets.size() && in_flight.size() < (opts_.sequenced ? impl_->window : 1u)) {
-      impl_->send(packets[next_to_send].bytes);
+    while (next_to_send < packets.size() && in_flight.size() < (c.opts_.sequenced ? c.impl_->window : 1u)) {
+      c.impl_->send(packets[next_to_send].bytes);
       packets[next_to_send].sent = std::chrono::steady_clock::now();
-      ++stats_.packets_sent;
-      stats_.bytes_sent += packets[next_to_send].bytes.size();
+      ++c.stats_.packets_sent;
+      c.stats_.bytes_sent += packets[next_to_send].bytes.size();
       in_flight.push_back(next_to_send++);
     }
-    auto got = impl_->receive(timeout);
-    if (got) {
-      auto w = to_words(got->data(), got->size(), nullptr);
-      std::optional<PacketHeader> h;
-      if (w) h = decode_packet_header(w->words[0], nullptr);
-      auto it = h && h->type == PacketType::Control
-                    ? std::find_if(in_flight.begin(), in_flight.end(), [&](size_t k) { return packets[k].id == h->id; })
-                    : in_flight.end();
-      if (it == in_flight.end()) {
-        ++stats_.stray_replies;  // a duplicate, or a reply we already took
-        continue;
-      }
-      if (!take_reply(packets[*it], w->words))
-        throw ProtocolError(fmt::format("IPbus target {} sent a malformed reply to packet {}", target_, packets[*it].id));
-      ++stats_.replies;
-      stats_.bytes_received += got->size();
-      stats_.worst_answer_ms = std::max(
-          stats_.worst_answer_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - packets[*it].sent).count());
-      packets[*it].answered = true;
-      ++answered;
-      in_flight.erase(it);
-      rounds = 0;
-      continue;
-    }
-    // Timeout: ask which requests arrived. Those before the next expected id were executed and
-    // their replies lost: ask for the stored reply. The rest are sent again, in order.
-    ++stats_.timeouts;
-    if (std::getenv("MXTB_IPBUS_DEBUG"))
-      fmt::print(stderr, "ipbus debug: timeout on packet {} (first tx {} at {:#x}, timeout {} ms)\n", packets[in_flight.front()].id,
-                 to_string(txs[packets[in_flight.front()].txs[0]].header.type), txs[packets[in_flight.front()].txs[0]].addr,
-                 timeout.count());
-    if (!opts_.sequenced)
-      throw TimeoutError(fmt::format("IPbus target {}: no reply to an unsequenced packet within {} ms (it may or may not have "
-                                     "executed)", target_, timeout.count()));
-    if (++rounds > opts_.retries)
-      throw TimeoutError(fmt::format("IPbus target {}: no reply to packet {} after {} attempts of {} ms", target_,
-                                     packets[in_flight.front()].id, opts_.retries + 1, timeout.count()));
-    StatusReply s = status();
-    // Taken (the next expected id is past it) and not yet replied to: the target is executing
-    // it, and its reply and those of the packets queued behind it will come. Nothing to recover;
-    // wait, up to busy_limit. The target runs packets in order, so had it replied to the oldest,
-    // the sent history (4 deep) would hold it or a packet sent after it (answered since or not);
-    // the received history alone may have lost it behind those.
-    const Packet& oldest = packets[in_flight.front()];
-    bool replied = false;
-    for (size_t k = in_flight.front(); k < next_to_send && !replied; ++k) replied = has_packet_id(s.sent_headers, packets[k].id);
-    if (oldest.id != s.next_expected_id && !replied) {
-      --rounds;
-      ++stats_.busy_waits;
-      auto now = std::chrono::steady_clock::now();
-      if (now - oldest.sent > opts_.busy_limit)
-        throw TimeoutError(fmt::format("IPbus target {}: still executing packet {} after {:.1f} s (it answers status requests; "
-                                       "limit {} ms)", target_, oldest.id,
-                                       std::chrono::duration<double>(now - oldest.sent).count(), opts_.busy_limit.count()));
-      continue;
-    }
-    bool received = true;
-    for (size_t k : in_flight) {
-      if (packets[k].id == s.next_expected_id) received = false;
-      if (received) {
-        std::vector<uint32_t> r{encode(PacketHeader{PacketType::Resend, packets[k].id})};
-        impl_->send(to_bytes(r, opts_.order));
-        ++stats_.resend_requests;
-      } else {
-        impl_->send(packets[k].bytes);
-        ++stats_.packets_resent;
-      }
+    if (auto got = c.impl_->receive(timeout)) take(*got);
+    else recover(timeout);
+  }
+}
+
+void Client::Impl::Exchange::take(const std::vector<uint8_t>& got) {
+  auto w = to_words(got.data(), got.size(), nullptr);
+  std::optional<PacketHeader> h;
+  if (w) h = decode_packet_header(w->words[0], nullptr);
+  auto it = h && h->type == PacketType::Control
+                ? std::find_if(in_flight.begin(), in_flight.end(), [&](size_t k) { return packets[k].id == h->id; })
+                : in_flight.end();
+  if (it == in_flight.end()) {
+    ++c.stats_.stray_replies;  // a duplicate, or a reply we already took
+    return;
+  }
+  if (!take_reply(packets[*it], w->words))
+    throw ProtocolError(fmt::format("IPbus target {} sent a malformed reply to packet {}", c.target_, packets[*it].id));
+  ++c.stats_.replies;
+  c.stats_.bytes_received += got.size();
+  c.stats_.worst_answer_ms = std::max(
+      c.stats_.worst_answer_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - packets[*it].sent).count());
+  packets[*it].answered = true;
+  ++answered;
+  in_flight.erase(it);
+  rounds = 0;
+}
+
+// Timeout: ask which requests arrived. Those before the next expected id were executed and their
+// replies lost: ask for the stored reply. The rest are sent again, in order.
+void Client::Impl::Exchange::recover(std::chrono::milliseconds timeout) {
+  ++c.stats_.timeouts;
+  if (std::getenv("MXTB_IPBUS_DEBUG"))
+    fmt::print(stderr, "ipbus debug: timeout on packet {} (first tx {} at {:#x}, timeout {} ms)\n", packets[in_flight.front()].id,
+               to_string(txs[packets[in_flight.front()].txs[0]].header.type), txs[packets[in_flight.front()].txs[0]].addr,
+               timeout.count());
+  if (!c.opts_.sequenced)
+    throw TimeoutError(fmt::format("IPbus target {}: no reply to an unsequenced packet within {} ms (it may or may not have "
+                                   "executed)", c.target_, timeout.count()));
+  if (++rounds > c.opts_.retries)
+    throw TimeoutError(fmt::format("IPbus target {}: no reply to packet {} after {} attempts of {} ms", c.target_,
+                                   packets[in_flight.front()].id, c.opts_.retries + 1, timeout.count()));
+  StatusReply s = c.status();
+  // Taken (the next expected id is past it) and not yet replied to: the target is executing
+  // it, and its reply and those of the packets queued behind it will come. Nothing to recover;
+  // wait, up to busy_limit. The target runs packets in order, so had it replied to the oldest,
+  // the sent history (4 deep) would hold it or a packet sent after it (answered since or not);
+  // the received history alone may have lost it behind those.
+  const Packet& oldest = packets[in_flight.front()];
+  bool replied = false;
+  for (size_t k = in_flight.front(); k < next_to_send && !replied; ++k) replied = has_packet_id(s.sent_headers, packets[k].id);
+  if (oldest.id != s.next_expected_id && !replied) {
+    --rounds;
+    ++c.stats_.busy_waits;
+    auto now = std::chrono::steady_clock::now();
+    if (now - oldest.sent > c.opts_.busy_limit)
+      throw TimeoutError(fmt::format("IPbus target {}: still executing packet {} after {:.1f} s (it answers status requests; "
+                                     "limit {} ms)", c.target_, oldest.id,
+                                     std::chrono::duration<double>(now - oldest.sent).count(), c.opts_.busy_limit.count()));
+    return;
+  }
+  bool received = true;
+  for (size_t k : in_flight) {
+    if (packets[k].id == s.next_expected_id) received = false;
+    if (received) {
+      std::vector<uint32_t> r{encode(PacketHeader{PacketType::Resend, packets[k].id})};
+      c.impl_->send(to_bytes(r, c.opts_.order));
+      ++c.stats_.resend_requests;
+    } else {
+      c.impl_->send(packets[k].bytes);
+      ++c.stats_.packets_resent;
     }
   }
+}
+
+void Client::Impl::Exchange::deliver() {
   for (size_t i = 0; i < txs.size(); ++i) {
     if (txs[i].out) txs[i].out->insert(txs[i].out->end(), tx_data[i].begin(), tx_data[i].end());
     if (txs[i].sink) std::static_pointer_cast<Pending::State>(txs[i].sink)->done = true;

@@ -4,17 +4,26 @@
 // on a peer (the paging engine), pre-arms the firmware's fast path for one XPU, and on a failure
 // chooses a spare, hands the firmware the new circuits (or confirms its pre-armed commit), waits
 // for the spare's links, restores the state, re-arms, and reports every phase. docs/failover.md.
+//
+// FailoverManager owns the state the phases share and runs them in order; each phase is a unit of
+// its own: detection (detect.h), commit and confirm (commit.h), state restore (restore.h), the
+// communicator's re-form (reform.h) and the timeline's assembly (timeline.h); the tenant's job of
+// collectives is tenant_job.h's, and circuits.h reads the fabric map for all of them.
 #pragma once
 
-#include "cuda/paging.h"
 #include "host/comm/rank_group.h"
 #include "host/fabric/board.h"
+#include "host/failover/commit.h"
+#include "host/failover/detect.h"
+#include "host/failover/reform.h"
+#include "host/failover/restore.h"
 #include "host/failover/spare.h"
+#include "host/failover/tenant_job.h"
+#include "host/failover/timeline.h"
 #include "host/report/report.h"
 #include "protocol/fabric_map.h"
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,27 +31,9 @@
 
 namespace mxtb::host::failover {
 
-// A phase nothing emulates: its duration is a named constant with its source.
-struct ModeledPhase {
-  std::string name;
-  double duration_ms = 0;
-  std::string doc;  // where the constant comes from (never empty)
-};
-
 // Where, in a failover, the host goes away (a crash, a lost network) to come back as a restarted host.
 enum class HostDisconnect { None, BeforeCommit, MidCommit, AfterCommit };
 const char* to_string(HostDisconnect d);  // "none", "before_commit", "mid_commit", "after_commit"
-
-// The tenant's job of collectives on its XPUs (the emulator's JOB_* block stands for its ranks):
-// formed on the tenant's ring once the tenant is up, and formed again on the new ring after each
-// failover, whose first verified collective ends the failover path (docs/failover.md).
-struct JobLoop {
-  fabric::JobSpec spec;
-  uint64_t first_timeout_ns = 2'000'000;  // board time a ring's first verified collective may take
-  // The scaled-down part of the state restore carried over the RTL links (RESTORE_*), from every
-  // tenant XPU with circuits to the spare: its payload efficiency sets the full-size restore's time.
-  uint32_t restore_rtl_bytes = 256 << 10;
-};
 
 struct ManagerConfig {
   protocol::ServerShape shape;
@@ -66,7 +57,7 @@ struct ManagerConfig {
   double lane_gbps = 100;                 // per circuit, peer to spare
   uint64_t real_bytes_max = 16ull << 20;  // what the paging engine really copies per XPU
   std::vector<ModeledPhase> modeled;      // appended after the state restore
-  std::optional<JobLoop> job;             // none: the XPUs run the emulator's random traffic
+  std::optional<TenantJobLoop> job;       // the tenant's job of collectives; none: the emulator's random traffic
   // The job's ranks as real processes with a real collective library (host/comm/rank_group.h):
   // their communicator's re-form after a failover is measured and replaces a modeled
   // "communicator_reinit". None: that phase stays the scenario's constant.
@@ -114,110 +105,76 @@ class FailoverManager {
   // generation, every circuit of a living XPU Active, no traffic lost. One line per problem.
   std::vector<std::string> check_fabric();
 
-  const protocol::TorusPlacement& placement() const { return placement_; }
-  const std::vector<int>& free_spares() const { return free_spares_; }
-  const std::vector<int>& failed_xpus() const { return failed_; }
+  const protocol::TorusPlacement& placement() const { return s_.placement; }
+  const std::vector<int>& free_spares() const { return s_.free_spares; }
+  const std::vector<int>& failed_xpus() const { return s_.failed; }
   uint64_t armed_at_ns() const { return armed_at_ns_; }
   std::optional<int> armed_xpu() const { return armed_xpu_; }
   // Every event the manager has taken from the board, oldest first.
-  const std::vector<fabric::EmuEventRecord>& log() const { return log_; }
+  const std::vector<fabric::EmuEventRecord>& log() const { return watch_.log(); }
   // Board time of the first event of `kind` about `a` at or after `from_ns`, or -1.
   double event_time(emu::EmuEvent kind, std::optional<uint32_t> a, double from_ns) const;
 
  private:
-  struct Detection {
-    int xpu;
-    double failure_ns, detect_ns, noticed_ns;
-  };
-  struct InFlight {
+  struct InFlight {  // the failover being handled
     Detection det{};
     double decided_ns = 0;
     int spare = -1;
   };
-  struct Named {  // the XPU the evidence names, since when, and whether by a tie (failed_xpu_now)
-    int xpu;
-    double since_ns;
-    bool tie;
-  };
-  struct Reconcile {
-    double back_ns = 0;
-    bool was_safe = false, replaced = false;
-  };
+
+  // handle_next_failure's steps, in order.
+  std::optional<Detection> wait_for_failure(uint64_t timeout_ns);
+  FailoverRecord open_record(const Detection& det);
+  Replacement decide(const Detection& det, report::Timeline& t);
+  void isolate(const Detection& det, FailoverRecord& rec);  // degraded: no spare left
+  // Journals the new placement and hands it over (the firmware's pre-armed commit, or the host's
+  // through the mailbox); false when the host went away instead (`disconnect`).
+  bool hand_over(FailoverRecord& rec, const Detection& det, Replacement next, HostDisconnect disconnect);
+  // Waits for the new circuits; a second failure or a rolled-back commit places the map again.
+  void await_circuits(FailoverRecord& rec, const Detection& det);
+  void place_again(FailoverRecord& rec, const Detection& det, const protocol::FabricMap& intended);
+  void go_away(FailoverRecord& rec, HostDisconnect disconnect);
+  // finish's steps, in order: the hardware's phases confirmed, then the path after them.
   void finish(FailoverRecord& rec, bool reconciled);
-  protocol::FabricMap live_map(protocol::FabricMap m) const;
-  void expect_moves(const protocol::FabricMap& from, const protocol::FabricMap& to);
+  void confirm_firmware(FailoverRecord& rec, bool reconciled, const fabric::FirmwareReport& fw);
+  void restore_state(FailoverRecord& rec);
+  ReformResult reform_ranks(FailoverRecord& rec);
+  void form_tenant_job_again(FailoverRecord& rec);
+  void rearm(report::Timeline& t);
+
+  void take_events(uint64_t window_ns) { watch_.take_events(window_ns); }
+  std::optional<Detection> failed_xpu_now() { return watch_.failed_xpu_now(s_); }
+  std::vector<int> circuit_links() const;  // of s_.map
   bool place(const protocol::FabricMap& m, FailoverRecord& rec, const char* why);
-  // Commits `m` through the mailbox, again when verify refused it for a lane's dark window; an
-  // XPU whose light verify misses twice, a dark window apart, has died: its circuits are taken
-  // out of `m` (and of map_ when `m` is map_) and it becomes the pending failover.
   mailbox::FwStatus commit_live(protocol::FabricMap& m, FailoverRecord& rec);
-  int verify_dark_xpu_since(double t_ns, const protocol::FabricMap& m) const;  // -1: none named
   bool active_map_is(const protocol::FabricMap& m);
-  bool commit_failed_since(double t_ns) const;
-  bool rollback_done_since(double t_ns) const;  // RollbackDone (or CommitRejected) at or after t_ns
   void report_links_down(FailoverRecord& rec, const std::vector<int>& links);
   bool firmware_left_failure_to_host(int xpu);  // the armed XPU's backup still armed, unfired
   uint32_t watchdog_cycles() const;
-  void take_events(uint64_t window_ns);
-  std::optional<Detection> failed_xpu_now();
   // True when every link is Active; during a failover also when the missing ones are all circuits
   // of another XPU that has just failed (second_failure_ names it).
   bool wait_links_up(const std::vector<int>& links, uint64_t timeout_ns, bool during_failover = false);
-  std::vector<int> circuit_links(const protocol::FabricMap& m) const;
   void arm_next_backup();
-  std::vector<int> circuits_of(int xpu) const;
-  int circuits_between(int a, int b) const;
-  void keep_state_copies();
-  // The job formed on the tenant's ring as placed now; waits for the ring's first collective to end
-  // verified, for the first to end otherwise (a circuit lost, a wrong result), for another XPU's
-  // failure (then pending_, handled next), or the timeout.
-  struct JobWait {
-    double formed_ns = 0;
-    std::optional<fabric::EmuEventRecord> verified, ended;
-    std::optional<int> failed;
-  };
-  JobWait form_job_and_wait();
-  bool job_ring_alive() const;  // no XPU of the tenant's ring has failed (or is failing)
-  // Takes the board's events (those in log_ from index `seen` on, then new ones) until one of
-  // `kind` at or after `from_ns` for which `ends` holds, the job's timeout, or another XPU's
-  // failure (then pending_, handled next).
-  struct Awaited {
-    std::optional<fabric::EmuEventRecord> event;
-    std::optional<int> failed;
-  };
-  Awaited await_event(size_t seen, emu::EmuEvent kind, double from_ns,
-                      const std::function<bool(const fabric::EmuEventRecord&)>& ends);
-  // The restore's scaled-down part over the RTL links (RESTORE_*): its Restore event, or none
-  // (timeout, or another XPU failed: then pending_).
-  Awaited restore_over_rtl(const std::vector<int>& sources, int spare);
+  TenantJobWait form_job_and_wait();  // the tenant's job formed on the ring as placed now
   std::vector<std::string> check_job();
 
   fabric::Board& board_;
   ManagerConfig cfg_;
-  protocol::TorusPlacement placement_;
-  protocol::FabricMap map_;
-  std::vector<int> free_spares_, failed_;
+  Watch watch_;      // the links and events the manager has seen
+  TenantState s_;    // the tenant, its circuits, the failed XPUs and spares left, a pending failure
   std::optional<int> armed_xpu_;
   int armed_spare_ = -1;
   uint64_t armed_at_ns_ = 0;
   uint32_t generation_ = 0;
   uint32_t firmware_failovers_ = 0;  // the firmware's own failovers seen in its report
-  std::vector<link::LinkState> link_state_;
-  std::vector<double> link_down_since_;
-  std::vector<bool> moving_;            // circuits a commit is moving: their drops are expected
-  std::optional<Detection> pending_;    // a failure seen during the last failover, handled next
-  std::vector<fabric::EmuEventRecord> log_;
   uint64_t messages_at_bring_up_ = 0;
   InFlight current_;
   std::optional<int> second_failure_;
-  std::optional<Named> named_;
   bool commit_failed_ = false;
   mailbox::FwStatus host_commit_status_ = mailbox::FwStatus::Ok;
-  double last_commit_ns_ = 0;  // when commit_live's last attempt started
   double handover_ns_ = 0;
   Reconcile reconciled_;
-  std::unique_ptr<paging::PagingEngine> engine_;
-  size_t state_blocks_ = 0;
+  std::unique_ptr<StateCopies> copies_;
   double job_formed_ns_ = -1;  // when the job was last formed (-1: never)
   std::unique_ptr<comm::RankGroup> ranks_;
   bool compared_restart_ = false;  // the other strategy measured (once per run)

@@ -103,6 +103,17 @@ TEST_CASE("failover scenario: defaults, and a round trip through to_json") {
   CHECK(to_json(back) == to_json(r));
 }
 
+TEST_CASE("failover scenario: the IPbus target is the scenario's when it names one") {
+  CHECK_FALSE(parse_failover_scenario(json::object(), "f.json").ipbus_target.has_value());
+  CHECK_FALSE(to_json(parse_failover_scenario(json::object(), "f.json")).contains("ipbus_target"));
+  FailoverScenario cpp = parse_failover_scenario(json{{"ipbus_target", "cpp"}}, "f.json");
+  REQUIRE(cpp.ipbus_target.has_value());
+  CHECK(*cpp.ipbus_target == "cpp");
+  CHECK(to_json(cpp).at("ipbus_target") == "cpp");
+  CHECK(parse_failover_scenario(to_json(cpp), "round trip").ipbus_target == cpp.ipbus_target);
+  CHECK(error_of(json{{"ipbus_target", "vhdl"}}) == "f.json: $.ipbus_target: \"vhdl\" is not one of rtl, cpp");
+}
+
 TEST_CASE("failover scenario: bad input names the file, the JSON path and the problem") {
   CHECK(error_of(json{{"setle", "mems"}}) == "f.json: $.setle: unknown field");
   CHECK(error_of(json{{"time_mode", "fast"}}) == "f.json: $.time_mode: \"fast\" is not one of lockstep, paced, free");

@@ -463,11 +463,11 @@ TEST_CASE("the tenant's job over IPbus: formed, run verified, its events queued;
   mxtb::protocol::ServerShape shape;
   CHECK(b.job_status().state == mxtb::emu::JobState::Idle);
   // Refused: an XPU twice, an XPU that runs no job... (a bus error, nothing formed).
-  JobSpec spec;
+  TenantJobRequest spec;
   spec.bytes = 16 << 10;
   CHECK_THROWS_AS(b.form_job({0, 1, 1}, spec), TransactionError);
   CHECK(b.job_status().state == mxtb::emu::JobState::Idle);
-  JobSpec tiny = spec;
+  TenantJobRequest tiny = spec;
   tiny.bytes = 64;
   CHECK_THROWS_AS(b.form_job({0, 1, 3, 2}, tiny), TransactionError);
   CHECK_THROWS_AS(c.write(emulator(er::job_ctrl::kOffset), 3), TransactionError);  // form and stop at once

@@ -3,7 +3,7 @@
 // max) and names every failing seed with the exact command that reruns it. docs/report.md.
 #pragma once
 
-#include "report.h"
+#include "host/report/report.h"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace mxtb::host::report {
+namespace mxtb::host::regress {
 
 // Nearest-rank percentile: the value at 1-based rank ceil(p / 100 * n) of the sorted values (rank 1
 // for p = 0), so the result is always one of the values. Throws std::invalid_argument when
@@ -27,7 +27,7 @@ struct PhaseStats {
 
 // One row per phase name in first-seen order, then "hardware" and "total" (degraded runs without
 // phases count in neither).
-std::vector<PhaseStats> summarize(const std::vector<Timeline>& runs);
+std::vector<PhaseStats> summarize(const std::vector<report::Timeline>& runs);
 
 struct RegressConfig {
   // The child's command; every "{seed}" and "{json}" in an argument is replaced by the seed and
@@ -46,7 +46,7 @@ struct SeedResult {
   int exit_code = 0;                  // negative: killed by that signal
   double wall_s = 0;
   std::string json_path, log_path;
-  std::optional<Timeline> timeline;
+  std::optional<report::Timeline> timeline;
   std::vector<std::string> failures;  // the child's own, its exit code, a missing JSON, timeline problems
   // How the seed ended: "passed", "failed" (its child ran and failed), or, under a batch
   // scheduler, "cancelled", "timed_out", "not_started", "lost" (started, no result) or
@@ -84,4 +84,4 @@ std::string format_summary(const RegressResult& r);  // the table and the failin
 nlohmann::json to_json(const RegressResult& r);
 std::string junit_xml(const RegressResult& r);       // one testcase per seed
 
-}  // namespace mxtb::host::report
+}  // namespace mxtb::host::regress

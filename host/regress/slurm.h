@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace mxtb::host::report {
+namespace mxtb::host::regress {
 
 // What a campaign submitted to Slurm is; DIR/campaign.json, read back by `--collect DIR`.
 struct SlurmCampaign {
@@ -86,4 +86,4 @@ struct Captured {
 };
 Captured run_capture(const std::vector<std::string>& argv);
 
-}  // namespace mxtb::host::report
+}  // namespace mxtb::host::regress

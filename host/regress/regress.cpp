@@ -21,7 +21,7 @@
 
 extern char** environ;
 
-namespace mxtb::host::report {
+namespace mxtb::host::regress {
 
 using nlohmann::json;
 
@@ -33,7 +33,7 @@ double percentile_nearest_rank(std::vector<double> values, double p) {
   return values[std::max<size_t>(rank, 1) - 1];
 }
 
-std::vector<PhaseStats> summarize(const std::vector<Timeline>& runs) {
+std::vector<PhaseStats> summarize(const std::vector<report::Timeline>& runs) {
   std::vector<std::string> order;
   std::map<std::string, std::vector<double>> d;
   auto add = [&](const std::string& name, double ns) {
@@ -118,8 +118,8 @@ SeedResult evaluate_child(uint64_t seed, std::vector<std::string> argv, int exit
     r.failures.push_back(fmt::format("{}: has no failover report (\"report\")", json_path));
   } else {
     try {
-      r.timeline = timeline_from_json(j["report"], json_path);
-      for (const auto& p : check_timeline(*r.timeline)) r.failures.push_back("timeline: " + p);
+      r.timeline = report::timeline_from_json(j["report"], json_path);
+      for (const auto& p : report::check_timeline(*r.timeline)) r.failures.push_back("timeline: " + p);
     } catch (const std::exception& e) {
       r.failures.push_back(e.what());
     }
@@ -217,7 +217,7 @@ RegressResult run_regress(const RegressConfig& cfg) {
 }
 
 void finish_stats(RegressResult& r) {
-  std::vector<Timeline> timelines;
+  std::vector<report::Timeline> timelines;
   for (const auto& s : r.runs)
     if (s.timeline) timelines.push_back(*s.timeline);
   r.stats = summarize(timelines);
@@ -247,8 +247,8 @@ std::string format_summary(const RegressResult& r) {
   out += fmt::format("  {:<28} {:>5} {:>10} {:>10} {:>10}   (simulated; nearest-rank percentiles)\n", "phase", "runs",
                      "p50", "p99", "max");
   for (const auto& s : r.stats)
-    out += fmt::format("  {:<28} {:>5} {:>10} {:>10} {:>10}\n", s.name, s.runs, human_duration(s.p50_ns),
-                       human_duration(s.p99_ns), human_duration(s.max_ns));
+    out += fmt::format("  {:<28} {:>5} {:>10} {:>10} {:>10}\n", s.name, s.runs, report::human_duration(s.p50_ns),
+                       report::human_duration(s.p99_ns), report::human_duration(s.max_ns));
   size_t degraded = 0;
   for (const auto& s : r.runs)
     if (s.timeline && s.timeline->degraded) ++degraded;
@@ -268,7 +268,7 @@ json to_json(const RegressResult& r) {
   for (const auto& s : r.runs) {
     json j{{"seed", s.seed}, {"passed", s.passed()}, {"status", s.state()}, {"exit_code", s.exit_code}, {"wall_s", s.wall_s},
            {"failures", s.failures}, {"rerun", shell_quote(s.argv)}, {"json", s.json_path}, {"log", s.log_path}};
-    if (s.timeline) j["report"] = to_json(*s.timeline);
+    if (s.timeline) j["report"] = report::to_json(*s.timeline);
     runs.push_back(j);
   }
   json stats = json::array();
@@ -326,4 +326,4 @@ std::string junit_xml(const RegressResult& r) {
   return out;
 }
 
-}  // namespace mxtb::host::report
+}  // namespace mxtb::host::regress

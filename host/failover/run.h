@@ -1,7 +1,7 @@
-// The main job's body: one failover scenario run against a board. The manager places the tenant
-// and pre-arms a spare, the faults are armed through the emulator's control block, a waveform
-// window opens shortly before the first failure, every failure is handled (a host disconnect
-// included), the fabric is checked, and the failovers' timelines become one report. `mxtb demo`,
+// A failover run, the main job's body: one failover scenario against a board. The manager places
+// the tenant and pre-arms a spare, the faults are armed through the emulator's control block, a
+// waveform window opens shortly before the first failure, every failure is handled (a host
+// disconnect included), the fabric is checked, and the failovers' timelines become one report. `mxtb demo`,
 // `mxtb bench reconfig` and the tests call it; it talks to the board only through host/fabric.
 // docs/failover.md.
 #pragma once
@@ -25,7 +25,7 @@ struct XpuFailure {
 
 // A lane (link = xpu * lanes_per_xpu + lane) with a bit error rate and/or a dark window, and/or
 // its receiver's fibre swapped with another link's. Times count from the same origin as XpuFailure.
-struct LaneFault {
+struct ScheduledLaneFault {
   int link = 0;
   double ber = 0;           // from the start of the run
   double dark_from_us = 0;
@@ -34,10 +34,10 @@ struct LaneFault {
   double swap_from_us = 0;
 };
 
-struct FailoverJob {
+struct FailoverRun {
   ManagerConfig manager;
   std::vector<XpuFailure> failures;            // a second entry is a double failure
-  std::vector<LaneFault> lane_faults;
+  std::vector<ScheduledLaneFault> lane_faults;
   HostDisconnect host_disconnect = HostDisconnect::None;  // hits the first failover
   double host_downtime_us = 300;               // how long the host stays away
   bool waves = false;                          // open the emulator's waveform window (WAVE_CTRL)
@@ -46,16 +46,16 @@ struct FailoverJob {
   double expect_total_ns_max = 0;              // 0: unchecked
 };
 
-struct FailoverJobResult {
+struct FailoverRunResult {
   report::Timeline timeline;             // the first failover's, with the later ones as notes
   std::vector<FailoverRecord> records;   // one per failover handled
   std::vector<std::string> failures;     // everything that did not hold; empty: passed
   bool passed() const { return failures.empty(); }
 };
 
-// Runs the job on `board` (the emulator: faults need its control block). Never throws for what
+// Runs `run` on `board` (the emulator: faults need its control block). Never throws for what
 // happens on the board: errors end up in `failures`. `progress` gets one line per milestone.
-FailoverJobResult run_failover_job(fabric::Board& board, const FailoverJob& job,
-                                   const std::function<void(const std::string&)>& progress = {});
+FailoverRunResult run_failover(fabric::Board& board, const FailoverRun& run,
+                               const std::function<void(const std::string&)>& progress = {});
 
 }  // namespace mxtb::host::failover

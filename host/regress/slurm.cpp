@@ -23,7 +23,7 @@
 
 extern char** environ;
 
-namespace mxtb::host::report {
+namespace mxtb::host::regress {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -457,4 +457,4 @@ RegressResult collect_slurm(const SlurmCampaign& c, const std::map<uint64_t, Slu
   return res;
 }
 
-}  // namespace mxtb::host::report
+}  // namespace mxtb::host::regress
