@@ -139,9 +139,9 @@ std::unique_ptr<ServerSim::Impl> make_reference_engine(ServerState& st) {
   return std::make_unique<ReferenceEngine<ReferenceController, ReferenceEndpoint, false>>(st);
 }
 
-// Over 100 lines on purpose: this is the emulator's clock as first written, every step in the
-// order the board takes it, which the fast engine is compared against; split, it would no longer
-// read as the one clock it is.
+// One clock of the whole server, every step in the order the board takes it.
+// Long: the emulator's clock as first written, the thing the fast engine is compared against; split,
+// it would no longer read as the one clock it is.
 template <class Ctl, class Ep, bool kTrace>
 void ReferenceEngine<Ctl, Ep, kTrace>::one_cycle() {
   auto& m = m_;
