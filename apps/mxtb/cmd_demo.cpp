@@ -89,7 +89,7 @@ int cmd_demo(const ArgList& argv) {
     fmt::print("mxtb demo: scenario {} (seed {}), time mode {}, {} XPUs x {} lanes, {}-port mesh, {} settle\n", s.name,
                s.seed, s.time_mode, s.shape.xpus, s.shape.lanes_per_xpu, s.shape.mesh_ports, sim::to_string(s.settle));
   DemoRun r = run_demo(s, o);
-  fmt::print("{}", host::report::format_table(r.job.timeline));
+  fmt::print("{}", host::report::format_table(r.failover.timeline));
   fmt::print("  emulated {:.1f} us of the server in {:.1f} s wall; client: {} packets, {} timeouts ({} while the target was "
              "executing the packet, {} status rounds while its process was silent), slowest answer {:.1f} ms\n", r.sim_ns / 1000.0,
              r.wall_s, r.client.packets_sent, r.client.timeouts, r.client.busy_waits, r.client.silent_waits, r.client.worst_answer_ms);
@@ -98,10 +98,10 @@ int cmd_demo(const ArgList& argv) {
     std::ofstream f(args.str("--json"));
     if (!(f << demo_json(s, r).dump(2) << "\n")) throw std::runtime_error("cannot write " + args.str("--json"));
   }
-  if (sweep && r.job.passed()) {
+  if (sweep && r.failover.passed()) {
     SweepInputs in;
     try {
-      in = sweep_inputs(r.job.timeline);
+      in = sweep_inputs(r.failover.timeline);
     } catch (const std::runtime_error& e) {
       throw InputError(fmt::format("--sweep on scenario {}: {}", s.name, e.what()));
     }
@@ -113,12 +113,12 @@ int cmd_demo(const ArgList& argv) {
     fmt::print("  wrote {}\n", json_path);
     plot_sweep(in, points, svg);  // says what it wrote, or why it could not
   }
-  if (sweep && !r.job.passed()) fmt::print("no what-if sweep: the run it would start from failed\n");
-  if (r.job.passed()) {
+  if (sweep && !r.failover.passed()) fmt::print("no what-if sweep: the run it would start from failed\n");
+  if (r.failover.passed()) {
     fmt::print("PASS\n");
     return 0;
   }
-  for (const auto& f : r.job.failures) fmt::print("FAIL: {}\n", f);
+  for (const auto& f : r.failover.failures) fmt::print("FAIL: {}\n", f);
   return 1;
 }
 

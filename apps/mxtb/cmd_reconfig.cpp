@@ -43,7 +43,7 @@ int cmd_bench_reconfig(const ArgList& argv) {
     fmt::print("  running {} ...\n", sim::to_string(preset));
     std::fflush(stdout);
     DemoRun r = run_demo(s, o);
-    all_ok = all_ok && r.job.passed();
+    all_ok = all_ok && r.failover.passed();
     json j = demo_json(s, r);
     j["settle_preset"] = sim::to_string(preset);
     j["tau_ns"] = sim::preset_tau_ns(preset);
@@ -53,7 +53,7 @@ int cmd_bench_reconfig(const ArgList& argv) {
   // The hardware phases (failure to the last spare link Active), in the first run's order.
   std::vector<std::string> names;
   for (const auto& [preset, r] : results)
-    for (const auto& p : r.job.timeline.phases)
+    for (const auto& p : r.failover.timeline.phases)
       if ((p.source == "rtl" || p.source == "firmware") &&
           std::find(names.begin(), names.end(), p.name) == names.end())
         names.push_back(p.name);
@@ -64,19 +64,19 @@ int cmd_bench_reconfig(const ArgList& argv) {
     fmt::print("  {:<14}", preset);
     for (const auto& n : names) {
       double us = -1;
-      for (const auto& p : r.job.timeline.phases)
+      for (const auto& p : r.failover.timeline.phases)
         if (p.name == n) us = p.duration_ns() / 1000;
       if (us < 0) fmt::print(" {:>10}", "-");
       else fmt::print(" {:>10.3f}", us);
     }
-    fmt::print(" {:>12.3f} {:>9.2f}{}\n", r.job.timeline.hardware_ns / 1000, r.wall_s, r.job.passed() ? "" : "  FAILED");
+    fmt::print(" {:>12.3f} {:>9.2f}{}\n", r.failover.timeline.hardware_ns / 1000, r.wall_s, r.failover.passed() ? "" : "  FAILED");
   }
-  double thermo_us = results[1].second.job.timeline.hardware_ns / 1000;
+  double thermo_us = results[1].second.failover.timeline.hardware_ns / 1000;
   fmt::print("  (phase durations in simulated us; wall_s includes the emulator's start)\n"
              "  thermo-optic failure to Active: {:.1f} us, goal < 1000 us: {}\n",
              thermo_us, thermo_us < 1000 ? "met" : "NOT met");
   for (const auto& [preset, r] : results)
-    for (const auto& f : r.job.failures) fmt::print("  FAIL {}: {}\n", preset, f);
+    for (const auto& f : r.failover.failures) fmt::print("  FAIL {}: {}\n", preset, f);
   if (args.has("--json")) {
     std::ofstream f(args.str("--json"));
     if (!(f << json{{"bench", "reconfig"},         {"time_mode", "lockstep"},

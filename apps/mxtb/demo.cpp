@@ -45,29 +45,29 @@ DemoRun run_demo(const FailoverScenario& s, const DemoOptions& o) {
   fabric::Client client(emu.target(), opts);
   fabric::Board board(client);
 
-  host::failover::FailoverRun job = failover_job(s);
-  job.waves = o.waves;
+  host::failover::FailoverRun failover = failover_run(s);
+  failover.waves = o.waves;
   if (o.restart) {
     host::comm::RankGroupConfig rc;
     rc.executable = fabric::self_executable();
     rc.work_dir = o.out_dir + "/ranks";
     rc.restart = *o.restart;
-    job.manager.comm = rc;
-    job.manager.compare_restart = o.compare_restart;
+    failover.manager.comm = rc;
+    failover.manager.compare_restart = o.compare_restart;
   }
   DemoRun run;
-  run.job = host::failover::run_failover(board, job, say);
+  run.failover = host::failover::run_failover(board, failover, say);
   run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   try {
     run.sim_ns = board.clock().now_ns();
   } catch (const std::exception&) {
-    // The emulator is gone: the job's failures say why.
+    // The emulator is gone: the failover run's failures say why.
   }
   // An emulator that ended on its own (a failed RTL assertion, a crash) is the reason for whatever
-  // the job saw after it: say how, with the end of its log (Verilator's line, the rerun command).
-  if (auto how = emu.ended()) run.job.failures.push_back(fmt::format("the emulator (mxtb sim) {}", *how));
+  // the failover run saw after it: say how, with the end of its log (Verilator's line, the rerun command).
+  if (auto how = emu.ended()) run.failover.failures.push_back(fmt::format("the emulator (mxtb sim) {}", *how));
   run.client = client.stats();
-  run.written = report::write_report_files(run.job.timeline, o.out_dir);
+  run.written = report::write_report_files(run.failover.timeline, o.out_dir);
   if (o.waves) run.written.push_back(o.out_dir + "/waves.fst");
   emu.stop();
   return run;
@@ -75,11 +75,11 @@ DemoRun run_demo(const FailoverScenario& s, const DemoOptions& o) {
 
 json demo_json(const FailoverScenario& s, const DemoRun& r) {
   json failovers = json::array();
-  for (const auto& f : r.job.records)
+  for (const auto& f : r.failover.records)
     failovers.push_back({{"failed", f.failed}, {"spare", f.spare ? json(*f.spare) : json(nullptr)},
                          {"fast_path", f.fast_path}, {"report", report::to_json(f.timeline)}, {"problems", f.problems}});
-  return json{{"scenario", to_json(s)},        {"report", report::to_json(r.job.timeline)}, {"failovers", failovers},
-              {"failures", r.job.failures},    {"passed", r.job.passed()},                  {"wall_s", r.wall_s},
+  return json{{"scenario", to_json(s)},        {"report", report::to_json(r.failover.timeline)}, {"failovers", failovers},
+              {"failures", r.failover.failures},    {"passed", r.failover.passed()},                  {"wall_s", r.wall_s},
               {"ipbus", {{"packets", r.client.packets_sent}, {"timeouts", r.client.timeouts}, {"busy_waits", r.client.busy_waits},
                          {"silent_waits", r.client.silent_waits},
                          {"status_requests", r.client.status_requests}, {"resend_requests", r.client.resend_requests},

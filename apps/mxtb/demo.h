@@ -36,7 +36,7 @@ struct DemoOptions {
 };
 
 struct DemoRun {
-  host::failover::FailoverRunResult job;
+  host::failover::FailoverRunResult failover;
   double wall_s = 0;                  // the whole run, the emulator's start included
   uint64_t sim_ns = 0;                // board time at the end
   host::fabric::ClientStats client;
@@ -44,7 +44,7 @@ struct DemoRun {
 };
 
 // Throws UsageError for a scenario the demo cannot measure (not lockstep); everything that
-// happens on the board ends up in DemoRun::job.failures.
+// happens on the board ends up in DemoRun::failover.failures.
 DemoRun run_demo(const FailoverScenario& s, const DemoOptions& o);
 
 // The demo's JSON (mxtb demo --json, the regression's per-seed file): the scenario, the report,

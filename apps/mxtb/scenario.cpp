@@ -739,7 +739,7 @@ sim::EmulatorConfig emulator_config(const FailoverScenario& s, const std::string
   return cfg;
 }
 
-host::failover::FailoverRun failover_job(const FailoverScenario& s) {
+host::failover::FailoverRun failover_run(const FailoverScenario& s) {
   host::failover::FailoverRun job;
   auto& c = job.manager;
   c.shape = s.shape;

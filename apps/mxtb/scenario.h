@@ -111,6 +111,6 @@ nlohmann::json to_json(const FailoverScenario& s);
 sim::EmulatorConfig emulator_config(const FailoverScenario& s, const std::string& source,
                                     const std::string& calibration_file);
 // The host's part: the manager's configuration, the faults to arm, the expectations.
-host::failover::FailoverRun failover_job(const FailoverScenario& s);
+host::failover::FailoverRun failover_run(const FailoverScenario& s);
 
 }  // namespace mxtb::app

@@ -9,6 +9,7 @@
 // a cycle while the other is idle. When both request, the one not granted last goes first (round
 // robin), so neither starves the other. A master offering a read and a write at once gets the read.
 `include "mxtb_assert.svh"
+`include "axi_ports.svh"
 
 module axil_arbiter (
   input  logic        clk_i,
@@ -33,23 +34,7 @@ module axil_arbiter (
   output logic [1:0]  s_rvalid,
   input  logic [1:0]  s_rready,
   // the slave
-  output logic [31:0] m_awaddr,
-  output logic        m_awvalid,
-  input  logic        m_awready,
-  output logic [31:0] m_wdata,
-  output logic [3:0]  m_wstrb,
-  output logic        m_wvalid,
-  input  logic        m_wready,
-  input  logic [1:0]  m_bresp,
-  input  logic        m_bvalid,
-  output logic        m_bready,
-  output logic [31:0] m_araddr,
-  output logic        m_arvalid,
-  input  logic        m_arready,
-  input  logic [31:0] m_rdata,
-  input  logic [1:0]  m_rresp,
-  input  logic        m_rvalid,
-  output logic        m_rready
+  `AXIL_MASTER_PORTS(m_)
 );
   // The transaction granted: whose, a read or a write; open until its response is taken.
   logic busy_q, owner_q, read_q, last_q;

@@ -11,6 +11,7 @@
 // every access against these windows and the generated access rules before it moves, so the
 // decoder's DECERR for an address outside them is a second line that only a broken master meets.
 `include "mxtb_assert.svh"
+`include "axi_ports.svh"
 
 module board_bus #(
   parameter bit EMU_PORT  = 1'b1,   // the emulator's control block on the bus (0 on a board)
@@ -22,53 +23,15 @@ module board_bus #(
   input  logic        clk_i,
   input  logic        rst_ni,
   // the UDP core's payloads (AXI4-Stream), as ipbus_transactor takes and gives them
-  input  logic [31:0] s_axis_tdata,
-  input  logic [3:0]  s_axis_tkeep,
-  input  logic        s_axis_tlast,
-  input  logic        s_axis_tvalid,
-  output logic        s_axis_tready,
-  output logic [31:0] m_axis_tdata,
-  output logic        m_axis_tlast,
-  output logic        m_axis_tvalid,
-  input  logic        m_axis_tready,
+  `AXIS_SINK_PORTS(s_axis_),
+  `AXIS_SOURCE_PORTS(m_axis_),
   output logic        stat_valid_o,
   output logic [1:0]  stat_kind_o,
   output logic [3:0]  stat_fault_o,
   // the controller's register slave (byte addresses within its window), AXI4-Lite master
-  output logic [31:0] m_ctrl_awaddr,
-  output logic        m_ctrl_awvalid,
-  input  logic        m_ctrl_awready,
-  output logic [31:0] m_ctrl_wdata,
-  output logic [3:0]  m_ctrl_wstrb,
-  output logic        m_ctrl_wvalid,
-  input  logic        m_ctrl_wready,
-  input  logic [1:0]  m_ctrl_bresp,
-  input  logic        m_ctrl_bvalid,
-  output logic        m_ctrl_bready,
-  output logic [31:0] m_ctrl_araddr,
-  output logic        m_ctrl_arvalid,
-  input  logic        m_ctrl_arready,
-  input  logic [31:0] m_ctrl_rdata,
-  input  logic [1:0]  m_ctrl_rresp,
-  input  logic        m_ctrl_rvalid,
-  output logic        m_ctrl_rready,
+  `AXIL_MASTER_PORTS(m_ctrl_),
   // the emulator's control block (EMU_PORT; byte addresses within the block), AXI4-Lite master
-  output logic [31:0] m_emu_awaddr,
-  output logic        m_emu_awvalid,
-  input  logic        m_emu_awready,
-  output logic [31:0] m_emu_wdata,
-  input  logic        m_emu_wready,
-  output logic        m_emu_wvalid,
-  input  logic [1:0]  m_emu_bresp,
-  input  logic        m_emu_bvalid,
-  output logic        m_emu_bready,
-  output logic [31:0] m_emu_araddr,
-  output logic        m_emu_arvalid,
-  input  logic        m_emu_arready,
-  input  logic [31:0] m_emu_rdata,
-  input  logic [1:0]  m_emu_rresp,
-  input  logic        m_emu_rvalid,
-  output logic        m_emu_rready
+  `AXIL_MASTER_PORTS_NO_WSTRB(m_emu_)
 );
   // ---- the transactor: the bus master ----
   logic [31:0] awaddr, wdata, araddr, rdata;

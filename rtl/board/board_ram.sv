@@ -11,6 +11,7 @@ module board_ram #(
 ) (
   input  logic        clk_i,
   input  logic        rst_ni,
+  // AXI4-Lite slave, written out for its waivers (rtl/common/axi_ports.svh says why)
   /* verilator lint_off UNUSEDSIGNAL */  // byte addresses of whole words: bits 1:0 are 0
   input  logic [31:0] s_axil_awaddr,   // byte address within the RAM
   /* verilator lint_on UNUSEDSIGNAL */

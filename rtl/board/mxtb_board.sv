@@ -4,6 +4,7 @@
 // firmware processor (its AXI4-Lite master, the s_fw_* port) share the optical switch controller's
 // register slave through axil_arbiter.sv; the controller's DAC, photodiode and link ports are the
 // top's. docs/board.md.
+`include "axi_ports.svh"
 
 module mxtb_board #(
   parameter bit EMU_PORT  = 1'b1,   // the emulator's control block on the bus (0 on a board)
@@ -17,36 +18,13 @@ module mxtb_board #(
   input  logic                 clk_i,
   input  logic                 rst_ni,
   // the UDP core's payloads (AXI4-Stream), as ipbus_transactor takes and gives them
-  input  logic [31:0]          s_axis_tdata,
-  input  logic [3:0]           s_axis_tkeep,
-  input  logic                 s_axis_tlast,
-  input  logic                 s_axis_tvalid,
-  output logic                 s_axis_tready,
-  output logic [31:0]          m_axis_tdata,
-  output logic                 m_axis_tlast,
-  output logic                 m_axis_tvalid,
-  input  logic                 m_axis_tready,
+  `AXIS_SINK_PORTS(s_axis_),
+  `AXIS_SOURCE_PORTS(m_axis_),
   output logic                 stat_valid_o,
   output logic [1:0]           stat_kind_o,
   output logic [3:0]           stat_fault_o,
   // the firmware processor's AXI4-Lite master (byte addresses within the controller's window)
-  input  logic [31:0]          s_fw_awaddr,
-  input  logic                 s_fw_awvalid,
-  output logic                 s_fw_awready,
-  input  logic [31:0]          s_fw_wdata,
-  input  logic [3:0]           s_fw_wstrb,
-  input  logic                 s_fw_wvalid,
-  output logic                 s_fw_wready,
-  output logic [1:0]           s_fw_bresp,
-  output logic                 s_fw_bvalid,
-  input  logic                 s_fw_bready,
-  input  logic [31:0]          s_fw_araddr,
-  input  logic                 s_fw_arvalid,
-  output logic                 s_fw_arready,
-  output logic [31:0]          s_fw_rdata,
-  output logic [1:0]           s_fw_rresp,
-  output logic                 s_fw_rvalid,
-  input  logic                 s_fw_rready,
+  `AXIL_SLAVE_PORTS(s_fw_, [31:0]),
   // the controller's physical ports
   output logic                 dac_valid_o,
   output logic [7:0]           dac_elem_o,
@@ -64,22 +42,7 @@ module mxtb_board #(
   output logic [N_LINKS*8-1:0] link_expect_lane_o,
   output logic [N_LINKS-1:0]   link_retrain_o,
   // the emulator's control block (EMU_PORT; byte addresses within the block), AXI4-Lite master
-  output logic [31:0]          m_emu_awaddr,
-  output logic                 m_emu_awvalid,
-  input  logic                 m_emu_awready,
-  output logic [31:0]          m_emu_wdata,
-  output logic                 m_emu_wvalid,
-  input  logic                 m_emu_wready,
-  input  logic [1:0]           m_emu_bresp,
-  input  logic                 m_emu_bvalid,
-  output logic                 m_emu_bready,
-  output logic [31:0]          m_emu_araddr,
-  output logic                 m_emu_arvalid,
-  input  logic                 m_emu_arready,
-  input  logic [31:0]          m_emu_rdata,
-  input  logic [1:0]           m_emu_rresp,
-  input  logic                 m_emu_rvalid,
-  output logic                 m_emu_rready
+  `AXIL_MASTER_PORTS_NO_WSTRB(m_emu_)
 );
   logic [31:0] ctrl_awaddr, ctrl_wdata, ctrl_araddr, ctrl_rdata;
   logic [3:0] ctrl_wstrb;

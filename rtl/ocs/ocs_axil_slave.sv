@@ -7,6 +7,7 @@
 // (pop, read-clear, latch) therefore happen exactly once per read. When a read and a write are
 // both offered in the same cycle the write goes first.
 `include "mxtb_assert.svh"
+`include "axi_ports.svh"
 
 module ocs_axil_slave #(
   parameter int AW = 16
@@ -14,23 +15,7 @@ module ocs_axil_slave #(
   input  logic          clk_i,
   input  logic          rst_ni,
   // AXI4-Lite
-  input  logic [AW-1:0] s_axil_awaddr,
-  input  logic          s_axil_awvalid,
-  output logic          s_axil_awready,
-  input  logic [31:0]   s_axil_wdata,
-  input  logic [3:0]    s_axil_wstrb,
-  input  logic          s_axil_wvalid,
-  output logic          s_axil_wready,
-  output logic [1:0]    s_axil_bresp,
-  output logic          s_axil_bvalid,
-  input  logic          s_axil_bready,
-  input  logic [AW-1:0] s_axil_araddr,
-  input  logic          s_axil_arvalid,
-  output logic          s_axil_arready,
-  output logic [31:0]   s_axil_rdata,
-  output logic [1:0]    s_axil_rresp,
-  output logic          s_axil_rvalid,
-  input  logic          s_axil_rready,
+  `AXIL_SLAVE_PORTS(s_axil_, [AW-1:0]),
   // register requests
   output logic          wr_req_o,
   output logic [AW-1:0] wr_addr_o,

@@ -3,6 +3,7 @@
 // DAC port to the mesh, monitor photodiodes, link monitor and event log, interrupts, host watchdog
 // and safe state, free-running cycle counter, scratch RAM.
 `include "mxtb_assert.svh"
+`include "axi_ports.svh"
 
 module ocs_controller #(
   parameter int N_PORTS             = 32,   // port-map entries / photodiodes, at most 64
@@ -26,23 +27,7 @@ module ocs_controller #(
   input  logic                 clk_i,
   input  logic                 rst_ni,
   // AXI4-Lite slave
-  input  logic [15:0]          s_axil_awaddr,
-  input  logic                 s_axil_awvalid,
-  output logic                 s_axil_awready,
-  input  logic [31:0]          s_axil_wdata,
-  input  logic [3:0]           s_axil_wstrb,
-  input  logic                 s_axil_wvalid,
-  output logic                 s_axil_wready,
-  output logic [1:0]           s_axil_bresp,
-  output logic                 s_axil_bvalid,
-  input  logic                 s_axil_bready,
-  input  logic [15:0]          s_axil_araddr,
-  input  logic                 s_axil_arvalid,
-  output logic                 s_axil_arready,
-  output logic [31:0]          s_axil_rdata,
-  output logic [1:0]           s_axil_rresp,
-  output logic                 s_axil_rvalid,
-  input  logic                 s_axil_rready,
+  `AXIL_SLAVE_PORTS(s_axil_, [15:0]),
   // DAC port to the mesh: one element write per update slot
   output logic                 dac_valid_o,
   output logic [7:0]           dac_elem_o,

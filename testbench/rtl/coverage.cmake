@@ -3,7 +3,7 @@ target_link_libraries(rtl_tests PRIVATE mxtb_rtl_coverage)
 target_link_libraries(rtl_ocs_tests PRIVATE mxtb_rtl_coverage)
 
 # The controller's directed testbench on the coverage variant of the shrunk model
-# (cmake/coverage.cmake); the default-parameter smoke test in it runs the ordinary model.
+# (rtl/models.cmake); the default-parameter smoke test in it runs the ordinary model.
 add_executable(rtl_ocs_tests_cov ${MXTB_DOCTEST_MAIN} test_ocs_controller.cpp)
 target_link_libraries(rtl_ocs_tests_cov PRIVATE mxtb_rtl_ocs mxtb_rtl_ocs_small_cov mxtb_rtl_coverage_on mxtb_defs
   doctest::doctest)

@@ -1,6 +1,6 @@
 // Directed testbenches for ocs_controller (docs/ocs-controller.md). Most run on Vocs_ctl_small:
 // 8 ports, 20 elements, 4 links, 8 log entries, DAC update slot 4, settle 50, photodiode timeout
-// 32 (rtl/CMakeLists.txt). The bench has an AXI4-Lite bus-functional model that checks every
+// 32 (rtl/models.cmake). The bench has an AXI4-Lite bus-functional model that checks every
 // handshake and response, a photodiode responder (a dBm per port, answering after a few cycles)
 // and a log of every DAC write. Register offsets and fields come from the generated
 // <mxtb/ocs_regs.h>; the default-parameter model Vocs_controller gets a smoke test.

@@ -32,7 +32,7 @@ uint32_t words_in_model(const mxtb::ocs::RegInfo& r) {
 }
 
 // What each register reads right after reset on Vocs_ctl_small: the generated resets, except the
-// parameters the shrunk model overrides (PARAMS, SIZES, and the resets rtl/CMakeLists.txt sets).
+// parameters the shrunk model overrides (PARAMS, SIZES, and the resets rtl/models.cmake sets).
 uint32_t small_reset(const mxtb::ocs::RegInfo& r) {
   if (r.offset == reg::params::kOffset) return (12u << 16) | (4u << 8) | 8u;
   if (r.offset == reg::sizes::kOffset) return (static_cast<uint32_t>(kDepth) << 16) | kElems;

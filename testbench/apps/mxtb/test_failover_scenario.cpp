@@ -65,7 +65,7 @@ TEST_CASE("failover scenario: one conversion each into the emulator's and the fa
   CHECK(emu.time_mode == mxtb::emu::TimeMode::Lockstep);
   CHECK(emu.calibration_file == "cal.json");
 
-  auto job = failover_job(s);
+  auto job = failover_run(s);
   CHECK(job.manager.shape == s.shape);
   CHECK(job.manager.tenant.xpu_of_position == s.tenant.xpu_of_position);
   CHECK(job.manager.spares == s.spares);
@@ -85,7 +85,7 @@ TEST_CASE("failover scenario: one conversion each into the emulator's and the fa
 
   // A MEMS mesh settles in 5 ms: the manager waits long enough for its circuits.
   FailoverScenario mems = parse_failover_scenario(json{{"settle", "mems"}}, "mems.json");
-  CHECK(failover_job(mems).manager.link_up_timeout_ns >= 10'000'000);
+  CHECK(failover_run(mems).manager.link_up_timeout_ns >= 10'000'000);
 
   // A shape the emulator has no verilated models for is refused, naming the file.
   FailoverScenario wide = parse_failover_scenario(json{{"server", {{"xpus", 8}, {"mesh_ports", 64}}}}, "wide.json");
@@ -198,7 +198,7 @@ TEST_CASE("failover scenario: a job of collectives reaches the emulator (its XPU
   CHECK(emu.job.xpus == std::vector<int>{3, 0, 2, 1, 4});  // the tenant's and the spare
   CHECK(emu.job.link_loss_cycles == 1563);                 // 10 us at 156.25 MHz
   CHECK(emu.job.gap_cycles == 157);
-  auto fj = failover_job(s);
+  auto fj = failover_run(s);
   REQUIRE(fj.manager.job);
   CHECK(fj.manager.job->spec.op == mxtb::emu::JobOp::AllToAll);
   CHECK(fj.manager.job->spec.type == mxtb::emu::JobType::Bfloat16);
@@ -207,7 +207,7 @@ TEST_CASE("failover scenario: a job of collectives reaches the emulator (its XPU
   // Without one, the XPUs run random traffic.
   FailoverScenario plain = parse_failover_scenario(json::object(), "p.json");
   CHECK(emulator_config(plain, "p.json", "cal.json").job.xpus.empty());
-  CHECK(!failover_job(plain).manager.job);
+  CHECK(!failover_run(plain).manager.job);
 
   CHECK(error_of(json{{"collective", {{"op", "broadcast"}}}}) ==
         "f.json: $.collective.op: \"broadcast\" is not one of all_reduce, reduce_scatter, all_gather, alltoall");
@@ -219,7 +219,7 @@ TEST_CASE("failover scenario: a job of collectives reaches the emulator (its XPU
 
   // A replayed host charge reaches the manager and survives the scenario's round trip; a bad one is named.
   FailoverScenario replay = parse_failover_scenario(json{{"host_decide_ns", 12345}}, "r.json");
-  CHECK(failover_job(replay).manager.decide_compute_ns == std::optional<uint64_t>(12345));
+  CHECK(failover_run(replay).manager.decide_compute_ns == std::optional<uint64_t>(12345));
   CHECK(parse_failover_scenario(to_json(replay), "r2.json").host_decide_ns == std::optional<uint64_t>(12345));
   CHECK(error_of(json{{"host_decide_ns", 0}}) == "f.json: $.host_decide_ns: must be in [1, 100000000], got 0");
   CHECK(error_of(json{{"host_decide_ns", 1.5}}) == "f.json: $.host_decide_ns: must be a non-negative integer, got 1.5");
