@@ -7,6 +7,7 @@
 // verilation. Errors name the file and the JSON path of the offending entry.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <fstream>
@@ -55,8 +56,10 @@ struct Field {
 };
 
 // A 32-bit register, or a window of `count` consecutive registers (count > 1) sharing one layout.
+// read, write: when an access is answered (a file with "register_answers" only; "" where the
+// access does not allow it).
 struct Register {
-  std::string name, doc, access;
+  std::string name, doc, access, read, write;
   uint32_t offset, count;
   uint32_t reset;
   std::vector<Field> fields;
@@ -67,8 +70,16 @@ struct Defs {
   std::vector<Constant> constants;
   std::vector<Enum> enums;
   int addr_width = 16;
+  bool register_answers = false;  // every register says when a read and a write of it are answered
   std::vector<Register> registers;
 };
+
+// "register_answers": when the emulator answers an access of a register of its block, per read and
+// per write (protocol/emu_regs.json). Within the board's clock, as block RAM answers; or the
+// server's step stops and the simulation thread answers: a read of what only the kernel or the
+// wall clock knows, a write that runs simulated time or acts on the server.
+const std::vector<std::string> kReadAnswers{"in_clock", "stops_step"};
+const std::vector<std::string> kWriteAnswers{"in_clock", "runs_time", "acts_on_server"};
 
 std::string hex(uint64_t v, int digits) {
   std::ostringstream o;
@@ -236,12 +247,42 @@ class Reader {
     return {msb, lsb};
   }
 
+  // A register's "read" or "write" answer: one of `values` where the file has "register_answers"
+  // and the register's access allows it, absent ("") otherwise.
+  std::string answer(const json& r, const Defs& d, const Register& reg, const std::string& where, const char* key,
+                     const std::vector<std::string>& values) const {
+    const bool is_read = key[0] == 'r';
+    const bool allowed = is_read ? reg.access != "wo" : reg.access != "ro";
+    if (!d.register_answers) {
+      if (r.contains(key)) fail(where + "." + key, "an answer, but the file does not set \"register_answers\"");
+      return "";
+    }
+    if (!allowed) {
+      if (r.contains(key))
+        fail(where + "." + key, "a" + std::string(reg.access == "ro" ? " ro" : " wo") + " register is never " +
+                                    (is_read ? "read" : "written") + ": it has no " + key + " answer");
+      return "";
+    }
+    std::string list;
+    for (size_t i = 0; i < values.size(); ++i)
+      list += (i ? (i + 1 == values.size() ? " or " : ", ") : "") + values[i];
+    if (!r.contains(key)) fail(where, std::string("missing field \"") + key + "\" (" + list + ")");
+    std::string v = str(r, where, key);
+    if (std::find(values.begin(), values.end(), v) == values.end())
+      fail(where + "." + key, std::string("unknown ") + key + " answer \"" + v + "\" (" + list + ")");
+    return v;
+  }
+
   template <class Unique>
   void read_registers(const json& j, Defs& d, Unique& unique) const {
     if (j.contains("addr_width")) {
       uint64_t w = uint(j, "$", "addr_width");
       if (w < 3 || w > 32) fail("$.addr_width", "must be 3..32, got " + std::to_string(w));
       d.addr_width = static_cast<int>(w);
+    }
+    if (j.contains("register_answers")) {
+      if (!j["register_answers"].is_boolean()) fail("$.register_answers", "must be true or false");
+      d.register_answers = j["register_answers"].get<bool>();
     }
     if (!j["registers"].is_array()) fail("$.registers", "must be an array");
     static const std::set<std::string> kAccess{"ro", "rw", "wo", "w1c", "rc"};
@@ -260,6 +301,8 @@ class Reader {
       reg.access = str(r, where, "access");
       if (!kAccess.count(reg.access))
         fail(where + ".access", "unknown access \"" + reg.access + "\" (ro, rw, wo, w1c or rc)");
+      reg.read = answer(r, d, reg, where, "read", kReadAnswers);
+      reg.write = answer(r, d, reg, where, "write", kWriteAnswers);
       uint64_t offset = address(r, where, "offset");
       uint64_t count = r.contains("count") ? uint(r, where, "count") : 1;
       if (count < 1) fail(where + ".count", "must be at least 1");
@@ -405,6 +448,30 @@ std::string sv(const Defs& d) {
   return o.str();
 }
 
+// in_clock -> InClock; "" (the access is not allowed) -> None.
+std::string answer_name(const std::string& a) { return a.empty() ? "None" : camel(a); }
+
+// "register_answers": the C++ side of a register's "read" and "write".
+std::string answer_enums(const Defs& d) {
+  if (!d.register_answers) return "";
+  std::ostringstream o;
+  o << "// When an access of a register is answered (\"read\", \"write\"): within the board's clock, as\n"
+    << "// block RAM answers, or with the server's step stopped. None: the access is not allowed.\n"
+    << "enum class ReadAnswer : uint8_t { None";
+  for (const auto& a : kReadAnswers) o << ", " << camel(a);
+  o << " };\nenum class WriteAnswer : uint8_t { None";
+  for (const auto& a : kWriteAnswers) o << ", " << camel(a);
+  o << " };\n\n";
+  for (const char* kind : {"Read", "Write"}) {
+    const auto& values = kind[0] == 'R' ? kReadAnswers : kWriteAnswers;
+    o << "inline constexpr std::string_view to_string(" << kind << "Answer a) {\n  switch (a) {\n"
+      << "    case " << kind << "Answer::None: return \"none\";\n";
+    for (const auto& a : values) o << "    case " << kind << "Answer::" << camel(a) << ": return \"" << a << "\";\n";
+    o << "  }\n  return \"?\";\n}\n\n";
+  }
+  return o.str();
+}
+
 void cpp_registers(const Defs& d, std::ostringstream& o) {
   o << "\n// ---- Register map: byte offsets in a " << d.addr_width
     << "-bit address space of 32-bit registers ----\n\n"
@@ -413,15 +480,18 @@ void cpp_registers(const Defs& d, std::ostringstream& o) {
     << "  switch (a) {\n    case Access::RO: return \"ro\";\n    case Access::RW: return \"rw\";\n"
     << "    case Access::WO: return \"wo\";\n    case Access::W1C: return \"w1c\";\n    case Access::RC: return \"rc\";\n"
     << "  }\n  return \"?\";\n}\n\n"
+    << answer_enums(d)
     << "struct FieldInfo {\n  std::string_view name;\n  unsigned lsb, width;\n  uint32_t mask;  // in place\n"
     << "  uint32_t reset;\n  constexpr uint32_t get(uint32_t reg) const { return (reg & mask) >> lsb; }\n"
     << "  constexpr uint32_t set(uint32_t reg, uint32_t v) const { return (reg & ~mask) | ((v << lsb) & mask); }\n};\n\n"
     << "struct RegInfo {\n  std::string_view name;\n  uint32_t offset;  // byte address of word 0\n"
     << "  uint32_t count;   // words: 1, or the window's size\n  Access access;\n  uint32_t reset;\n"
     << "  const FieldInfo* fields;\n  std::size_t n_fields;\n  std::string_view doc;\n"
+    << (d.register_answers ? "  ReadAnswer read;    // when a read is answered\n  WriteAnswer write;  // when a write is answered\n" : "")
     << "  constexpr uint32_t addr(uint32_t i = 0) const { return offset + 4 * i; }\n};\n\n"
     << "inline constexpr int kAddrWidth = " << d.addr_width << ";\n\n"
-    << "// One namespace per register: kOffset, kReset, kAccess, (windows: kCount, addr(i)), and per field\n"
+    << "// One namespace per register: kOffset, kReset, kAccess, " << (d.register_answers ? "kRead, kWrite, " : "")
+    << "(windows: kCount, addr(i)), and per field\n"
     << "// k<Field>Shift, k<Field>Width, k<Field>Mask (in place), k<Field>Reset; kFields lists them.\n"
     << "namespace reg {\n";
   auto access = [](const std::string& a) { return "Access::" + upper(a); };
@@ -432,6 +502,9 @@ void cpp_registers(const Defs& d, std::ostringstream& o) {
       << "inline constexpr uint32_t kCount = " << r.count << "u;\n"
       << "inline constexpr uint32_t kReset = " << hex(r.reset, 8) << "u;\n"
       << "inline constexpr Access kAccess = " << access(r.access) << ";\n"
+      << (d.register_answers ? "inline constexpr ReadAnswer kRead = ReadAnswer::" + answer_name(r.read) +
+                                   ";\ninline constexpr WriteAnswer kWrite = WriteAnswer::" + answer_name(r.write) + ";\n"
+                             : std::string())
       << "constexpr uint32_t addr(uint32_t i = 0) { return kOffset + 4 * i; }\n";
     for (const auto& f : r.fields) {
       int w = f.msb - f.lsb + 1;
@@ -456,7 +529,8 @@ void cpp_registers(const Defs& d, std::ostringstream& o) {
     std::string ns = "reg::" + lower(r.name) + "::";
     const std::string doc = cpp_escape(r.doc);
     o << "    {\"" << r.name << "\", " << ns << "kOffset, " << ns << "kCount, " << ns << "kAccess, " << ns << "kReset, "
-      << ns << "kFields, " << r.fields.size() << ", \"" << doc << "\"},\n";
+      << ns << "kFields, " << r.fields.size() << ", \"" << doc << "\""
+      << (d.register_answers ? ", " + ns + "kRead, " + ns + "kWrite" : std::string()) << "},\n";
   }
   o << "};\n\ninline constexpr std::size_t kNumRegisters = " << d.registers.size() << ";\n\n"
     << "// The register (or window) named `name`, or nullptr.\n"
@@ -517,17 +591,28 @@ std::string md(const Defs& d) {
     o << "\n## Registers\n\n32-bit registers on a " << d.addr_width
       << "-bit byte address space. Access: `ro` read-only, `rw` read/write, `wo` write-only (reads "
          "give 0), `w1c` write 1 to clear, `rc` reading clears (or pops). A window is an array of "
-         "consecutive words with one layout.\n\n| offset | name | access | words | reset | meaning |\n"
-         "|---|---|---|---|---|---|\n";
+         "consecutive words with one layout.";
+    if (d.register_answers)
+      o << " Read, write: when the emulator answers the access. `in_clock`: within the board's clock, as "
+           "block RAM answers (the register is state the block holds); every other answer stops the "
+           "server's step and is given by the simulation thread: `stops_step` (a read of what the kernel "
+           "or the wall clock knows), `runs_time` (a write that runs simulated time before it is answered), "
+           "`acts_on_server` (a write that acts on the server, its job or the kernel); — where the access "
+           "is not allowed.";
+    o << "\n\n| offset | name | access | words | reset | " << (d.register_answers ? "read | write | " : "")
+      << "meaning |\n|---|---|---|---|---|" << (d.register_answers ? "---|---|" : "") << "---|\n";
+    auto shown = [](const std::string& a) { return a.empty() ? std::string("—") : "`" + a + "`"; };
     for (const auto& r : d.registers) {
       std::string range = hex(r.offset, 4);
       if (r.count > 1) range += "..." + hex(r.offset + 4 * r.count - 4, 4);
       o << "| " << range << " | [`" << r.name << "`](#" << lower(r.name) << ") | " << r.access << " | " << r.count
-        << " | " << hex(r.reset, 8) << " | " << r.doc << " |\n";
+        << " | " << hex(r.reset, 8) << " | "
+        << (d.register_answers ? shown(r.read) + " | " + shown(r.write) + " | " : std::string()) << r.doc << " |\n";
     }
     for (const auto& r : d.registers) {
       o << "\n### " << r.name << "\n\n" << hex(r.offset, 4) << ", " << r.access
-        << (r.count > 1 ? ", window of " + std::to_string(r.count) + " words" : std::string()) << ". " << r.doc
+        << (r.count > 1 ? ", window of " + std::to_string(r.count) + " words" : std::string())
+        << (d.register_answers ? "; read " + shown(r.read) + ", write " + shown(r.write) : std::string()) << ". " << r.doc
         << "\n\n| bits | field | reset | meaning |\n|---|---|---|---|\n";
       for (const auto& f : r.fields) {
         o << "| " << f.msb;

@@ -165,7 +165,7 @@ void BoardRegisters::copy_contents_from(const BoardRegisters& o) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// BoardPort: sim/emulator/ipbus_server.cpp execute() (the RAM and its span rule) and sim/emulator/emulator.cpp
+// BoardPort: sim/emulator/ipbus_server.cpp execute() (the RAM and its span rule) and sim/emulator/cpp_target.cpp
 // handle(), controller_access(), emulator_access() (the windows, the register rules, word by word).
 
 bool BoardPort::checks_pass(const Access& a) const {

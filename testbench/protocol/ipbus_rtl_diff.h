@@ -9,7 +9,7 @@
 //                      rules, the scratch RAM, and a set of words that refuse their access
 //                      (SLVERR) although the map allows it; every access is logged.
 //   BoardPort          the C++ target's BusPort over it, with the emulator's rules exactly
-//                      (sim/emulator/ipbus_server.cpp execute(), sim/emulator/emulator.cpp handle()).
+//                      (sim/emulator/ipbus_server.cpp execute(), sim/emulator/cpp_target.cpp handle()).
 //   CppSide, RtlSide   a target and its board: the C++ Target, or the verilated transactor driven
 //                      cycle by cycle (AXI4-Stream in and out, an AXI4-Lite slave over its board
 //                      that also checks the AXI rules), both answering handle(datagram).

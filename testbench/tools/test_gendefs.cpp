@@ -33,11 +33,7 @@ TEST_CASE("gendefs writes the SV package from good definitions") {
 
 TEST_CASE("gendefs rejects bad definitions, names the entry, and leaves outputs untouched") {
   std::string out = "gendefs_keep.tmp.sv";
-  std::ofstream(out) << "previous contents\n";
-  struct Case {
-    std::string from, to, message;
-  };
-  const Case cases[] = {
+  mxtb::test::check_rejections(kGood, {
       {"\"value\": 3", "\"value\": 4", "$.enums[0].values[1].value: value 4 does not fit in 2 bits"},
       {"\"value\": 3", "\"value\": 0", "value 0 is used twice in e"},
       {"\"name\": \"B\"", "\"name\": \"A\"", "\"A\" is used twice in e"},
@@ -45,17 +41,6 @@ TEST_CASE("gendefs rejects bad definitions, names the entry, and leaves outputs 
       {"\"width\": 2", "\"width\": 0", "$.enums[0].width: must be 1..64"},
       {"\"doc\": \"d\",", "", "missing field \"doc\""},
       {"{\"name\": \"t\"", "{\"name\": \"t\",,", "not valid JSON"},
-  };
-  for (const Case& c : cases) {
-    std::string text = kGood;
-    size_t at = text.find(c.from);
-    REQUIRE(at != std::string::npos);
-    text.replace(at, c.from.size(), c.to);
-    auto r = gendefs(text, out);
-    INFO(c.message << " / got: " << r.err);
-    CHECK(r.rc != 0);
-    CHECK(r.err.find(c.message) != std::string::npos);
-    CHECK(slurp(out) == "previous contents\n");
-  }
+  }, "--sv", out);
   std::remove(out.c_str());
 }

@@ -55,11 +55,7 @@ TEST_CASE("gendefs generates registers: SV offsets, fields and resets, C++ names
 
 TEST_CASE("gendefs rejects bad register maps, names the entry, and leaves outputs untouched") {
   std::string out = "gendefs_regs_keep.tmp.sv";
-  std::ofstream(out) << "previous contents\n";
-  struct Case {
-    std::string from, to, message;
-  };
-  const Case cases[] = {
+  mxtb::test::check_rejections(kGoodRegs, {
       {"\"offset\": 4,", "\"offset\": 0,",
        "$.registers[1] (STAT).offset: 0x0000..0x0003 overlaps register \"CTRL\" at 0x0000..0x0003"},
       {"\"offset\": 4,", "\"offset\": \"0x13c\",", "$.registers[2] (TAB).offset: 0x0100..0x013f overlaps register \"STAT\" at 0x013c..0x013f"},
@@ -78,18 +74,7 @@ TEST_CASE("gendefs rejects bad register maps, names the entry, and leaves output
       {"\"fields\": [{\"name\": \"busy\", \"bits\": \"31\", \"doc\": \"b\"}]", "\"fields\": []",
        "$.registers[1] (STAT).fields: must be a non-empty array"},
       {"\"offset\": \"0x100\"", "\"offset\": \"256\"", "(TAB).offset: must be a non-negative integer or a \"0x...\" string"},
-  };
-  for (const Case& c : cases) {
-    std::string text = kGoodRegs;
-    size_t at = text.find(c.from);
-    REQUIRE(at != std::string::npos);
-    text.replace(at, c.from.size(), c.to);
-    Run r = gendefs_regs(text, "--sv " + out);
-    INFO(c.message << " / got: " << r.err);
-    CHECK(r.rc != 0);
-    CHECK(r.err.find(c.message) != std::string::npos);
-    CHECK(slurp(out) == "previous contents\n");
-  }
+  }, "--sv", out);
   std::remove(out.c_str());
 }
 

@@ -1,0 +1,91 @@
+// SimThread and HostPort (sim_thread.h): the kernel run for a piece of work or a slice as the time
+// mode says, the pace, the real-time factor, the activity the stall watchdog reads.
+#include "sim/emulator/sim_thread.h"
+
+#include "sim/common/sc_runner.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <thread>
+
+namespace mxtb::sim {
+
+using sc_core::sc_time;
+using sc_core::SC_NS;
+
+HostPort::HostPort(sc_core::sc_module_name name) : sc_module(name) { SC_THREAD(run); }
+
+void HostPort::submit(std::function<void()> work) {
+  if (clock_) clock_->release();
+  work_ = std::move(work);
+  done_ = false;
+  pending_ = true;
+  start_.notify(sc_core::SC_ZERO_TIME);  // lost when made before the kernel started: pending_ says it
+}
+
+void HostPort::run() {
+  for (;;) {
+    while (!pending_) sc_core::wait(start_);
+    pending_ = false;
+    work_();
+    done_ = true;
+    if (clock_) clock_->hold();
+    sc_core::sc_pause();
+  }
+}
+
+SimThread::SimThread(emu::TimeMode mode, double rtf) : mode_(mode), rtf_(rtf), port_("host_port") {}
+
+void SimThread::run_in_sim(std::function<void()> work) {
+  port_.submit(std::move(work));
+  while (!port_.done()) {
+    if (mode_ == emu::TimeMode::Lockstep) sc_core::sc_start();
+    else {
+      sc_core::sc_start(sc_time(1000, SC_NS));
+      if (mode_ == emu::TimeMode::Paced) std::this_thread::sleep_until(pace_target());
+    }
+    note_progress();
+    rethrow_process_error();  // a failed RTL assertion in the clock thread
+  }
+  if (after_run_) after_run_();
+}
+
+void SimThread::free_run_slice() {
+  sc_core::sc_start(sc_time(1000, SC_NS));
+  note_progress();
+  rethrow_process_error();
+  if (after_run_) after_run_();
+}
+
+std::chrono::steady_clock::time_point SimThread::start_clock() {
+  wall0_ = std::chrono::steady_clock::now();
+  sim0_ns_ = sim_now_ns();
+  return wall0_;
+}
+
+std::chrono::steady_clock::time_point SimThread::pace_target() const {
+  double wall_s = (sim_now_ns() - sim0_ns_) * 1e-9 / rtf_;
+  return wall0_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(wall_s));
+}
+
+double SimThread::achieved_rtf() const {
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0_).count();
+  return wall > 0 ? (sim_now_ns() - sim0_ns_) * 1e-9 / wall : 0;
+}
+
+void SimThread::note_progress() {
+  sim_ns_seen_ = static_cast<uint64_t>(std::llround(sim_now_ns()));
+  progress_wall_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string SimThread::describe_activity() const {
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch()).count();
+  const int64_t at = progress_wall_ns_.load();
+  return fmt::format("{}; simulated time {:.3f} us when the kernel last returned, {}", activity_.load(), sim_ns_seen_.load() / 1000.0,
+                     at ? fmt::format("{:.2f} s ago", (now - at) * 1e-9) : std::string("never"));
+}
+
+}  // namespace mxtb::sim
