@@ -1,23 +1,26 @@
-// Inside ServerSim (sim/server/server_sim.h): what its engines share. Not for users of the server.
+// Inside ServerSim (sim/server/server_sim.h): the engine interface and what both engines share.
+// Not for users of the server.
 //
-// Two engines run the same server. The reference engine (server_sim.cpp) is the emulator as it
-// was first written: every clock evaluates every model at both edges and rewires every port. The
-// fast engine (server_fast.cpp) runs the same cycles with less work, alone or across threads, and
-// must give identical results: transitions, scoreboards, bus results, to the cycle
+// Two engines run the same server. The reference engine (engine_reference.cpp) is the emulator as
+// it was first written: every clock evaluates every model at both edges and rewires every port.
+// The fast engine (engine_fast.cpp) runs the same cycles with less work, alone or across threads,
+// and must give identical results: transitions, scoreboards, bus results, to the cycle
 // (testbench/sim/test_server_engines.cpp). docs/performance.md says what each shortcut saves.
+//
+// An engine gets the server's shared state (sim/server/server_state.h) by reference when it is
+// built, and its models, built and wired once for both (sim/server/server_models.h).
 #pragma once
 
 #include "sim/server/server_sim.h"
+#include "sim/server/server_state.h"
 
 #include "sim/server/board_port.h"
 #include "sim/link/lane_channel.h"
 
-#include "verilated_fst_c.h"
-
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <random>
-#include <stdexcept>
 #include <string>
 
 namespace mxtb::sim {
@@ -41,8 +44,9 @@ class ServerSim::Impl {
     uint64_t frames_tx, frames_rx, crc_errors, replays, retrains;
   };
   virtual ~Impl() = default;
-  // Clocks until a stop condition (ServerSim::step) or `max_cycles`; returns the clocks run.
-  virtual uint64_t run(ServerSim& s, uint64_t max_cycles) = 0;
+  // Clocks until a stop condition (ServerState::stops, ServerSim::step) or `max_cycles`; returns
+  // the clocks run.
+  virtual uint64_t run(uint64_t max_cycles) = 0;
   virtual BoardPort& board_port() = 0;
   virtual void start_read(uint32_t addr) = 0;
   virtual void start_write(uint32_t addr, uint32_t data) = 0;
@@ -58,27 +62,12 @@ class ServerSim::Impl {
   virtual void stop_waveform() = 0;
   virtual bool waveform_on() const = 0;
   virtual ServerProfile profile() const { return {}; }
-
- protected:
-  // A lane an XPU program owns (ServerSim::set_lane_program): its words instead of the lane's
-  // traffic source and scoreboard, from the link's outputs of the clock before. Returns false for
-  // a lane that carries traffic.
-  template <class Ep>
-  static bool drive_program_lane(ServerSim& s, Ep& e, int link, uint64_t cycle) {
-    if (!s.program_lane_[static_cast<size_t>(link)]) return false;
-    LaneProgram::Drive d = s.program_->drive(link);
-    e.tx_valid_i = d.valid;
-    e.tx_data_i = d.data;
-    e.tx_last_i = d.last;
-    if (d.valid && e.tx_ready_o) s.program_->fire(link);
-    e.rx_ready_i = 1;
-    if (e.rx_valid_o) {
-      s.program_->deliver(link, e.rx_data_o, e.rx_last_o, cycle);
-      if (s.program_->wants_attention()) s.program_event_ = true;
-    }
-    return true;
-  }
 };
+
+// The engines, for ServerSim's constructor: each builds its models for the server's shape and
+// options (ServerConfig::trace_capable, the 32-link top).
+std::unique_ptr<ServerSim::Impl> make_reference_engine(ServerState& st);
+std::unique_ptr<ServerSim::Impl> make_fast_engine(ServerState& st);
 
 // The board top's ports for one clock, before its rising edge: the firmware port's master and the
 // UDP core's and emulator block's ports set their inputs; when one changed, the top is evaluated
@@ -106,18 +95,37 @@ inline uint64_t fault_rng_seed(uint64_t seed, int link) { return seed * 13 + sta
 // Light within this of its target phase counts as settled (the mesh is then no longer re-traced).
 constexpr double kSettleToleranceRad = 1e-3;
 
-// Both engines' waveform: the controller and every endpoint traced into one FST file.
-template <class Ctl, class Endpoints>
-std::unique_ptr<VerilatedFstC> open_server_waveform(Ctl& ctl, Endpoints& endpoints, const std::string& path) {
-  auto fst = std::make_unique<VerilatedFstC>();
-  ctl.trace(fst.get(), 99);
-  for (auto& e : endpoints) e->trace(fst.get(), 99);
-  fst->open(path.c_str());
-  if (!fst->isOpen()) throw std::runtime_error("cannot open waveform file " + path);
-  return fst;
+// `width` bits of a verilated port (32-bit words: IData, QData or VlWide) from bit `lsb`, at most
+// one word boundary crossed.
+template <class W>
+uint32_t get_bits(const W& w, int lsb, int width) {
+  uint64_t word = w[lsb / 32];
+  if (lsb % 32 + width > 32) word |= uint64_t{w[lsb / 32 + 1]} << 32;
+  return static_cast<uint32_t>((word >> (lsb % 32)) & ((uint64_t{1} << width) - 1));
 }
 
-std::unique_ptr<ServerSim::Impl> make_reference_engine(ServerSim& s);
-std::unique_ptr<ServerSim::Impl> make_fast_engine(ServerSim& s);
+// ---- profiling (ServerConfig::profile) ----
+
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Adds the time from construction to destruction to `*sink`, when there is a sink.
+class Stopwatch {
+ public:
+  explicit Stopwatch(double* sink) : sink_(sink) {
+    if (sink_) t0_ = std::chrono::steady_clock::now();
+  }
+  ~Stopwatch() {
+    if (sink_) add();  // the check alone inline: most clocks are not profiled
+  }
+  Stopwatch(const Stopwatch&) = delete;
+  Stopwatch& operator=(const Stopwatch&) = delete;
+
+ private:
+  void add() { *sink_ += seconds_since(t0_); }
+  double* sink_;
+  std::chrono::steady_clock::time_point t0_;
+};
 
 }  // namespace mxtb::sim

@@ -1,4 +1,4 @@
-// The fast engine of ServerSim (server_engine.h): the reference engine's cycles with less work,
+// The fast engine of ServerSim (sim/server/engine.h): the reference engine's cycles with less work,
 // on one thread or several. docs/performance.md explains each point; in short:
 //
 // * One evaluation per model per clock. The models are clocked on posedge clk_i only (and
@@ -31,7 +31,7 @@
 // are delivered L clocks on; each thread computes its own receivers' at the next window's start,
 // except when a garbled output needs the server's one noise generator in the reference's order.
 #include "sim/server/engine.h"
-#include "sim/common/rtl_assert.h"
+#include "sim/server/server_models.h"
 
 #include "Vlink_endpoint.h"
 #include "Vlink_endpoint___024root.h"
@@ -43,9 +43,6 @@
 #include "Vmxtb_board_l32___024root.h"
 #include "Vmxtb_board_trace.h"
 #include "Vmxtb_board_trace___024root.h"
-#include "rtl/cov/coverage_dump.h"
-#include "verilated.h"
-#include "verilated_fst_c.h"
 
 #include <fmt/format.h>
 
@@ -111,13 +108,6 @@ class RootCheckpoint {
 };
 
 template <class W>
-uint32_t get_bits(const W& w, int lsb, int width) {
-  uint64_t word = w[lsb / 32];
-  if (lsb % 32 + width > 32) word |= uint64_t{w[lsb / 32 + 1]} << 32;
-  return static_cast<uint32_t>((word >> (lsb % 32)) & ((uint64_t{1} << width) - 1));
-}
-
-template <class W>
 void set_nibble(W& w, int index, uint32_t value) {
   const int bit = 4 * index;  // a nibble never straddles a 32-bit word
   const uint32_t mask = 0xFu << (bit % 32);
@@ -135,28 +125,7 @@ void append_words(std::vector<uint32_t>& out, const VlWide<N>& v) {
   for (std::size_t i = 0; i < N; ++i) out.push_back(v[i]);
 }
 
-// ---- time ----
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// Adds the time from construction to destruction to `*sink`, when there is a sink.
-class Stopwatch {
- public:
-  explicit Stopwatch(double* sink) : sink_(sink) {
-    if (sink_) t0_ = std::chrono::steady_clock::now();
-  }
-  ~Stopwatch() {
-    if (sink_) *sink_ += seconds_since(t0_);
-  }
-  Stopwatch(const Stopwatch&) = delete;
-  Stopwatch& operator=(const Stopwatch&) = delete;
-
- private:
-  double* sink_;
-  std::chrono::steady_clock::time_point t0_;
-};
+// ---- waiting ----
 
 void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -268,33 +237,17 @@ constexpr uint64_t kCoolDownCycles = 64;  // one-clock windows after a rollback
 }  // namespace
 
 template <class Ctl, class Ep, bool kTrace>
-class FastEngine final : public ServerSim::Impl {
+class FastEngine final : public ModelEngine<Ctl, Ep, kTrace> {
+  using Base = ModelEngine<Ctl, Ep, kTrace>;
+
  public:
-  explicit FastEngine(ServerSim& s);
+  explicit FastEngine(ServerState& st);
   ~FastEngine() override = default;
   FastEngine(const FastEngine&) = delete;
   FastEngine& operator=(const FastEngine&) = delete;
 
-  uint64_t run(ServerSim& s, uint64_t max_cycles) override;
-  BoardPort& board_port() override { return port_; }
-  void start_read(uint32_t addr) override { bus_.start_read(addr); }
-  void start_write(uint32_t addr, uint32_t data) override { bus_.start_write(addr, data); }
-  bool bus_busy() const override { return bus_.busy(); }
-  bool irq() const override { return ctl_->irq_o; }
-  LinkView link_view(int i) const override {
-    const Ep& e = *ep_.at(static_cast<size_t>(i));
-    return LinkView{static_cast<link::LinkState>(e.state_o), static_cast<link::Reason>(e.reason_o),
-                    EndpointIdentity{e.peer_xpu_o, e.peer_lane_o}, e.cnt_frames_tx_o, e.cnt_frames_rx_o,
-                    e.cnt_crc_err_o, e.cnt_replays_o, e.cnt_retrains_o};
-  }
-  const TrafficSource& source(int i) const override { return sources_[static_cast<size_t>(i)]; }
-  TrafficSource& source(int i) override { return sources_[static_cast<size_t>(i)]; }
-  const Scoreboard& board(int i) const override { return boards_[static_cast<size_t>(i)]; }
-  LaneFault& lane_fault(int i) override { return faults_[static_cast<size_t>(i)]; }
+  uint64_t run(uint64_t max_cycles) override;
   void finish() override;
-  void start_waveform(const std::string& path) override;
-  void stop_waveform() override;
-  bool waveform_on() const override { return dumping_; }
   ServerProfile profile() const override;
 
  private:
@@ -362,9 +315,8 @@ class FastEngine final : public ServerSim::Impl {
   ReceivedBlock& fibre(int link, uint64_t cycle) {
     return fibre_[static_cast<size_t>(link) * fibre_slots_ + (cycle & (fibre_slots_ - 1))];
   }
-  double now_at(uint64_t cycle) const { return static_cast<double>(cycle) * sim_.period_ns(); }
+  double now_at(uint64_t cycle) const { return static_cast<double>(cycle) * st_.period_ns(); }
 
-  void reset_models();
   void record_out(int i, uint64_t cycle);
   void read_control();          // the controller's link outputs, raw, into control_now_
   bool control_differs() const { return control_now_ != control_raw_; }
@@ -388,21 +340,11 @@ class FastEngine final : public ServerSim::Impl {
   void rebuild_routes();
   void worker(int w);
 
-  ServerSim& sim_;
+  using Base::m_;   // the models (sim/server/server_models.h)
+  using Base::st_;  // the state shared with ServerSim (sim/server/server_state.h)
   const ServerConfig& cfg_;
   const int n_, lanes_;
   const uint32_t latency_;
-  VerilatedContext ctx_;
-  std::unique_ptr<Ctl> ctl_;
-  std::vector<std::unique_ptr<Ep>> ep_;
-  rtl::CoverageDump cov_{ctx_, "server"};  // after the models: writes before they go
-  AxilMaster<Ctl> bus_;
-  BoardPort port_;
-  std::vector<TrafficSource> sources_;
-  std::vector<Scoreboard> boards_;
-  std::vector<int> board_stream_;
-  std::deque<LaneFault> faults_;  // a deque: BitErrors refers to its neighbour rng
-  std::vector<link::LinkState> last_state_;
   size_t fibre_slots_ = 0;
   std::vector<ReceivedBlock> fibre_;
   uint64_t out_mask_ = 0;
@@ -420,9 +362,6 @@ class FastEngine final : public ServerSim::Impl {
   std::deque<std::pair<uint64_t, int>> pd_queue_;       // (cycle due, port)
   double settle_until_ns_ = 0;
   bool last_irq_ = false;
-  std::unique_ptr<VerilatedFstC> fst_;
-  bool dumping_ = false;
-  uint64_t period_ps_ = 6400;
   // Threads.
   std::vector<Partition> parts_;
   std::vector<LinkCheckpoint> link_saves_;
@@ -460,39 +399,14 @@ class FastEngine final : public ServerSim::Impl {
 };
 
 template <class Ctl, class Ep, bool kTrace>
-FastEngine<Ctl, Ep, kTrace>::FastEngine(ServerSim& s)
-    : sim_(s),
-      cfg_(s.cfg_),
-      n_(s.n_links_),
-      lanes_(s.cfg_.shape.lanes_per_xpu),
-      latency_(s.cfg_.fibre_latency_cycles),
-      profiling_(s.cfg_.profile) {
+FastEngine<Ctl, Ep, kTrace>::FastEngine(ServerState& st)
+    : Base(st),
+      cfg_(st.cfg),
+      n_(st.n_links),
+      lanes_(st.cfg.shape.lanes_per_xpu),
+      latency_(st.cfg.fibre_latency_cycles),
+      profiling_(st.cfg.profile) {
   const ServerConfig& cfg = cfg_;
-  period_ps_ = static_cast<uint64_t>(std::llround(1e6 / cfg.clock_mhz));
-  ctx_.randReset(0);
-  catch_assertions(ctx_);
-  if constexpr (kTrace) {
-    ctx_.traceEverOn(true);
-    ctx_.timeunit(-12);
-    ctx_.timeprecision(-12);
-  }
-  ctl_ = std::make_unique<Ctl>(&ctx_, "board");
-  for (int i = 0; i < n_; ++i) {
-    ep_.push_back(std::make_unique<Ep>(&ctx_, fmt::format("link{}", i).c_str()));
-    Ep& e = *ep_.back();
-    e.xpu_id_i = static_cast<uint16_t>(i / lanes_);
-    e.lane_id_i = static_cast<uint8_t>(i % lanes_);
-    e.check_peer_i = 0;
-    e.enable_i = 1;
-    e.irq_clear_i = 1;
-    e.rx_ready_i = 1;
-    sources_.emplace_back(stream_seed(cfg.seed, i), cfg.traffic, source_rng_seed(cfg.seed, i));
-    boards_.emplace_back(0, cfg.traffic, board_rng_seed(cfg.seed, i));
-    faults_.emplace_back(fault_rng_seed(cfg.seed, i));
-  }
-  board_stream_.assign(static_cast<size_t>(n_), -1);
-  last_state_.assign(static_cast<size_t>(n_), link::LinkState::Reset);
-
   const int threads = kTrace ? 1 : std::min(cfg.threads, n_);
   max_window_ = threads > 1 ? std::min<uint32_t>(kMaxWindow, latency_) : 1;
   fibre_slots_ = next_pow2(latency_ + max_window_ + 1);
@@ -508,7 +422,7 @@ FastEngine<Ctl, Ep, kTrace>::FastEngine(ServerSim& s)
   lit_.assign(static_cast<size_t>(cfg.shape.mesh_ports), false);
   routes_.assign(static_cast<size_t>(cfg.shape.mesh_ports), Route{});
 
-  reset_models();
+  m_.reset([this] { m_.clock_both_edges(); });  // the reference's reset, both edges evaluated
   for (int i = 0; i < n_; ++i) record_out(i, UINT64_MAX);  // "after clock -1": what clock 0 reads
   read_control();
   apply_control();
@@ -527,36 +441,9 @@ FastEngine<Ctl, Ep, kTrace>::FastEngine(ServerSim& s)
   }
 }
 
-// The reference engine's reset, both edges evaluated: the asynchronous resets need a falling edge,
-// then clocks while low.
-template <class Ctl, class Ep, bool kTrace>
-void FastEngine<Ctl, Ep, kTrace>::reset_models() {
-  port_.drive(*ctl_);  // the top's UDP and emulator ports idle, its firmware port too
-  bus_.drive(*ctl_);
-  auto clock_all = [&] {
-    for (int level : {1, 0}) {
-      ctl_->clk_i = static_cast<uint8_t>(level);
-      ctl_->eval();
-      for (auto& e : ep_) {
-        e->clk_i = static_cast<uint8_t>(level);
-        e->eval();
-      }
-    }
-  };
-  ctl_->rst_ni = 1;
-  for (auto& e : ep_) e->rst_ni = 1;
-  clock_all();
-  ctl_->rst_ni = 0;
-  for (auto& e : ep_) e->rst_ni = 0;
-  for (int i = 0; i < 4; ++i) clock_all();
-  ctl_->rst_ni = 1;
-  for (auto& e : ep_) e->rst_ni = 1;
-  clock_all();
-}
-
 template <class Ctl, class Ep, bool kTrace>
 void FastEngine<Ctl, Ep, kTrace>::record_out(int i, uint64_t cycle) {
-  const Ep& e = *ep_[static_cast<size_t>(i)];
+  const Ep& e = *m_.ep[static_cast<size_t>(i)];
   LinkOut& o = out(cycle, i);
   o.lo = uint64_t{e.lane_tx_o[0]} | (uint64_t{e.lane_tx_o[1]} << 32);
   o.hi = static_cast<uint8_t>(e.lane_tx_o[2] & 3u);
@@ -567,7 +454,7 @@ void FastEngine<Ctl, Ep, kTrace>::record_out(int i, uint64_t cycle) {
 
 template <class Ctl, class Ep, bool kTrace>
 void FastEngine<Ctl, Ep, kTrace>::read_control() {
-  const Ctl& c = *ctl_;
+  const Ctl& c = *m_.ctl;
   control_now_.clear();
   append_words(control_now_, c.link_check_o);
   append_words(control_now_, c.link_retrain_o);
@@ -578,7 +465,7 @@ void FastEngine<Ctl, Ep, kTrace>::read_control() {
 template <class Ctl, class Ep, bool kTrace>
 void FastEngine<Ctl, Ep, kTrace>::apply_control() {
   control_raw_ = control_now_;
-  const Ctl& c = *ctl_;
+  const Ctl& c = *m_.ctl;
   for (int i = 0; i < n_; ++i) {
     LinkControl& k = control_[static_cast<size_t>(i)];
     k.check = static_cast<uint8_t>((c.link_check_o >> i) & 1u);
@@ -592,8 +479,8 @@ void FastEngine<Ctl, Ep, kTrace>::apply_control() {
 template <class Ctl, class Ep, bool kTrace>
 void FastEngine<Ctl, Ep, kTrace>::rebuild_routes() {
   for (size_t o = 0; o < routes_.size(); ++o) {
-    routes_[o].dominant = sim_.light_.outputs[o].dominant_input;
-    routes_[o].verdict = sim_.light_.outputs[o].verdict;
+    routes_[o].dominant = st_.light.outputs[o].dominant_input;
+    routes_[o].verdict = st_.light.outputs[o].verdict;
   }
 }
 
@@ -604,25 +491,25 @@ template <class Ctl, class Ep, bool kTrace>
 void FastEngine<Ctl, Ep, kTrace>::mesh_lights(uint64_t t, bool lasers_changed_maybe) {
   if (lasers_changed_maybe) {
     for (int i = 0; i < n_; ++i) {
-      bool lit = sim_.alive_[static_cast<size_t>(i / lanes_)] && out(t - 1, i).laser;
+      bool lit = st_.alive[static_cast<size_t>(i / lanes_)] && out(t - 1, i).laser;
       if (lit_[static_cast<size_t>(i)] != lit) {
         lit_[static_cast<size_t>(i)] = lit;
-        sim_.mesh_->set_input_lit(i, lit);
-        sim_.light_dirty_ = true;
+        st_.mesh->set_input_lit(i, lit);
+        st_.light_dirty = true;
       }
     }
   }
   const double now = now_at(t);
-  bool moving = now < settle_until_ns_ + sim_.period_ns() * cfg_.mesh_update_cycles;
-  if (sim_.light_dirty_ || (moving && t - sim_.last_light_cycle_ >= cfg_.mesh_update_cycles)) {
+  bool moving = now < settle_until_ns_ + st_.period_ns() * cfg_.mesh_update_cycles;
+  if (st_.light_dirty || (moving && t - st_.last_light_cycle >= cfg_.mesh_update_cycles)) {
     if (speculating_ && !coord_save_.light_saved) {
-      coord_save_.light = sim_.light_;
+      coord_save_.light = st_.light;
       coord_save_.routes = routes_;
       coord_save_.light_saved = true;
     }
-    sim_.mesh_->propagate_into(now, sim_.light_);
-    sim_.light_dirty_ = false;
-    sim_.last_light_cycle_ = t;
+    st_.mesh->propagate_into(now, st_.light);
+    st_.light_dirty = false;
+    st_.last_light_cycle = t;
     rebuild_routes();
     if (in_window_) {
       auto& entry = route_log_.changes[route_log_.used++];
@@ -637,7 +524,7 @@ void FastEngine<Ctl, Ep, kTrace>::mesh_lights(uint64_t t, bool lasers_changed_ma
 template <class Ctl, class Ep, bool kTrace>
 void FastEngine<Ctl, Ep, kTrace>::mesh_words(uint64_t t, const std::vector<Route>& routes, int first, int end) {
   for (int o = first; o < end; ++o) {
-    const Route& r = routes[static_cast<size_t>(sim_.rx_source_[static_cast<size_t>(o)])];
+    const Route& r = routes[static_cast<size_t>(st_.rx_source[static_cast<size_t>(o)])];
     ReceivedBlock rx;
     switch (r.verdict) {
       case Verdict::Lit:
@@ -647,10 +534,10 @@ void FastEngine<Ctl, Ep, kTrace>::mesh_words(uint64_t t, const std::vector<Route
           rx.raw = Raw66{w.lo, w.hi};
         }
         break;
-      case Verdict::Garbled: rx = receive_block(Verdict::Garbled, Raw66{}, sim_.rng_); break;
+      case Verdict::Garbled: rx = receive_block(Verdict::Garbled, Raw66{}, st_.rng); break;
       case Verdict::Dark: break;
     }
-    LaneFault& f = faults_[static_cast<size_t>(o)];
+    LaneFault& f = m_.faults[static_cast<size_t>(o)];
     if (t < f.dark_until_cycle) rx = ReceivedBlock{Raw66{}, false};
     else if (rx.signal_detect) rx.raw = f.errors.apply(rx.raw);
     fibre(o, t + latency_) = rx;
@@ -663,11 +550,11 @@ void FastEngine<Ctl, Ep, kTrace>::controller_inputs(uint64_t t) {
   for (int i = 0; i < n_; ++i) {
     const LinkOut& o = out(t - 1, i);
     if (o.state != ctl_state_in_[static_cast<size_t>(i)]) {
-      set_nibble(ctl_->link_state_i, i, o.state);
+      set_nibble(m_.ctl->link_state_i, i, o.state);
       ctl_state_in_[static_cast<size_t>(i)] = o.state;
     }
     if (o.reason != ctl_reason_in_[static_cast<size_t>(i)]) {
-      set_nibble(ctl_->link_reason_i, i, o.reason);
+      set_nibble(m_.ctl->link_reason_i, i, o.reason);
       ctl_reason_in_[static_cast<size_t>(i)] = o.reason;
     }
   }
@@ -678,7 +565,7 @@ void FastEngine<Ctl, Ep, kTrace>::controller_inputs(uint64_t t) {
 template <class Ctl, class Ep, bool kTrace>
 void FastEngine<Ctl, Ep, kTrace>::link_inputs(int i, uint64_t t) {
   const size_t k = static_cast<size_t>(i);
-  Ep& e = *ep_[k];
+  Ep& e = *m_.ep[k];
   const ReceivedBlock& rx = fibre(i, t);
   e.lane_rx_i[0] = static_cast<uint32_t>(rx.raw.lo);
   e.lane_rx_i[1] = static_cast<uint32_t>(rx.raw.lo >> 32);
@@ -692,17 +579,7 @@ void FastEngine<Ctl, Ep, kTrace>::link_inputs(int i, uint64_t t) {
     e.expect_lane_i = c.expect_lane;
     control_applied_[k] = control_gen_;
   }
-  if (this->drive_program_lane(sim_, e, i, t)) return;
-  TrafficSource& src = sources_[k];
-  TrafficSource::Drive d = src.drive();
-  e.tx_valid_i = d.valid;
-  e.tx_data_i = d.data;
-  e.tx_last_i = d.last;
-  if (d.valid && e.tx_ready_o) src.fire();
-  Scoreboard& sb = boards_[k];
-  bool ready = sb.ready();
-  e.rx_ready_i = ready;
-  if (ready && e.rx_valid_o) sb.deliver(e.rx_data_o, e.rx_last_o, t);
+  m_.drive_xpu(st_, i, e, t);
 }
 
 // Link i's clock, then what it shows. `part`: the partition collecting transitions in a window;
@@ -710,28 +587,16 @@ void FastEngine<Ctl, Ep, kTrace>::link_inputs(int i, uint64_t t) {
 template <class Ctl, class Ep, bool kTrace>
 void FastEngine<Ctl, Ep, kTrace>::link_eval(int i, uint64_t t, Partition* part) {
   const size_t k = static_cast<size_t>(i);
-  Ep& e = *ep_[k];
+  Ep& e = *m_.ep[k];
   rise(e);
-  if (!dumping_) fall(e);
+  if (!m_.dumping) fall(e);
   record_out(i, t);
-  auto now_state = static_cast<link::LinkState>(e.state_o);
-  link::LinkState& last = last_state_[k];
-  if (now_state != last) {
-    LinkTransition tr{t + 1, i, last, now_state, static_cast<link::Reason>(e.reason_o)};
-    if (part) part->transitions.push_back(tr);
-    else {
-      sim_.transitions_.push_back(tr);
-      sim_.link_changed_ = true;
-    }
-    last = now_state;
-    if (now_state == link::LinkState::Active) {
-      // The scoreboard follows whichever XPU this lane is now connected to.
-      int peer_link = e.peer_xpu_o * lanes_ + e.peer_lane_o;
-      if (board_stream_[k] != peer_link) {
-        boards_[k].resync(stream_seed(cfg_.seed, peer_link));
-        board_stream_[k] = peer_link;
-      }
-    }
+  LinkTransition tr;
+  if (!m_.take_transition(i, e, t + 1, tr)) return;
+  if (part) part->transitions.push_back(tr);
+  else {
+    st_.transitions.push_back(tr);
+    st_.stops.link_changed = true;
   }
 }
 
@@ -751,40 +616,40 @@ void FastEngine<Ctl, Ep, kTrace>::links_cycle(int first, int end, uint64_t t, Pa
 // The controller's clock: its mesh port (DAC writes, photodiodes), its bus, its evaluation.
 template <class Ctl, class Ep, bool kTrace>
 void FastEngine<Ctl, Ep, kTrace>::controller_cycle(uint64_t t, ControllerEvents& ev) {
-  Ctl& c = *ctl_;
+  Ctl& c = *m_.ctl;
   const double now = now_at(t);
   {
     Stopwatch sw(profiling_ ? &prof_.mesh_s : nullptr);
     if (c.dac_valid_o) {
       if (speculating_ && !coord_save_.mesh_saved) {
-        sim_.mesh_->save(coord_save_.mesh);
+        st_.mesh->save(coord_save_.mesh);
         coord_save_.mesh_saved = true;
       }
-      sim_.mesh_->write_dac(c.dac_elem_o, c.dac_code_o, now);
-      ++sim_.dac_writes_;
-      sim_.light_dirty_ = true;
-      settle_until_ns_ = std::max(settle_until_ns_, sim_.mesh_->settled_at_ns(kSettleToleranceRad));
+      st_.mesh->write_dac(c.dac_elem_o, c.dac_code_o, now);
+      ++st_.dac_writes;
+      st_.light_dirty = true;
+      settle_until_ns_ = std::max(settle_until_ns_, st_.mesh->settled_at_ns(kSettleToleranceRad));
     }
     if (c.pd_req_o) pd_queue_.push_back({t + cfg_.pd_latency_cycles, c.pd_port_o});
     c.pd_valid_i = 0;
     if (!pd_queue_.empty() && pd_queue_.front().first <= t) {
       c.pd_valid_i = 1;
-      sim_.mesh_->propagate_into(now, pd_light_);
+      st_.mesh->propagate_into(now, pd_light_);
       c.pd_dbm_i = static_cast<uint16_t>(monitor_code_from_dbm(pd_light_.outputs[static_cast<size_t>(pd_queue_.front().second)].total_dbm));
       pd_queue_.pop_front();
-      ++sim_.pd_reads_;
+      ++st_.pd_reads;
     }
   }
   {
     Stopwatch sw(profiling_ ? &prof_.controller_s : nullptr);
-    if (drive_board_ports(c, bus_, port_, &sim_.emu_responder_)) {
+    if (drive_board_ports(c, m_.bus, m_.port, &st_.emu_responder)) {
       ev.board_event = true;
       ev.stop = std::min(ev.stop, t);
     }
     rise(c);
-    if (!dumping_) fall(c);
+    if (!m_.dumping) fall(c);
   }
-  if (auto r = bus_.sample()) {
+  if (auto r = m_.bus.sample()) {
     ev.bus_result = r;
     ev.stop = std::min(ev.stop, t);
   }
@@ -805,7 +670,7 @@ void FastEngine<Ctl, Ep, kTrace>::controller_cycle(uint64_t t, ControllerEvents&
 
 template <class Ctl, class Ep, bool kTrace>
 void FastEngine<Ctl, Ep, kTrace>::cycle_single() {
-  const uint64_t t = sim_.cycle_;
+  const uint64_t t = st_.cycle;
   {
     Stopwatch sw(profiling_ ? &prof_.mesh_s : nullptr);
     mesh_lights(t, true);
@@ -819,49 +684,49 @@ void FastEngine<Ctl, Ep, kTrace>::cycle_single() {
   ControllerEvents ev;
   controller_cycle(t, ev);
   if constexpr (kTrace) {
-    if (dumping_) {
-      fst_->dump(t * period_ps_);
-      fall(*ctl_);  // while dumping, falls are evaluated (fall() writes only the trigger memory otherwise)
-      ctl_->eval();
-      for (auto& e : ep_) {
+    if (m_.dumping) {
+      m_.fst->dump(t * m_.period_ps);
+      fall(*m_.ctl);  // while dumping, falls are evaluated (fall() writes only the trigger memory otherwise)
+      m_.ctl->eval();
+      for (auto& e : m_.ep) {
         e->clk_i = 0;
         e->eval();
       }
-      fst_->dump(t * period_ps_ + period_ps_ / 2);
+      m_.fst->dump(t * m_.period_ps + m_.period_ps / 2);
     }
   }
-  sim_.cycle_ = t + 1;
-  check_assertions(ctx_, sim_.cycle_);
+  st_.cycle = t + 1;
+  check_assertions(m_.ctx, st_.cycle);
   if (ev.bus_result) {
-    sim_.bus_result_ = ev.bus_result;
-    sim_.bus_done_ = true;
+    st_.bus_result = ev.bus_result;
+    st_.stops.bus_done = true;
   }
-  if (ev.irq_rose) sim_.irq_rose_ = true;
-  if (ev.board_event) sim_.board_event_ = true;
+  if (ev.irq_rose) st_.stops.irq_rose = true;
+  if (ev.board_event) st_.stops.board_event = true;
   if (ev.control_changed) apply_control();
 }
 
 template <class Ctl, class Ep, bool kTrace>
-uint64_t FastEngine<Ctl, Ep, kTrace>::run(ServerSim& s, uint64_t max_cycles) {
+uint64_t FastEngine<Ctl, Ep, kTrace>::run(uint64_t max_cycles) {
   auto t0 = std::chrono::steady_clock::now();
   uint64_t n = 0;
-  if (!crew_ || dumping_) {
+  if (!crew_ || m_.dumping) {
     while (n < max_cycles) {
       cycle_single();
       ++n;
-      if (s.irq_rose_ || s.bus_done_ || s.link_changed_ || s.program_event_ || s.board_event_) break;
+      if (st_.stops.any()) break;
     }
   } else {
     while (n < max_cycles) {
-      const uint64_t T = sim_.cycle_;
+      const uint64_t T = st_.cycle;
       uint32_t W = 1;
       // Speculate only when calm: no bus transaction in flight (it completes within a few
       // clocks, a stop), no datagram moving (one waiting for the emulator's answer is still) and
       // no rollback lately (trainings and commits come in bursts).
-      const bool calm = !bus_.busy() && (!port_.busy() || port_.waiting_for_emulator()) && T >= calm_from_;
+      const bool calm = !m_.bus.busy() && (!m_.port.busy() || m_.port.waiting_for_emulator()) && T >= calm_from_;
       if (calm) W = static_cast<uint32_t>(std::min<uint64_t>(max_window_, max_cycles - n));
       n += run_window(T, W) - T;
-      if (s.irq_rose_ || s.bus_done_ || s.link_changed_ || s.program_event_ || s.board_event_) break;
+      if (st_.stops.any()) break;
     }
     flush_stage();
   }
@@ -967,19 +832,19 @@ void FastEngine<Ctl, Ep, kTrace>::coordinator_run(uint64_t T, uint32_t W, bool s
 template <class Ctl, class Ep, bool kTrace>
 void FastEngine<Ctl, Ep, kTrace>::save_coordinator() {
   CoordinatorCheckpoint& c = coord_save_;
-  c.ctl.save(*ctl_);
-  c.bus = bus_;
-  c.port = port_;
+  c.ctl.save(*m_.ctl);
+  c.bus = m_.bus;
+  c.port = m_.port;
   c.pd_queue = pd_queue_;
   c.settle_until_ns = settle_until_ns_;
-  c.dac_writes = sim_.dac_writes_;
-  c.pd_reads = sim_.pd_reads_;
+  c.dac_writes = st_.dac_writes;
+  c.pd_reads = st_.pd_reads;
   c.last_irq = last_irq_;
   c.ctl_state_in = ctl_state_in_;
   c.ctl_reason_in = ctl_reason_in_;
   c.lit = lit_;
-  c.light_dirty = sim_.light_dirty_;
-  c.last_light_cycle = sim_.last_light_cycle_;
+  c.light_dirty = st_.light_dirty;
+  c.last_light_cycle = st_.last_light_cycle;
   c.mesh_saved = false;
   c.light_saved = false;
 }
@@ -987,24 +852,24 @@ void FastEngine<Ctl, Ep, kTrace>::save_coordinator() {
 template <class Ctl, class Ep, bool kTrace>
 void FastEngine<Ctl, Ep, kTrace>::restore_coordinator() {
   CoordinatorCheckpoint& c = coord_save_;
-  c.ctl.restore(*ctl_);
-  bus_ = c.bus;
-  port_ = c.port;
+  c.ctl.restore(*m_.ctl);
+  m_.bus = c.bus;
+  m_.port = c.port;
   pd_queue_ = c.pd_queue;
   settle_until_ns_ = c.settle_until_ns;
-  sim_.dac_writes_ = c.dac_writes;
-  sim_.pd_reads_ = c.pd_reads;
+  st_.dac_writes = c.dac_writes;
+  st_.pd_reads = c.pd_reads;
   last_irq_ = c.last_irq;
   ctl_state_in_ = c.ctl_state_in;
   ctl_reason_in_ = c.ctl_reason_in;
-  if (c.mesh_saved) sim_.mesh_->restore(c.mesh);
+  if (c.mesh_saved) st_.mesh->restore(c.mesh);
   for (size_t p = 0; p < lit_.size(); ++p)
-    if (lit_[p] != c.lit[p]) sim_.mesh_->set_input_lit(static_cast<int>(p), c.lit[p]);
+    if (lit_[p] != c.lit[p]) st_.mesh->set_input_lit(static_cast<int>(p), c.lit[p]);
   lit_ = c.lit;
-  sim_.light_dirty_ = c.light_dirty;
-  sim_.last_light_cycle_ = c.last_light_cycle;
+  st_.light_dirty = c.light_dirty;
+  st_.last_light_cycle = c.last_light_cycle;
   if (c.light_saved) {
-    sim_.light_ = c.light;
+    st_.light = c.light;
     routes_ = c.routes;
   }
   read_control();
@@ -1015,11 +880,11 @@ void FastEngine<Ctl, Ep, kTrace>::save_links(const Partition& p) {
   for (int i = p.first; i < p.end; ++i) {
     LinkCheckpoint& c = link_saves_[static_cast<size_t>(i)];
     const size_t k = static_cast<size_t>(i);
-    c.root.save(*ep_[k]);
-    sources_[k].save(c.source);
-    boards_[k].save(c.board);
-    c.board_stream = board_stream_[k];
-    c.last_state = last_state_[k];
+    c.root.save(*m_.ep[k]);
+    m_.sources[k].save(c.source);
+    m_.boards[k].save(c.board);
+    c.board_stream = m_.board_stream[k];
+    c.last_state = m_.last_state[k];
     c.control_applied = control_applied_[k];
   }
 }
@@ -1029,11 +894,11 @@ void FastEngine<Ctl, Ep, kTrace>::restore_links(const Partition& p) {
   for (int i = p.first; i < p.end; ++i) {
     const LinkCheckpoint& c = link_saves_[static_cast<size_t>(i)];
     const size_t k = static_cast<size_t>(i);
-    c.root.restore(*ep_[k]);
-    sources_[k].restore(c.source);
-    boards_[k].restore(c.board);
-    board_stream_[k] = c.board_stream;
-    last_state_[k] = c.last_state;
+    c.root.restore(*m_.ep[k]);
+    m_.sources[k].restore(c.source);
+    m_.boards[k].restore(c.board);
+    m_.board_stream[k] = c.board_stream;
+    m_.last_state[k] = c.last_state;
     control_applied_[k] = c.control_applied;
   }
 }
@@ -1086,12 +951,12 @@ uint64_t FastEngine<Ctl, Ep, kTrace>::run_window(uint64_t T, uint32_t W) {
   }
   // Commit [T, E).
   for (const Partition& p : parts_) {
-    for (const LinkTransition& tr : p.transitions) sim_.transitions_.push_back(tr);
-    if (!p.transitions.empty()) sim_.link_changed_ = true;
+    for (const LinkTransition& tr : p.transitions) st_.transitions.push_back(tr);
+    if (!p.transitions.empty()) st_.stops.link_changed = true;
   }
   if (parts_.size() > 1) {
     // Transitions in the order the single-threaded run records them: by clock, then link.
-    auto& all = sim_.transitions_;
+    auto& all = st_.transitions;
     size_t first = all.size();
     for (const Partition& p : parts_) first -= p.transitions.size();
     std::stable_sort(all.begin() + static_cast<std::ptrdiff_t>(first), all.end(),
@@ -1104,14 +969,14 @@ uint64_t FastEngine<Ctl, Ep, kTrace>::run_window(uint64_t T, uint32_t W) {
   stage_.E = E;
   std::swap(stage_.routes, route_log_);
   if (stage_.routes.garbled()) flush_stage();
-  sim_.cycle_ = E;
-  check_assertions(ctx_, sim_.cycle_);
+  st_.cycle = E;
+  check_assertions(m_.ctx, st_.cycle);
   if (ev.bus_result) {
-    sim_.bus_result_ = ev.bus_result;
-    sim_.bus_done_ = true;
+    st_.bus_result = ev.bus_result;
+    st_.stops.bus_done = true;
   }
-  if (ev.irq_rose) sim_.irq_rose_ = true;
-  if (ev.board_event) sim_.board_event_ = true;
+  if (ev.irq_rose) st_.stops.irq_rose = true;
+  if (ev.board_event) st_.stops.board_event = true;
   if (control_differs()) apply_control();
   return E;
 }
@@ -1134,30 +999,22 @@ ServerProfile FastEngine<Ctl, Ep, kTrace>::profile() const {
 template <class Ctl, class Ep, bool kTrace>
 void FastEngine<Ctl, Ep, kTrace>::finish() {
   crew_.reset();
-  if constexpr (kTrace) {
-    if (fst_) fst_->close();
-  }
-  ctl_->final();
-  for (auto& e : ep_) e->final();
+  Base::finish();
 }
 
-template <class Ctl, class Ep, bool kTrace>
-void FastEngine<Ctl, Ep, kTrace>::start_waveform(const std::string& path) {
-  if constexpr (kTrace) {
-    if (!fst_) fst_ = open_server_waveform(*ctl_, ep_, path);
-    dumping_ = true;
-  } else {
-    (void)path;
-    throw std::logic_error("server: waveforms need ServerConfig::trace_capable");
+std::vector<int> server_partition_bounds(int links, int threads) {
+  if (links < 1 || threads < 1 || threads > links)
+    throw std::invalid_argument(fmt::format("server: {} threads cannot share {} links", threads, links));
+  std::vector<int> bounds{0};
+  const double share = (links + kCoordinatorLinks) / threads;
+  int first = threads == 1 ? links : std::clamp(static_cast<int>(share - kCoordinatorLinks + 0.5), 0, links);
+  bounds.push_back(first);
+  for (int p = 1; p < threads; ++p) {
+    int rest = links - bounds.back();
+    int left = threads - p;
+    bounds.push_back(bounds.back() + (rest + left - 1) / left);
   }
-}
-
-template <class Ctl, class Ep, bool kTrace>
-void FastEngine<Ctl, Ep, kTrace>::stop_waveform() {
-  dumping_ = false;
-  if constexpr (kTrace) {
-    if (fst_) fst_->flush();
-  }
+  return bounds;
 }
 
 HandOff measure_hand_off(int threads, int rounds) {
@@ -1179,10 +1036,10 @@ HandOff measure_hand_off(int threads, int rounds) {
   return HandOff{us.front(), us[us.size() / 2]};
 }
 
-std::unique_ptr<ServerSim::Impl> make_fast_engine(ServerSim& s) {
-  if (s.config().trace_capable) return std::make_unique<FastEngine<Vmxtb_board_trace, Vlink_endpoint_trace, true>>(s);
-  if (s.links() == 32) return std::make_unique<FastEngine<Vmxtb_board_l32, Vlink_endpoint, false>>(s);
-  return std::make_unique<FastEngine<Vmxtb_board, Vlink_endpoint, false>>(s);
+std::unique_ptr<ServerSim::Impl> make_fast_engine(ServerState& st) {
+  if (st.cfg.trace_capable) return std::make_unique<FastEngine<Vmxtb_board_trace, Vlink_endpoint_trace, true>>(st);
+  if (st.n_links == 32) return std::make_unique<FastEngine<Vmxtb_board_l32, Vlink_endpoint, false>>(st);
+  return std::make_unique<FastEngine<Vmxtb_board, Vlink_endpoint, false>>(st);
 }
 
 }  // namespace mxtb::sim

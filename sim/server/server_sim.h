@@ -29,10 +29,7 @@
 
 namespace mxtb::sim {
 
-template <class Ctl, class Ep, bool kTrace>
-class ReferenceEngine;
-template <class Ctl, class Ep, bool kTrace>
-class FastEngine;
+struct ServerState;
 
 // How the server's cycles are computed; both give identical results, cycle for cycle.
 enum class ServerEngine {
@@ -123,9 +120,9 @@ class ServerSim {
   // (board_event), so whoever waits for those wakes at the right cycle.
   // Returns the clocks run.
   uint64_t step(uint64_t max_cycles);
-  uint64_t cycle() const { return cycle_; }
-  double period_ns() const { return 1000.0 / cfg_.clock_mhz; }
-  double now_ns() const { return static_cast<double>(cycle_) * period_ns(); }
+  uint64_t cycle() const;
+  double period_ns() const;
+  double now_ns() const;
 
   // The server's FPGA is the board top (rtl/board/mxtb_board.sv: the IPbus transactor, its bus and
   // block RAM, the arbiter and the controller), clocked with the link layers.
@@ -142,19 +139,19 @@ class ServerSim {
   const BoardPort& board_port() const;
   // Answers the emulator gives within the clock (sim/server/board_port.h); without one, every access of
   // the emulator's block stops step().
-  void set_emulator_responder(EmuResponder r) { emu_responder_ = std::move(r); }
-  bool board_event() const { return board_event_; }  // during the last step()
+  void set_emulator_responder(EmuResponder r);
+  bool board_event() const;  // during the last step()
 
   // The top's firmware-processor port (s_fw_*, through its arbiter to the controller's register
   // slave, at the controller's byte addresses): one transaction at a time.
   void start_read(uint32_t addr);
   void start_write(uint32_t addr, uint32_t data);
   bool bus_busy() const;
-  bool bus_result_ready() const { return bus_result_.has_value(); }
+  bool bus_result_ready() const;
   std::optional<AxilResult> take_bus_result();
   bool irq() const;
-  bool irq_rose() const { return irq_rose_; }  // during the last step()
-  bool link_changed() const { return link_changed_; }  // during the last step()
+  bool irq_rose() const;      // during the last step()
+  bool link_changed() const;  // during the last step()
 
   // Faults: an XPU dies: its lasers go dark and its traffic stops, for good.
   void kill_xpu(int xpu);
@@ -164,7 +161,7 @@ class ServerSim {
   void dark_lane(int link, uint64_t cycles);
   // The receivers of links a and b exchange their incoming light from now on (swapped fibres).
   void swap_lanes(int a, int b);
-  bool xpu_alive(int xpu) const { return alive_[static_cast<size_t>(xpu)]; }
+  bool xpu_alive(int xpu) const;
 
   // An XPU program (sim/server/lane_program.h: a collective, or a job of them): from the next clock, the
   // lanes it owns carry its words instead of their traffic source and scoreboard (whose messages
@@ -178,48 +175,27 @@ class ServerSim {
   void stop_waveform();
   bool waveform_on() const;
 
-  int links() const { return n_links_; }
+  int links() const;
   LinkReport link_report(int link) const;
   link::LinkState link_state(int link) const;
   EndpointIdentity link_peer(int link) const;  // whom the link last trained to
-  const std::vector<LinkTransition>& transitions() const { return transitions_; }
+  const std::vector<LinkTransition>& transitions() const;
   // Scoreboard errors on links of living XPUs (messages from a dead XPU may be cut short).
   uint64_t scoreboard_errors() const;
   uint64_t messages_delivered() const;  // by the scoreboards and the lane program
-  uint64_t dac_writes() const { return dac_writes_; }
-  uint64_t pd_reads() const { return pd_reads_; }
-  const PhotonicMesh& mesh() const { return *mesh_; }
-  const ServerConfig& config() const { return cfg_; }
+  uint64_t dac_writes() const;
+  uint64_t pd_reads() const;
+  const PhotonicMesh& mesh() const;
+  const ServerConfig& config() const;
   ServerProfile profile() const;
 
-  class Impl;  // an engine and its verilated models (server_engine.h)
+  class Impl;  // an engine and its verilated models (sim/server/engine.h)
 
  private:
-  template <class Ctl, class Ep, bool kTrace>
-  friend class ReferenceEngine;
-  template <class Ctl, class Ep, bool kTrace>
-  friend class FastEngine;
-  void refresh_light();
-
-  ServerConfig cfg_;
-  std::unique_ptr<Impl> impl_;
-  std::unique_ptr<PhotonicMesh> mesh_;
-  std::vector<bool> alive_;
-  std::vector<int> rx_source_;  // receiver o sees mesh output rx_source_[o] (identity unless fibres are swapped)
-  uint64_t cycle_ = 0;
-  int n_links_ = 0;
-  bool irq_rose_ = false, bus_done_ = false, link_changed_ = false, board_event_ = false;
-  std::optional<AxilResult> bus_result_;
-  EmuResponder emu_responder_;
-  uint64_t dac_writes_ = 0, pd_reads_ = 0;
-  bool light_dirty_ = true;
-  uint64_t last_light_cycle_ = 0;
-  Propagation light_;
-  std::vector<LinkTransition> transitions_;
-  std::mt19937_64 rng_;
-  LaneProgram* program_ = nullptr;
-  std::vector<uint8_t> program_lane_;  // per link: program_ owns it
-  bool program_event_ = false;         // program_ asked for attention during the last step()
+  // What this server and its engine share (sim/server/server_state.h): the engine gets a
+  // reference at construction; ServerSim's functions check what users ask and change it.
+  std::unique_ptr<ServerState> st_;
+  std::unique_ptr<Impl> impl_;  // after st_: goes first
 };
 
 }  // namespace mxtb::sim
