@@ -3,7 +3,7 @@
 // (sim/server/engine.h): the UDP core's payload streams, one datagram at a time (AXI4-Stream, the
 // payload's first byte in tdata[31:24], tkeep on the last beat, as ipbus_transactor takes it), and
 // the emulator's control block behind the m_emu_* AXI4-Lite port, whose accesses wait here until
-// the emulator answers them (sim/emulator/emulator.cpp). A board has neither: its UDP core and no such block.
+// the emulator answers them (sim/emulator/emu_block.h, sim/emulator/rtl_target.cpp). A board has neither: its UDP core and no such block.
 //
 // The emulator answers an access of its block at once, within the clock (EmuResponder: reads of
 // its registers, writes that only set one), the port then answering as the board's block RAM does:

@@ -55,7 +55,7 @@ class ServerSim::Impl {
   virtual LinkView link_view(int i) const = 0;
   virtual const TrafficSource& source(int i) const = 0;
   virtual TrafficSource& source(int i) = 0;
-  virtual const Scoreboard& board(int i) const = 0;
+  virtual const Scoreboard& scoreboard(int i) const = 0;
   virtual LaneFault& lane_fault(int i) = 0;
   virtual void finish() = 0;
   virtual void start_waveform(const std::string& path) = 0;
@@ -89,7 +89,7 @@ bool drive_board_ports(Ctl& c, AxilMaster<Ctl>& bus, BoardPort& port, const EmuR
 // Both engines seed the XPUs' streams, scoreboards and receivers alike.
 inline uint64_t stream_seed(uint64_t seed, int link) { return seed * 1000003ull + static_cast<uint64_t>(link); }
 inline uint64_t source_rng_seed(uint64_t seed, int link) { return seed * 7 + static_cast<uint64_t>(link); }
-inline uint64_t board_rng_seed(uint64_t seed, int link) { return seed * 11 + static_cast<uint64_t>(link); }
+inline uint64_t scoreboard_rng_seed(uint64_t seed, int link) { return seed * 11 + static_cast<uint64_t>(link); }
 inline uint64_t fault_rng_seed(uint64_t seed, int link) { return seed * 13 + static_cast<uint64_t>(link); }
 
 // Light within this of its target phase counts as settled (the mesh is then no longer re-traced).

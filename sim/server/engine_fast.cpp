@@ -269,7 +269,7 @@ class FastEngine final : public ModelEngine<Ctl, Ep, kTrace> {
   struct LinkCheckpoint {
     RootCheckpoint<Ep> root;
     TrafficSource::Checkpoint source;
-    Scoreboard::Checkpoint board;
+    Scoreboard::Checkpoint scoreboard;
     int board_stream = -1;
     link::LinkState last_state = link::LinkState::Reset;
     uint64_t control_applied = 0;
@@ -882,7 +882,7 @@ void FastEngine<Ctl, Ep, kTrace>::save_links(const Partition& p) {
     const size_t k = static_cast<size_t>(i);
     c.root.save(*m_.ep[k]);
     m_.sources[k].save(c.source);
-    m_.boards[k].save(c.board);
+    m_.scoreboards[k].save(c.scoreboard);
     c.board_stream = m_.board_stream[k];
     c.last_state = m_.last_state[k];
     c.control_applied = control_applied_[k];
@@ -896,7 +896,7 @@ void FastEngine<Ctl, Ep, kTrace>::restore_links(const Partition& p) {
     const size_t k = static_cast<size_t>(i);
     c.root.restore(*m_.ep[k]);
     m_.sources[k].restore(c.source);
-    m_.boards[k].restore(c.board);
+    m_.scoreboards[k].restore(c.scoreboard);
     m_.board_stream[k] = c.board_stream;
     m_.last_state[k] = c.last_state;
     control_applied_[k] = c.control_applied;

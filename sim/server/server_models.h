@@ -58,7 +58,7 @@ struct ServerModels {
       e.irq_clear_i = 1;
       e.rx_ready_i = 1;
       sources.emplace_back(stream_seed(cfg.seed, i), cfg.traffic, source_rng_seed(cfg.seed, i));
-      boards.emplace_back(0, cfg.traffic, board_rng_seed(cfg.seed, i));
+      scoreboards.emplace_back(0, cfg.traffic, scoreboard_rng_seed(cfg.seed, i));
       faults.emplace_back(fault_rng_seed(cfg.seed, i));
     }
     board_stream.assign(static_cast<size_t>(st.n_links), -1);
@@ -110,7 +110,7 @@ struct ServerModels {
     e.tx_data_i = d.data;
     e.tx_last_i = d.last;
     if (d.valid && e.tx_ready_o) src.fire();
-    Scoreboard& sb = boards[k];
+    Scoreboard& sb = scoreboards[k];
     bool ready = sb.ready();
     e.rx_ready_i = ready;
     if (ready && e.rx_valid_o) sb.deliver(e.rx_data_o, e.rx_last_o, cycle);
@@ -129,7 +129,7 @@ struct ServerModels {
     if (now_state == link::LinkState::Active) {
       int peer_link = e.peer_xpu_o * lanes + e.peer_lane_o;
       if (board_stream[k] != peer_link) {
-        boards[k].resync(stream_seed(seed, peer_link));
+        scoreboards[k].resync(stream_seed(seed, peer_link));
         board_stream[k] = peer_link;
       }
     }
@@ -160,7 +160,7 @@ struct ServerModels {
   AxilMaster<Ctl> bus;                   // the top's firmware port
   BoardPort port;                        // the top's UDP and emulator-block ports
   std::vector<TrafficSource> sources;
-  std::vector<Scoreboard> boards;
+  std::vector<Scoreboard> scoreboards;
   std::vector<int> board_stream;  // link whose stream each scoreboard follows; -1: none yet
   std::deque<LaneFault> faults;   // a deque: BitErrors refers to its neighbour rng
   std::vector<link::LinkState> last_state;
@@ -188,7 +188,7 @@ class ModelEngine : public ServerSim::Impl {
   }
   const TrafficSource& source(int i) const override { return m_.sources[static_cast<size_t>(i)]; }
   TrafficSource& source(int i) override { return m_.sources[static_cast<size_t>(i)]; }
-  const Scoreboard& board(int i) const override { return m_.boards[static_cast<size_t>(i)]; }
+  const Scoreboard& scoreboard(int i) const override { return m_.scoreboards[static_cast<size_t>(i)]; }
   LaneFault& lane_fault(int i) override { return m_.faults[static_cast<size_t>(i)]; }
   void finish() override {
     if constexpr (kTrace) {

@@ -27,7 +27,7 @@ std::optional<ServerEngine> server_engine_from_string(const std::string& name) {
 }
 
 std::string unsupported_shape(const protocol::ServerShape& s) {
-  // The controller models there are (rtl/CMakeLists.txt): 20 links (every engine) and 32 links
+  // The controller models there are (rtl/models.cmake): 20 links (every engine) and 32 links
   // (the fast engine without waveforms), both on the 32-port mesh.
   const int links = s.links();
   if (s.mesh_ports == 32 && (links == 20 || links == 32)) return "";
@@ -191,7 +191,7 @@ ServerProfile ServerProfile::operator-(const ServerProfile& o) const {
 LinkReport ServerSim::link_report(int i) const {
   auto e = impl_->link_view(i);
   const auto& src = impl_->source(i);
-  const auto& sb = impl_->board(i);
+  const auto& sb = impl_->scoreboard(i);
   return LinkReport{e.state, e.reason, e.peer, e.frames_tx, e.frames_rx, e.crc_errors, e.replays, e.retrains,
                     src.messages_sent(), sb.messages(), sb.errors(), sb.skipped_words(), sb.resyncs(), sb.first_error()};
 }
@@ -205,13 +205,13 @@ EndpointIdentity ServerSim::link_peer(int i) const { return impl_->link_view(i).
 uint64_t ServerSim::scoreboard_errors() const {
   uint64_t n = 0;
   for (int i = 0; i < links(); ++i)
-    if (st_->alive[static_cast<size_t>(i / st_->cfg.shape.lanes_per_xpu)]) n += impl_->board(i).errors();
+    if (st_->alive[static_cast<size_t>(i / st_->cfg.shape.lanes_per_xpu)]) n += impl_->scoreboard(i).errors();
   return n;
 }
 
 uint64_t ServerSim::messages_delivered() const {
   uint64_t n = 0;
-  for (int i = 0; i < links(); ++i) n += impl_->board(i).messages();
+  for (int i = 0; i < links(); ++i) n += impl_->scoreboard(i).messages();
   return n + (st_->program ? st_->program->messages_delivered() : 0);
 }
 
