@@ -164,12 +164,10 @@ int cmd_bench_steering(const ArgList& argv) {
   return r.passed() ? 0 : 1;
 }
 
-int cmd_collective(const ArgList& argv) {
-  Args args(argv, ArgSpec{{"--type", "--minbytes", "--maxbytes", "--stepfactor", "--placement", "--rings", "--seed", "--json",
-                           "--plot", "--engine", "--ber", "--grain", "--algo"},
-                          {"--one-direction"},
-                          {"--op", "--tenant"},
-                          false});
+namespace {
+
+// --op, repeated or "all"; all_reduce when not given.
+std::vector<sim::CollectiveOp> parse_ops(const Args& args) {
   std::vector<sim::CollectiveOp> ops;
   for (const auto& name : args.list("--op")) {
     if (name == "all") {
@@ -182,6 +180,87 @@ int cmd_collective(const ArgList& argv) {
     ops.push_back(*op);
   }
   if (ops.empty()) ops = {sim::CollectiveOp::AllReduce};
+  return ops;
+}
+
+// The configurations to run: the static torus (its ring, or a chain where the circuits close no
+// ring) and the steered ring, as --placement asks; a tenant neither can carry is an InputError.
+std::vector<std::pair<std::string, CollectiveBenchConfig>> placement_configs(const CollectiveBenchConfig& base,
+                                                                              const std::string& placement) {
+  std::vector<std::pair<std::string, CollectiveBenchConfig>> configs;
+  try {
+    if (placement != "steered") {
+      auto c = base;
+      c.port_map = sim::static_torus_map(c.shape);
+      if (c.algo == CollectiveBenchConfig::Algo::Chain) sim::chain_plan(c.shape, c.port_map, c.tenant);
+      else if (c.algo == CollectiveBenchConfig::Algo::Ring) sim::ring_plan(c.shape, c.port_map, c.tenant, c.both_directions);
+      else try {
+          sim::ring_plan(c.shape, c.port_map, c.tenant, c.both_directions);
+        } catch (const std::invalid_argument&) {
+          sim::chain_plan(c.shape, c.port_map, c.tenant);
+        }
+      configs.emplace_back("torus", c);
+    }
+    if (placement != "torus") {
+      auto c = base;
+      c.port_map = protocol::ring_map(c.shape, c.tenant).port_target;
+      configs.emplace_back("steered", c);
+    }
+  } catch (const protocol::FabricMapError& e) {
+    throw InputError(fmt::format("--tenant {}: {}", fmt::join(base.tenant, ","), e.what()));
+  } catch (const std::invalid_argument& e) {
+    throw InputError(fmt::format("--tenant {} on the static torus: {}", fmt::join(base.tenant, ","), e.what()));
+  }
+  return configs;
+}
+
+// A finetuning step: compute, then the gradient's all-reduce (the largest size measured), under
+// both placements. Compute is swept as a multiple of the torus's all-reduce time. Prints the
+// table and returns its rows (none without both placements' all-reduce).
+nlohmann::json print_finetuning_step(const std::vector<std::pair<std::string, CollectiveBenchResult>>& results) {
+  nlohmann::json step = nlohmann::json::array();
+  const sim::CollectiveRow* t_ar = nullptr;
+  const sim::CollectiveRow* s_ar = nullptr;
+  if (results.size() == 2)
+    for (size_t i = 0; i < results[0].second.rows.size(); ++i)
+      if (results[0].second.rows[i].op == sim::CollectiveOp::AllReduce) {
+        t_ar = &results[0].second.rows[i];
+        s_ar = &results[1].second.rows[i];
+      }
+  if (t_ar && s_ar && s_ar->time_us > 0) {
+    const double comm_ratio = t_ar->time_us / s_ar->time_us;
+    fmt::print("# finetuning step: compute + all-reduce of the {} B gradient (torus {:.2f} us, steered {:.2f} us)\n", t_ar->size,
+               t_ar->time_us, s_ar->time_us);
+    fmt::print("#{:>16} {:>12} {:>12} {:>14}\n", "compute/comm", "torus (us)", "steered (us)", "steered speedup");
+    for (double r : {0.0, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0}) {
+      double compute = r * t_ar->time_us;
+      double ratio = (compute + t_ar->time_us) / (compute + s_ar->time_us);
+      fmt::print(" {:>16.2f} {:>12.2f} {:>12.2f} {:>13.3f}x\n", r, compute + t_ar->time_us, compute + s_ar->time_us, ratio);
+      step.push_back({{"compute_over_comm", r}, {"torus_us", compute + t_ar->time_us}, {"steered_us", compute + s_ar->time_us},
+                      {"speedup", ratio}});
+    }
+    // (r + 1) / (r + 1/c) = 1.72 for the all-reduce's speedup c: the compute share at which this
+    // fabric gives the prototype's finetuning speedup.
+    constexpr double kPrototype = 1.72;
+    if (comm_ratio > kPrototype)
+      fmt::print("# the prototype's 1.72x: compute = {:.3f} x the torus's all-reduce time (communication-bound)\n#\n",
+                 (kPrototype / comm_ratio - 1) / (1 - kPrototype));
+    else
+      fmt::print("# the prototype's 1.72x is above this tenant's all-reduce speedup ({:.3f}x): no compute share reaches it\n#\n",
+                 comm_ratio);
+  }
+  return step;
+}
+
+}  // namespace
+
+int cmd_collective(const ArgList& argv) {
+  Args args(argv, ArgSpec{{"--type", "--minbytes", "--maxbytes", "--stepfactor", "--placement", "--rings", "--seed", "--json",
+                           "--plot", "--engine", "--ber", "--grain", "--algo"},
+                          {"--one-direction"},
+                          {"--op", "--tenant"},
+                          false});
+  const std::vector<sim::CollectiveOp> ops = parse_ops(args);
   auto type = sim::data_type_from_string(args.str("--type", "float"));
   if (!type) throw UsageError(fmt::format("--type '{}': not float (fp32) or bfloat16 (bf16)", args.str("--type")));
   const uint64_t min_bytes = parse_bytes("--minbytes", args.str("--minbytes", "4K"));
@@ -230,30 +309,7 @@ int cmd_collective(const ArgList& argv) {
   base.calibration_file = source_root() + "/traces/calibration/mesh32.json";
 
   // Both maps are built and every spec checked before anything runs or is written.
-  std::vector<std::pair<std::string, CollectiveBenchConfig>> configs;
-  try {
-    if (placement != "steered") {
-      auto c = base;
-      c.port_map = sim::static_torus_map(c.shape);
-      if (c.algo == CollectiveBenchConfig::Algo::Chain) sim::chain_plan(c.shape, c.port_map, c.tenant);
-      else if (c.algo == CollectiveBenchConfig::Algo::Ring) sim::ring_plan(c.shape, c.port_map, c.tenant, c.both_directions);
-      else try {
-          sim::ring_plan(c.shape, c.port_map, c.tenant, c.both_directions);
-        } catch (const std::invalid_argument&) {
-          sim::chain_plan(c.shape, c.port_map, c.tenant);
-        }
-      configs.emplace_back("torus", c);
-    }
-    if (placement != "torus") {
-      auto c = base;
-      c.port_map = protocol::ring_map(c.shape, c.tenant).port_target;
-      configs.emplace_back("steered", c);
-    }
-  } catch (const protocol::FabricMapError& e) {
-    throw InputError(fmt::format("--tenant {}: {}", fmt::join(tenant, ","), e.what()));
-  } catch (const std::invalid_argument& e) {
-    throw InputError(fmt::format("--tenant {} on the static torus: {}", fmt::join(tenant, ","), e.what()));
-  }
+  const auto configs = placement_configs(base, placement);
 
   fmt::print("# mxtb collective: {} ranks (XPUs {}), {}, sizes {} to {} B (x{}), pipeline grain {} word(s), seed {}, {} engine{}\n",
              tenant.size(), fmt::join(tenant, " "), to_string(*type), min_bytes, max_bytes, factor, base.grain_words, base.seed,
@@ -281,39 +337,7 @@ int cmd_collective(const ArgList& argv) {
       fmt::print("#  {:>14} {:>11} B  {:.3f}x\n", to_string(t[i].op), t[i].size,
                  t[i].busbw_gbs > 0 ? s[i].busbw_gbs / t[i].busbw_gbs : 0.0);
   }
-  // A finetuning step: compute, then the gradient's all-reduce (the largest size measured), under
-  // both placements. Compute is swept as a multiple of the torus's all-reduce time.
-  nlohmann::json step = nlohmann::json::array();
-  const sim::CollectiveRow* t_ar = nullptr;
-  const sim::CollectiveRow* s_ar = nullptr;
-  if (results.size() == 2)
-    for (size_t i = 0; i < results[0].second.rows.size(); ++i)
-      if (results[0].second.rows[i].op == sim::CollectiveOp::AllReduce) {
-        t_ar = &results[0].second.rows[i];
-        s_ar = &results[1].second.rows[i];
-      }
-  if (t_ar && s_ar && s_ar->time_us > 0) {
-    const double comm_ratio = t_ar->time_us / s_ar->time_us;
-    fmt::print("# finetuning step: compute + all-reduce of the {} B gradient (torus {:.2f} us, steered {:.2f} us)\n", t_ar->size,
-               t_ar->time_us, s_ar->time_us);
-    fmt::print("#{:>16} {:>12} {:>12} {:>14}\n", "compute/comm", "torus (us)", "steered (us)", "steered speedup");
-    for (double r : {0.0, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0}) {
-      double compute = r * t_ar->time_us;
-      double ratio = (compute + t_ar->time_us) / (compute + s_ar->time_us);
-      fmt::print(" {:>16.2f} {:>12.2f} {:>12.2f} {:>13.3f}x\n", r, compute + t_ar->time_us, compute + s_ar->time_us, ratio);
-      step.push_back({{"compute_over_comm", r}, {"torus_us", compute + t_ar->time_us}, {"steered_us", compute + s_ar->time_us},
-                      {"speedup", ratio}});
-    }
-    // (r + 1) / (r + 1/c) = 1.72 for the all-reduce's speedup c: the compute share at which this
-    // fabric gives the prototype's finetuning speedup.
-    constexpr double kPrototype = 1.72;
-    if (comm_ratio > kPrototype)
-      fmt::print("# the prototype's 1.72x: compute = {:.3f} x the torus's all-reduce time (communication-bound)\n#\n",
-                 (kPrototype / comm_ratio - 1) / (1 - kPrototype));
-    else
-      fmt::print("# the prototype's 1.72x is above this tenant's all-reduce speedup ({:.3f}x): no compute share reaches it\n#\n",
-                 comm_ratio);
-  }
+  nlohmann::json step = print_finetuning_step(results);
   if (args.has("--json")) {
     nlohmann::json j = {{"tool", "mxtb collective"}, {"passed", ok}};
     for (const auto& [name, r] : results) j["placements"][name] = to_json(r);

@@ -337,6 +337,118 @@ const json& array_field(Fields& f, const char* key) {
   return arr;
 }
 
+// The sections of a failover scenario that take more than a line, each read as parse_failover_scenario
+// meets it (the order fixes which error a file with several gets).
+
+void parse_failure_groups(Fields& f, int xpus, FailoverScenario& s) {
+  Fields g = f.sub("failure_groups");
+  const json& obj = f.raw("failure_groups");
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    const std::string kind = it.key();
+    g.has(kind.c_str());
+    if (!it->is_array()) g.fail(kind, fmt::format("must be an array of XPU groups, got {}", it->dump()));
+    std::vector<int> owner(static_cast<size_t>(xpus), -1);
+    for (size_t i = 0; i < it->size(); ++i) {
+      std::string key = fmt::format("{}[{}]", kind, i);
+      std::vector<int> group = parse_xpu_list((*it)[i], g, key, xpus);
+      if (group.empty()) g.fail(key, "must not be empty");
+      for (int x : group) {
+        if (owner[static_cast<size_t>(x)] >= 0)
+          g.fail(key, fmt::format("XPU {} is already in {}[{}]: a {} holds each XPU at most once", x, kind,
+                                  owner[static_cast<size_t>(x)], kind));
+        owner[static_cast<size_t>(x)] = static_cast<int>(i);
+      }
+      s.failure_groups[kind].push_back(group);
+    }
+  }
+  g.finish();
+}
+
+void parse_lane_faults(Fields& f, const std::string& source, int links, FailoverScenario& s) {
+  const json& arr = array_field(f, "lane_faults");
+  for (size_t i = 0; i < arr.size(); ++i) {
+    Fields e(arr[i], source, fmt::format("$.lane_faults[{}]", i));
+    if (!e.has("link")) e.fail("link", "missing (link = xpu * lanes_per_xpu + lane)");
+    ScheduledLaneFault l;
+    l.link = e.small_int("link", 0, 0, links - 1);
+    l.ber = e.real("ber", 0, 0.0, 0.01);
+    l.dark_from_us = e.real("dark_from_us", 0, 0.0, 1e7);
+    l.dark_us = e.real("dark_us", 0, 0.0, 1e7);
+    if (e.has("dark_from_us") && !e.has("dark_us")) e.fail("dark_us", "missing (how long the lane stays dark)");
+    if (e.has("swap_with")) {
+      l.swap_with = e.small_int("swap_with", 0, 0, links - 1);
+      if (l.swap_with == l.link) e.fail("swap_with", "a link cannot swap with itself");
+    }
+    l.swap_from_us = e.real("swap_from_us", 0, 0.0, 1e7);
+    if (e.has("swap_from_us") && l.swap_with < 0) e.fail("swap_with", "missing (which link's fibre it swaps with)");
+    if (l.ber == 0 && l.dark_us == 0 && l.swap_with < 0) e.fail("", "does nothing: give ber, dark_us and/or swap_with");
+    e.finish();
+    s.lane_faults.push_back(l);
+  }
+}
+
+void parse_host_disconnect(Fields& f, FailoverScenario& s) {
+  Fields h = f.sub("host_disconnect");
+  std::string at = h.choice("at", "", {"before_commit", "mid_commit", "after_commit"});
+  s.host_disconnect = at == "before_commit" ? HostDisconnect::BeforeCommit
+                      : at == "mid_commit"  ? HostDisconnect::MidCommit
+                                            : HostDisconnect::AfterCommit;
+  s.host_downtime_us = h.real("downtime_us", s.host_downtime_us, 1.0, 1e5);
+  h.finish();
+}
+
+void parse_modeled(Fields& f, const std::string& source, FailoverScenario& s) {
+  const json& arr = array_field(f, "modeled");
+  for (size_t i = 0; i < arr.size(); ++i) {
+    Fields e(arr[i], source, fmt::format("$.modeled[{}]", i));
+    ModeledPhase m;
+    m.name = e.str("name", "");
+    if (m.name.empty()) e.fail("name", "missing or empty");
+    for (const char* r : kReservedPhases)
+      if (m.name == r) e.fail("name", fmt::format("\"{}\" is an emulated phase's name", m.name));
+    for (const auto& earlier : s.modeled)
+      if (earlier.name == m.name) e.fail("name", fmt::format("\"{}\" is already modeled", m.name));
+    if (!e.has("duration_ms")) e.fail("duration_ms", "missing (the phase's modeled duration)");
+    m.duration_ms = e.real("duration_ms", 0, 0.0, 60000.0);
+    m.doc = e.str("doc", "");
+    if (m.doc.empty()) e.fail("doc", "missing: a modeled constant must say where its value comes from");
+    e.finish();
+    s.modeled.push_back(m);
+  }
+}
+
+void parse_collective(Fields& f, FailoverScenario& s) {
+  Fields c = f.sub("collective");
+  FailoverScenario::Collective job;
+  const std::string op = c.str("op", sim::to_string(job.op));
+  if (auto o = sim::collective_op_from_string(op)) job.op = *o;
+  else c.fail("op", fmt::format("\"{}\" is not one of all_reduce, reduce_scatter, all_gather, alltoall", op));
+  const std::string type = c.str("type", sim::to_string(job.type));
+  if (auto t = sim::data_type_from_string(type)) job.type = *t;
+  else c.fail("type", fmt::format("\"{}\" is not one of float, bfloat16", type));
+  job.bytes = c.uint<uint64_t>("bytes", job.bytes, 1, 64ull << 20);
+  job.link_loss_us = c.real("link_loss_us", job.link_loss_us, 1.0, 1e5);
+  job.gap_us = c.real("gap_us", job.gap_us, 0.0, 1e5);
+  c.finish();
+  try {
+    protocol::ring_positions(s.tenant);
+  } catch (const protocol::FabricMapError& e) {
+    f.fail("collective", fmt::format("the tenant has no ring to run it on: {}", e.what()));
+  }
+  if (s.tenant.xpu_of_position.size() > 8 || s.shape.xpus > 15)
+    f.fail("collective", "JOB_RING holds 8 XPUs numbered 0..14: this tenant or server does not fit it");
+  // The job's own check, on the tenant's ring, with the XPUs it would run on.
+  sim::TenantJobConfig jc;
+  jc.xpus = s.tenant.xpu_of_position;
+  sim::TenantJobSpec spec;
+  spec.op = job.op;
+  spec.type = job.type;
+  spec.bytes = job.bytes;
+  if (std::string why = sim::TenantJob(jc, s.shape).check(protocol::ring_xpus(s.tenant), spec); !why.empty())
+    c.fail("bytes", why);
+  s.collective = job;
+}
+
 }  // namespace
 
 FailoverScenario parse_failover_scenario(const json& j, const std::string& source) {
@@ -390,29 +502,7 @@ FailoverScenario parse_failover_scenario(const json& j, const std::string& sourc
       if (sp == x) return true;
     return false;
   };
-  if (f.has("failure_groups")) {
-    Fields g = f.sub("failure_groups");
-    const json& obj = f.raw("failure_groups");
-    for (auto it = obj.begin(); it != obj.end(); ++it) {
-      const std::string kind = it.key();
-      g.has(kind.c_str());
-      if (!it->is_array()) g.fail(kind, fmt::format("must be an array of XPU groups, got {}", it->dump()));
-      std::vector<int> owner(static_cast<size_t>(xpus), -1);
-      for (size_t i = 0; i < it->size(); ++i) {
-        std::string key = fmt::format("{}[{}]", kind, i);
-        std::vector<int> group = parse_xpu_list((*it)[i], g, key, xpus);
-        if (group.empty()) g.fail(key, "must not be empty");
-        for (int x : group) {
-          if (owner[static_cast<size_t>(x)] >= 0)
-            g.fail(key, fmt::format("XPU {} is already in {}[{}]: a {} holds each XPU at most once", x, kind,
-                                    owner[static_cast<size_t>(x)], kind));
-          owner[static_cast<size_t>(x)] = static_cast<int>(i);
-        }
-        s.failure_groups[kind].push_back(group);
-      }
-    }
-    g.finish();
-  }
+  if (f.has("failure_groups")) parse_failure_groups(f, xpus, s);
   if (f.has("failures")) {
     const json& arr = array_field(f, "failures");
     s.failures.clear();
@@ -429,37 +519,8 @@ FailoverScenario parse_failover_scenario(const json& j, const std::string& sourc
       s.failures.push_back(x);
     }
   }
-  if (f.has("lane_faults")) {
-    const json& arr = array_field(f, "lane_faults");
-    for (size_t i = 0; i < arr.size(); ++i) {
-      Fields e(arr[i], source, fmt::format("$.lane_faults[{}]", i));
-      if (!e.has("link")) e.fail("link", "missing (link = xpu * lanes_per_xpu + lane)");
-      ScheduledLaneFault l;
-      l.link = e.small_int("link", 0, 0, links - 1);
-      l.ber = e.real("ber", 0, 0.0, 0.01);
-      l.dark_from_us = e.real("dark_from_us", 0, 0.0, 1e7);
-      l.dark_us = e.real("dark_us", 0, 0.0, 1e7);
-      if (e.has("dark_from_us") && !e.has("dark_us")) e.fail("dark_us", "missing (how long the lane stays dark)");
-      if (e.has("swap_with")) {
-        l.swap_with = e.small_int("swap_with", 0, 0, links - 1);
-        if (l.swap_with == l.link) e.fail("swap_with", "a link cannot swap with itself");
-      }
-      l.swap_from_us = e.real("swap_from_us", 0, 0.0, 1e7);
-      if (e.has("swap_from_us") && l.swap_with < 0) e.fail("swap_with", "missing (which link's fibre it swaps with)");
-      if (l.ber == 0 && l.dark_us == 0 && l.swap_with < 0) e.fail("", "does nothing: give ber, dark_us and/or swap_with");
-      e.finish();
-      s.lane_faults.push_back(l);
-    }
-  }
-  if (f.has("host_disconnect")) {
-    Fields h = f.sub("host_disconnect");
-    std::string at = h.choice("at", "", {"before_commit", "mid_commit", "after_commit"});
-    s.host_disconnect = at == "before_commit" ? HostDisconnect::BeforeCommit
-                        : at == "mid_commit"  ? HostDisconnect::MidCommit
-                                              : HostDisconnect::AfterCommit;
-    s.host_downtime_us = h.real("downtime_us", s.host_downtime_us, 1.0, 1e5);
-    h.finish();
-  }
+  if (f.has("lane_faults")) parse_lane_faults(f, source, links, s);
+  if (f.has("host_disconnect")) parse_host_disconnect(f, s);
   s.watchdog_us = f.real("watchdog_us", s.watchdog_us, 0.0, 1e6);
   s.host_decide_extra_us = f.real("host_decide_extra_us", s.host_decide_extra_us, 0.0, 1e5);
   if (f.has("host_decide_ns")) s.host_decide_ns = static_cast<uint64_t>(f.uint<uint64_t>("host_decide_ns", 1, 1, 100'000'000));
@@ -467,25 +528,7 @@ FailoverScenario parse_failover_scenario(const json& j, const std::string& sourc
     f.fail("host_disconnect.downtime_us", fmt::format("{} us does not outlast the watchdog ({} us): nothing would happen",
                                                       s.host_downtime_us, s.watchdog_us));
   if (f.has("traffic")) s.traffic = parse_traffic(f.sub("traffic"), s.traffic);
-  if (f.has("modeled")) {
-    const json& arr = array_field(f, "modeled");
-    for (size_t i = 0; i < arr.size(); ++i) {
-      Fields e(arr[i], source, fmt::format("$.modeled[{}]", i));
-      ModeledPhase m;
-      m.name = e.str("name", "");
-      if (m.name.empty()) e.fail("name", "missing or empty");
-      for (const char* r : kReservedPhases)
-        if (m.name == r) e.fail("name", fmt::format("\"{}\" is an emulated phase's name", m.name));
-      for (const auto& earlier : s.modeled)
-        if (earlier.name == m.name) e.fail("name", fmt::format("\"{}\" is already modeled", m.name));
-      if (!e.has("duration_ms")) e.fail("duration_ms", "missing (the phase's modeled duration)");
-      m.duration_ms = e.real("duration_ms", 0, 0.0, 60000.0);
-      m.doc = e.str("doc", "");
-      if (m.doc.empty()) e.fail("doc", "missing: a modeled constant must say where its value comes from");
-      e.finish();
-      s.modeled.push_back(m);
-    }
-  }
+  if (f.has("modeled")) parse_modeled(f, source, s);
   if (f.has("state_restore")) {
     Fields r = f.sub("state_restore");
     s.state_bytes_per_xpu = r.uint<uint64_t>("bytes_per_xpu", s.state_bytes_per_xpu, 0, uint64_t{1} << 40);
@@ -494,37 +537,7 @@ FailoverScenario parse_failover_scenario(const json& j, const std::string& sourc
     s.state_real_bytes_max = r.uint<uint64_t>("real_bytes_max", s.state_real_bytes_max, 0, uint64_t{1} << 34);
     r.finish();
   }
-  if (f.has("collective")) {
-    Fields c = f.sub("collective");
-    FailoverScenario::Collective job;
-    const std::string op = c.str("op", sim::to_string(job.op));
-    if (auto o = sim::collective_op_from_string(op)) job.op = *o;
-    else c.fail("op", fmt::format("\"{}\" is not one of all_reduce, reduce_scatter, all_gather, alltoall", op));
-    const std::string type = c.str("type", sim::to_string(job.type));
-    if (auto t = sim::data_type_from_string(type)) job.type = *t;
-    else c.fail("type", fmt::format("\"{}\" is not one of float, bfloat16", type));
-    job.bytes = c.uint<uint64_t>("bytes", job.bytes, 1, 64ull << 20);
-    job.link_loss_us = c.real("link_loss_us", job.link_loss_us, 1.0, 1e5);
-    job.gap_us = c.real("gap_us", job.gap_us, 0.0, 1e5);
-    c.finish();
-    try {
-      protocol::ring_positions(s.tenant);
-    } catch (const protocol::FabricMapError& e) {
-      f.fail("collective", fmt::format("the tenant has no ring to run it on: {}", e.what()));
-    }
-    if (s.tenant.xpu_of_position.size() > 8 || s.shape.xpus > 15)
-      f.fail("collective", "JOB_RING holds 8 XPUs numbered 0..14: this tenant or server does not fit it");
-    // The job's own check, on the tenant's ring, with the XPUs it would run on.
-    sim::TenantJobConfig jc;
-    jc.xpus = s.tenant.xpu_of_position;
-    sim::TenantJobSpec spec;
-    spec.op = job.op;
-    spec.type = job.type;
-    spec.bytes = job.bytes;
-    if (std::string why = sim::TenantJob(jc, s.shape).check(protocol::ring_xpus(s.tenant), spec); !why.empty())
-      c.fail("bytes", why);
-    s.collective = job;
-  }
+  if (f.has("collective")) parse_collective(f, s);
   s.limit_us = f.real("limit_us", s.limit_us, 0.0, 1e7);
   if (f.has("expect")) {
     Fields e = f.sub("expect");

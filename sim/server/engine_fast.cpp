@@ -311,6 +311,19 @@ class FastEngine final : public ModelEngine<Ctl, Ep, kTrace> {
     bool board_event = false;
   };
 
+  // The server reaches `cycle`: the models' assertions are checked, and what the controller did on
+  // the way becomes the step's result and stop conditions (one clock, or a window's prefix).
+  void commit_clock(uint64_t cycle, const ControllerEvents& ev) {
+    st_.cycle = cycle;
+    check_assertions(m_.ctx, st_.cycle);
+    if (ev.bus_result) {
+      st_.bus_result = ev.bus_result;
+      st_.stops.bus_done = true;
+    }
+    if (ev.irq_rose) st_.stops.irq_rose = true;
+    if (ev.board_event) st_.stops.board_event = true;
+  }
+
   LinkOut& out(uint64_t cycle, int link) { return out_[(cycle & out_mask_) * static_cast<size_t>(n_) + static_cast<size_t>(link)]; }
   ReceivedBlock& fibre(int link, uint64_t cycle) {
     return fibre_[static_cast<size_t>(link) * fibre_slots_ + (cycle & (fibre_slots_ - 1))];
@@ -695,14 +708,7 @@ void FastEngine<Ctl, Ep, kTrace>::cycle_single() {
       m_.fst->dump(t * m_.period_ps + m_.period_ps / 2);
     }
   }
-  st_.cycle = t + 1;
-  check_assertions(m_.ctx, st_.cycle);
-  if (ev.bus_result) {
-    st_.bus_result = ev.bus_result;
-    st_.stops.bus_done = true;
-  }
-  if (ev.irq_rose) st_.stops.irq_rose = true;
-  if (ev.board_event) st_.stops.board_event = true;
+  commit_clock(t + 1, ev);
   if (ev.control_changed) apply_control();
 }
 
@@ -969,14 +975,7 @@ uint64_t FastEngine<Ctl, Ep, kTrace>::run_window(uint64_t T, uint32_t W) {
   stage_.E = E;
   std::swap(stage_.routes, route_log_);
   if (stage_.routes.garbled()) flush_stage();
-  st_.cycle = E;
-  check_assertions(m_.ctx, st_.cycle);
-  if (ev.bus_result) {
-    st_.bus_result = ev.bus_result;
-    st_.stops.bus_done = true;
-  }
-  if (ev.irq_rose) st_.stops.irq_rose = true;
-  if (ev.board_event) st_.stops.board_event = true;
+  commit_clock(E, ev);
   if (control_differs()) apply_control();
   return E;
 }
