@@ -17,6 +17,12 @@
 // another XPU's light long enough to train to it; its circuit may not change at all, so nothing
 // else would ever take it out of Disabled. A peer that is really wrong (swapped fibres) is found
 // wrong again.
+//
+// A circuit to a fibre port (a port at or beyond N_LINKS, which no lane sits on: in a rack, the
+// light leaves towards another server's mesh) ends at a lane this board cannot name, so the link
+// checks nothing, like an unmapped link: it retrains when its circuit changes and when a commit
+// ends, and expects no one while a commit runs. Whoever sets the circuits across boards checks
+// the peer the link trained to (its LINK_PEER register).
 module ocs_link_map #(
   parameter int N_PORTS = 32,
   parameter int N_LINKS = 20,  // at most N_PORTS
@@ -45,14 +51,19 @@ module ocs_link_map #(
       logic [6:0] entry;
       logic [7:0] target;
       logic       wrong_peer;
+      logic       to_fibre;  // the circuit leaves the board through a fibre port
+      logic       checked;   // the circuit ends at a lane of this board, whose identity is known
       entry  = active_map_i[i*7 +: 7];
       target = {2'b00, entry[5:0]};
-      link_check_o[i]           = entry[6] || commit_busy_i;
-      link_expect_xpu_o[i*8 +: 8]  = entry[6] ? target >> LaneBits : NoOne;
-      link_expect_lane_o[i*8 +: 8] = entry[6] ? target & 8'(LANES - 1) : NoOne;
+      to_fibre = entry[6] && target >= 8'(N_LINKS);
+      checked  = entry[6] && !to_fibre;
+      link_check_o[i]           = checked || commit_busy_i;
+      link_expect_xpu_o[i*8 +: 8]  = checked ? target >> LaneBits : NoOne;
+      link_expect_lane_o[i*8 +: 8] = checked ? target & 8'(LANES - 1) : NoOne;
       wrong_peer                = link_state_i[4*i +: 4] == link_pkg::StDisabled &&
                                   link_reason_i[4*i +: 4] == link_pkg::RsnWrongPeer;
-      link_retrain_o[i]         = entry[6] ? (entry != prev_q[i*7 +: 7] || (commit_end_i && wrong_peer))
+      link_retrain_o[i]         = checked  ? (entry != prev_q[i*7 +: 7] || (commit_end_i && wrong_peer))
+                                : to_fibre ? (entry != prev_q[i*7 +: 7] || commit_end_i)
                                            : commit_end_i;
     end
   end
