@@ -421,9 +421,10 @@ class MpiExchange final : public WindowExchange {
     const ProcessInfo& me = processes_[0];
     int here = static_cast<int>(std::count_if(processes_.begin(), processes_.end(), [&](const ProcessInfo& q) { return q.host == me.host; }));
     fmt::print(stderr,
-               "mxtb: warning: {} rack processes on {} cores of host {} (more processes than cores): waits sleep instead of "
-               "spinning; a window's exchange costs {:.0f} us here (p50 of {} measured, all-to-all, 64 B)\n",
-               here, me.cores, me.host, us[us.size() / 2], kCalibrationRounds);
+               "mxtb: warning: {} rack processes on {} cores of host {} (more processes than cores): {}; a window's exchange "
+               "costs {:.0f} us here (p50 of {} measured, all-to-all, 64 B)\n",
+               here, me.cores, me.host, options_.busy_poll ? "waits spin (busy_poll, for measuring only)" : "waits sleep instead of spinning",
+               us[us.size() / 2], kCalibrationRounds);
   }
 
   MpiExchangeOptions options_;
