@@ -155,6 +155,16 @@ class MpiExchange final : public WindowExchange {
     std::string table = broadcast_from_root(rank_ == 0 ? nlohmann::json(labels).dump() : std::string(), "introduce");
     auto all = nlohmann::json::parse(table).get<std::vector<std::string>>();
     for (size_t r = 0; r < processes_.size(); ++r) processes_[r].label = all.at(r);
+    // When a process is killed, hydra kills the others within milliseconds, often before they can
+    // name it, and names it by pid and host only: this line turns that pid into rank and servers.
+    if (rank_ == 0 && options_.announce_processes) {
+      std::string table;
+      for (int r = 0; r < size_; ++r) {
+        const ProcessInfo& p = processes_[static_cast<size_t>(r)];
+        table += fmt::format("{}{} = host {} pid {} ({})", r == 0 ? "" : "; ", r, p.host, p.pid, p.label);
+      }
+      fmt::print(stderr, "mxtb: rack processes: {}\n", table);
+    }
   }
 
   void check_same(const std::string& what, const std::string& value) override {

@@ -9,8 +9,9 @@
 // millisecond whether the processes it waits for on this host still exist, and gives up on any
 // process after peer_timeout_s without an answer; it throws RackTransportError naming the process
 // (rank, host, pid, its introduce() label). The caller lets the error end the process with a
-// non-zero status; the launcher (hydra) then kills every other process of the rack (measured:
-// under 1 s), so no process is left behind.
+// non-zero status; the launcher (hydra) then kills every other process of the rack, so no
+// process is left behind. Bound: a killed process ends the rack within milliseconds (hydra,
+// measured 11-28 ms); a silent one within peer_timeout_s plus that (docs/rack-transport.md).
 #pragma once
 
 #include <memory>
@@ -30,6 +31,9 @@ struct MpiExchangeOptions {
   // Warn (rank 0, one line on stderr) when a host runs more processes than it has cores,
   // with the measured cost of a window's exchange there.
   bool warn_oversubscribed = true;
+  // After introduce(), rank 0 writes one line on stderr naming every process (rank = host, pid,
+  // label): what hydra's report of a killed process (by pid and host only) is read against.
+  bool announce_processes = true;
 };
 
 // Initializes MPI (MPI_Init_thread, serialized: one thread at a time may call the exchange) and
