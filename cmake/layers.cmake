@@ -21,8 +21,8 @@ set(MXTB_LAYER_tools tools)
 # rule above, firmware/, protocol/ and rtl/); no source sits in sim/ itself:
 #   sim/common <- sim/link <- sim/mesh <- sim/server <- sim/collective <- sim/rack <- sim/emulator
 # (the SystemC entry; a lane's link layer; the photonic mesh; the emulated server and its engines;
-# the XPUs' programs: collectives, the tenant's job, the state restore; several servers in one
-# emulation over processes, and their transport; the board on the network).
+# the XPUs' programs: collectives, the tenant's job, the state restore; servers joined by fibres
+# into a rack, and the processes it runs on; the board on the network).
 set(MXTB_SUBLAYERS_sim sim/common sim/link sim/mesh sim/server sim/collective sim/rack sim/emulator)
 set(MXTB_LAYER_sim/common sim/common)
 set(MXTB_LAYER_sim/link sim/link sim/common)

@@ -75,6 +75,17 @@ regress --collect DIR [--json FILE] [--junit FILE]
     prints "listening on udp://ADDR:PORT" when it answers. It runs on the fast engine on one
     thread unless --engine/--threads (or, for every command that starts it, MXTB_ENGINE and
     MXTB_THREADS) say otherwise (docs/performance.md))"},
+    {"rack", mxtb::app::cmd_rack,
+     R"(rack --scenario FILE [--out DIR] [--seed N] [--processes N] [--peer-timeout-s S] [--window W] [--progress]
+    [--calibration FILE] [--engine reference|fast]
+    a rack of servers emulated as one system (docs/rack.md): every server a whole board (controller
+    RTL and firmware, link layers, mesh), the fibres between their meshes with their latency and
+    loss, one global time in windows of the shortest fibre's latency; the tenant's torus brought up
+    across servers and its traffic checked. --processes N: the servers split over N MPI
+    processes (MPICH's mpiexec, started by this command; a process that dies or stays silent S
+    seconds, default 30, ends every other with its name). --window W: cycles a window (at most,
+    and by default, the shortest fibre's latency; results do not depend on it). Writes DIR/rack.json (the same for any partition),
+    DIR/rack-perf.json and DIR/events/serverN.events.jsonl (default DIR: out/rack))"},
     {"reg", mxtb::app::cmd_reg,
      R"(reg read|write|dump --target udp://ADDR:PORT [NAME|ADDRESS [VALUE]] [--count N] [--timeout-ms MS]
     registers by name: controller (STATUS, LINK_STATUS[3]), emulator (emu.TIME_NS_LO), ram[i]
@@ -133,6 +144,11 @@ alloc --experiment frag-tpuv4|fragmented-32|spares --json FILE
     [--no-systemc] [--no-breakdown] [--no-reference]
     the whole emulated server's simulated cycles per second, engine by engine, under traffic and
     through a reconfiguration, with where the time goes (docs/performance.md))"},
+    {"bench rack", mxtb::app::cmd_bench_rack,
+     R"(bench rack [--run-us US] [--settle electro_optic|thermo_optic|mems] [--seed N] [--tcp-us US] [--out DIR] [--json FILE]
+    the rack's synchronization cost, each case a real mxtb rack run side by side: a server alone
+    against the same server in racks of 2 and 4, the rack on 1, 2 and 4 processes, and the
+    projection to 16 servers on 16 cores and to hosts over TCP (docs/rack.md))"},
     {"bench alloc", mxtb::app::cmd_bench_alloc,
      R"(bench alloc --json FILE [--requests N] [--racks R] [--ilp-instances N] [--seed N] [--ilp-ms N]
     100,000-request trace with the heuristic, integer-program solve times)"},

@@ -798,4 +798,179 @@ host::failover::FailoverRun failover_run(const FailoverScenario& s) {
   return job;
 }
 
+// ---- Rack scenarios ----
+
+namespace {
+
+sim::rack::FibreLine parse_fibre_line(Fields& f, sim::rack::FibreLine l) {
+  l.metres = f.real("metres", l.metres, 0.0, 1e5);
+  l.retimer_ns = f.real("retimer_ns", l.retimer_ns, 0.0, 1e6);
+  l.loss_db = f.real("loss_db", l.loss_db, 0.0, 100.0);
+  return l;
+}
+
+protocol::FibreEnd parse_fibre_end(Fields e) {
+  protocol::FibreEnd end;
+  if (!e.has("server")) e.fail("server", "missing");
+  if (!e.has("port")) e.fail("port", "missing");
+  end.server = e.small_int("server", 0, 0, 1 << 20);
+  end.port = e.small_int("port", 0, 0, 1 << 20);
+  e.finish();
+  return end;
+}
+
+void parse_rack_section(Fields r, sim::rack::RackConfig& c) {
+  c.shape.servers_x = r.small_int("servers_x", c.shape.servers_x, 1, 16);
+  c.shape.servers_y = r.small_int("servers_y", c.shape.servers_y, 1, 16);
+  c.shape.fibres_per_neighbour = r.small_int("fibres_per_neighbour", c.shape.fibres_per_neighbour, 1, 256);
+  sim::rack::FibreLine every;
+  if (r.has("fibre")) {
+    Fields l = r.sub("fibre");
+    every = parse_fibre_line(l, every);
+    l.finish();
+  }
+  if (r.has("fibres")) {  // by hand: replaces the torus's wiring
+    const json& arr = array_field(r, "fibres");
+    for (size_t i = 0; i < arr.size(); ++i) {
+      Fields f(arr[i], r.source(), r.path(fmt::format("fibres[{}]", i)));
+      if (!f.has("a")) f.fail("a", "missing (one end: {\"server\": S, \"port\": P})");
+      if (!f.has("b")) f.fail("b", "missing (the other end)");
+      c.wiring.push_back(protocol::RackFibre{parse_fibre_end(f.sub("a")), parse_fibre_end(f.sub("b")), -1});
+      c.lines.push_back(parse_fibre_line(f, every));
+      f.finish();
+    }
+  } else {
+    try {
+      c.wiring = protocol::torus_wiring(c.shape);
+    } catch (const protocol::RackMapError& e) {
+      r.fail("fibres_per_neighbour", e.what());
+    }
+    c.lines.assign(c.wiring.size(), every);
+  }
+  r.finish();
+}
+
+void parse_rack_tenant(Fields t, sim::rack::RackConfig& c) {
+  if (!t.has("xpus")) t.fail("xpus", "missing: [[server, xpu], ...] by position (x + dim_x * y)");
+  c.tenant.dim_x = t.small_int("dim_x", c.tenant.dim_x, 1, 64);
+  c.tenant.dim_y = t.small_int("dim_y", c.tenant.dim_y, 1, 64);
+  const json& arr = array_field(t, "xpus");
+  c.tenant.xpu_of_position.clear();
+  for (size_t i = 0; i < arr.size(); ++i) {
+    const json& x = arr[i];
+    if (!x.is_array() || x.size() != 2 || !x[0].is_number_unsigned() || !x[1].is_number_unsigned())
+      t.fail(fmt::format("xpus[{}]", i), fmt::format("must be [server, xpu], got {}", x.dump()));
+    c.tenant.xpu_of_position.push_back(protocol::RackXpu{x[0].get<int>(), x[1].get<int>()});
+  }
+  t.finish();
+}
+
+void parse_rack_faults(Fields& f, sim::rack::RackConfig& c) {
+  const json& arr = array_field(f, "faults");
+  const double cycles_per_us = c.server.clock_mhz;
+  for (size_t i = 0; i < arr.size(); ++i) {
+    Fields e(arr[i], f.source(), fmt::format("$.faults[{}]", i));
+    sim::rack::FibreFault x;
+    const std::string kind = e.choice("kind", "", {"fibre_cut", "fibre_dark"});
+    x.kind = kind == "fibre_cut" ? sim::rack::FibreFault::Kind::Cut : sim::rack::FibreFault::Kind::Dark;
+    if (!e.has("fibre")) e.fail("fibre", "missing (an index into the wiring)");
+    x.fibre = e.small_int("fibre", 0, 0, 1 << 20);
+    if (static_cast<size_t>(x.fibre) >= c.wiring.size())
+      e.fail("fibre", fmt::format("fibre {} does not exist (the wiring has fibres 0..{})", x.fibre, static_cast<int>(c.wiring.size()) - 1));
+    x.at_cycle = static_cast<uint64_t>(std::llround(e.real("at_us", 0.0, 0.0, 1e7) * cycles_per_us));
+    if (x.kind == sim::rack::FibreFault::Kind::Dark) {
+      if (!e.has("us")) e.fail("us", "missing (how long the fibre stays dark)");
+      x.cycles = static_cast<uint64_t>(std::llround(e.real("us", 0.0, 0.001, 1e7) * cycles_per_us));
+    }
+    e.finish();
+    c.faults.push_back(x);
+  }
+}
+
+}  // namespace
+
+sim::rack::RackConfig parse_rack_scenario(const json& j, const std::string& source, const std::string& calibration_file) {
+  Fields f(j, source, "$");
+  sim::rack::RackConfig c;
+  c.calibration_file = calibration_file;
+  c.name = f.str("name", "rack");
+  c.seed = f.uint<uint64_t>("seed", c.seed);
+  if (f.has("server")) {
+    Fields v = f.sub("server");
+    c.shape.server.xpus = v.small_int("xpus", c.shape.server.xpus, 2, 64);
+    c.shape.server.lanes_per_xpu = v.small_int("lanes_per_xpu", c.shape.server.lanes_per_xpu, 4, 16);
+    c.shape.server.mesh_ports = v.small_int("mesh_ports", c.shape.server.mesh_ports, 4, 1024);
+    c.server.clock_mhz = v.real("clock_mhz", c.server.clock_mhz, 1.0, 2000.0);
+    v.finish();
+  }
+  if (std::string why = sim::unsupported_shape(c.shape.server); !why.empty()) f.fail("server", why);
+  c.server.shape = c.shape.server;
+  c.server.mesh.ports = c.shape.server.mesh_ports;
+  c.server.mesh.settle = *settle_preset_from_string(f.choice("settle", to_string(c.server.mesh.settle), {"thermo_optic", "electro_optic", "mems"}));
+  c.settle_taus = f.real("settle_taus", c.settle_taus, 1.0, 20.0);
+  if (f.has("mesh")) {
+    Fields m = f.sub("mesh");
+    c.server.mesh.extinction_db = m.real("extinction_db", c.server.mesh.extinction_db, 10.0, 80.0);
+    m.finish();
+  }
+  if (f.has("traffic")) c.server.traffic = parse_traffic(f.sub("traffic"), c.server.traffic);
+  if (f.has("rack")) {
+    parse_rack_section(f.sub("rack"), c);
+  } else {
+    c.wiring = protocol::torus_wiring(c.shape);
+    c.lines.assign(c.wiring.size(), sim::rack::FibreLine{});
+  }
+  if (f.has("tenant")) parse_rack_tenant(f.sub("tenant"), c);
+  else c.tenant = protocol::whole_rack_placement(c.shape);
+  c.run_us = f.real("run_us", c.run_us, 1.0, 1e6);
+  if (f.has("faults")) parse_rack_faults(f, c);
+  f.finish();
+  try {
+    sim::rack::check_rack(c);
+  } catch (const sim::rack::RackError& e) {
+    throw ScenarioError(fmt::format("{}: {}", source, e.what()));
+  }
+  return c;
+}
+
+sim::rack::RackConfig load_rack_scenario(const std::string& path, const std::string& calibration_file) {
+  return parse_rack_scenario(read_json_file<ScenarioError>(path, "rack file"), path, calibration_file);
+}
+
+json to_json(const sim::rack::RackConfig& c) {
+  json fibres = json::array();
+  for (size_t i = 0; i < c.wiring.size(); ++i) {
+    const auto& w = c.wiring[i];
+    fibres.push_back({{"fibre", i},
+                      {"a", {{"server", w.a.server}, {"port", w.a.port}}},
+                      {"b", {{"server", w.b.server}, {"port", w.b.port}}},
+                      {"side", protocol::direction_name(w.direction)},
+                      {"metres", c.lines[i].metres},
+                      {"retimer_ns", c.lines[i].retimer_ns},
+                      {"loss_db", c.lines[i].loss_db},
+                      {"latency_cycles", sim::rack::fibre_latency_cycles(c, static_cast<int>(i))}});
+  }
+  json tenant = json::array();
+  for (const auto& x : c.tenant.xpu_of_position) tenant.push_back({x.server, x.xpu});
+  json faults = json::array();
+  for (const auto& x : c.faults)
+    faults.push_back({{"kind", x.kind == sim::rack::FibreFault::Kind::Cut ? "fibre_cut" : "fibre_dark"},
+                      {"fibre", x.fibre},
+                      {"at_cycle", x.at_cycle},
+                      {"cycles", x.cycles}});
+  return {{"name", c.name},
+          {"seed", c.seed},
+          {"servers_x", c.shape.servers_x},
+          {"servers_y", c.shape.servers_y},
+          {"server", {{"xpus", c.shape.server.xpus}, {"lanes_per_xpu", c.shape.server.lanes_per_xpu},
+                      {"mesh_ports", c.shape.server.mesh_ports}, {"clock_mhz", c.server.clock_mhz}}},
+          {"settle", to_string(c.server.mesh.settle)},
+          {"mesh_extinction_db", c.server.mesh.extinction_db},
+          {"fibres_per_neighbour", c.shape.fibres_per_neighbour},
+          {"fibres", fibres},
+          {"tenant", {{"dim_x", c.tenant.dim_x}, {"dim_y", c.tenant.dim_y}, {"xpus", tenant}}},
+          {"run_us", c.run_us},
+          {"faults", faults}};
+}
+
 }  // namespace mxtb::app

@@ -10,6 +10,7 @@
 #include "sim/collective/collective.h"
 #include "sim/emulator/emulator.h"
 #include "sim/link/link_pair.h"
+#include "sim/rack/rack_config.h"
 #include "sim/mesh/photonic_mesh.h"
 
 #include <nlohmann/json_fwd.hpp>
@@ -112,5 +113,16 @@ sim::EmulatorConfig emulator_config(const FailoverScenario& s, const std::string
                                     const std::string& calibration_file);
 // The host's part: the manager's configuration, the faults to arm, the expectations.
 host::failover::FailoverRun failover_run(const FailoverScenario& s);
+
+// ---- Rack scenarios (`mxtb rack`, docs/rack.md) ----
+
+// A rack file: the servers' torus and fibres, every server's shape and settle, the tenant, the run
+// and the fibres' faults, checked whole (sim::rack::check_rack) before anything starts: errors
+// name the file and the field or the fibre. `calibration_file`: every server's mesh calibration.
+sim::rack::RackConfig load_rack_scenario(const std::string& path, const std::string& calibration_file);
+sim::rack::RackConfig parse_rack_scenario(const nlohmann::json& j, const std::string& source, const std::string& calibration_file);
+// The rack's configuration as the report names it (name, seed, servers, wiring with each fibre's
+// latency and loss, tenant, run).
+nlohmann::json to_json(const sim::rack::RackConfig& cfg);
 
 }  // namespace mxtb::app

@@ -33,6 +33,7 @@ module mxtb_board #(
   output logic [5:0]           pd_port_o,
   input  logic                 pd_valid_i,
   input  logic [15:0]          pd_dbm_i,
+  input  logic [7:0]           xpu_base_i,    // straps: the board's first XPU number in its rack (0 alone)
   input  logic [N_LINKS*4-1:0] link_state_i,
   input  logic [N_LINKS*4-1:0] link_reason_i,
   output logic                 irq_o,
@@ -108,6 +109,6 @@ module mxtb_board #(
     .s_axil_araddr(reg_araddr[15:0]), .s_axil_arvalid(reg_arvalid), .s_axil_arready(reg_arready),
     .s_axil_rdata(reg_rdata), .s_axil_rresp(reg_rresp), .s_axil_rvalid(reg_rvalid), .s_axil_rready(reg_rready),
     .dac_valid_o, .dac_elem_o, .dac_code_o, .pd_req_o, .pd_port_o, .pd_valid_i, .pd_dbm_i,
-    .link_state_i, .link_reason_i, .irq_o, .safe_o,
+    .xpu_base_i, .link_state_i, .link_reason_i, .irq_o, .safe_o,
     .link_check_o, .link_expect_xpu_o, .link_expect_lane_o, .link_retrain_o);
 endmodule

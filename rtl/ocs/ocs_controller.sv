@@ -38,6 +38,7 @@ module ocs_controller #(
   input  logic                 pd_valid_i,
   input  logic [15:0]          pd_dbm_i,      // signed, 0.01 dB
   // links (link_pkg state and reason codes, 4 bits each)
+  input  logic [7:0]           xpu_base_i,    // the board's first XPU number in its rack (ocs_link_map)
   input  logic [N_LINKS*4-1:0] link_state_i,
   input  logic [N_LINKS*4-1:0] link_reason_i,
   output logic                 irq_o,
@@ -365,7 +366,7 @@ module ocs_controller #(
 
   // ---------------------------------------------------------------- link expectations
   ocs_link_map #(.N_PORTS(N_PORTS), .N_LINKS(N_LINKS), .LANES(LANES)) u_link_map (
-    .clk_i, .rst_ni, .active_map_i(map_act), .commit_end_i(seq_done || seq_fail),
+    .clk_i, .rst_ni, .active_map_i(map_act), .xpu_base_i, .commit_end_i(seq_done || seq_fail),
     .commit_busy_i(seq_busy && !seq_safe),
     .link_state_i, .link_reason_i,
     .link_check_o, .link_expect_xpu_o, .link_expect_lane_o, .link_retrain_o

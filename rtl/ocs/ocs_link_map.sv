@@ -18,6 +18,10 @@
 // else would ever take it out of Disabled. A peer that is really wrong (swapped fibres) is found
 // wrong again.
 //
+// XPU numbers are the rack's: lane l of the board's XPU x is XPU xpu_base_i + x, lane l, so that a
+// link trained across a fibre to another board can tell that board's XPUs from its own (a board
+// alone has base 0). The base plus the board's XPUs stays below NoOne (the rack checks it).
+//
 // A circuit to a fibre port (a port at or beyond N_LINKS, which no lane sits on: in a rack, the
 // light leaves towards another server's mesh) ends at a lane this board cannot name, so the link
 // checks nothing, like an unmapped link: it retrains when its circuit changes and when a commit
@@ -31,6 +35,7 @@ module ocs_link_map #(
   input  logic                 clk_i,
   input  logic                 rst_ni,
   input  logic [N_PORTS*7-1:0] active_map_i,   // per port {valid, target[5:0]}
+  input  logic [7:0]           xpu_base_i,     // this board's first XPU number in its rack (straps; 0 alone)
   input  logic                 commit_end_i,   // pulse: a commit passed, was a no-op, failed or rolled back
   input  logic                 commit_busy_i,  // a commit is validating, programming, settling, verifying or rolling back
   input  logic [N_LINKS*4-1:0] link_state_i,   // link_pkg state of each link
@@ -58,7 +63,7 @@ module ocs_link_map #(
       to_fibre = entry[6] && target >= 8'(N_LINKS);
       checked  = entry[6] && !to_fibre;
       link_check_o[i]           = checked || commit_busy_i;
-      link_expect_xpu_o[i*8 +: 8]  = checked ? target >> LaneBits : NoOne;
+      link_expect_xpu_o[i*8 +: 8]  = checked ? xpu_base_i + (target >> LaneBits) : NoOne;
       link_expect_lane_o[i*8 +: 8] = checked ? target & 8'(LANES - 1) : NoOne;
       wrong_peer                = link_state_i[4*i +: 4] == link_pkg::StDisabled &&
                                   link_reason_i[4*i +: 4] == link_pkg::RsnWrongPeer;

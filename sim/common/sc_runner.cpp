@@ -56,8 +56,9 @@ void rethrow_process_error() {
   if (g_process_error) std::rethrow_exception(std::exchange(g_process_error, nullptr));
 }
 
-uint64_t next_batch(sc_core::sc_time period, uint64_t wanted) {
-  while (sc_core::sc_pending_activity_at_current_time()) sc_core::wait(sc_core::SC_ZERO_TIME);
+uint64_t next_batch(sc_core::sc_time period, uint64_t wanted, int max_yields) {
+  for (int yields = 0; sc_core::sc_pending_activity_at_current_time() && (max_yields < 0 || yields < max_yields); ++yields)
+    sc_core::wait(sc_core::SC_ZERO_TIME);
   uint64_t n = std::max<uint64_t>(1, wanted);
   if (sc_core::sc_pending_activity()) {
     uint64_t gap = sc_core::sc_time_to_pending_activity().value() / period.value();

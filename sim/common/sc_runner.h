@@ -26,7 +26,9 @@ void rethrow_process_error();
 // The batching rule of every clock thread that advances RTL in batches (LinkPairSc, ServerClock).
 // Call from that thread at the start of a batch: it first lets every other process due at this
 // instant run (a fault or a register access lands before the cycle), then returns how many of
-// `wanted` cycles may pass before another process has something scheduled (at least 1).
-uint64_t next_batch(sc_core::sc_time period, uint64_t wanted);
+// `wanted` cycles may pass before another process has something scheduled (at least 1). Where
+// several clock threads share the kernel (a rack), each one's yield is the others' pending
+// activity: `max_yields` bounds the delta cycles it yields (-1: until nothing else is due).
+uint64_t next_batch(sc_core::sc_time period, uint64_t wanted, int max_yields = -1);
 
 }  // namespace mxtb::sim

@@ -113,6 +113,8 @@ PhotonicMesh::PhotonicMesh(MeshConfig config)
     el.start_phase = el.target_phase = phase_of_code(e, 0);
   }
   lit_.assign(static_cast<size_t>(c.ports), true);
+  input_mw_.assign(static_cast<size_t>(c.ports), mw_from_dbm(c.laser_dbm));
+  carried_ratio_.assign(static_cast<size_t>(c.ports), 0.0);
 }
 
 void PhotonicMesh::check_element(int element) const {
@@ -168,7 +170,21 @@ double PhotonicMesh::target_phase_rad(int element) const {
 
 void PhotonicMesh::set_input_lit(int port, bool lit) {
   check_port(port);
-  lit_[static_cast<size_t>(port)] = lit;
+  const size_t k = static_cast<size_t>(port);
+  lit_[k] = lit;
+  input_mw_[k] = mw_from_dbm(config_.laser_dbm);
+  carried_ratio_[k] = 0.0;
+}
+
+void PhotonicMesh::set_input_light(int port, double signal_dbm, double crosstalk_dbm) {
+  check_port(port);
+  if (std::isnan(signal_dbm) || std::isnan(crosstalk_dbm) || signal_dbm == kInf || crosstalk_dbm == kInf)
+    throw MeshError(fmt::format("mesh: port {}: light of {} dBm with {} dBm crosstalk is not a power", port, signal_dbm, crosstalk_dbm));
+  const size_t k = static_cast<size_t>(port);
+  const double signal_mw = mw_from_dbm(signal_dbm);
+  lit_[k] = signal_mw > 0;
+  input_mw_[k] = signal_mw;
+  carried_ratio_[k] = signal_mw > 0 ? mw_from_dbm(crosstalk_dbm) / signal_mw : 0.0;
 }
 
 bool PhotonicMesh::input_lit(int port) const {
@@ -179,11 +195,15 @@ bool PhotonicMesh::input_lit(int port) const {
 void PhotonicMesh::save(State& s) const {
   s.elements_ = elements_;
   s.lit_ = lit_;
+  s.input_mw_ = input_mw_;
+  s.carried_ratio_ = carried_ratio_;
 }
 
 void PhotonicMesh::restore(const State& s) {
   elements_ = s.elements_;
   lit_ = s.lit_;
+  input_mw_ = s.input_mw_;
+  carried_ratio_ = s.carried_ratio_;
 }
 
 Propagation PhotonicMesh::propagate(double now_ns) const {
@@ -216,9 +236,9 @@ void PhotonicMesh::propagate_into(double now_ns, Propagation& result) const {
     if (lit_[static_cast<size_t>(input)]) lit_inputs.push_back(input);
   const size_t k_lit = lit_inputs.size();
   if (k_lit > 0) {
-    const double laser_mw = mw_from_dbm(config_.laser_dbm);
     std::vector<double> at(static_cast<size_t>(n) * k_lit, 0.0), outs(static_cast<size_t>(n) * k_lit);
-    for (size_t k = 0; k < k_lit; ++k) at[static_cast<size_t>(lit_inputs[k]) * k_lit + k] = laser_mw;  // input port p is stage 0's position p
+    for (size_t k = 0; k < k_lit; ++k)  // input port p is stage 0's position p
+      at[static_cast<size_t>(lit_inputs[k]) * k_lit + k] = input_mw_[static_cast<size_t>(lit_inputs[k])];
     for (int stage = 0; stage < topology_.stages(); ++stage) {
       for (int row = 0; row < rows; ++row) {
         const size_t e = static_cast<size_t>(topology_.element_index(stage, row));
@@ -249,15 +269,18 @@ void PhotonicMesh::propagate_into(double now_ns, Propagation& result) const {
   result.outputs.assign(static_cast<size_t>(n), OutputReading{});
   for (int out = 0; out < n; ++out) {
     OutputReading& r = result.outputs[static_cast<size_t>(out)];
-    double total = 0, strongest = 0;
+    double total = 0, strongest = 0, carried = 0;
     for (int input = 0; input < n; ++input) {
       const double p = result.power_mw[static_cast<size_t>(input)][static_cast<size_t>(out)];
       total += p;
+      if (carried_ratio_[static_cast<size_t>(input)] > 0) carried += p * carried_ratio_[static_cast<size_t>(input)];
       if (p > strongest) {
         strongest = p;
         r.dominant_input = input;
       }
     }
+    // Crosstalk that came in through a fibre rides with its signal: never the dominant part.
+    total += carried;
     const double crosstalk = total - strongest;
     r.signal_dbm = dbm_from_mw(strongest);
     r.crosstalk_dbm = dbm_from_mw(crosstalk);

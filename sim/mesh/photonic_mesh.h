@@ -102,9 +102,14 @@ class PhotonicMesh {
   // The phase a code gives this element once settled.
   double phase_of_code(int element, uint16_t code) const;
 
-  // An XPU's laser on or off (off: dead XPU, or link layer in reset).
+  // An XPU's laser on or off (off: dead XPU, or link layer in reset), at the configured laser power.
   void set_input_lit(int port, bool lit);
   bool input_lit(int port) const;
+  // Light arriving from a fibre (a rack's port towards another server's mesh, docs/rack.md): its
+  // signal at `signal_dbm` (-inf: none, the input is dark) and the crosstalk the other mesh
+  // already mixed into it at `crosstalk_dbm`, which rides along with the signal wherever it goes,
+  // so a receiver's signal-to-crosstalk ratio counts both meshes.
+  void set_input_light(int port, double signal_dbm, double crosstalk_dbm);
 
   Propagation propagate(double now_ns) const;
   // The same into `out`, reusing its storage (the server re-traces light every few clocks while
@@ -144,12 +149,15 @@ class PhotonicMesh {
   double tau_ns_;
   std::vector<Element> elements_;
   std::vector<bool> lit_;
+  std::vector<double> input_mw_;       // each lit input's signal power
+  std::vector<double> carried_ratio_;  // crosstalk that arrived with it, as a share of its signal
 };
 
 class PhotonicMesh::State {
   friend class PhotonicMesh;
   std::vector<Element> elements_;
   std::vector<bool> lit_;
+  std::vector<double> input_mw_, carried_ratio_;
 };
 
 int16_t monitor_code_from_dbm(double dbm);

@@ -270,7 +270,7 @@ class FastEngine final : public ModelEngine<Ctl, Ep, kTrace> {
     RootCheckpoint<Ep> root;
     TrafficSource::Checkpoint source;
     Scoreboard::Checkpoint scoreboard;
-    int board_stream = -1;
+    uint64_t board_stream = UINT64_MAX;
     link::LinkState last_state = link::LinkState::Reset;
     uint64_t control_applied = 0;
   };
@@ -512,6 +512,7 @@ void FastEngine<Ctl, Ep, kTrace>::mesh_lights(uint64_t t, bool lasers_changed_ma
       }
     }
   }
+  if (st_.fibres.any() && st_.fibres.light_inputs(*st_.mesh, t)) st_.light_dirty = true;  // one thread only (ServerSim)
   const double now = now_at(t);
   bool moving = now < settle_until_ns_ + st_.period_ns() * cfg_.mesh_update_cycles;
   if (st_.light_dirty || (moving && t - st_.last_light_cycle >= cfg_.mesh_update_cycles)) {
@@ -545,6 +546,8 @@ void FastEngine<Ctl, Ep, kTrace>::mesh_words(uint64_t t, const std::vector<Route
         if (r.dominant >= 0 && r.dominant < n_) {
           const LinkOut& w = out(t - 1, r.dominant);
           rx.raw = Raw66{w.lo, w.hi};
+        } else if (r.dominant >= n_) {
+          rx.raw = st_.fibres.word_in(r.dominant, t);
         }
         break;
       case Verdict::Garbled: rx = receive_block(Verdict::Garbled, Raw66{}, st_.rng); break;
@@ -691,6 +694,12 @@ void FastEngine<Ctl, Ep, kTrace>::cycle_single() {
   {
     Stopwatch sw(profiling_ ? &prof_.stage_s : nullptr);
     mesh_words(t, routes_, 0, n_);
+    if (st_.fibres.any())
+      st_.fibres.record_outputs(st_.light, t, [&](int input) {
+        if (input >= n_) return st_.fibres.word_in(input, t);
+        const LinkOut& w = out(t - 1, input);
+        return Raw66{w.lo, w.hi};
+      });
   }
   controller_inputs(t);
   links_cycle(0, n_, t, nullptr);

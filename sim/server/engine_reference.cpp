@@ -170,6 +170,7 @@ void ReferenceEngine<Ctl, Ep, kTrace>::one_cycle() {
       light_dirty_ = true;
     }
   }
+  if (st.fibres.any() && st.fibres.light_inputs(*mesh_, cycle_)) light_dirty_ = true;
   bool moving = now < settle_until_ns + st.period_ns() * cfg_.mesh_update_cycles;
   if (light_dirty_ || (moving && cycle_ - st.last_light_cycle >= cfg_.mesh_update_cycles)) refresh_light();
   lap.stop();
@@ -180,6 +181,7 @@ void ReferenceEngine<Ctl, Ep, kTrace>::one_cycle() {
     const OutputReading& r = light_.outputs[static_cast<size_t>(st.rx_source[static_cast<size_t>(o)])];
     Raw66 word{};
     if (r.dominant_input >= 0 && r.dominant_input < n_links) word = lane_out(*m.ep[static_cast<size_t>(r.dominant_input)]);
+    else if (r.dominant_input >= n_links) word = st.fibres.word_in(r.dominant_input, cycle_);
     auto& line = fibre[static_cast<size_t>(o)];
     ReceivedBlock rx = receive_block(r.verdict, word, rng_);
     auto& fault = m.faults[static_cast<size_t>(o)];
@@ -189,6 +191,10 @@ void ReferenceEngine<Ctl, Ep, kTrace>::one_cycle() {
     lane_in(*m.ep[static_cast<size_t>(o)], line.front());
     line.pop_front();
   }
+  if (st.fibres.any())
+    st.fibres.record_outputs(light_, cycle_, [&](int input) {
+      return input < n_links ? lane_out(*m.ep[static_cast<size_t>(input)]) : st.fibres.word_in(input, cycle_);
+    });
 
   lap.stop();
 

@@ -38,6 +38,8 @@ struct ServerModels {
   explicit ServerModels(const ServerState& st)
       : lanes(st.cfg.shape.lanes_per_xpu),
         seed(st.cfg.seed),
+        streams(st.cfg.streams_seed.value_or(st.cfg.seed)),
+        first_lane(st.cfg.xpu_base * st.cfg.shape.lanes_per_xpu),
         period_ps(static_cast<uint64_t>(std::llround(1e6 / st.cfg.clock_mhz))) {
     const ServerConfig& cfg = st.cfg;
     ctx.randReset(0);
@@ -48,20 +50,21 @@ struct ServerModels {
       ctx.timeprecision(-12);
     }
     ctl = std::make_unique<Ctl>(&ctx, "board");
+    ctl->xpu_base_i = static_cast<uint8_t>(cfg.xpu_base);  // the board's straps
     for (int i = 0; i < st.n_links; ++i) {
       ep.push_back(std::make_unique<Ep>(&ctx, fmt::format("link{}", i).c_str()));
       Ep& e = *ep.back();
-      e.xpu_id_i = static_cast<uint16_t>(i / lanes);
+      e.xpu_id_i = static_cast<uint16_t>(cfg.xpu_base + i / lanes);
       e.lane_id_i = static_cast<uint8_t>(i % lanes);
       e.check_peer_i = 0;
       e.enable_i = 1;
       e.irq_clear_i = 1;
       e.rx_ready_i = 1;
-      sources.emplace_back(stream_seed(cfg.seed, i), cfg.traffic, source_rng_seed(cfg.seed, i));
+      sources.emplace_back(stream_seed(streams, first_lane + i), cfg.traffic, source_rng_seed(cfg.seed, i));
       scoreboards.emplace_back(0, cfg.traffic, scoreboard_rng_seed(cfg.seed, i));
       faults.emplace_back(fault_rng_seed(cfg.seed, i));
     }
-    board_stream.assign(static_cast<size_t>(st.n_links), -1);
+    board_stream.assign(static_cast<size_t>(st.n_links), kNoStream);
     last_state.assign(static_cast<size_t>(st.n_links), link::LinkState::Reset);
   }
   ServerModels(const ServerModels&) = delete;
@@ -127,10 +130,10 @@ struct ServerModels {
     tr = LinkTransition{cycle, i, last, now_state, static_cast<link::Reason>(e.reason_o)};
     last = now_state;
     if (now_state == link::LinkState::Active) {
-      int peer_link = e.peer_xpu_o * lanes + e.peer_lane_o;
-      if (board_stream[k] != peer_link) {
-        scoreboards[k].resync(stream_seed(seed, peer_link));
-        board_stream[k] = peer_link;
+      const uint64_t stream = stream_seed(streams, e.peer_xpu_o * lanes + e.peer_lane_o);
+      if (board_stream[k] != stream) {
+        scoreboards[k].resync(stream);
+        board_stream[k] = stream;
       }
     }
     return true;
@@ -161,7 +164,11 @@ struct ServerModels {
   BoardPort port;                        // the top's UDP and emulator-block ports
   std::vector<TrafficSource> sources;
   std::vector<Scoreboard> scoreboards;
-  std::vector<int> board_stream;  // link whose stream each scoreboard follows; -1: none yet
+  // The stream each scoreboard follows (stream_seed() of the peer's server seed and link); none yet.
+  static constexpr uint64_t kNoStream = UINT64_MAX;
+  std::vector<uint64_t> board_stream;
+  const uint64_t streams;  // the XPUs' streams' seed (ServerConfig::streams_seed)
+  const int first_lane;    // the rack-wide number of this board's lane 0
   std::deque<LaneFault> faults;   // a deque: BitErrors refers to its neighbour rng
   std::vector<link::LinkState> last_state;
   // The waveform (kTrace): every model into one FST file, in ps.

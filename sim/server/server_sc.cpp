@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace mxtb::sim {
@@ -21,14 +22,28 @@ void ServerClock::run() {
   // sc_start() as itself (rethrow_process_error), not as SystemC's report of an uncaught exception.
   guard_process([this] {
     for (;;) {
-      // Whatever else is due at this instant (the firmware's next access, a fault) goes first.
-      while (sc_core::sc_pending_activity_at_current_time()) wait(sc_core::SC_ZERO_TIME);
+      // Whatever else is due at this instant (the firmware's next access, a fault) goes first. In a
+      // rack several clocks share the kernel, and each one's yield is the others' pending activity:
+      // there a clock yields a few delta cycles only, which is what its firmware needs to react
+      // (woken one delta after the batch, it starts its access in the same delta).
+      for (int yields = 0; sc_core::sc_pending_activity_at_current_time() && (!window_ || yields < kRackYields); ++yields)
+        wait(sc_core::SC_ZERO_TIME);
       while (held_) wait(resume_);
       if (done_ && done_()) {
         sc_core::sc_stop();
         return;
       }
-      uint64_t ran = sim_.step(next_batch(period_, max_batch_));
+      uint64_t wanted = max_batch_;
+      if (window_) {
+        if (sim_.cycle() >= window_->end) {
+          ++window_->arrived;
+          window_->arrival.notify(sc_core::SC_ZERO_TIME);
+          wait(window_->opened);
+          continue;
+        }
+        wanted = std::min(wanted, window_->end - sim_.cycle());
+      }
+      uint64_t ran = sim_.step(next_batch(period_, wanted, window_ ? kRackYields : -1));
       wait(period_ * static_cast<double>(ran));
       if (sim_.bus_result_ready()) bus_event_.notify(sc_core::SC_ZERO_TIME);
       if (sim_.irq_rose()) irq_event_.notify(sc_core::SC_ZERO_TIME);

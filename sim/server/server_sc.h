@@ -36,6 +36,17 @@ class ServerClock : public sc_core::sc_module {
   // One bus master at a time: the firmware and a host both reach the controller's one AXI port.
   sc_core::sc_mutex& bus_mutex() { return bus_mutex_; }
 
+  // In a rack (sim/rack/rack_sim.h) the server may not run past the end of the rack's window until
+  // the window's fibre samples are exchanged: reaching `window.end`, the clock counts itself in
+  // `window.arrived`, notifies `window.arrival` and waits for `window.opened`.
+  struct Window {
+    uint64_t end = 0;
+    int arrived = 0;
+    sc_core::sc_event arrival, opened;
+  };
+  void bound_by(Window* w) { window_ = w; }
+  static constexpr int kRackYields = 4;
+
  private:
   void run();
   ServerSim& sim_;
@@ -45,6 +56,7 @@ class ServerClock : public sc_core::sc_module {
   bool held_ = false;
   sc_core::sc_mutex bus_mutex_;
   std::function<bool()> done_;
+  Window* window_ = nullptr;
 };
 
 // The firmware's HAL in the emulator: AXI4-Lite transactions on the controller, the interrupt

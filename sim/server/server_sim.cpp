@@ -36,7 +36,10 @@ std::string unsupported_shape(const protocol::ServerShape& s) {
 }
 
 ServerState::ServerState(const ServerConfig& config)
-    : cfg(config), n_links(config.shape.xpus * config.shape.lanes_per_xpu), rng(config.seed ^ 0x5E5E) {
+    : cfg(config),
+      n_links(config.shape.xpus * config.shape.lanes_per_xpu),
+      rng(config.seed ^ 0x5E5E),
+      fibres(config.fibre_ports, n_links, config.shape.mesh_ports, config.fibre_window_cycles, config.seed ^ 0xF1B7E) {
   const auto& s = cfg.shape;
   program_lane.assign(static_cast<size_t>(n_links), 0);
   if (cfg.mesh.ports != s.mesh_ports)
@@ -48,6 +51,9 @@ ServerState::ServerState(const ServerConfig& config)
   for (int p = 0; p < s.mesh_ports; ++p) mesh->set_input_lit(p, false);
   alive.assign(static_cast<size_t>(s.xpus), true);
   for (int i = 0; i < n_links; ++i) rx_source.push_back(i);
+  if (cfg.xpu_base < 0 || cfg.xpu_base + s.xpus > 0xFF)
+    throw std::invalid_argument(fmt::format("server: XPUs {}..{} do not fit the link layers' 8-bit XPU numbers below 255",
+                                            cfg.xpu_base, cfg.xpu_base + s.xpus - 1));
 }
 
 ServerSim::ServerSim(const ServerConfig& cfg) : st_(std::make_unique<ServerState>(cfg)) {
@@ -60,6 +66,8 @@ ServerSim::ServerSim(const ServerConfig& cfg) : st_(std::make_unique<ServerState
     throw std::invalid_argument(fmt::format("server: threads must be in [1, 64], got {}", c.threads));
   if (c.engine == ServerEngine::Reference && c.threads != 1)
     throw std::invalid_argument("server: the reference engine runs on one thread");
+  if (st_->fibres.any() && c.threads != 1)
+    throw std::invalid_argument(fmt::format("server: a server joined to fibres runs on one thread, not {} (a rack runs its servers side by side)", c.threads));
   if (c.engine == ServerEngine::Fast) impl_ = make_fast_engine(*st_);
   else impl_ = make_reference_engine(*st_);
 }
@@ -80,6 +88,9 @@ const std::vector<LinkTransition>& ServerSim::transitions() const { return st_->
 uint64_t ServerSim::dac_writes() const { return st_->dac_writes; }
 uint64_t ServerSim::pd_reads() const { return st_->pd_reads; }
 const PhotonicMesh& ServerSim::mesh() const { return *st_->mesh; }
+FibrePorts& ServerSim::fibres() { return st_->fibres; }
+
+const FibrePorts& ServerSim::fibres() const { return st_->fibres; }
 const ServerConfig& ServerSim::config() const { return st_->cfg; }
 
 void ServerSim::start_waveform(const std::string& path) { impl_->start_waveform(path); }

@@ -11,6 +11,7 @@
 
 #include "sim/server/axil_master.h"
 #include "sim/server/board_port.h"
+#include "sim/server/fibre_ports.h"
 #include "sim/server/lane_program.h"
 #include "sim/link/link_pair.h"
 #include "sim/mesh/photonic_mesh.h"
@@ -53,6 +54,17 @@ struct ServerConfig {
   ServerEngine engine = ServerEngine::Fast;
   int threads = 1;                             // fast engine: threads that share the link layers (1..64)
   bool profile = false;                        // time each component (costs a little): ServerSim::profile()
+  // In a rack (docs/rack.md): the mesh ports joined to fibres towards other servers (each at or
+  // beyond the lanes' ports), and the most clocks the rack runs between exchanges. The fast
+  // engine runs such a server on one thread: the rack runs its servers side by side instead.
+  std::vector<int> fibre_ports;
+  uint32_t fibre_window_cycles = 64;
+  // The board's first XPU number in its rack (its straps, rtl/board/mxtb_board.sv xpu_base_i): its
+  // XPU x trains as XPU xpu_base + x, so a link across a fibre tells another board's XPUs from its
+  // own. And the seed of the XPUs' streams, each keyed by its rack-wide lane, so that a lane's
+  // scoreboard follows a peer in any server of the rack (none: `seed`). 0 and none for a server alone.
+  int xpu_base = 0;
+  std::optional<uint64_t> streams_seed;
 };
 
 // Where step()'s wall time went (ServerConfig::profile), summed over the run. With threads,
@@ -174,6 +186,11 @@ class ServerSim {
   void start_waveform(const std::string& path);  // opens the file on the first call
   void stop_waveform();
   bool waveform_on() const;
+
+  // The ports joined to fibres (ServerConfig::fibre_ports): the rack writes what arrives before
+  // a clock runs and reads what left after (sim/server/fibre_ports.h).
+  FibrePorts& fibres();
+  const FibrePorts& fibres() const;
 
   int links() const;
   LinkReport link_report(int link) const;

@@ -36,6 +36,7 @@ struct ServerState {
   bool light_dirty = true;
   uint64_t last_light_cycle = 0;
   std::mt19937_64 rng;  // the server's one noise generator: garbled light, in the reference's order
+  FibrePorts fibres;    // the ports joined to other servers' meshes (a rack), with their own noise
 
   // Faults the engines read every clock (ServerSim::kill_xpu, swap_lanes).
   std::vector<bool> alive;      // per XPU

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -231,6 +232,39 @@ TEST_CASE("monitor photodiode and its code") {
   CHECK(sim::monitor_code_from_dbm(400.0) == INT16_MAX);
   CHECK(std::isinf(sim::dbm_from_monitor_code(INT16_MIN)));
   CHECK(sim::dbm_from_monitor_code(-135) == doctest::Approx(-1.35));
+}
+
+TEST_CASE("light from a fibre: its power and the crosstalk it brings count at the far receiver") {
+  sim::PhotonicMesh mesh(sim::MeshConfig{});
+  double now = 0;
+  std::vector<int> perm = identity(32);
+  REQUIRE(testing::realize_and_check(mesh, perm, mesh.true_codes(), now) == "");
+  const auto lasers = mesh.propagate(now).outputs[25];
+  REQUIRE(lasers.verdict == Verdict::Lit);
+  // Input 25 fed from a fibre 6 dB below the laser: the output drops 6 dB, still lit.
+  mesh.set_input_light(25, -6.0, -std::numeric_limits<double>::infinity());
+  const auto weak = mesh.propagate(now).outputs[25];
+  CHECK(weak.dominant_input == 25);
+  CHECK(weak.signal_dbm == doctest::Approx(lasers.signal_dbm - 6.0).epsilon(1e-9));
+  CHECK(weak.verdict == Verdict::Lit);
+  // Crosstalk that came with it travels with it: 15 dB below its signal leaves too little margin
+  // (the limit is 20 dB) and the output is garbled, though no other input here adds any.
+  mesh.set_input_light(25, -6.0, -21.0);
+  const auto mixed = mesh.propagate(now).outputs[25];
+  CHECK(mixed.dominant_input == 25);
+  CHECK(mixed.sxr_db < 16.0);
+  CHECK(mixed.verdict == Verdict::Garbled);
+  CHECK(mixed.total_dbm > weak.total_dbm);
+  // Below the receiver's sensitivity: dark; no light at all: the input is unlit.
+  mesh.set_input_light(25, -30.0, -std::numeric_limits<double>::infinity());
+  CHECK(mesh.propagate(now).outputs[25].verdict == Verdict::Dark);
+  mesh.set_input_light(25, -std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity());
+  CHECK_FALSE(mesh.input_lit(25));
+  // A laser again: exactly the laser's light, nothing carried.
+  mesh.set_input_lit(25, true);
+  CHECK(mesh.propagate(now).outputs[25].signal_dbm == lasers.signal_dbm);
+  CHECK(mesh.propagate(now).outputs[25].crosstalk_dbm == lasers.crosstalk_dbm);
+  CHECK_THROWS_AS(mesh.set_input_light(25, std::nan(""), 0), sim::MeshError);
 }
 
 TEST_CASE("blocks through an output: lit carries the word, garbled noise, dark no signal") {

@@ -1,0 +1,151 @@
+// `mxtb rack`: a rack of servers emulated as one system (docs/rack.md): every server a whole board,
+// the fibres between their meshes, one global time; in this process, or over MPI processes.
+#include "apps/mxtb/args.h"
+#include "apps/mxtb/commands.h"
+#include "apps/mxtb/engine_options.h"
+#include "apps/mxtb/scenario.h"
+
+#include "sim/rack/mpi_exchange.h"
+#include "sim/rack/rack_sim.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+namespace mxtb::app {
+
+using nlohmann::json;
+
+namespace {
+
+std::string file_digest(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string bytes = ss.str();
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a: enough to tell two rack files apart
+  for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ull;
+  return fmt::format("{:016x}", h);
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  if (!out) throw InputError(fmt::format("cannot write {}", path));
+  out << text;
+}
+
+// The report a person reads: one line a server, then the verdict.
+void print_summary(const sim::rack::RackConfig& cfg, const sim::rack::RackOutcome& out, const json& perf) {
+  const double period_ns = 1000.0 / cfg.server.clock_mhz;
+  fmt::print("# rack {}: {} x {} servers, {} fibres ({} per neighbour), window {} cycles, tenant {}x{} ({} XPUs)\n", cfg.name,
+             cfg.shape.servers_x, cfg.shape.servers_y, cfg.wiring.size(), cfg.shape.fibres_per_neighbour, out.window_cycles,
+             cfg.tenant.dim_x, cfg.tenant.dim_y, cfg.tenant.xpu_of_position.size());
+  fmt::print("# {:>6} {:>8} {:>14} {:>12} {:>10} {:>16}\n", "server", "lanes", "via fibre", "messages", "sb_errors", "all Active (us)");
+  for (const std::string& text : out.server_reports) {
+    json r = json::parse(text);
+    int lanes = 0, active = 0, fibre = 0;
+    for (const json& l : r.at("lanes")) {
+      ++lanes;
+      active += l.at("state") == "Active";
+      fibre += !l.at("fibre").is_null();
+    }
+    const json& all = r.at("all_active_cycle");
+    fmt::print("  {:>6} {:>8} {:>14} {:>12} {:>10} {:>16}\n", r.at("server").get<int>(), fmt::format("{}/{}", active, lanes), fibre,
+               r.at("messages_delivered").get<uint64_t>(), r.at("scoreboard_errors").get<uint64_t>(),
+               all.is_null() ? std::string("-") : fmt::format("{:.1f}", all.get<double>() * period_ns / 1000.0));
+  }
+  fmt::print("# {} simulated us on {} process(es) in {:.2f} s wall: {:.0f} rack cycles/s\n", cfg.run_us, perf.at("processes").get<int>(),
+             perf.at("wall_s").get<double>(), perf.at("rack_cycles_per_s").get<double>());
+  for (const std::string& f : out.failures) fmt::print("FAIL {}\n", f);
+  fmt::print("{}\n", out.failures.empty() ? "PASS" : fmt::format("FAIL: {} check(s)", out.failures.size()));
+}
+
+}  // namespace
+
+int cmd_rack(const ArgList& argv) {
+  Args args(argv, ArgSpec{{"--scenario", "--out", "--seed", "--calibration", "--processes", "--peer-timeout-s", "--window", kEngineFlags[0],
+                           kEngineFlags[1]},
+                          {"--progress"},
+                          {},
+                          false});
+  if (!args.has("--scenario")) throw UsageError("--scenario FILE is required (a rack file, docs/rack.md)");
+  const std::string path = args.str("--scenario");
+  const std::string calibration = args.str("--calibration", source_root() + "/traces/calibration/mesh32.json");
+  sim::rack::RackConfig cfg = load_rack_scenario(path, calibration);
+  cfg.seed = args.u64("--seed", cfg.seed);
+  cfg.window = static_cast<uint32_t>(args.u64("--window", 0, 1, 1'000'000));
+  try {
+    sim::rack::check_rack(cfg);
+  } catch (const sim::rack::RackError& e) {
+    throw UsageError(fmt::format("--window {}: {}", cfg.window, e.what()));
+  }
+  apply_engine_options(args, cfg.server);
+  if (cfg.server.threads != 1)
+    throw UsageError(fmt::format("--threads {}: a rack runs each server on one thread (it runs servers side by side instead)",
+                                 cfg.server.threads));
+  const int processes = static_cast<int>(args.u64("--processes", 1, 1, 1024));
+  if (processes > cfg.shape.servers())
+    throw UsageError(fmt::format("--processes {}: the rack has {} servers, and each process holds at least one", processes,
+                                 cfg.shape.servers()));
+  const double peer_timeout_s = args.real("--peer-timeout-s", 30.0, 0.5, 3600.0);
+  const std::string out_dir = args.str("--out", "out/rack");
+  const bool child = sim::rack::launched_by_mpiexec();
+  if (processes > 1 && !child) {
+    // This process becomes the launcher: the same command as `processes` MPI processes.
+    // This program's own path: "/proc/self/exe" would name the launcher in the launcher.
+    std::vector<std::string> child_argv{std::filesystem::read_symlink("/proc/self/exe").string(), "rack"};
+    child_argv.insert(child_argv.end(), argv.begin(), argv.end());
+    std::vector<std::string> cmd = sim::rack::mpiexec_command(processes, child_argv);
+    std::vector<char*> c_argv;
+    for (std::string& a : cmd) c_argv.push_back(a.data());
+    c_argv.push_back(nullptr);
+    std::fflush(stdout);
+    execv(c_argv[0], c_argv.data());
+    throw InputError(fmt::format("cannot start {}: {}", cmd[0], std::strerror(errno)));
+  }
+  std::filesystem::create_directories(out_dir + "/events");
+
+  std::unique_ptr<sim::rack::WindowExchange> ex =
+      child ? sim::rack::make_mpi_exchange(peer_timeout_s) : sim::rack::local_exchange();
+  if (ex->size() != processes)
+    throw InputError(fmt::format("started as {} MPI processes, but --processes says {}", ex->size(), processes));
+  sim::rack::RackRunOptions opt;
+  opt.config_source = path;
+  opt.config_digest = file_digest(path);
+  opt.events_dir = out_dir + "/events";
+  opt.progress = args.has("--progress");
+  sim::rack::RackOutcome out = sim::rack::run_rack(cfg, *ex, opt);
+  if (ex->rank() != 0) return 0;  // rank 0 reports for the rack (its exit code is the launcher's)
+
+  json servers = json::array();
+  for (const std::string& r : out.server_reports) servers.push_back(json::parse(r));
+  json report = {{"rack", to_json(cfg)}, {"servers", servers}, {"failures", out.failures}, {"passed", out.failures.empty()}};
+  write_file(out_dir + "/rack.json", report.dump(2) + "\n");
+  json per_process = json::array();
+  double wall = 0;
+  for (const std::string& p : out.perf) {
+    per_process.push_back(json::parse(p));
+    wall = std::max(wall, per_process.back().at("wall_s").get<double>());
+  }
+  const uint64_t cycles = per_process.empty() ? 0 : per_process[0].at("cycles").get<uint64_t>();
+  json perf = {{"processes", processes},
+               {"wall_s", wall},
+               {"rack_cycles", cycles},
+               {"rack_cycles_per_s", wall > 0 ? static_cast<double>(cycles) / wall : 0.0},
+               {"server_cycles_per_s", wall > 0 ? static_cast<double>(cycles) * cfg.shape.servers() / wall : 0.0},
+               {"window_cycles", out.window_cycles},
+               {"per_process", per_process}};
+  write_file(out_dir + "/rack-perf.json", perf.dump(2) + "\n");
+  print_summary(cfg, out, perf);
+  fmt::print("# wrote {}/rack.json, {}/rack-perf.json, {}/events/serverN.events.jsonl\n", out_dir, out_dir, out_dir);
+  return out.failures.empty() ? 0 : 1;
+}
+
+}  // namespace mxtb::app

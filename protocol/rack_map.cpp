@@ -1,0 +1,157 @@
+#include "protocol/rack_map.h"
+
+#include <fmt/format.h>
+
+namespace mxtb::protocol {
+
+namespace {
+int wrap(int v, int n) { return ((v % n) + n) % n; }
+}  // namespace
+
+int RackShape::server_at(int x, int y) const { return wrap(x, servers_x) + servers_x * wrap(y, servers_y); }
+
+const char* direction_name(int d) {
+  static const char* names[] = {"+x", "-x", "+y", "-y"};
+  return d >= 0 && d < 4 ? names[d] : "by hand";
+}
+
+int fibre_ports(const ServerShape& s) { return s.mesh_ports - s.links(); }
+
+int neighbour_port(const RackShape& r, int d, int f) { return r.server.links() + d * r.fibres_per_neighbour + f; }
+
+std::vector<RackFibre> torus_wiring(const RackShape& r) {
+  if (r.servers_x < 1 || r.servers_y < 1)
+    throw RackMapError(fmt::format("rack: a torus of {} x {} servers", r.servers_x, r.servers_y));
+  if (r.fibres_per_neighbour < 1) throw RackMapError(fmt::format("rack: {} fibres per neighbour; at least 1", r.fibres_per_neighbour));
+  const int need = 4 * r.fibres_per_neighbour;
+  if (need > fibre_ports(r.server))
+    throw RackMapError(fmt::format("rack: 4 sides x {} fibres need {} fibre ports, a server's {}-port mesh has {} beyond its {} lanes",
+                                   r.fibres_per_neighbour, need, r.server.mesh_ports, fibre_ports(r.server), r.server.links()));
+  std::vector<RackFibre> wiring;
+  for (int y = 0; y < r.servers_y; ++y)
+    for (int x = 0; x < r.servers_x; ++x) {
+      const int here = r.server_at(x, y);
+      for (int dim = 0; dim < 2; ++dim) {
+        if ((dim == 0 ? r.servers_x : r.servers_y) < 2) continue;
+        const int next = dim == 0 ? r.server_at(x + 1, y) : r.server_at(x, y + 1);
+        const int plus = dim == 0 ? kPlusX : kPlusY;
+        for (int f = 0; f < r.fibres_per_neighbour; ++f)
+          wiring.push_back(RackFibre{{here, neighbour_port(r, plus, f)}, {next, neighbour_port(r, plus + 1, f)}, plus});
+      }
+    }
+  return wiring;
+}
+
+void check_wiring(const RackShape& r, const std::vector<RackFibre>& wiring) {
+  const int links = r.server.links();
+  std::vector<std::vector<int>> user(static_cast<size_t>(r.servers()), std::vector<int>(static_cast<size_t>(r.server.mesh_ports), -1));
+  for (size_t i = 0; i < wiring.size(); ++i) {
+    for (const FibreEnd* e : {&wiring[i].a, &wiring[i].b}) {
+      const char* side = e == &wiring[i].a ? "a" : "b";
+      if (e->server < 0 || e->server >= r.servers())
+        throw RackMapError(fmt::format("fibre {} end {}: server {} does not exist (the rack has servers 0..{})", i, side, e->server,
+                                       r.servers() - 1));
+      if (e->port < links || e->port >= r.server.mesh_ports)
+        throw RackMapError(fmt::format("fibre {} end {}: port {} of server {} is not a fibre port ({}..{}; ports below {} carry lanes)", i,
+                                       side, e->port, e->server, links, r.server.mesh_ports - 1, links));
+      int& u = user[static_cast<size_t>(e->server)][static_cast<size_t>(e->port)];
+      if (u >= 0)
+        throw RackMapError(fmt::format("fibre {} end {}: port {} of server {} is already joined by fibre {}", i, side, e->port, e->server,
+                                       u));
+      u = static_cast<int>(i);
+    }
+  }
+}
+
+std::string to_string(const RackLane& l) { return fmt::format("server {} XPU {} lane {}", l.server, l.xpu, l.lane); }
+
+RackPlacement whole_rack_placement(const RackShape& r) {
+  if (r.server.xpus < 4) throw RackMapError(fmt::format("rack: a server of {} XPUs holds no 2x2 block", r.server.xpus));
+  RackPlacement t;
+  t.dim_x = 2 * r.servers_x;
+  t.dim_y = 2 * r.servers_y;
+  t.xpu_of_position.resize(static_cast<size_t>(t.dim_x * t.dim_y));
+  for (int y = 0; y < t.dim_y; ++y)
+    for (int x = 0; x < t.dim_x; ++x)
+      t.xpu_of_position[static_cast<size_t>(x + t.dim_x * y)] = RackXpu{r.server_at(x / 2, y / 2), x % 2 + 2 * (y % 2)};
+  return t;
+}
+
+RackMap rack_torus_map(const RackShape& r, const std::vector<RackFibre>& wiring, const RackPlacement& t) {
+  const ServerShape& s = r.server;
+  const int positions = t.dim_x * t.dim_y;
+  if (t.dim_x < 1 || t.dim_y < 1) throw RackMapError(fmt::format("tenant: a torus of {} x {}", t.dim_x, t.dim_y));
+  if (static_cast<int>(t.xpu_of_position.size()) != positions)
+    throw RackMapError(fmt::format("tenant: a {} x {} torus needs {} XPUs, the placement has {}", t.dim_x, t.dim_y, positions,
+                                   t.xpu_of_position.size()));
+  if (s.lanes_per_xpu < (t.dim_y > 1 ? 4 : 2))
+    throw RackMapError(fmt::format("tenant: a 2-D torus needs 4 lanes per XPU, the server has {}", s.lanes_per_xpu));
+  std::vector<std::vector<bool>> used(static_cast<size_t>(r.servers()), std::vector<bool>(static_cast<size_t>(s.xpus), false));
+  for (int p = 0; p < positions; ++p) {
+    const RackXpu& x = t.xpu_of_position[static_cast<size_t>(p)];
+    if (x.server < 0 || x.server >= r.servers() || x.xpu < 0 || x.xpu >= s.xpus)
+      throw RackMapError(fmt::format("tenant: position {} is on server {} XPU {}, which the rack does not have ({} servers of {} XPUs)", p,
+                                     x.server, x.xpu, r.servers(), s.xpus));
+    auto&& u = used[static_cast<size_t>(x.server)][static_cast<size_t>(x.xpu)];
+    if (u) throw RackMapError(fmt::format("tenant: server {} XPU {} is placed at two positions", x.server, x.xpu));
+    u = true;
+  }
+  RackMap m;
+  m.port_target.assign(static_cast<size_t>(r.servers()), std::vector<int>(static_cast<size_t>(s.mesh_ports), -1));
+  m.expected_peer.assign(static_cast<size_t>(r.servers()), std::vector<RackLane>(static_cast<size_t>(s.links())));
+  std::vector<bool> fibre_used(wiring.size(), false);
+  auto join = [&](int server, int a, int b) {
+    m.port_target[static_cast<size_t>(server)][static_cast<size_t>(a)] = b;
+    m.port_target[static_cast<size_t>(server)][static_cast<size_t>(b)] = a;
+  };
+  // A free fibre between servers a and b, the one leaving a on side `d` first.
+  auto free_fibre = [&](int a, int b, int d) {
+    int any = -1;
+    for (size_t i = 0; i < wiring.size(); ++i) {
+      const RackFibre& f = wiring[i];
+      if (fibre_used[i]) continue;
+      if (f.a.server == a && f.b.server == b && f.direction == d) return static_cast<int>(i);
+      if (any < 0 && ((f.a.server == a && f.b.server == b) || (f.a.server == b && f.b.server == a))) any = static_cast<int>(i);
+    }
+    return any;
+  };
+  auto connect = [&](RackLane a, RackLane b, int d) {
+    const int pa = port_of(s, LaneId{a.xpu, a.lane}), pb = port_of(s, LaneId{b.xpu, b.lane});
+    RackCircuit c{a, b, -1};
+    if (a.server == b.server) {
+      join(a.server, pa, pb);
+    } else {
+      c.fibre = free_fibre(a.server, b.server, d);
+      if (c.fibre < 0) {
+        int joining = 0;
+        for (const RackFibre& f : wiring)
+          joining += (f.a.server == a.server && f.b.server == b.server) || (f.a.server == b.server && f.b.server == a.server);
+        throw RackMapError(joining == 0 ? fmt::format("tenant: {} and {} are torus neighbours ({}), but no fibre joins server {} to server {}",
+                                                      to_string(a), to_string(b), direction_name(d), a.server, b.server)
+                                        : fmt::format("tenant: needs more circuits between server {} and server {} than the {} fibres joining them",
+                                                      a.server, b.server, joining));
+      }
+      const RackFibre& f = wiring[static_cast<size_t>(c.fibre)];
+      fibre_used[static_cast<size_t>(c.fibre)] = true;
+      const bool a_first = f.a.server == a.server;
+      join(a.server, pa, a_first ? f.a.port : f.b.port);
+      join(b.server, pb, a_first ? f.b.port : f.a.port);
+    }
+    m.expected_peer[static_cast<size_t>(a.server)][static_cast<size_t>(pa)] = b;
+    m.expected_peer[static_cast<size_t>(b.server)][static_cast<size_t>(pb)] = a;
+    m.circuits.push_back(c);
+  };
+  auto at = [&](int x, int y) { return t.xpu_of_position[static_cast<size_t>(((x % t.dim_x) + t.dim_x) % t.dim_x + t.dim_x * (y % t.dim_y))]; };
+  for (int y = 0; y < t.dim_y; ++y)
+    for (int x = 0; x < t.dim_x; ++x) {
+      const RackXpu here = at(x, y), east = at(x + 1, y);
+      connect(RackLane{here.server, here.xpu, 0}, RackLane{east.server, east.xpu, 1}, kPlusX);
+      if (t.dim_y > 1) {
+        const RackXpu north = at(x, y + 1);
+        connect(RackLane{here.server, here.xpu, 2}, RackLane{north.server, north.xpu, 3}, kPlusY);
+      }
+    }
+  return m;
+}
+
+}  // namespace mxtb::protocol

@@ -1,0 +1,61 @@
+// A rack of servers emulated as one system (docs/rack.md). Each process holds a contiguous range
+// of the rack's servers, each a whole board (controller RTL and its firmware, link layers, mesh)
+// under SystemC on one global simulated time; the fibres between servers carry their light and
+// blocks with their latency and loss. Conservative synchronization: every server runs a window of
+// W clocks (W = the shortest fibre's latency), then each process hands the samples its fibres
+// sent in that window to their receivers, in this process or through the WindowExchange to
+// another. What arrives in a window was sent at least W clocks before it, so a server never waits
+// on a later window and its cycles do not depend on how the rack is partitioned: the report and
+// every event log are bit-identical for 1, 2 or S processes.
+#pragma once
+
+#include "sim/rack/rack_config.h"
+#include "sim/rack/window_exchange.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mxtb::sim::rack {
+
+// The servers process `rank` of `processes` holds, [first, end): contiguous, as even as can be.
+struct ServerRange {
+  int first = 0, end = 0;
+};
+ServerRange servers_of_rank(int servers, int processes, int rank);
+int rank_of_server(int servers, int processes, int server);
+
+struct RackRunOptions {
+  std::string config_source;  // the rack file's path, for messages
+  std::string config_digest;  // of its contents: every process must have the same
+  std::string events_dir;     // each server's event log goes to EVENTS_DIR/serverN.events.jsonl; "": none
+  bool progress = false;      // a progress line on stderr every few seconds (rank 0)
+};
+
+// This process's figures (not part of the report: they depend on the partition and the machine).
+struct RackPerf {
+  int rank = 0;
+  int servers = 0;               // held by this process
+  uint64_t cycles = 0;           // the rack's, each server's
+  uint64_t windows = 0;
+  double wall_s = 0;             // the simulation, from the first window to the last
+  double exchange_s = 0;         // in WindowExchange::exchange
+  double deliver_s = 0;          // moving samples between servers' rings and fibres
+  std::string to_json() const;   // one object, dumped
+};
+
+struct RackOutcome {
+  // On rank 0: every server's report (a JSON object, dumped), in server order; and every failed
+  // check, each naming its server. Elsewhere: empty.
+  std::vector<std::string> server_reports;
+  std::vector<std::string> failures;
+  std::vector<std::string> perf;  // rank 0: every process's RackPerf::to_json()
+  uint32_t window_cycles = 0;
+};
+
+// Runs this process's servers of the rack to its end (RackConfig::run_us), under SystemC (once
+// per process). Throws RackError for a bad configuration before anything starts, and
+// RackTransportError when another process dies or disagrees.
+RackOutcome run_rack(const RackConfig& cfg, WindowExchange& ex, const RackRunOptions& opt);
+
+}  // namespace mxtb::sim::rack

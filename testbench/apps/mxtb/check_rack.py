@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""Integration checks of `mxtb rack` (docs/rack.md), each a subcommand that exits non-zero on failure.
+
+  check_rack.py MXTB OUT smoke SCENARIO        the rack runs, every tenant lane Active, traffic across fibres
+  check_rack.py MXTB OUT same SCENARIO A -- B  two runs (flags A, flags B) give byte-identical reports and event logs
+  check_rack.py MXTB OUT faults SCENARIO       a cut fibre's lanes are down at the end, a dark window's back up
+  check_rack.py MXTB OUT bad DIR               every rack file in DIR is refused: exit 2, its message, nothing written
+  check_rack.py MXTB OUT kill SCENARIO         --processes 2, the last process killed mid-run: the rack ends within
+                                               the bound, non-zero, no process left, no report written
+  check_rack.py MXTB OUT mismatch A            two processes started with A and a copy of A with another seed: refused, naming both
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+# What each bad rack file must be refused with (a piece of the message).
+BAD = {
+    "port-twice.json": "fibre 1 end b: port 23 of server 1 is already joined by fibre 0",
+    "no-such-server.json": "fibre 0 end b: server 5 does not exist (the rack has servers 0..1)",
+    "latency-below-cycle.json": "fibre 0: 0.3 m of fibre and 0 ns of retimers take 1.47 ns, below one cycle",
+    "too-few-fibres.json": "than the 2 fibres joining them",
+    "fibres-do-not-fit.json": "$.rack.fibres_per_neighbour: rack: 4 sides x 4 fibres need 16 fibre ports",
+    "fault-no-fibre.json": "$.faults[0].fibre: fibre 99 does not exist (the wiring has fibres 0..23)",
+    "unknown-field.json": "$.rack.colour: unknown field",
+}
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def run(mxtb, args, expect_rc=0):
+    p = subprocess.run([mxtb, "rack"] + args, capture_output=True, text=True, timeout=1200)
+    if p.returncode != expect_rc:
+        fail(f"mxtb rack {' '.join(args)}: exit {p.returncode}, want {expect_rc}\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def report(out):
+    return json.loads(Path(out, "rack.json").read_text())
+
+
+def smoke(mxtb, out, scenario):
+    p = run(mxtb, ["--scenario", scenario, "--out", out])
+    r = report(out)
+    if not r["passed"] or r["failures"]:
+        fail(f"failures: {r['failures']}")
+    crossing = 0
+    for s in r["servers"]:
+        if s["scoreboard_errors"] != 0:
+            fail(f"server {s['server']}: {s['scoreboard_errors']} scoreboard errors")
+        for lane in s["lanes"]:
+            if lane["state"] != "Active" or lane["messages_delivered"] == 0:
+                fail(f"server {s['server']} lane {lane}: not Active with traffic")
+            if lane["fibre"] is not None:
+                crossing += 1
+                if lane["frames_rx"] == 0:
+                    fail(f"server {s['server']} link {lane['link']}: no frame received over fibre {lane['fibre']}")
+    fibres = len(r["rack"]["fibres"])
+    if fibres and crossing == 0:
+        fail("no lane crosses a fibre")
+    for s in r["servers"]:
+        ev = Path(out, "events", f"server{s['server']}.events.jsonl")
+        if not ev.exists() or not ev.read_text().strip():
+            fail(f"no event log {ev}")
+    if "PASS" not in p.stdout:
+        fail("no PASS line:\n" + p.stdout)
+    print(f"ok: {len(r['servers'])} servers, {crossing} lane ends over {fibres} fibres, all Active")
+
+
+def same(mxtb, out, scenario, a, b):
+    outs = []
+    for i, flags in enumerate((a, b)):
+        o = f"{out}.{i}"
+        run(mxtb, ["--scenario", scenario, "--out", o] + flags)
+        outs.append(o)
+    ra, rb = (Path(o, "rack.json").read_bytes() for o in outs)
+    if ra != rb:
+        fail(f"rack.json differs between {a} and {b}")
+    for ev in sorted(Path(outs[0], "events").iterdir()):
+        if ev.read_bytes() != Path(outs[1], "events", ev.name).read_bytes():
+            fail(f"{ev.name} differs between {a} and {b}")
+    if not report(outs[0])["passed"]:
+        fail("the runs did not pass")
+    print(f"ok: identical reports and event logs for {a} and {b}")
+
+
+def faults(mxtb, out, scenario):
+    run(mxtb, ["--scenario", scenario, "--out", out])
+    r = report(out)
+    cut = {f["fibre"] for f in r["rack"]["faults"] if f["kind"] == "fibre_cut"}
+    dark = {f["fibre"] for f in r["rack"]["faults"] if f["kind"] == "fibre_dark"}
+    seen_cut = seen_dark = 0
+    for s in r["servers"]:
+        for lane in s["lanes"]:
+            if lane["fibre"] in cut:
+                seen_cut += 1
+                if lane["state"] == "Active":
+                    fail(f"server {s['server']} link {lane['link']} on cut fibre {lane['fibre']} is Active")
+            else:
+                if lane["state"] != "Active":
+                    fail(f"server {s['server']} link {lane['link']} ({lane['fibre']}) is {lane['state']}")
+                if lane["fibre"] in dark:
+                    seen_dark += 1
+                    if lane["retrains"] == 0:
+                        fail(f"server {s['server']} link {lane['link']} on dark fibre {lane['fibre']} never retrained")
+    if seen_cut != 2 * len(cut) or seen_dark != 2 * len(dark):
+        fail(f"{seen_cut} lane ends on cut fibres, {seen_dark} on dark ones: want 2 per fibre")
+    print(f"ok: {seen_cut} lane ends down on cut fibres {sorted(cut)}, {seen_dark} back after dark fibres {sorted(dark)}")
+
+
+def bad(mxtb, out, folder):
+    for name, want in BAD.items():
+        o = f"{out}.{name}"
+        p = run(mxtb, ["--scenario", str(Path(folder, name)), "--out", o], expect_rc=2)
+        if want not in p.stderr or name not in p.stderr:
+            fail(f"{name}: want the message to name the file and say '{want}', got:\n{p.stderr}")
+        if os.path.exists(o):
+            fail(f"{name}: {o} was written although the file was refused")
+    print(f"ok: {len(BAD)} bad rack files refused by name")
+
+
+def children_of(pid):
+    """Every process below pid (from /proc), deepest last."""
+    out, frontier = [], [pid]
+    while frontier:
+        p = frontier.pop()
+        try:
+            kids = Path(f"/proc/{p}/task/{p}/children").read_text().split()
+        except OSError:
+            kids = []
+        for k in kids:
+            out.append(int(k))
+            frontier.append(int(k))
+    return out
+
+
+def kill(mxtb, out, scenario):
+    # Long enough that the run is mid-way when the process dies.
+    p = subprocess.Popen([mxtb, "rack", "--scenario", scenario, "--out", out, "--processes", "2", "--peer-timeout-s", "5"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ranks = []
+    deadline = time.time() + 60
+    while time.time() < deadline and len(ranks) < 2:
+        time.sleep(0.2)
+        ranks = [c for c in children_of(p.pid)
+                 if Path(f"/proc/{c}/cmdline").exists() and b"rack" in Path(f"/proc/{c}/cmdline").read_bytes()
+                 and b"mpiexec" not in Path(f"/proc/{c}/cmdline").read_bytes()]
+    if len(ranks) < 2:
+        p.kill()
+        fail(f"the two rack processes did not start: {ranks}")
+    time.sleep(2.0)  # they are in the run
+    if p.poll() is not None:
+        fail("the rack ended before a process could be killed; use a longer scenario")
+    victim = max(ranks)
+    everyone = children_of(p.pid)
+    os.kill(victim, signal.SIGKILL)
+    t0 = time.time()
+    try:
+        stdout, stderr = p.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        fail("the rack did not end within 15 s of a process's death")
+    took = time.time() - t0
+    if p.returncode == 0:
+        fail("the rack exited 0 although a process died")
+    left = [q for q in everyone if Path(f"/proc/{q}").exists() and Path(f"/proc/{q}/stat").read_text().split()[2] != "Z"]
+    if left:
+        fail(f"processes left behind: {left}")
+    if Path(out, "rack.json").exists():
+        fail("rack.json was written by a rack that did not finish")
+    if str(victim) not in stderr and "process 1" not in stderr:
+        fail(f"nothing names the dead process (pid {victim}):\n{stderr}")
+    print(f"ok: killed pid {victim}; the rack ended in {took:.2f} s, exit {p.returncode}, nothing left, no report")
+
+
+def mismatch(mxtb, out, a):
+    import shutil
+    os.makedirs(out, exist_ok=True)
+    b = str(Path(out, "other-seed-" + Path(a).name))
+    j = json.loads(Path(a).read_text())
+    j["seed"] = j.get("seed", 1) + 1
+    Path(b).write_text(json.dumps(j))
+    mpiexec = shutil.which("mpiexec.hydra") or shutil.which("mpiexec.mpich")
+    if not mpiexec:
+        fail("no MPICH mpiexec")
+    cmd = [mpiexec, "-n", "1", mxtb, "rack", "--scenario", a, "--out", out, "--processes", "2", ":",
+           "-n", "1", mxtb, "rack", "--scenario", b, "--out", out, "--processes", "2"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if p.returncode == 0:
+        fail("two processes with different rack files ran")
+    if "disagree on rack file" not in p.stderr or Path(a).name not in p.stderr or Path(b).name not in p.stderr:
+        fail(f"the refusal does not name both files:\n{p.stderr}")
+    print("ok: different rack files refused, both named")
+
+
+def main():
+    mxtb, out, what = sys.argv[1], sys.argv[2], sys.argv[3]
+    rest = sys.argv[4:]
+    if what == "smoke":
+        smoke(mxtb, out, rest[0])
+    elif what == "same":
+        sep = rest.index("--")
+        same(mxtb, out, rest[0], rest[1:sep], rest[sep + 1:])
+    elif what == "faults":
+        faults(mxtb, out, rest[0])
+    elif what == "bad":
+        bad(mxtb, out, rest[0])
+    elif what == "kill":
+        kill(mxtb, out, rest[0])
+    elif what == "mismatch":
+        mismatch(mxtb, out, rest[0])
+    else:
+        fail(f"unknown check {what}")
+
+
+if __name__ == "__main__":
+    main()

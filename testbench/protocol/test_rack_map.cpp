@@ -1,0 +1,125 @@
+// The rack's topology (protocol/rack_map.h): the torus of servers' wiring, its checks, and the
+// circuits of a tenant's torus across servers.
+#include "protocol/rack_map.h"
+
+#include <doctest/doctest.h>
+
+#include <set>
+
+using namespace mxtb::protocol;
+
+namespace {
+
+RackShape rack(int sx, int sy, int f = 3) {
+  RackShape r;
+  r.servers_x = sx;
+  r.servers_y = sy;
+  r.fibres_per_neighbour = f;
+  return r;
+}
+
+// Every port map is an involution on the ports it uses: a circuit is duplex.
+void check_duplex(const RackMap& m) {
+  for (const auto& perm : m.port_target)
+    for (size_t p = 0; p < perm.size(); ++p)
+      if (perm[p] >= 0) CHECK(perm[static_cast<size_t>(perm[p])] == static_cast<int>(p));
+}
+
+}  // namespace
+
+TEST_CASE("rack_map: a 2x2 torus of servers is wired with F fibres on each of 4 sides, every port once") {
+  RackShape r = rack(2, 2);
+  auto w = torus_wiring(r);
+  CHECK(w.size() == 4 * 2 * 3);  // 4 servers x 2 dimensions x 3 fibres
+  check_wiring(r, w);
+  std::set<std::pair<int, int>> ends;
+  for (const auto& f : w) {
+    CHECK(f.a.server != f.b.server);
+    CHECK(ends.insert({f.a.server, f.a.port}).second);
+    CHECK(ends.insert({f.b.server, f.b.port}).second);
+    CHECK(f.a.port >= r.server.links());
+  }
+  CHECK(ends.size() == 4 * 12);  // every fibre port of every server used
+}
+
+TEST_CASE("rack_map: a dimension of one server has no fibres; 4 fibres on 4 sides do not fit 12 ports") {
+  CHECK(torus_wiring(rack(1, 1)).empty());
+  CHECK(torus_wiring(rack(4, 1)).size() == 4 * 3);
+  CHECK_THROWS_WITH_AS(torus_wiring(rack(2, 2, 4)),
+                       "rack: 4 sides x 4 fibres need 16 fibre ports, a server's 32-port mesh has 12 beyond its 20 lanes", RackMapError);
+}
+
+TEST_CASE("rack_map: the wiring's errors name the fibre, the end and the value") {
+  RackShape r = rack(2, 1);
+  auto w = torus_wiring(r);
+  auto twice = w;
+  twice[1].b = twice[0].b;
+  CHECK_THROWS_WITH_AS(check_wiring(r, twice), "fibre 1 end b: port 23 of server 1 is already joined by fibre 0", RackMapError);
+  auto nowhere = w;
+  nowhere[2].a.server = 7;
+  CHECK_THROWS_WITH_AS(check_wiring(r, nowhere), "fibre 2 end a: server 7 does not exist (the rack has servers 0..1)", RackMapError);
+  auto lane = w;
+  lane[0].b.port = 3;
+  CHECK_THROWS_WITH_AS(check_wiring(r, lane), "fibre 0 end b: port 3 of server 1 is not a fibre port (20..31; ports below 20 carry lanes)",
+                       RackMapError);
+}
+
+TEST_CASE("rack_map: the whole rack's tenant crosses servers on free fibres, each circuit duplex and named") {
+  RackShape r = rack(2, 2);
+  auto w = torus_wiring(r);
+  RackPlacement t = whole_rack_placement(r);
+  CHECK(t.dim_x == 4);
+  CHECK(t.dim_y == 4);
+  RackMap m = rack_torus_map(r, w, t);
+  check_duplex(m);
+  CHECK(m.circuits.size() == 32);  // 16 XPUs x 2 dimensions
+  int crossing = 0;
+  std::set<int> fibres;
+  for (const auto& c : m.circuits) {
+    if (c.fibre < 0) {
+      CHECK(c.a.server == c.b.server);
+      continue;
+    }
+    ++crossing;
+    CHECK(fibres.insert(c.fibre).second);  // a fibre carries one circuit
+    const RackFibre& f = w[static_cast<size_t>(c.fibre)];
+    CHECK(((f.a.server == c.a.server && f.b.server == c.b.server) || (f.a.server == c.b.server && f.b.server == c.a.server)));
+    // each end's mesh joins the lane to its end of the fibre
+    const int pa = c.a.xpu * 4 + c.a.lane;
+    const int port_a = f.a.server == c.a.server ? f.a.port : f.b.port;
+    CHECK(m.port_target[static_cast<size_t>(c.a.server)][static_cast<size_t>(pa)] == port_a);
+  }
+  CHECK(crossing == 16);  // each server's 2x2 block has 2 lanes out on each of its 4 sides
+  // XPU 1 of server 0 (position (1,0)) trains over +x with XPU 0 lane 1 of server 1.
+  CHECK(m.expected_peer[0][1 * 4 + 0] == RackLane{1, 0, 1});
+  CHECK(m.expected_peer[1][0 * 4 + 1] == RackLane{0, 1, 0});
+  // The spare (XPU 4) has no circuit.
+  for (int l = 0; l < 4; ++l) CHECK(m.port_target[0][static_cast<size_t>(16 + l)] == -1);
+}
+
+TEST_CASE("rack_map: a rack of one keeps its torus inside the server") {
+  RackShape r = rack(1, 1);
+  RackMap m = rack_torus_map(r, torus_wiring(r), whole_rack_placement(r));
+  check_duplex(m);
+  for (const auto& c : m.circuits) CHECK(c.fibre == -1);
+}
+
+TEST_CASE("rack_map: a tenant needing more fibres than the wiring has, or none, is refused by name") {
+  RackShape r = rack(2, 1, 1);
+  auto w = torus_wiring(r);
+  CHECK_THROWS_WITH_AS(rack_torus_map(r, w, whole_rack_placement(r)),
+                       "tenant: needs more circuits between server 0 and server 1 than the 2 fibres joining them", RackMapError);
+  RackShape r4 = rack(4, 1);
+  RackPlacement t;
+  t.dim_x = 2;
+  t.dim_y = 1;
+  t.xpu_of_position = {{0, 0}, {2, 0}};
+  CHECK_THROWS_WITH_AS(rack_torus_map(r4, torus_wiring(r4), t),
+                       "tenant: server 0 XPU 0 lane 0 and server 2 XPU 0 lane 1 are torus neighbours (+x), but no fibre joins server 0 to server 2",
+                       RackMapError);
+  t.xpu_of_position = {{0, 0}, {0, 0}};
+  CHECK_THROWS_WITH_AS(rack_torus_map(r4, torus_wiring(r4), t), "tenant: server 0 XPU 0 is placed at two positions", RackMapError);
+  t.xpu_of_position = {{0, 0}, {9, 0}};
+  CHECK_THROWS_WITH_AS(rack_torus_map(r4, torus_wiring(r4), t),
+                       "tenant: position 1 is on server 9 XPU 0, which the rack does not have (4 servers of 5 XPUs)", RackMapError);
+}
