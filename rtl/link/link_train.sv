@@ -600,6 +600,9 @@ module link_train
           {peer_xpu_q, peer_lane_q} != {f_last_xpu_q, f_last_lane_q}))
   `ASSERT(train_will_flush_rule, will_flush_o == ((st_q == TTs2 || st_q == TInit) && f_was_active_q &&
           ({peer_xpu_q, peer_lane_q} != {f_last_xpu_q, f_last_lane_q} || peer_flush_q)))
+  // reason_o keeps why the link last left Active or failed to train: it changes only with the
+  // state, or when Detect's timeout restarts it.
+  `ASSERT(reason_kept_between_changes, !f_past_rst_n || rsn_q == f_p_rsn || f_entered || f_p_restart)
   // The flush flag: the candidate's, from its TS2s in Ts1 (restarting with a new candidate); the
   // peer's, from Ts1's candidate and the peer's TS2s through Ts2 and CreditInit.
   `ASSERT(cand_flush_from_candidates_ts2, !(f_kept && st_q == TTs1) ||
