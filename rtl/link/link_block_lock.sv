@@ -126,6 +126,8 @@ module link_block_lock #(
           ((slip_q != f_p_slip) == (f_p_sd && (f_p_lock ? f_unlock_bad : !f_p_valid))))
   `ASSERT(lock_slip_steps_by_one, !f_past_rst_n || slip_q == f_p_slip ||
           slip_q == (f_p_slip == 7'd65 ? 7'd0 : f_p_slip + 7'd1))
+  // bad_hdr_o (counted as a bad block) is an invalid header while locked, never while searching.
+  `ASSERT(lock_bad_header_only_locked, bad_hdr_o == (lock_q && !hdr_valid_o))
   `COVER(cov_lock_gained, f_past_rst_n && !f_p_lock && lock_q)
   `COVER(cov_lock_lost_bad, f_past_rst_n && f_p_lock && !lock_q && f_p_sd)
 `endif
