@@ -314,6 +314,10 @@ module link_tx
                        f_p_rtimer + (f_past_hi != f_past_ack ? 32'd1 : 32'd0)))
   `ASSERT(tx_replays_counted_in_a_row, !f_past_rst_n || f_past_flush ||
           consec_q == ((f_p_enter && !f_p_active) ? 8'd0 : ((ack_q != f_past_ack) ? 8'd0 : f_p_consec) + (f_p_replay ? 8'd1 : 8'd0)))
+  // The flush (docs/link-layer.md, "Reliability"): the replay buffer, the frame being filled and
+  // every pointer restart at sequence 0, and the credit at 0 until the peer's first Ack.
+  `ASSERT(tx_flush_restarts_at_zero, !(f_past_rst_n && f_past_flush) ||
+          (ack_q == '0 && send_q == '0 && hi_q == '0 && fill_q == '0 && fill_word_q == '0 && credit_q == '0))
   // Outside Active the transmitter sends only training blocks: a frame cut by leaving Active is
   // not resumed mid-frame, the next Active starts at a frame's beginning.
   `ASSERT(tx_idle_outside_active, !f_past_rst_n || f_p_active || st_q == StIdle)
