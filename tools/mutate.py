@@ -12,6 +12,14 @@ build. Reports per module, with every survivor's diff, as JSON and Markdown.
 
     tools/mutate.py --build build --count 100 --out out/mutate
 
+With --exhaustive it runs every site of the chosen operators instead of a sample: by default the
+reviewer's operators (issue 43: a clear removed, a condition's term dropped, a comparison's edge
+moved, a parameter's use doubled or halved, a branch's next state or reason taken from a sibling
+branch), which a random sample of the whole list rarely draws; --operators picks operators or the
+groups `classic` and `reviewer`, --sample N a fixed, evenly spaced sample of the exhaustive list.
+
+    tools/mutate.py --build build --groups link,ocs,ipbus,board --exhaustive --jobs 2 --out out/mutate-all
+
 The build directory must hold the ordinary build's rtl_ocs_tests and rtl_tests.
 """
 import argparse
@@ -40,6 +48,9 @@ GROUPS = {
                     "prefix": "Vocs_ctl_small", "archive": "../../rtl/libmxtb_rtl_ocs_small.a"}],
         "test_dir": "testbench/rtl",
         "test": "rtl_ocs_tests",
+        "formal_groups": {"rtl/ocs/ocs_axil_slave.sv": ["ocs_axil"], "rtl/ocs/ocs_event_log.sv": ["ocs_log_small"],
+                          "rtl/ocs/ocs_sequencer.sv": ["ocs_seq_small"], "rtl/ocs/ocs_link_map.sv": ["ocs_ctl_small"],
+                          "rtl/ocs/ocs_controller.sv": ["ocs_ctl_small"]},
     },
     "link": {
         "files": ["rtl/link/link_block_lock.sv", "rtl/link/link_tx.sv", "rtl/link/link_rx.sv",
@@ -51,6 +62,9 @@ GROUPS = {
                     "only": ["rtl/link/link_block_lock.sv"]}],
         "test_dir": "testbench/rtl",
         "test": "rtl_tests",
+        # --formal: a mutant's own module's proofs alone (rtl/formal/formal.sh's groups)
+        "formal_groups": {"rtl/link/link_train.sv": ["link_train_small"], "rtl/link/link_tx.sv": ["link_tx_small"],
+                          "rtl/link/link_rx.sv": ["link_rx_small"]},
     },
     # The IPbus transactor, killed by the differential fuzzing against the C++ target.
     "ipbus": {
@@ -59,6 +73,7 @@ GROUPS = {
                     "prefix": "Vipbus_transactor", "archive": "../../rtl/libmxtb_rtl_ipbus.a"}],
         "test_dir": "testbench/protocol",
         "test": "ipbus_rtl_diff_tests",
+        "formal_groups": {"rtl/ipbus/ipbus_transactor.sv": ["ipbus_small"]},
     },
     # The board top's own RTL: its decoder and block RAM (board_bus), the firmware's arbiter and
     # the top, killed by rtl_board's datagrams into the (shrunk) top.
@@ -232,6 +247,256 @@ def sites(text):
     return out
 
 
+# ---------------------------------------------------------------- the reviewer's operators
+# The mutants a reviewer writes by hand against a documented rule (issue 43), run on every site
+# they match (--exhaustive) rather than drawn: each targets where a rule's terms are computed
+# (a counter and what clears it, a window and its edges, a flag and its reset, a threshold).
+
+REVIEWER_OPERATORS = ("clear-drop", "term-drop", "edge-move", "param-scale", "branch-swap")
+# A statement's left-hand side and right-hand side: `x = v;`, `x <= v;` (after a line start,
+# begin, else, a condition's `)`, a case label's `:` or another statement's `;`).
+STMT = re.compile(r"(?:^|\bbegin\b|\belse\b|\)|:|;)\s*(?:assign\s+)?([A-Za-z_][\w.]*(?:\[[^\]]*\])*)\s*(<=|=)(?!=)\s*([^;]+);")
+ZERO = re.compile(r"(\d*'[dhb]?)?0+|'0|\d+'[dhb]0+")
+CONST_NAME = re.compile(r"(?:\w+::)?[A-Z]\w*")
+
+
+def _norm_value(v):
+    v = v.strip().replace("_", "")
+    m = re.fullmatch(r"(\d*)'([dhb])([0-9a-fA-F]+)", v)
+    if m:
+        return str(int(m.group(3), {"d": 10, "h": 16, "b": 2}[m.group(2)]))
+    if v in ("'0",) or re.fullmatch(r"\d+", v):
+        return str(int(v.strip("'")))
+    return v
+
+
+def _base(lhs):
+    return re.match(r"[A-Za-z_][\w.]*", lhs).group(0)
+
+
+def _old_value(lhs, regs):
+    """What a register's next value keeps when its clear is removed: x_q for x_d, x_q itself."""
+    base = _base(lhs)
+    if base.endswith("_d") and base[:-2] + "_q" in regs:
+        return base[:-2] + "_q" + lhs[len(base):]
+    if base in regs:
+        return lhs
+    return None
+
+
+def _split_terms(code, lo, hi):
+    """Top-level && / || terms of code[lo:hi] as (start, end) spans, with the operators between."""
+    depth, terms, ops, start, k = 0, [], [], lo, lo
+    while k < hi:
+        c = code[k]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth == 0 and c in "?,":
+            return None, None  # a ternary or a list: not one condition
+        elif depth == 0 and code[k:k + 2] in ("&&", "||"):
+            terms.append((start, k))
+            ops.append((k, k + 2))
+            start = k + 2
+            k += 2
+            continue
+        k += 1
+    terms.append((start, hi))
+    return terms, ops
+
+
+def _term_drops(code, lo, hi, add):
+    """One term dropped from the condition code[lo:hi] and from each parenthesised group in it."""
+    spans = [(lo, hi)]
+    k = lo
+    while k < hi:
+        if code[k] == "(":
+            c = matching_paren(code, k)
+            if c < 0 or c > hi:
+                break
+            spans.append((k + 1, c))
+        k += 1
+    for a, b in spans:
+        terms, ops = _split_terms(code, a, b)
+        if not terms or len(terms) < 2:
+            continue
+        for t, (ts, te) in enumerate(terms):
+            # The term and the operator joining it to its neighbour (the next one; the last term's previous).
+            if t < len(ops):
+                s, e = ts, terms[t + 1][0]
+            else:
+                s, e = ops[t - 1][0], te
+            add(s, e, "", "term-drop")
+
+
+def reviewer_sites(text):
+    """Every reviewer mutant of one file: (line, start, end, replacement, operator)."""
+    lines = list(code_lines(text))
+    out = []
+    params = set(re.findall(r"\bparameter\s+(?:int\s+|logic\s*(?:\[[^\]]*\])?\s*)?(\w+)\s*=", text))
+    regs = set(re.findall(r"\b(\w+_q)\b", text))
+    # Reset values: the registers' assignments under `if (!rst_ni)` (each always block's reset branch).
+    reset_val = {}
+    raw = text.split("\n")
+    in_reset = None
+    for i, line in enumerate(raw):
+        code = line.split("//")[0]
+        if in_reset is None and re.search(r"\bif\s*\(\s*!\s*rst_n\w*\s*\)", code):
+            in_reset = 0 if re.search(r"\bbegin\b", code) else -1
+            if in_reset == -1:
+                for m in re.finditer(r"([A-Za-z_]\w*)\s*<=\s*([^;]+);", code):
+                    reset_val.setdefault(m.group(1), _norm_value(m.group(2)))
+                in_reset = None
+            continue
+        if in_reset is not None:
+            in_reset += len(re.findall(r"\bbegin\b", code)) - len(re.findall(r"\bend\b", code))
+            for m in re.finditer(r"([A-Za-z_]\w*)\s*<=\s*([^;]+);", code):
+                reset_val.setdefault(m.group(1), _norm_value(m.group(2)))
+            if in_reset < 0:
+                in_reset = None
+    # Which lines sit in a reset branch, and which always block each line is in.
+    reset_lines, block_of = set(), {}
+    in_reset, block = None, 0
+    for i, code in lines:
+        if re.search(r"\balways(_ff|_comb|_latch)?\b", code):
+            block += 1
+        block_of[i] = block
+        if in_reset is None and re.search(r"\bif\s*\(\s*!\s*rst_n\w*\s*\)", code):
+            reset_lines.add(i)
+            in_reset = 0 if re.search(r"\bbegin\b", code) else None
+            continue
+        if in_reset is not None:
+            reset_lines.add(i)
+            in_reset += len(re.findall(r"\bbegin\b", code)) - len(re.findall(r"\bend\b", code))
+            if in_reset <= 0 and re.search(r"\bend\b", code):
+                in_reset = None
+    # branch-swap: constant values assigned to one variable in one always block, in source order.
+    named = {}
+    for i, code in lines:
+        if i in reset_lines:
+            continue
+        for m in STMT.finditer(code):
+            lhs, rhs = m.group(1), m.group(3).strip()
+            if CONST_NAME.fullmatch(rhs) and rhs not in params:
+                named.setdefault((block_of[i], _base(lhs)), []).append((i, m.start(3), m.start(3) + len(m.group(3).rstrip()), rhs))
+
+    for i, code in lines:
+        def add(start, end, repl, op):
+            out.append((i, start, end, repl, op))
+
+        # clear-drop: a register's clear (zero or its reset value), outside reset, keeps the old value.
+        if i not in reset_lines:
+            for m in STMT.finditer(code):
+                lhs, rhs = m.group(1), m.group(3).strip()
+                old = _old_value(lhs, regs)
+                if old is None or old == rhs:
+                    continue
+                base = _base(lhs)
+                reg = base[:-2] + "_q" if base.endswith("_d") else base
+                rv = reset_val.get(reg)
+                if ZERO.fullmatch(rhs.replace("_", "")) or (rv is not None and _norm_value(rhs) == rv):
+                    add(m.start(3), m.start(3) + len(m.group(3).rstrip()), old, "clear-drop")
+                else:
+                    # A clear in one arm of a ternary: `x_d = c ? '0 : ...`.
+                    for z in re.finditer(r"(?<=[?:])\s*((\d+'[dhb])?0+|'0)\s*(?=[:;]|$)", m.group(3)):
+                        s = m.start(3) + z.start(1)
+                        add(s, s + len(z.group(1)), old, "clear-drop")
+        # term-drop: one term of a condition that guards a state change, a step or an output.
+        for m in re.finditer(r"\b(if|while)\s*\(", code):
+            o = m.end() - 1
+            c = matching_paren(code, o)
+            if c > 0:
+                _term_drops(code, o + 1, c, add)
+        for m in STMT.finditer(code):
+            if i in reset_lines:
+                continue
+            s3, rhs = m.start(3), m.group(3)
+            # Up to a top-level `?`: the ternary's condition.
+            depth, end = 0, len(rhs.rstrip())
+            for k, ch in enumerate(rhs):
+                if ch in "([{":
+                    depth += 1
+                elif ch in ")]}":
+                    depth -= 1
+                elif ch == "?" and depth == 0:
+                    end = k
+                    break
+            _term_drops(code, s3, s3 + end, add)
+        # edge-move: a comparison's edge (< and <=, > and >=; == to >=).
+        nba = set()
+        for m in STMT.finditer(code):
+            if m.group(2) == "<=":
+                nba.add(code.index("<=", m.end(1)))
+        for m in re.finditer(r"(?<![<>=!])(<=|>=|<|>|==)(?![<>=])", code):
+            op, s = m.group(1), m.start()
+            if op == "<=" and s in nba:
+                continue
+            if op in ("<", ">") and (code[s - 1:s] in ("-", "=") or code[s + 1:s + 2] in ("<", ">")):
+                continue
+            if op == "<" and code[s - 1:s] == "<":
+                continue
+            new = {"<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": ">="}[op]
+            add(s, m.end(), new, "edge-move")
+        # param-scale: a parameter's use doubled and halved.
+        for p in params:
+            for m in re.finditer(r"(?<![\w.'])" + re.escape(p) + r"(?!\w)", code):
+                if code[m.end():m.end() + 1] == "(" or code[max(0, m.start() - 1):m.start()] == ".":
+                    continue  # a port or parameter name in an instance (.P(...))
+                add(m.start(), m.end(), f"({p} * 2)", "param-scale")
+                add(m.start(), m.end(), f"({p} / 2)", "param-scale")
+    # branch-swap: an assignment takes the value of the nearest sibling before or after it (the
+    # other assignments of a named constant to the same variable in the same block).
+    for (blk, var), assigns in named.items():
+        for k, (i, s, e, rhs) in enumerate(assigns):
+            seen = set()
+            for j in (k - 1, k + 1):
+                if 0 <= j < len(assigns) and assigns[j][3] != rhs and assigns[j][3] not in seen:
+                    seen.add(assigns[j][3])
+                    out.append((i, s, e, assigns[j][3], "branch-swap"))
+    # One mutant per distinct edit.
+    uniq, keys = [], set()
+    for site in out:
+        key = site[:4]
+        if key not in keys:
+            keys.add(key)
+            uniq.append(site)
+    return uniq
+
+
+CLASSIC_OPERATORS = ("eq-swap", "rel-widen", "rel-narrow", "logic-swap", "arith-swap", "bit-swap", "cond-invert",
+                     "not-drop", "stuck-bit", "const-inc", "const-dec", "stuck-zero")
+
+
+def all_sites(text, operators=None):
+    """The classic operators' sites, then the reviewer's; with `operators`, only those. An edit two
+    operators both make is one mutant (the first operator's)."""
+    out, keys = [], set()
+    for site in sites(text) + reviewer_sites(text):
+        if operators is not None and site[4] not in operators:
+            continue
+        if site[:4] not in keys:
+            keys.add(site[:4])
+            out.append(site)
+    return out
+
+
+def parse_operators(spec):
+    """--operators: names, `classic` or `reviewer` (the groups), comma-separated."""
+    ops = []
+    for w in [w for w in spec.split(",") if w]:
+        if w == "classic":
+            ops += CLASSIC_OPERATORS
+        elif w == "reviewer":
+            ops += REVIEWER_OPERATORS
+        elif w in CLASSIC_OPERATORS or w in REVIEWER_OPERATORS:
+            ops.append(w)
+        else:
+            raise UsageError(f"--operators: unknown operator '{w}' (classic: {', '.join(CLASSIC_OPERATORS)}; "
+                             f"reviewer: {', '.join(REVIEWER_OPERATORS)})")
+    return tuple(dict.fromkeys(ops))
+
+
 def norm(line):
     return " ".join(line.split())
 
@@ -273,7 +538,7 @@ def read_equivalents(path):
             texts[f] = (ROOT / f).read_text()
         text = texts[f]
         ok = any(norm(text.split("\n")[site[0]]) == norm(e["from"]) and
-                 norm(apply(text, site).split("\n")[site[0]]) == norm(e["to"]) for site in sites(text))
+                 norm(apply(text, site).split("\n")[site[0]]) == norm(e["to"]) for site in all_sites(text))
         if not ok:
             raise UsageError(f"{path}:{e['at']}: no mutant of {f} turns {e['from']!r} into {e['to']!r} "
                              "(the RTL changed: review the entry)")
@@ -421,7 +686,13 @@ def main():
     ap.add_argument("--rerun", default="", help="run again the survivors of an earlier JSON report (after adding tests)")
     ap.add_argument("--rescore", default="", help="score an earlier JSON report again with the current --equivalent "
                     "list, running nothing (its verdicts stay; reports go to --out)")
-    ap.add_argument("--list", action="store_true", help="print the number of sites per file and stop")
+    ap.add_argument("--operators", default="", help="comma-separated operators, or the groups `classic` and "
+                    "`reviewer` (default: classic; with --exhaustive: reviewer)")
+    ap.add_argument("--exhaustive", action="store_true", help="run every site the operators match in the chosen "
+                    "files, not a sample of --count (the reviewer's benchmark, docs/coverage.md)")
+    ap.add_argument("--sample", type=int, default=0, help="with --exhaustive: only N of its mutants, evenly spaced "
+                    "over the list in its order (a fixed sample: the suite's)")
+    ap.add_argument("--list", action="store_true", help="print the number of sites per file (and operator) and stop")
     ap.add_argument("--out", default="out/mutate", help="output folder (default out/mutate)")
     ap.add_argument("--json", default="", help="JSON report (default OUT/mutate.json)")
     ap.add_argument("--markdown", default="", help="Markdown report (default OUT/mutate.md)")
@@ -454,21 +725,33 @@ def run_mutation(a):
         if f not in all_files:
             raise UsageError(f"--files: {f} is not one of {', '.join(all_files)}")
 
+    if a.sample < 0 or (a.sample and not a.exhaustive):
+        raise UsageError("--sample needs --exhaustive and a positive count")
+    operators = parse_operators(a.operators or ("reviewer" if a.exhaustive else "classic"))
     candidates = []
     per_file = {}
+    per_op = {}
     for g in names:
         for f in GROUPS[g]["files"]:
             if only and f not in only:
                 continue
             text = (ROOT / f).read_text()
-            s = sites(text)
+            s = all_sites(text, operators)
             per_file[f] = len(s)
+            for site in s:
+                per_op.setdefault(f, {}).setdefault(site[4], 0)
+                per_op[f][site[4]] += 1
             candidates += [(g, f, site) for site in s]
     equivalents = read_equivalents(a.equivalent) if a.equivalent else []
     if a.list:
         for f, n in per_file.items():
-            print(f"{n:5d}  {f}")
-        print(f"{sum(per_file.values()):5d}  in all")
+            ops = ", ".join(f"{o} {c}" for o, c in sorted(per_op.get(f, {}).items()))
+            print(f"{n:5d}  {f}" + (f"  ({ops})" if ops else ""))
+        totals = {}
+        for f in per_op.values():
+            for o, c in f.items():
+                totals[o] = totals.get(o, 0) + c
+        print(f"{sum(per_file.values()):5d}  in all  ({', '.join(f'{o} {c}' for o, c in sorted(totals.items()))})")
         if a.equivalent:
             print(f"{len(equivalents):5d}  listed equivalent in {a.equivalent}")
         return 0
@@ -490,6 +773,13 @@ def run_mutation(a):
                 raise UsageError(f"--rerun: {r['file']}:{r['line']} changed since that run; draw new mutants")
             chosen.append((r["group"], r["file"], tuple(r["site"])))
         names = sorted({g for g, _, _ in chosen}) or names
+    elif a.exhaustive:
+        # Every site, in file and line order; a sample takes every k-th, so it stays the same
+        # mutants while the RTL's sites stay the same.
+        chosen = candidates
+        if a.sample and a.sample < len(chosen):
+            step = len(chosen) / a.sample
+            chosen = [chosen[int(k * step)] for k in range(a.sample)]
     else:
         rng = random.Random(a.seed)
         chosen = rng.sample(candidates, min(a.count, len(candidates)))
@@ -649,7 +939,13 @@ def write_reports(a, out, results, baseline, formal, wall, planned):
     score_ne = 100.0 * detected / distinct if distinct else 0.0
     survivors = [r for r in results if r["status"] == "survived" and "equivalent" not in r]
     equivalent = [r for r in results if "equivalent" in r]
-    data = {"count": len(results), "planned": planned, "seed": a.seed, "opt": a.opt, "formal": formal,
+    per_op = {}
+    for r in results:
+        m = per_op.setdefault(r["operator"], {"killed": 0, "survived": 0, "timed_out": 0, "stillborn": 0, "equivalent": 0})
+        m[r["status"]] += 1
+        m["equivalent"] += "equivalent" in r
+    data = {"count": len(results), "planned": planned, "seed": a.seed, "exhaustive": getattr(a, "exhaustive", False),
+            "operators": getattr(a, "operators", ""), "per_operator": per_op, "opt": a.opt, "formal": formal,
             "rerun": a.rerun, "budget_s": a.budget_s, "wall_s": round(wall, 1), "baseline": baseline, "totals": tot,
             "valid": valid, "score_pct": round(score, 1), "non_equivalent": distinct,
             "score_non_equivalent_pct": round(score_ne, 1), "per_module": per, "mutants": results}
@@ -657,7 +953,10 @@ def write_reports(a, out, results, baseline, formal, wall, planned):
     jpath = Path(a.json or out / "mutate.json")
     jpath.with_suffix(".tmp").write_text(json.dumps(data, indent=2) + "\n")
     jpath.with_suffix(".tmp").replace(jpath)
-    drawn = f"the survivors of {Path(a.rerun).name} again" if a.rerun else f"seed {a.seed}"
+    drawn = (f"the survivors of {Path(a.rerun).name} again" if a.rerun else
+             f"every site of {getattr(a, 'operators', '') or 'the reviewer operators'}" +
+             (f" (a fixed sample of {a.sample})" if getattr(a, "sample", 0) else "") if getattr(a, "exhaustive", False)
+             else f"seed {a.seed}")
     md = [f"# Mutation run: {len(results)} of {planned} mutants, {drawn}", "",
           f"Score: {tot['killed'] + tot['timed_out']} of {valid} valid mutants detected = **{score:.1f}%** "
           f"(killed {tot['killed']}, timed out {tot['timed_out']}, survived {tot['survived']}; "
@@ -670,6 +969,10 @@ def write_reports(a, out, results, baseline, formal, wall, planned):
     for mod in sorted(per):
         m = per[mod]
         md.append(f"| {mod} | {m['killed']} | {m['timed_out']} | {m['survived']} | {m['equivalent']} | {m['stillborn']} |")
+    md += ["", "| operator | killed | timed out | survived | of which equivalent | stillborn |", "|---|---|---|---|---|---|"]
+    for op in sorted(per_op):
+        m = per_op[op]
+        md.append(f"| {op} | {m['killed']} | {m['timed_out']} | {m['survived']} | {m['equivalent']} | {m['stillborn']} |")
     table_end = len(md)
     wrong = [r for r in results if "listed_equivalent_but_detected" in r]
     if wrong:

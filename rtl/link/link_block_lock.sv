@@ -3,6 +3,8 @@
 // unknown bit offset. The block is taken from the last two words at offset slip_q; an invalid
 // header while searching slips one bit. LOCK_GOOD valid headers in a row give lock; UNLOCK_BAD
 // invalid headers within a 64-block window lose it.
+`include "mxtb_assert.svh"
+
 module link_block_lock #(
   parameter int LOCK_GOOD  = 64,
   parameter int UNLOCK_BAD = 16
@@ -84,5 +86,50 @@ module link_block_lock #(
       lock_q <= lock_d;
     end
   end
+
+  // ---------------------------------------------------------------- assertions
+  // The lock rule (docs/link-layer.md, "Blocks on the lane") checked where its terms are computed
+  // (issue 43), both ways, against shadows written in the rule's words: the valid headers in a
+  // row while searching, and the blocks and invalid headers of the current 64-block window since
+  // lock. Lock is gained exactly on the LOCK_GOOD-th valid header in a row; it is lost exactly on
+  // the UNLOCK_BAD-th invalid header within a window, or at once without light; the slip steps
+  // by one exactly on an invalid header while searching and when lock is lost on bad headers.
+  `ASSERT_RESET_START
+`ifdef MXTB_ASSERT_ON
+  logic [15:0] f_run_q, f_bad_q;
+  logic [6:0]  f_win_q;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      f_run_q <= '0;
+      f_win_q <= '0;
+      f_bad_q <= '0;
+    end else begin
+      f_run_q <= (!sd_i || lock_q || !hdr_valid_o) ? 16'd0 : f_run_q + 16'd1;
+      f_win_q <= (!sd_i || !lock_q || f_win_q == 7'd63) ? 7'd0 : f_win_q + 7'd1;
+      f_bad_q <= (!sd_i || !lock_q || f_win_q == 7'd63) ? 16'd0 : f_bad_q + (hdr_valid_o ? 16'd0 : 16'd1);
+    end
+  end
+  `ASSERT_PAST_RESET
+  `ASSERT_PAST(f_p_sd, 1, sd_i)
+  `ASSERT_PAST(f_p_lock, 1, lock_q)
+  `ASSERT_PAST(f_p_valid, 1, hdr_valid_o)
+  `ASSERT_PAST(f_p_run, 16, f_run_q)
+  `ASSERT_PAST(f_p_bad, 16, f_bad_q)
+  `ASSERT_PAST(f_p_slip, 7, slip_q)
+  logic f_unlock_bad;  // at the last edge: this window's UNLOCK_BAD-th invalid header
+  assign f_unlock_bad = f_p_bad + (f_p_valid ? 16'd0 : 16'd1) == 16'(UNLOCK_BAD);
+  `ASSERT(lock_gained_iff_lock_good_in_a_row, !(f_past_rst_n && !f_p_lock) ||
+          (lock_q == (f_p_sd && f_p_valid && f_p_run + 16'd1 == 16'(LOCK_GOOD))))
+  `ASSERT(lock_lost_iff_unlock_bad_in_window, !(f_past_rst_n && f_p_lock) ||
+          (!lock_q == (!f_p_sd || f_unlock_bad)))
+  `ASSERT(lock_slip_iff_searching_or_lost, !f_past_rst_n ||
+          ((slip_q != f_p_slip) == (f_p_sd && (f_p_lock ? f_unlock_bad : !f_p_valid))))
+  `ASSERT(lock_slip_steps_by_one, !f_past_rst_n || slip_q == f_p_slip ||
+          slip_q == (f_p_slip == 7'd65 ? 7'd0 : f_p_slip + 7'd1))
+  // bad_hdr_o (counted as a bad block) is an invalid header while locked, never while searching.
+  `ASSERT(lock_bad_header_only_locked, bad_hdr_o == (lock_q && !hdr_valid_o))
+  `COVER(cov_lock_gained, f_past_rst_n && !f_p_lock && lock_q)
+  `COVER(cov_lock_lost_bad, f_past_rst_n && f_p_lock && !lock_q && f_p_sd)
+`endif
 
 endmodule

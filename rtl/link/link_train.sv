@@ -507,6 +507,112 @@ module link_train
                                          f_p_init_done)) == f_stay))
   `ASSERT(reason_none_exactly_when_active_entered, !(f_past_rst_n && f_entered_active) || rsn_q == link_pkg::RsnNone)
 
+  // The terms those rules read, checked here where they are computed, against the rules' own
+  // words (issue 43): the reasons' properties above take `err_cnt_q > ERR_THRESHOLD`, the
+  // heartbeat timer, the step timer and the counts as given, so a counter that is never cleared
+  // or a window with a moved edge passed them. Each is stated as its rule defines it, from the
+  // values at the last edge; a state change restarts every one (`f_entered`).
+  `ASSERT_PAST(f_p_err_timer, 32, err_timer_q)
+  `ASSERT_PAST(f_p_err_cnt, 16, err_cnt_q)
+  `ASSERT_PAST(f_p_bad, 1, bad_block_i)
+  `ASSERT_PAST(f_p_hb_timer, 32, hb_timer_q)
+  `ASSERT_PAST(f_p_peer_hb, 1, peer_hb_i)
+  `ASSERT_PAST(f_p_timer, 32, timer_q)
+  `ASSERT_PAST(f_p_restart, 1, restart)
+  `ASSERT_PAST(f_p_sd_cnt, 16, sd_cnt_q)
+  `ASSERT_PAST(f_p_ts_cnt, 16, ts_cnt_q)
+  `ASSERT_PAST(f_p_ts_any, 1, ts1_i || ts2_i)
+  `ASSERT_PAST(f_p_ts_from_cand, 1, ts_xpu_i == cand_xpu_q && ts_lane_i == cand_lane_q)
+  `ASSERT_PAST(f_p_peer_ts2, 1, ts2_i && ts_xpu_i == peer_xpu_q && ts_lane_i == peer_lane_q)
+  `ASSERT_PAST(f_p_ts_flag, 1, ts2_i && ts_flush_i)
+  `ASSERT_PAST(f_p_cand_flush, 1, cand_flush_q)
+  `ASSERT_PAST(f_p_init_seen, 1, init_seen_q)
+  `ASSERT_PAST(f_p_peer_init, 1, peer_init_i)
+  logic f_entered, f_kept;
+  assign f_entered = f_past_rst_n && st_q != f_prev_st_q;
+  assign f_kept    = f_past_rst_n && st_q == f_prev_st_q;
+  // Error rate: windows of exactly ERR_WINDOW cycles, back to back from the cycle the state (Active)
+  // was entered; the count is the bad blocks of the current window so far, and restarts in a
+  // window's last cycle (a bad block there is not counted). So errors spread over windows, each
+  // under the threshold, never add up; errors in a row within one window do.
+  `ASSERT(err_window_in_range, err_timer_q < 32'(ERR_WINDOW))
+  `ASSERT(err_window_back_to_back, !f_kept ||
+          err_timer_q == (f_p_err_timer == 32'(ERR_WINDOW - 1) ? 32'd0 : f_p_err_timer + 32'd1))
+  `ASSERT(err_count_is_window_bad_blocks, !f_kept ||
+          err_cnt_q == (f_p_err_timer == 32'(ERR_WINDOW - 1) ? 16'd0 : f_p_err_cnt + (f_p_bad ? 16'd1 : 16'd0)))
+  `ASSERT(err_window_fresh_on_entry, !f_entered || (err_timer_q == 0 && err_cnt_q == 0))
+  // Heartbeat: the cycles since the last valid Ack/Nak/Heartbeat (peer_hb_i) or since the state
+  // was entered.
+  `ASSERT(hb_timer_counts_silence, !f_kept || hb_timer_q == (f_p_peer_hb ? 32'd0 : f_p_hb_timer + 32'd1))
+  `ASSERT(hb_timer_fresh_on_entry, !f_entered || hb_timer_q == 0)
+  // Each step's timeout counts its cycles from 0 in the cycle it is entered (Detect's timeout
+  // restarts it), saturating.
+  `ASSERT(step_timer_counts_from_entry, !f_past_rst_n ||
+          timer_q == ((f_entered || f_p_restart) ? 32'd0 : (f_p_timer == 32'hFFFF_FFFF ? f_p_timer : f_p_timer + 32'd1)))
+  // Detect: the cycles signal detect has been high without a break (saturating).
+  `ASSERT(detect_stable_counts_unbroken_light, !f_past_rst_n ||
+          sd_cnt_q == (!f_p_sd ? 16'd0 : (f_p_sd_cnt == 16'hFFFF ? f_p_sd_cnt : f_p_sd_cnt + 16'd1)))
+  // Ts1: TS1/TS2 in a row from one identity; another identity restarts the count at 1.
+  `ASSERT(ts1_counts_one_identity, !(f_kept && st_q == TTs1) ||
+          ts_cnt_q == (!f_p_ts_any ? f_p_ts_cnt : f_p_ts_from_cand ? f_p_ts_cnt + 16'd1 : 16'd1))
+  // Ts2: the TS2s from the peer accepted in Ts1, no one else's; CreditInit counts none.
+  `ASSERT(ts2_counts_peer_ts2, !(f_kept && st_q == TTs2) || ts_cnt_q == f_p_ts_cnt + (f_p_peer_ts2 ? 16'd1 : 16'd0))
+  `ASSERT(credit_init_counts_no_ts, !(f_kept && st_q == TInit) || ts_cnt_q == f_p_ts_cnt)
+  `ASSERT(ts_count_fresh_on_entry, !f_entered || (ts_cnt_q == 0 && !init_seen_q))
+  // The peer's CreditInit, once seen in a step, stays seen until the step ends.
+  `ASSERT(init_seen_since_entry, !f_kept || init_seen_q == (f_p_init_seen || f_p_peer_init))
+  // The outputs the rest of the endpoint acts on, as the state table defines them: Active is the
+  // state; the laser is off in Reset, in Disabled unless for a wrong peer, and in a Retrain that
+  // dropped an Active link or was asked for; the pulses mark the edges they name; the interrupt
+  // is set on every state change and kept until cleared.
+  `ASSERT_PAST(f_p_enter_active, 1, enter_active_o)
+  `ASSERT_PAST(f_p_retrain_o, 1, retrain_o)
+  `ASSERT_PAST(f_p_irq, 1, irq_q)
+  `ASSERT_PAST(f_p_irq_clear, 1, irq_clear_i)
+  `ASSERT(train_active_is_state, active_o == (st_q == TActive))
+  `ASSERT(train_laser_rule, laser_o == !(st_q == TReset || (st_q == TDisabled && rsn_q != link_pkg::RsnWrongPeer) ||
+          (st_q == TRetrain && quiet_q)))
+  `ASSERT(retrain_dark_iff_dropped_active_or_asked, !(f_entered && st_q == TRetrain) ||
+          quiet_q == (f_prev_st_q == TActive || f_p_req))
+  `ASSERT(train_enter_active_pulse, !f_past_rst_n || f_p_enter_active == f_entered_active)
+  `ASSERT(train_retrain_pulse, !f_past_rst_n || f_p_retrain_o == (f_entered && st_q == TRetrain))
+  `ASSERT(train_irq_sticky_on_change, !f_past_rst_n || irq_q == ((f_p_irq && !f_p_irq_clear) || f_entered))
+  // The flush rule's terms (its property above takes them as given): "was Active before" and
+  // "the peer it was last Active with", against shadows set only in Active; "meets a new peer"
+  // from them, in Ts2 and CreditInit only.
+  logic        f_was_active_q;
+  logic [15:0] f_last_xpu_q;
+  logic [7:0]  f_last_lane_q;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      f_was_active_q <= 1'b0;
+      f_last_xpu_q   <= '0;
+      f_last_lane_q  <= '0;
+    end else if (st_q == TActive) begin
+      f_was_active_q <= 1'b1;
+      f_last_xpu_q   <= peer_xpu_q;
+      f_last_lane_q  <= peer_lane_q;
+    end
+  end
+  `ASSERT(train_had_peer_is_was_active, had_peer_q == f_was_active_q)
+  `ASSERT(train_last_active_peer, !f_was_active_q || (act_xpu_q == f_last_xpu_q && act_lane_q == f_last_lane_q))
+  `ASSERT(train_new_peer_rule, new_peer == ((st_q == TTs2 || st_q == TInit) && f_was_active_q &&
+          {peer_xpu_q, peer_lane_q} != {f_last_xpu_q, f_last_lane_q}))
+  `ASSERT(train_will_flush_rule, will_flush_o == ((st_q == TTs2 || st_q == TInit) && f_was_active_q &&
+          ({peer_xpu_q, peer_lane_q} != {f_last_xpu_q, f_last_lane_q} || peer_flush_q)))
+  // reason_o keeps why the link last left Active or failed to train: it changes only with the
+  // state, or when Detect's timeout restarts it.
+  `ASSERT(reason_kept_between_changes, !f_past_rst_n || rsn_q == f_p_rsn || f_entered || f_p_restart)
+  // The flush flag: the candidate's, from its TS2s in Ts1 (restarting with a new candidate); the
+  // peer's, from Ts1's candidate and the peer's TS2s through Ts2 and CreditInit.
+  `ASSERT(cand_flush_from_candidates_ts2, !(f_kept && st_q == TTs1) ||
+          cand_flush_q == (!f_p_ts_any ? f_p_cand_flush : f_p_ts_from_cand ? (f_p_cand_flush || f_p_ts_flag) : f_p_ts_flag))
+  `ASSERT(cand_flush_only_in_ts1, !cand_flush_q || st_q == TTs1)
+  `ASSERT(peer_flush_taken_from_candidate, !(f_ts1_to_ts2 && f_past_rst_n) || peer_flush_q == f_p_cand_flush)
+  `ASSERT(peer_flush_from_peers_ts2, !(f_past_rst_n && (st_q == TTs2 || st_q == TInit) &&
+          (f_prev_st_q == TTs2 || f_prev_st_q == TInit)) ||
+          peer_flush_q == (f_prev_peer_flush_q || (f_p_peer_ts2 && f_p_ts_flag)))
+
   `COVER(cov_train_reset, st_q == TReset)
   `COVER(cov_train_detect, st_q == TDetect)
   `COVER(cov_train_block_lock, st_q == TLock)

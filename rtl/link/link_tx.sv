@@ -295,6 +295,33 @@ module link_tx
           !(st_q == StData && f_past_idle_active && send_q == hi_q) ||
           ((credit_q - send_q) != 16'h0 && (credit_q - send_q) < 16'h8000))
   `ASSERT(tx_ack_moves_forward, !f_past_rst_n || f_past_flush || (ack_q - f_past_ack) <= (f_past_hi - f_past_ack))
+  // The go-back-N terms link_train's ReplayExhausted reads, checked here where they are computed,
+  // against docs/link-layer.md's words (issue 43): a replay starts exactly on a Nak or after
+  // REPLAY_TIMEOUT cycles without progress, while Active with frames unacknowledged; the timer
+  // counts exactly those cycles; the count is the replays since the acknowledgement last moved
+  // (or the link became Active), so replays spread between acknowledgements never add up, and
+  // exhaustion is MAX_REPLAYS replays that found no progress (the next go-back).
+  `ASSERT_PAST(f_p_active, 1, active_i)
+  `ASSERT_PAST(f_p_enter, 1, enter_active_i)
+  `ASSERT_PAST(f_p_replay, 1, replay_o)
+  `ASSERT_PAST(f_p_consec, 8, consec_q)
+  `ASSERT_PAST(f_p_rtimer, 32, rtimer_q)
+  `ASSERT_PAST(f_p_nak_ack, 1, peer_nak_i && peer_ack_i)
+  `ASSERT(tx_replay_iff_nak_or_timeout, !f_past_rst_n || f_past_flush ||
+          f_p_replay == (f_p_active && f_past_hi != ack_q && (f_p_nak_ack || f_p_rtimer >= 32'(REPLAY_TIMEOUT))))
+  `ASSERT(tx_replay_timer_counts_no_progress, !f_past_rst_n || f_past_flush ||
+          rtimer_q == ((!f_p_active || ack_q != f_past_ack || f_p_replay) ? 32'd0 :
+                       f_p_rtimer + (f_past_hi != f_past_ack ? 32'd1 : 32'd0)))
+  `ASSERT(tx_replays_counted_in_a_row, !f_past_rst_n || f_past_flush ||
+          consec_q == ((f_p_enter && !f_p_active) ? 8'd0 : ((ack_q != f_past_ack) ? 8'd0 : f_p_consec) + (f_p_replay ? 8'd1 : 8'd0)))
+  // The flush (docs/link-layer.md, "Reliability"): the replay buffer, the frame being filled and
+  // every pointer restart at sequence 0, and the credit at 0 until the peer's first Ack.
+  `ASSERT(tx_flush_restarts_at_zero, !(f_past_rst_n && f_past_flush) ||
+          (ack_q == '0 && send_q == '0 && hi_q == '0 && fill_q == '0 && fill_word_q == '0 && credit_q == '0))
+  // Outside Active the transmitter sends only training blocks: a frame cut by leaving Active is
+  // not resumed mid-frame, the next Active starts at a frame's beginning.
+  `ASSERT(tx_idle_outside_active, !f_past_rst_n || f_p_active || st_q == StIdle)
+  `ASSERT(tx_exhausted_after_max_replays, replay_exhausted_o == (consec_q > 8'(MAX_REPLAYS)))
   `COVER(cov_tx_replay, replay_o)
   `COVER(cov_tx_replay_exhausted, replay_exhausted_o && active_i)
   `COVER(cov_tx_credit_stall, active_i && st_q == StIdle && send_q != fill_q && send_q == hi_q &&

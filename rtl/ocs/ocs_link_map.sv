@@ -27,6 +27,8 @@
 // checks nothing, like an unmapped link: it retrains when its circuit changes and when a commit
 // ends, and expects no one while a commit runs. Whoever sets the circuits across boards checks
 // the peer the link trained to (its LINK_PEER register).
+`include "mxtb_assert.svh"
+
 module ocs_link_map #(
   parameter int N_PORTS = 32,
   parameter int N_LINKS = 20,  // at most N_PORTS
@@ -80,5 +82,44 @@ module ocs_link_map #(
       prev_q <= active_map_i[N_LINKS*7-1:0];
     end
   end
+
+  // ---------------------------------------------------------------- assertions
+  // The rules above (docs/ocs-controller.md), each both ways, per link, from the active map's
+  // own entry and its copy at the last edge (not prev_q): a circuit to a lane checks that lane's
+  // XPU and lane; one to a fibre port and a link without a circuit check no one and expect no one
+  // (checking while a commit runs, against no one); a circuit to a lane retrains exactly when it
+  // changes or a commit ends while the link is held Disabled for a wrong peer; one to a fibre port
+  // exactly when it changes or a commit ends; a link without a circuit exactly when a commit ends.
+  `ASSERT_RESET_START
+`ifdef MXTB_ASSERT_ON
+  `ASSERT_PAST_RESET
+  `ASSERT_PAST(f_p_map, N_LINKS*7, active_map_i[N_LINKS*7-1:0])
+  // Per link, in the rules' words: which links have a circuit to a lane, to a fibre port, none;
+  // what each expects; when each must retrain. (Vectors, not a generate loop of assertions: Yosys
+  // 0.23 names a loop's labelled assertions alike.)
+  logic [N_LINKS-1:0]   f_lane, f_fibre, f_none, f_changed, f_held_wrong;
+  logic [N_LINKS*8-1:0] f_xpu, f_lane_id;
+  always_comb begin
+    for (int i = 0; i < N_LINKS; i++) begin
+      logic [6:0] entry, was;
+      entry           = active_map_i[i*7 +: 7];
+      was             = f_past_rst_n ? f_p_map[i*7 +: 7] : 7'd0;  // before reset ended: no circuit
+      f_lane[i]       = entry[6] && 32'(entry[5:0]) < N_LINKS;
+      f_fibre[i]      = entry[6] && 32'(entry[5:0]) >= N_LINKS;
+      f_none[i]       = !entry[6];
+      f_changed[i]    = entry != was;
+      f_held_wrong[i] = link_state_i[4*i +: 4] == link_pkg::StDisabled &&
+                        link_reason_i[4*i +: 4] == link_pkg::RsnWrongPeer;
+      f_xpu[i*8 +: 8]     = f_lane[i] ? 8'(32'(entry[5:0]) / LANES) : NoOne;
+      f_lane_id[i*8 +: 8] = f_lane[i] ? 8'(32'(entry[5:0]) % LANES) : NoOne;
+    end
+  end
+  `ASSERT(map_check_only_lane_circuits, link_check_o == (f_lane | {N_LINKS{commit_busy_i}}))
+  `ASSERT(map_expect_is_target_lane, link_expect_xpu_o == f_xpu && link_expect_lane_o == f_lane_id)
+  `ASSERT(map_retrain_lane_rule, ((link_retrain_o ^ (f_changed | ({N_LINKS{commit_end_i}} & f_held_wrong))) & f_lane) == '0)
+  `ASSERT(map_retrain_fibre_rule, ((link_retrain_o ^ (f_changed | {N_LINKS{commit_end_i}})) & f_fibre) == '0)
+  `ASSERT(map_retrain_unmapped_rule, ((link_retrain_o ^ {N_LINKS{commit_end_i}}) & f_none) == '0)
+  `COVER(cov_map_fibre_circuit, (f_fibre & link_retrain_o) != '0)
+`endif
 
 endmodule

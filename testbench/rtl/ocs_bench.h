@@ -258,4 +258,19 @@ void commit_baseline(Small& b, uint32_t gen = 1) {
   b.pd_reqs.clear();
 }
 
+// The same, with every link's circuit to another link's lane (port p -> 3 - p for the links' ports
+// 0..3, p -> 11 - p for the rest): a circuit to a port at or beyond N_LINKS (4) leaves through a
+// fibre port and checks no peer (ocs_link_map), so the tests of checked peers use this map.
+[[maybe_unused]] void commit_lane_baseline(Small& b, uint32_t gen = 1) {
+  for (int p = 0; p < kPorts; ++p) b.stage_map(p, p < 4 ? 3 - p : 11 - p);
+  for (int e = 0; e < 5; ++e) b.stage_dac(e, 1000 + e);
+  b.commit(gen);
+  REQUIRE(b.last_err() == Error::None);
+  REQUIRE(b.active_gen() == gen);
+  b.drain_events();
+  b.wr(reg::irq_status::kOffset, 0x1F);
+  b.dac.clear();
+  b.pd_reqs.clear();
+}
+
 }  // namespace

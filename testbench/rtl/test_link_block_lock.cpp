@@ -143,3 +143,37 @@ TEST_CASE("block lock drops at once on loss of signal") {
   b.m.eval();
   CHECK_FALSE(b.m.lock_o);
 }
+
+// docs/link-layer.md: UNLOCK_BAD (8 here) invalid headers within a 64-block window lose lock; the
+// windows run back to back from the cycle lock was gained. Both ways: 7 at the end of one window
+// and 7 at the start of the next, 14 in a row, keep lock; 8 within one window lose it, at the
+// 8th; and a lock gained again after that starts a fresh window with a fresh count (3 early in
+// it, 4 at its end and 4 at the start of the next keep the new lock).
+TEST_CASE("block lock: UNLOCK_BAD invalid headers within one window unlock, spread over two windows they do not; a new lock starts afresh") {
+  LockBench b(29);
+  for (int i = 0; i < 66 * 40 && !b.m.lock_o; ++i) b.step();
+  REQUIRE(b.m.lock_o);
+  // Locked cycle c is step c after lock (cycle 0 the first step after it); the lock sees in it the
+  // block sent two steps before, so step s sends the block seen in cycle s + 2. (The 14 in a row
+  // below keep lock only with the window edge exactly at cycle 64: one cycle either way puts 8 in
+  // one window.)
+  auto seen_bad = [](int cycle, std::initializer_list<std::pair<int, int>> spans) {
+    for (auto [from, to] : spans)
+      if (cycle >= from && cycle <= to) return true;
+    return false;
+  };
+  int s = 0;
+  for (; s < 140; ++s) {
+    b.step(seen_bad(s + 2, {{57, 63}, {64, 70}}));
+    REQUIRE(b.m.lock_o);  // 7 in window 0, 7 in window 1
+  }
+  for (; s < 260 && b.m.lock_o; ++s) b.step(seen_bad(s + 2, {{200, 207}}));  // 8 in window 3
+  CHECK_FALSE(b.m.lock_o);
+  CHECK(s == 208);  // lost at the edge of step 207, where the lock saw the 8th (the loop counts it)
+  for (int i = 0; i < 66 * 40 && !b.m.lock_o; ++i) b.step();
+  REQUIRE(b.m.lock_o);
+  for (s = 0; s < 140; ++s) {
+    b.step(seen_bad(s + 2, {{2, 4}, {60, 63}, {64, 67}}));
+    REQUIRE(b.m.lock_o);  // 7 in the new window 0, 4 in window 1
+  }
+}

@@ -678,7 +678,7 @@ TEST_CASE("ocs: link changes are logged with reason; link down and up raise inte
 TEST_CASE("ocs: a mapped link held Disabled for a wrong peer retrains when a commit ends, passed or rolled back") {
   Small b;
   for (int i = 0; i < 4; ++i) b.links[static_cast<size_t>(i)] = static_cast<int>(LinkState::Active);
-  commit_baseline(b);
+  commit_lane_baseline(b);  // every link's circuit to a lane: all four check their peer
   // Link 0 trained to a stranger while elements moved; link 2 is disabled by its enable; links
   // 1 and 3 are up. Their circuits stay as they are in every commit below.
   b.links[0] = static_cast<int>(LinkState::Disabled);
@@ -715,25 +715,67 @@ TEST_CASE("ocs: a mapped link held Disabled for a wrong peer retrains when a com
 // target % LANES (LANES = 4).
 TEST_CASE("ocs: each mapped link expects the XPU and lane of its target port") {
   Small b;
-  commit_baseline(b);  // port p -> kPorts - 1 - p: links 0..3 -> ports 7, 6, 5, 4
+  commit_lane_baseline(b);  // links 0..3 -> ports 3, 2, 1, 0
   for (int link = 0; link < 4; ++link) {
     INFO("link " << link);
-    const uint32_t target = static_cast<uint32_t>(kPorts - 1 - link);
+    const uint32_t target = static_cast<uint32_t>(3 - link);
     CHECK(((static_cast<uint32_t>(b.m.link_expect_xpu_o) >> (8 * link)) & 0xFF) == target / 4);
     CHECK(((static_cast<uint32_t>(b.m.link_expect_lane_o) >> (8 * link)) & 0xFF) == target % 4);
   }
-  b.stage_map(1, 2);  // link 1 -> port 2: XPU 0, lane 2 (entry 5 takes port 6)
-  b.stage_map(5, 6);
-  CHECK(b.rd(reg::staged_map::addr(1)) == (reg::staged_map::kValidMask | 2u));  // read back whole, valid bit too
+  b.stage_map(1, 0);  // link 1 -> port 0: XPU 0, lane 0 (link 3 takes port 2)
+  b.stage_map(3, 2);
+  CHECK(b.rd(reg::staged_map::addr(1)) == (reg::staged_map::kValidMask | 0u));  // read back whole, valid bit too
   b.commit(2);
   REQUIRE(b.last_err() == Error::None);
   CHECK(((static_cast<uint32_t>(b.m.link_expect_xpu_o) >> 8) & 0xFF) == 0);
-  CHECK(((static_cast<uint32_t>(b.m.link_expect_lane_o) >> 8) & 0xFF) == 2);
+  CHECK(((static_cast<uint32_t>(b.m.link_expect_lane_o) >> 8) & 0xFF) == 0);
+  CHECK(((static_cast<uint32_t>(b.m.link_expect_lane_o) >> 24) & 0xFF) == 2);
+}
+
+// docs/ocs-controller.md: a circuit to a fibre port (at or beyond N_LINKS, 4 here) ends at a lane
+// the board cannot name. Both ways: such a link checks no one and expects no one while idle, checks
+// (no one) while a commit runs, and retrains when its circuit changes and when a commit ends; it
+// does not retrain otherwise, and a link whose circuit ends at a lane does none of this.
+TEST_CASE("ocs: a link whose circuit leaves through a fibre port checks no peer and retrains on a change and at a commit's end") {
+  Small b;
+  for (int i = 0; i < 4; ++i) b.links[static_cast<size_t>(i)] = static_cast<int>(LinkState::Active);
+  commit_lane_baseline(b);
+  b.run(5);
+  CHECK(b.m.link_check_o == 0xF);
+  b.retrain_seen = 0;
+  b.stage_map(0, 4);  // link 0 -> port 4, a fibre port (entry 7 takes port 3)
+  b.stage_map(7, 3);
+  b.commit(2);
+  REQUIRE(b.last_err() == Error::None);
+  b.run(2);
+  CHECK(b.retrain_seen == 0x1);  // its circuit changed (and a commit ended); no other link's did
+  CHECK(b.m.link_check_o == 0xE);  // idle: link 0 checks no one
+  CHECK((static_cast<uint32_t>(b.m.link_expect_xpu_o) & 0xFF) == 0xFF);
+  CHECK((static_cast<uint32_t>(b.m.link_expect_lane_o) & 0xFF) == 0xFF);
+  // Nothing else happens while no commit ends.
+  b.retrain_seen = 0;
+  b.run(300);
+  CHECK(b.retrain_seen == 0);
+  // A commit that moves only elements: link 0 checks (no one) while it runs and retrains at its end.
+  b.stage_dac(9, 2222);
+  b.wr(reg::commit::kOffset, 3);
+  bool checked_while_busy = false;
+  for (int i = 0; i < 2000 && !checked_while_busy; ++i) {
+    b.tick();
+    checked_while_busy = b.m.link_check_o == 0xF;
+  }
+  CHECK(checked_while_busy);
+  CHECK((static_cast<uint32_t>(b.m.link_expect_xpu_o) & 0xFF) == 0xFF);
+  REQUIRE(b.wait_idle());
+  CHECK(b.active_gen() == 3);
+  b.run(2);
+  CHECK(b.retrain_seen == 0x1);  // the fibre link only: the lanes' links are up with their peers
+  CHECK(b.m.link_check_o == 0xE);
 }
 
 TEST_CASE("ocs: while a commit moves the elements, an unmapped link expects no one; mapped links keep their peer") {
   Small b;
-  commit_baseline(b);
+  commit_lane_baseline(b);
   b.stage_map(3, 0, false);  // link 3 loses its circuit
   b.commit(2);
   auto expect_xpu = [&](int link) { return (static_cast<uint32_t>(b.m.link_expect_xpu_o) >> (8 * link)) & 0xFF; };
