@@ -110,7 +110,7 @@ module ocs_link_map #(
       f_changed[i]    = entry != was;
       f_held_wrong[i] = link_state_i[4*i +: 4] == link_pkg::StDisabled &&
                         link_reason_i[4*i +: 4] == link_pkg::RsnWrongPeer;
-      f_xpu[i*8 +: 8]     = f_lane[i] ? 8'(32'(entry[5:0]) / LANES) : NoOne;
+      f_xpu[i*8 +: 8]     = f_lane[i] ? xpu_base_i + 8'(32'(entry[5:0]) / LANES) : NoOne;  // the rack's XPU numbers
       f_lane_id[i*8 +: 8] = f_lane[i] ? 8'(32'(entry[5:0]) % LANES) : NoOne;
     end
   end
