@@ -59,6 +59,7 @@ struct Strand {
   int from_rank = 0, to_rank = 0;
   uint32_t latency = 1;
   float loss_db = 0;
+  std::vector<const FibreFault*> faults;  // the fibre's own, found once, not per sample
   std::vector<FibreSample> line;  // at the receiving process
   uint64_t mask = 0;
 };
@@ -142,6 +143,8 @@ class RackRun {
         s.to_rank = rank_of_server(S, ex.size(), s.to.server);
         s.latency = fibre_latency_cycles(cfg, static_cast<int>(i));
         s.loss_db = static_cast<float>(cfg.lines[i].loss_db);
+        for (const FibreFault& f : cfg.faults)
+          if (f.fibre == s.fibre) s.faults.push_back(&f);
         if (local(s.to.server)) {
           s.line.assign(next_pow2(s.latency + 2ull * W_), FibreSample{});
           s.mask = s.line.size() - 1;
@@ -284,7 +287,7 @@ class RackRun {
         FibreSample x;
         if (t >= s.latency) x = s.line[(t - s.latency) & s.mask];
         bool dark = false;
-        for (const FibreFault& f : cfg_.faults) dark = dark || (f.fibre == s.fibre && f.dark_at(t));
+        for (const FibreFault* f : s.faults) dark = dark || f->dark_at(t);
         if (dark) {
           x = FibreSample{};
         } else {
@@ -294,7 +297,7 @@ class RackRun {
         fp.in(k, t) = x;
       }
     }
-    perf_.deliver_s += seconds_since(t0) - 0.0;
+    perf_.deliver_s += seconds_since(t0);
   }
 
   const RackConfig& cfg_;
