@@ -239,6 +239,9 @@ TEST_CASE("light from a fibre: its power and the crosstalk it brings count at th
   double now = 0;
   std::vector<int> perm = identity(32);
   REQUIRE(testing::realize_and_check(mesh, perm, mesh.true_codes(), now) == "");
+  // Only input 25 is lit, so every watt of crosstalk at output 25 is what the fibre brings.
+  for (int p = 0; p < 32; ++p)
+    if (p != 25) mesh.set_input_lit(p, false);
   const auto lasers = mesh.propagate(now).outputs[25];
   REQUIRE(lasers.verdict == Verdict::Lit);
   // Input 25 fed from a fibre 6 dB below the laser: the output drops 6 dB, still lit.
