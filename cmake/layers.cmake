@@ -19,18 +19,19 @@ set(MXTB_LAYER_apps apps host sim firmware protocol cuda rtl)
 set(MXTB_LAYER_tools tools)
 # Inside sim/, one folder a concern, each using only the folders below it (and, through sim/'s own
 # rule above, firmware/, protocol/ and rtl/); no source sits in sim/ itself:
-#   sim/common <- sim/link <- sim/mesh <- sim/server <- sim/collective <- sim/rack <- sim/emulator
+#   sim/common <- sim/link <- sim/mesh <- sim/server <- sim/collective <- sim/emulator <- sim/rack
 # (the SystemC entry; a lane's link layer; the photonic mesh; the emulated server and its engines;
-# the XPUs' programs: collectives, the tenant's job, the state restore; servers joined by fibres
-# into a rack, and the processes it runs on; the board on the network).
-set(MXTB_SUBLAYERS_sim sim/common sim/link sim/mesh sim/server sim/collective sim/rack sim/emulator)
+# the XPUs' programs: collectives, the tenant's job, the state restore; the board on the network;
+# servers joined by fibres into a rack, the processes it runs on, its boards served as the
+# emulator serves one).
+set(MXTB_SUBLAYERS_sim sim/common sim/link sim/mesh sim/server sim/collective sim/emulator sim/rack)
 set(MXTB_LAYER_sim/common sim/common)
 set(MXTB_LAYER_sim/link sim/link sim/common)
 set(MXTB_LAYER_sim/mesh sim/mesh sim/link sim/common)
 set(MXTB_LAYER_sim/server sim/server sim/mesh sim/link sim/common)
 set(MXTB_LAYER_sim/collective sim/collective sim/server sim/mesh sim/link sim/common)
-set(MXTB_LAYER_sim/rack sim/rack sim/collective sim/server sim/mesh sim/link sim/common)
-set(MXTB_LAYER_sim/emulator sim/emulator sim/rack sim/collective sim/server sim/mesh sim/link sim/common)
+set(MXTB_LAYER_sim/emulator sim/emulator sim/collective sim/server sim/mesh sim/link sim/common)
+set(MXTB_LAYER_sim/rack sim/rack sim/emulator sim/collective sim/server sim/mesh sim/link sim/common)
 # No SystemC and no sockets in the protocol layer; no OS, SystemC or sockets in the firmware; no
 # SystemC or verilated models in host code (it reaches the emulator over the socket only).
 set(MXTB_LAYER_FORBIDDEN_protocol systemc sysc/ tlm boost/asio sys/socket.h netinet/ verilated)

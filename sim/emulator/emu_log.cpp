@@ -18,14 +18,14 @@ const char* mode_name(emu::TimeMode m) {
 
 void EmuLog::line(const std::string& text) {
   std::lock_guard<std::mutex> lock(mu_);
-  fmt::print(stderr, "mxtb sim [{}]: {}\n", mode_, text);
+  fmt::print(stderr, "{} [{}]: {}\n", who_, mode_, text);
 }
 
 void EmuLog::ipbus_fault(protocol::ipbus::Fault f, const std::string& what) {
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t n = ++faults_;
   if (n <= 20 || n % 1000 == 0)
-    fmt::print(stderr, "mxtb sim [{}]: ipbus {}: {}{}\n", mode_, protocol::ipbus::to_string(f), what,
+    fmt::print(stderr, "{} [{}]: ipbus {}: {}{}\n", who_, mode_, protocol::ipbus::to_string(f), what,
                n == 20 ? " (further faults: every 1000th is logged)" : "");
 }
 

@@ -1,4 +1,5 @@
-// The emulator's log: its lines on stderr, each prefixed "mxtb sim [<time mode>]: ", one at a time
+// The emulator's log: its lines on stderr, each prefixed "mxtb sim [<time mode>]: " (a rack's board:
+// "mxtb rack server N [<time mode>]: "), one at a time
 // whichever thread writes (the simulation thread, the socket thread's faults, the stall watchdog).
 // The IPbus faults it is told of are rate-limited: the first 20, then every 1000th.
 #pragma once
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <utility>
 
 namespace mxtb::sim {
 
@@ -17,7 +19,7 @@ const char* mode_name(emu::TimeMode m);  // "lockstep", "paced", "free"
 
 class EmuLog {
  public:
-  explicit EmuLog(emu::TimeMode mode) : mode_(mode_name(mode)) {}
+  explicit EmuLog(emu::TimeMode mode, std::string who = "mxtb sim") : who_(std::move(who)), mode_(mode_name(mode)) {}
   const char* mode() const { return mode_; }
   // One line (without its newline), from any thread.
   void line(const std::string& text);
@@ -25,6 +27,7 @@ class EmuLog {
   void ipbus_fault(protocol::ipbus::Fault f, const std::string& what);
 
  private:
+  const std::string who_;
   const char* mode_;
   std::mutex mu_;
   uint64_t faults_ = 0;  // under mu_

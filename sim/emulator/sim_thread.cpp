@@ -17,7 +17,7 @@ using sc_core::SC_NS;
 HostPort::HostPort(sc_core::sc_module_name name) : sc_module(name) { SC_THREAD(run); }
 
 void HostPort::submit(std::function<void()> work) {
-  if (clock_) clock_->release();
+  for (ServerClock* c : clocks_) c->release();
   work_ = std::move(work);
   done_ = false;
   pending_ = true;
@@ -30,7 +30,7 @@ void HostPort::run() {
     pending_ = false;
     work_();
     done_ = true;
-    if (clock_) clock_->hold();
+    for (ServerClock* c : clocks_) c->hold();
     sc_core::sc_pause();
   }
 }

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace mxtb::sim {
 
@@ -32,15 +33,15 @@ class HostPort : public sc_core::sc_module {
   SC_HAS_PROCESS(HostPort);
   explicit HostPort(sc_core::sc_module_name name);
   // Lockstep: the server's clock is held between jobs (ServerClock::hold), so that it stands at
-  // the time the kernel paused, not up to a batch ahead of it.
-  void hold_between_jobs(ServerClock* clock) { clock_ = clock; }
+  // the time the kernel paused, not up to a batch ahead of it. A rack holds every board's clock.
+  void hold_between_jobs(ServerClock* clock) { clocks_.push_back(clock); }
   void submit(std::function<void()> work);
   bool done() const { return done_; }
 
  private:
   void run();
   sc_core::sc_event start_;
-  ServerClock* clock_ = nullptr;
+  std::vector<ServerClock*> clocks_;
   std::function<void()> work_;
   bool done_ = true, pending_ = false;
 };
@@ -49,7 +50,8 @@ class SimThread {
  public:
   // Makes the module "host_port". Construct it where the kernel's processes are made, in order.
   SimThread(emu::TimeMode mode, double rtf);
-  // Lockstep: the server's clock stands still between jobs (HostPort::hold_between_jobs).
+  // Lockstep: the server's clock stands still between jobs (HostPort::hold_between_jobs); once
+  // for each of a rack's boards.
   void hold_between_jobs(ServerClock* clock) { port_.hold_between_jobs(clock); }
   void after_each_run(std::function<void()> hook) { after_run_ = std::move(hook); }
 

@@ -3,6 +3,11 @@
 
 #include "firmware/ocs_firmware.h"
 #include "sim/common/sc_runner.h"
+#include "sim/emulator/emu_block.h"
+#include "sim/emulator/emu_log.h"
+#include "sim/emulator/ipbus_server.h"
+#include "sim/emulator/ipbus_target.h"
+#include "sim/emulator/sim_thread.h"
 #include "sim/server/server_sc.h"
 
 #include <fmt/format.h>
@@ -13,11 +18,17 @@
 #include <systemc>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <memory>
+
+#include <unistd.h>
 
 namespace mxtb::sim::rack {
 
@@ -92,12 +103,28 @@ firmware::FirmwareConfig firmware_config(const RackConfig& cfg, const MeshCalibr
   return fc;
 }
 
+ServerConfig board_config(const RackConfig& cfg, int server, bool traced) {
+  ServerConfig s = server_config(cfg, server);
+  s.trace_capable = traced;  // traced models run slower: only when waveforms may be asked for
+  return s;
+}
+
+// What serves a board on the network (RackServe): as `mxtb sim` has for its one board, the
+// emulator's control block, the IPbus target behind it, the socket and the log.
+struct Endpoint {
+  EmulatorConfig cfg;
+  std::unique_ptr<EmuLog> log;
+  std::unique_ptr<EmuBlock> block;
+  std::unique_ptr<RequestTarget> target;
+  std::unique_ptr<IpbusServer> socket;
+};
+
 // A board of the rack in this process: the server, its clock under SystemC, the firmware's HAL
-// and the firmware.
+// and the firmware; served, its endpoint.
 struct Board {
-  Board(int index, const RackConfig& cfg, const firmware::FirmwareConfig& fc)
+  Board(int index, const RackConfig& cfg, const firmware::FirmwareConfig& fc, bool traced)
       : server(index),
-        sim(server_config(cfg, index)),
+        sim(board_config(cfg, index, traced)),
         clock(fmt::format("server{}_clock", index).c_str(), sim),
         hal(sim, clock),
         fw(hal, fc) {}
@@ -107,7 +134,13 @@ struct Board {
   ScHal hal;
   firmware::OcsFirmware fw;
   std::vector<std::pair<int, uint64_t>> commits;  // (bring-up phase, cycle it ended)
+  std::unique_ptr<Endpoint> endpoint;
 };
+
+std::atomic<bool> g_stop_serving{false};
+extern "C" void on_stop_signal(int) { g_stop_serving = true; }
+
+constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
 
 // The bring-up of a rack tenant's circuits, on every board at once at fixed simulated times, so
 // that it is the same whatever the partition. A commit verifies each circuit's light at its
@@ -131,7 +164,8 @@ class RackRun {
     range_ = servers_of_rank(S, ex.size(), ex.rank());
     W_ = window_cycles(cfg);
     const double period = 1000.0 / cfg.server.clock_mhz;
-    end_cycle_ = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(cfg.run_us * 1000.0 / period)));  // whatever the window
+    end_cycle_ = opt.serve ? uint64_t{1} << 62  // served: until stopped
+                           : std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(cfg.run_us * 1000.0 / period)));  // whatever the window
     for (size_t i = 0; i < cfg.wiring.size(); ++i) {
       const auto& f = cfg.wiring[i];
       for (int dir = 0; dir < 2; ++dir) {
@@ -168,10 +202,23 @@ class RackRun {
 
   // Under SystemC: builds the boards, runs the rack to its end.
   void simulate() {
+    build();
+    t0_ = std::chrono::steady_clock::now();
+    sc_core::sc_start();
+    perf_.wall_s = seconds_since(t0_);
+    rethrow_process_error();
+  }
+
+  // Under SystemC: builds the boards, brings the tenant up, serves every board until stopped.
+  void serve(const RackServe& sv);
+
+  void build() {
     const MeshCalibration cal = load_calibration(cfg_.calibration_file);
     const firmware::FirmwareConfig fc = firmware_config(cfg_, cal);
+    route_cost_ns_ = fc.route_cost_ns;
+    const bool traced = opt_.serve && !opt_.serve->fst_dir.empty();
     for (int s = range_.first; s < range_.end; ++s) {
-      boards_.push_back(std::make_unique<Board>(s, cfg_, fc));
+      boards_.push_back(std::make_unique<Board>(s, cfg_, fc, traced));
       Board& b = *boards_.back();
       b.clock.bound_by(&window_);
     }
@@ -185,10 +232,6 @@ class RackRun {
       sc_core::sc_spawn([this, b] { guard_process([&] { firmware_thread(*b); }); });
     }
     sc_core::sc_spawn([this] { guard_process([&] { window_thread(); }); });
-    t0_ = std::chrono::steady_clock::now();
-    sc_core::sc_start();
-    perf_.wall_s = seconds_since(t0_);
-    rethrow_process_error();
   }
 
   // This process's servers: their reports (one JSON object each) and failed checks.
@@ -198,7 +241,8 @@ class RackRun {
     RackPerf p = perf_;
     p.rank = ex_.rank();
     p.servers = range_.end - range_.first;
-    p.cycles = end_cycle_;
+    p.cycles = 0;  // where the boards stand: run_us's end, or where serving stopped
+    for (const auto& b : boards_) p.cycles = std::max(p.cycles, b->sim.cycle());
     return p;
   }
   uint32_t window() const { return W_; }
@@ -223,6 +267,8 @@ class RackRun {
     b.fw.run_until(phase2_ns_);
     must(b.fw.set_port_map(maps.phase2, &why), "bring-up phase 2 (the whole map)");
     b.commits.push_back({2, b.sim.cycle()});
+    ++brought_up_;
+    brought_up_event_.notify(sc_core::SC_ZERO_TIME);
     b.fw.run_until(uint64_t{1} << 62);
   }
 
@@ -233,10 +279,15 @@ class RackRun {
     for (;;) {
       while (window_.arrived < n) sc_core::wait(window_.arrival);
       window_.arrived = 0;
+      if (stop_requested_ && stop_at_window_ == kNever) stop_at_window_ = perf_.windows + static_cast<uint64_t>(ex_.size());
       deliver(start, window_.end);
       start = window_.end;
-      ++perf_.windows;
-      if (opt_.progress && ex_.rank() == 0 && seconds_since(t0_) > static_cast<double>(last_progress) + 5) {
+      if (perf_.windows++ >= stop_at_window_) {  // served and stopped: every process at this window
+        stopped_ = true;
+        sc_core::sc_pause();
+        return;
+      }
+      if (!opt_.serve && opt_.progress && ex_.rank() == 0 && seconds_since(t0_) > static_cast<double>(last_progress) + 5) {
         last_progress = static_cast<uint64_t>(seconds_since(t0_));
         std::fprintf(stderr, "mxtb rack: cycle %llu of %llu (%.0f %%)\n", static_cast<unsigned long long>(window_.end),
                      static_cast<unsigned long long>(end_cycle_), 100.0 * static_cast<double>(window_.end) / static_cast<double>(end_cycle_));
@@ -265,9 +316,24 @@ class RackRun {
       }
     }
     if (ex_.size() > 1) {
+      // Served, each message ends with the window its sender will stop at (kNever: none yet).
+      if (opt_.serve)
+        for (auto& m : outbox) m.insert(m.end(), reinterpret_cast<const uint8_t*>(&stop_at_window_),
+                                        reinterpret_cast<const uint8_t*>(&stop_at_window_) + sizeof stop_at_window_);
       auto tx = std::chrono::steady_clock::now();
       std::vector<std::vector<uint8_t>> inbox = ex_.exchange(outbox);
       perf_.exchange_s += seconds_since(tx);
+      if (opt_.serve)
+        for (int r : peers_) {
+          auto& m = inbox[static_cast<size_t>(r)];
+          uint64_t theirs = kNever;
+          if (m.size() < sizeof theirs)
+            throw RackTransportError(fmt::format("rack: process {} sent {} bytes in the window at cycle {}, not even its stop window", r,
+                                                 m.size(), T));
+          std::memcpy(&theirs, m.data() + m.size() - sizeof theirs, sizeof theirs);
+          m.resize(m.size() - sizeof theirs);
+          stop_at_window_ = std::min(stop_at_window_, theirs);
+        }
       std::vector<size_t> at(inbox.size(), 0);
       for (Strand& s : strands_) {
         if (!local(s.to.server) || local(s.from.server)) continue;
@@ -300,9 +366,22 @@ class RackRun {
     perf_.deliver_s += seconds_since(t0);
   }
 
+  void open_endpoint(Board& b, const RackServe& sv, SimThread& thread);
+  void serve_requests(const RackServe& sv, SimThread& thread);
+
+ public:
+  void set_peers(std::vector<int> peers) { peers_ = std::move(peers); }
+
+ private:
   const RackConfig& cfg_;
   WindowExchange& ex_;
   const RackRunOptions& opt_;
+  std::vector<int> peers_;
+  uint64_t route_cost_ns_ = 0;
+  int brought_up_ = 0;  // this process's boards whose bring-up ended
+  sc_core::sc_event brought_up_event_;
+  bool stop_requested_ = false, stopped_ = false;
+  uint64_t stop_at_window_ = kNever;
   const protocol::RackMap map_;
   ServerRange range_;
   uint32_t W_ = 1;
@@ -314,6 +393,120 @@ class RackRun {
   RackPerf perf_;
   std::chrono::steady_clock::time_point t0_;
 };
+
+void RackRun::open_endpoint(Board& b, const RackServe& sv, SimThread& thread) {
+  auto ep = std::make_unique<Endpoint>();
+  ep->cfg.scenario = cfg_.name;
+  ep->cfg.server = b.sim.config();
+  ep->cfg.calibration_file = cfg_.calibration_file;
+  ep->cfg.settle_taus = cfg_.settle_taus;
+  ep->cfg.route_cost_ns = route_cost_ns_;
+  ep->cfg.time_mode = sv.time_mode;
+  ep->cfg.rtf = sv.rtf;
+  ep->cfg.listen = fmt::format("{}:{}", sv.host, sv.first_port ? sv.first_port + b.server : 0);
+  ep->cfg.ipbus_target = sv.ipbus_target;
+  ep->cfg.fst_path = sv.fst_dir.empty() ? "" : fmt::format("{}/server{}.fst", sv.fst_dir, b.server);
+  ep->cfg.stall_report_ms = sv.stall_report_ms;
+  ep->log = std::make_unique<EmuLog>(sv.time_mode, fmt::format("mxtb rack server {}", b.server));
+  Endpoint* e = ep.get();
+  ep->block = std::make_unique<EmuBlock>(ep->cfg, b.sim, b.clock, b.fw, nullptr, thread, *ep->log, [e] { return e->target->stats(); });
+  ep->target = sv.ipbus_target == IpbusTarget::Rtl ? make_rtl_target(b.sim, b.clock, *ep->block, thread, *ep->log, StallInjection{})
+                                                   : make_cpp_target(b.sim, b.clock, *ep->block, thread, StallInjection{});
+  if (sv.time_mode == emu::TimeMode::Lockstep) thread.hold_between_jobs(&b.clock);
+  b.endpoint = std::move(ep);
+}
+
+void RackRun::serve(const RackServe& sv) {
+  build();
+  SimThread thread(sv.time_mode, sv.rtf);
+  for (auto& b : boards_) open_endpoint(*b, sv, thread);
+  thread.after_each_run([this] {
+    for (auto& b : boards_) b->endpoint->block->sync_events();
+  });
+  t0_ = std::chrono::steady_clock::now();
+  // The boards answer once the tenant is up on every one of this process's (the bring-up's
+  // phases are at fixed simulated times, so the other processes' are up too).
+  thread.set_activity("bringing the rack's tenant up");
+  const int n = static_cast<int>(boards_.size());
+  thread.run_in_sim([&] {
+    while (brought_up_ < n) sc_core::wait(brought_up_event_);
+  });
+  for (auto& bp : boards_) {
+    Endpoint& e = *bp->endpoint;
+    try {
+      e.socket = std::make_unique<IpbusServer>(
+          e.cfg.listen, [&e](protocol::ipbus::Fault f, const std::string& what) { e.log->ipbus_fault(f, what); }, e.target->socket_mode());
+    } catch (const std::exception& ex) {
+      throw RackError(fmt::format("server {}: {}", bp->server, ex.what()));
+    }
+    if (sv.stall_report_ms > 0)
+      e.socket->watch_stalls({std::chrono::milliseconds(sv.stall_report_ms), [&thread] { return thread.describe_activity(); },
+                              [&e](const std::string& line) { e.log->line(line); }});
+    e.log->line(fmt::format("rack {}, server {} of {} (XPUs {}-{}), seed {}, IPbus target {}{}", cfg_.name, bp->server, cfg_.shape.servers(),
+                            bp->sim.config().xpu_base, bp->sim.config().xpu_base + cfg_.shape.server.xpus - 1, bp->sim.config().seed,
+                            e.target->describe(), sv.time_mode == emu::TimeMode::Paced ? fmt::format(", real-time factor {}", sv.rtf) : ""));
+    std::printf("listening on udp://%s server %d\n", e.socket->local_address().c_str(), bp->server);
+  }
+  std::fflush(stdout);
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  std::signal(SIGPIPE, SIG_IGN);
+  for (auto& b : boards_) b->endpoint->target->start(*b->endpoint->socket);
+  serve_requests(sv, thread);
+  for (auto& b : boards_) b->endpoint->target->stop();
+  // Every process stops at the same window (RackServe): the others' boards still need this
+  // process's fibres until then.
+  if (ex_.size() > 1) {
+    stop_requested_ = true;
+    thread.set_activity("stopping: running to the window every process stops at");
+    while (!stopped_) thread.free_run_slice();
+  }
+  perf_.wall_s = seconds_since(t0_);
+  for (auto& b : boards_)
+    b->endpoint->log->line(fmt::format("stopped at simulated time {:.3f} us, cycle {}", sim_now_ns() / 1000.0, b->sim.cycle()));
+}
+
+// The serve loop of `mxtb sim` (emulator.cpp) for several boards: every board's requests in turn;
+// lockstep waits for the next, free and paced run the rack between requests, paced then waiting
+// for one until wall time catches up.
+void RackRun::serve_requests(const RackServe& sv, SimThread& thread) {
+  const pid_t parent = getppid();
+  const auto wall0 = thread.start_clock();
+  auto last_check = wall0;
+  const size_t n = boards_.size();
+  const auto turn = std::chrono::microseconds(std::max<int64_t>(50, 2000 / static_cast<int64_t>(n)));
+  size_t next = 0;
+  auto serve_any = [&](std::chrono::microseconds wait) {
+    for (size_t i = 0; i < n; ++i)
+      if (boards_[i]->endpoint->target->serve_one(std::chrono::microseconds(0))) return true;
+    if (wait.count() == 0) return false;
+    return boards_[next++ % n]->endpoint->target->serve_one(std::min(wait, turn));
+  };
+  while (!g_stop_serving && !stopped_) {
+    const auto wall = std::chrono::steady_clock::now();
+    if (wall - last_check > std::chrono::milliseconds(200)) {
+      last_check = wall;
+      if (getppid() != parent) break;  // whoever started us is gone
+      if (sv.stop_after_wall_s > 0 && std::chrono::duration<double>(wall - wall0).count() > sv.stop_after_wall_s) break;
+    }
+    if (sv.time_mode == emu::TimeMode::Lockstep) {
+      thread.set_activity("waiting for a request (lockstep: the rack's time stands still)");
+      serve_any(turn);
+      continue;
+    }
+    if (serve_any(std::chrono::microseconds(0))) continue;
+    thread.set_activity("running the rack between requests");
+    thread.free_run_slice();
+    if (sv.time_mode == emu::TimeMode::Paced) {
+      thread.set_activity("waiting for a request while paced to real time");
+      for (;;) {
+        const auto ahead = thread.pace_target() - std::chrono::steady_clock::now();
+        if (ahead <= std::chrono::microseconds(0)) break;
+        serve_any(std::chrono::duration_cast<std::chrono::microseconds>(ahead));
+      }
+    }
+  }
+}
 
 bool fibre_cut(const RackConfig& cfg, int fibre, uint64_t at_end) {
   for (const FibreFault& f : cfg.faults)
@@ -431,10 +624,17 @@ RackOutcome run_rack(const RackConfig& cfg, WindowExchange& ex, const RackRunOpt
   } catch (const RackTransportError& e) {
     throw RackTransportError(fmt::format("{}; this process ({}) read {}", e.what(), ex.rank(), opt.config_source));
   }
+  if (opt.serve && opt.serve->time_mode == emu::TimeMode::Lockstep && ex.size() > 1)
+    throw RackError(fmt::format("rack: lockstep over {} processes is not built (a board's time command would have to move the other "
+                                "processes' boards, which stand still between their own requests); serve it in one process, or "
+                                "--time-mode free or paced",
+                                ex.size()));
   RackRun run(cfg, ex, opt);
   ex.set_peers(run.peers());
+  run.set_peers(run.peers());
   int rc = run_under_systemc([&] {
-    run.simulate();
+    if (opt.serve) run.serve(*opt.serve);
+    else run.simulate();
     return 0;
   });
   if (rc != 0) throw RackError("rack: SystemC reported an error");

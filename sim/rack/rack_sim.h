@@ -9,10 +9,14 @@
 // every event log are bit-identical for 1, 2 or S processes.
 #pragma once
 
+#include "sim/emulator/emulator.h"
 #include "sim/rack/rack_config.h"
 #include "sim/rack/window_exchange.h"
 
+#include <mxtb/emu_regs.h>
+
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,11 +29,29 @@ struct ServerRange {
 ServerRange servers_of_rank(int servers, int processes, int rank);
 int rank_of_server(int servers, int processes, int server);
 
+// The rack served as S boards on the network (`mxtb rack --serve`): each server's board answers
+// IPbus on its own UDP port, as `mxtb sim` answers for one, from the end of the tenant's bring-up
+// until SIGINT, SIGTERM, the parent's death or stop_after_wall_s. The time modes are rack-wide:
+// free and paced run every board on the one global time; in lockstep a time command to any board
+// (ADVANCE_NS, RUN_UNTIL) moves the whole rack, which stands still between requests. Lockstep
+// across processes is not built (run_rack refuses it).
+struct RackServe {
+  emu::TimeMode time_mode = emu::TimeMode::Lockstep;
+  double rtf = 1.0;
+  std::string host = "127.0.0.1";
+  uint16_t first_port = 0;      // server s listens on first_port + s; 0: each on a free port
+  IpbusTarget ipbus_target = IpbusTarget::Rtl;
+  std::string fst_dir;          // WAVE_CTRL of server s dumps FST_DIR/serverS.fst; "": no waveforms
+  double stop_after_wall_s = 0; // 0: until a signal or the parent's death
+  uint32_t stall_report_ms = 2000;
+};
+
 struct RackRunOptions {
   std::string config_source;  // the rack file's path, for messages
   std::string config_digest;  // of its contents: every process must have the same
   std::string events_dir;     // each server's event log goes to EVENTS_DIR/serverN.events.jsonl; "": none
   bool progress = false;      // a progress line on stderr every few seconds (rank 0)
+  std::optional<RackServe> serve;  // the boards on the network until stopped, not run to run_us
 };
 
 // This process's figures (not part of the report: they depend on the partition and the machine).
@@ -53,9 +75,11 @@ struct RackOutcome {
   uint32_t window_cycles = 0;
 };
 
-// Runs this process's servers of the rack to its end (RackConfig::run_us), under SystemC (once
-// per process). Throws RackError for a bad configuration before anything starts, and
-// RackTransportError when another process dies or disagrees.
+// Runs this process's servers of the rack to its end (RackConfig::run_us), or serves them until
+// stopped (opt.serve), under SystemC (once per process). Throws RackError for a bad configuration
+// before anything starts, and RackTransportError when another process dies or disagrees. Served,
+// every process stops at the same window: the first to stop announces a window P ahead in its
+// exchanges, P the processes, which reaches every process before it comes.
 RackOutcome run_rack(const RackConfig& cfg, WindowExchange& ex, const RackRunOptions& opt);
 
 }  // namespace mxtb::sim::rack
