@@ -108,10 +108,6 @@ int cmd_rack(const ArgList& argv) {
     sv.rtf = args.real("--rtf", 1.0);
     if (!(sv.rtf > 0)) throw UsageError(fmt::format("--rtf must be above 0, got {}", sv.rtf));
     if (args.has("--rtf") && sv.time_mode != emu::TimeMode::Paced) throw UsageError("--rtf only applies to --time-mode paced");
-    if (sv.time_mode == emu::TimeMode::Lockstep && processes > 1)
-      throw UsageError(fmt::format("--time-mode lockstep with --processes {}: lockstep over processes is not built (docs/rack.md); "
-                                   "serve the rack in one process, or --time-mode free or paced",
-                                   processes));
     const std::string listen = args.str("--listen", "127.0.0.1:0");
     try {
       auto [host, port] = sim::parse_listen_address(listen);

@@ -47,7 +47,18 @@ void SimThread::run_in_sim(std::function<void()> work) {
     }
     note_progress();
     rethrow_process_error();  // a failed RTL assertion in the clock thread
+    if (!port_.done() && abandon_when_ && abandon_when_()) {
+      if (after_run_) after_run_();
+      throw Abandoned("the rack's processes stopped before this request could finish");
+    }
   }
+  if (after_run_) after_run_();
+}
+
+void SimThread::run_until_paused() {
+  sc_core::sc_start();
+  note_progress();
+  rethrow_process_error();
   if (after_run_) after_run_();
 }
 

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,17 @@ class SimThread {
   void run_in_sim(std::function<void()> work);
   // Paced and free modes: the simulation runs on its own between requests, a microsecond at a time.
   void free_run_slice();
+  // The kernel runs until a process pauses it or nothing is left to run (a rack in lockstep
+  // following another process's windows).
+  void run_until_paused();
+  // Whether a piece of work handed to run_in_sim() is still running.
+  bool work_running() const { return !port_.done(); }
+  // A rack whose processes agreed to stop can no longer finish a piece of work that waits on its
+  // boards: run_in_sim() then throws Abandoned instead of waiting for ever.
+  struct Abandoned : std::runtime_error {
+    using std::runtime_error::runtime_error;
+  };
+  void abandon_when(std::function<bool()> stopped) { abandon_when_ = std::move(stopped); }
 
   // Where wall time and simulated time start from, for the pace and the real-time factor (the
   // serve loop's start; construction until then). Returns the wall time it starts from.
@@ -82,6 +94,7 @@ class SimThread {
   const double rtf_;
   HostPort port_;
   std::function<void()> after_run_;
+  std::function<bool()> abandon_when_;
   std::chrono::steady_clock::time_point wall0_ = std::chrono::steady_clock::now();
   double sim0_ns_ = 0;
   std::atomic<const char*> activity_{"starting"};

@@ -206,6 +206,23 @@ class MpiExchange final : public WindowExchange {
     return exchange_with(peers_, outbox, fmt::format("window {}", window_));
   }
 
+  bool window_arrives(std::chrono::microseconds within) override {
+    tighten_timer_slack();
+    const auto until = Clock::now() + within;
+    int sleep_us = 0;
+    for (;;) {
+      for (int p : peers_) {
+        int flag = 0;
+        int rc = MPI_Iprobe(p, kTagWindow, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) fail(p, "could not be reached (" + mpi_error_text(rc) + ")", fmt::format("window {}", window_ + 1));
+        if (flag) return true;
+      }
+      if (Clock::now() >= until) return false;
+      sleep_us = std::min(kMaxSleepUs, std::max(1, sleep_us * 2));
+      std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+    }
+  }
+
   std::vector<std::string> gather(const std::string& mine) override { return gather_to_root(mine, "gather"); }
 
   uint64_t min_all(uint64_t value) override {

@@ -287,6 +287,11 @@ class RackRun {
         sc_core::sc_pause();
         return;
       }
+      // Lockstep over processes: with no request of its own running, this process ran the window
+      // for a peer; unless the next one's message comes within the grace, the rack stands still
+      // here until a host or a peer moves it (the serve loop follows the next message).
+      bool stand_still = lockstep_over_processes() && !stop_requested_ && !thread_->work_running() &&
+                         !ex_.window_arrives(kFollowGrace);
       if (!opt_.serve && opt_.progress && ex_.rank() == 0 && seconds_since(t0_) > static_cast<double>(last_progress) + 5) {
         last_progress = static_cast<uint64_t>(seconds_since(t0_));
         std::fprintf(stderr, "mxtb rack: cycle %llu of %llu (%.0f %%)\n", static_cast<unsigned long long>(window_.end),
@@ -298,6 +303,10 @@ class RackRun {
       }
       window_.end = std::min<uint64_t>(window_.end + W_, end_cycle_);  // the last window ends with the run
       window_.opened.notify(sc_core::SC_ZERO_TIME);
+      if (stand_still) {
+        for (auto& b : boards_) b->clock.hold();
+        sc_core::sc_pause();  // the boards wake on `opened` only when the kernel runs again
+      }
     }
   }
 
@@ -367,6 +376,14 @@ class RackRun {
   }
 
   void open_endpoint(Board& b, const RackServe& sv, SimThread& thread);
+  bool lockstep_over_processes() const {
+    return opt_.serve && opt_.serve->time_mode == emu::TimeMode::Lockstep && ex_.size() > 1;
+  }
+  // This process's boards run until the window thread pauses them (lockstep over processes).
+  void run_windows(SimThread& thread) {
+    for (auto& b : boards_) b->clock.release();
+    thread.run_until_paused();
+  }
   void serve_requests(const RackServe& sv, SimThread& thread);
 
  public:
@@ -381,6 +398,10 @@ class RackRun {
   int brought_up_ = 0;  // this process's boards whose bring-up ended
   sc_core::sc_event brought_up_event_;
   bool stop_requested_ = false, stopped_ = false;
+  SimThread* thread_ = nullptr;  // served
+  // How long a process in lockstep that ran a window for a peer waits for the next one before it
+  // stands still (a window of a few cycles takes well under a millisecond).
+  static constexpr std::chrono::microseconds kFollowGrace{5000};
   uint64_t stop_at_window_ = kNever;
   const protocol::RackMap map_;
   ServerRange range_;
@@ -419,6 +440,8 @@ void RackRun::open_endpoint(Board& b, const RackServe& sv, SimThread& thread) {
 void RackRun::serve(const RackServe& sv) {
   build();
   SimThread thread(sv.time_mode, sv.rtf);
+  thread_ = &thread;
+  thread.abandon_when([this] { return stopped_; });
   for (auto& b : boards_) open_endpoint(*b, sv, thread);
   thread.after_each_run([this] {
     for (auto& b : boards_) b->endpoint->block->sync_events();
@@ -459,7 +482,10 @@ void RackRun::serve(const RackServe& sv) {
   if (ex_.size() > 1) {
     stop_requested_ = true;
     thread.set_activity("stopping: running to the window every process stops at");
-    while (!stopped_) thread.free_run_slice();
+    while (!stopped_) {
+      if (sv.time_mode == emu::TimeMode::Lockstep) run_windows(thread);
+      else thread.free_run_slice();
+    }
   }
   perf_.wall_s = seconds_since(t0_);
   for (auto& b : boards_)
@@ -477,10 +503,15 @@ void RackRun::serve_requests(const RackServe& sv, SimThread& thread) {
   const auto turn = std::chrono::microseconds(std::max<int64_t>(50, 2000 / static_cast<int64_t>(n)));
   size_t next = 0;
   auto serve_any = [&](std::chrono::microseconds wait) {
-    for (size_t i = 0; i < n; ++i)
-      if (boards_[i]->endpoint->target->serve_one(std::chrono::microseconds(0))) return true;
-    if (wait.count() == 0) return false;
-    return boards_[next++ % n]->endpoint->target->serve_one(std::min(wait, turn));
+    try {
+      for (size_t i = 0; i < n; ++i)
+        if (boards_[i]->endpoint->target->serve_one(std::chrono::microseconds(0))) return true;
+      if (wait.count() == 0) return false;
+      return boards_[next++ % n]->endpoint->target->serve_one(std::min(wait, turn));
+    } catch (const SimThread::Abandoned& e) {  // a request cut short by the rack's stop: ends the loop
+      boards_[0]->endpoint->log->line(e.what());
+      return false;
+    }
   };
   while (!g_stop_serving && !stopped_) {
     const auto wall = std::chrono::steady_clock::now();
@@ -492,6 +523,10 @@ void RackRun::serve_requests(const RackServe& sv, SimThread& thread) {
     if (sv.time_mode == emu::TimeMode::Lockstep) {
       thread.set_activity("waiting for a request (lockstep: the rack's time stands still)");
       serve_any(turn);
+      if (lockstep_over_processes() && !stopped_ && ex_.window_arrives(std::chrono::microseconds(0))) {
+        thread.set_activity("running windows a peer's host asked for (lockstep)");
+        run_windows(thread);
+      }
       continue;
     }
     if (serve_any(std::chrono::microseconds(0))) continue;
@@ -624,11 +659,6 @@ RackOutcome run_rack(const RackConfig& cfg, WindowExchange& ex, const RackRunOpt
   } catch (const RackTransportError& e) {
     throw RackTransportError(fmt::format("{}; this process ({}) read {}", e.what(), ex.rank(), opt.config_source));
   }
-  if (opt.serve && opt.serve->time_mode == emu::TimeMode::Lockstep && ex.size() > 1)
-    throw RackError(fmt::format("rack: lockstep over {} processes is not built (a board's time command would have to move the other "
-                                "processes' boards, which stand still between their own requests); serve it in one process, or "
-                                "--time-mode free or paced",
-                                ex.size()));
   RackRun run(cfg, ex, opt);
   ex.set_peers(run.peers());
   run.set_peers(run.peers());

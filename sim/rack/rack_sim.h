@@ -33,8 +33,8 @@ int rank_of_server(int servers, int processes, int server);
 // IPbus on its own UDP port, as `mxtb sim` answers for one, from the end of the tenant's bring-up
 // until SIGINT, SIGTERM, the parent's death or stop_after_wall_s. The time modes are rack-wide:
 // free and paced run every board on the one global time; in lockstep a time command to any board
-// (ADVANCE_NS, RUN_UNTIL) moves the whole rack, which stands still between requests. Lockstep
-// across processes is not built (run_rack refuses it).
+// (ADVANCE_NS, RUN_UNTIL) moves the whole rack, which stands still between requests: over
+// processes, a process with no request of its own follows the windows its peers send.
 struct RackServe {
   emu::TimeMode time_mode = emu::TimeMode::Lockstep;
   double rtf = 1.0;

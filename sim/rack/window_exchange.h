@@ -8,6 +8,7 @@
 // nothing to send), and MPI (sim/rack/mpi_exchange.h).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -43,6 +44,10 @@ class WindowExchange {
   // window (empty for non-peers). Waits without busy-polling a core; throws RackTransportError
   // when a peer has sent nothing within the timeout, naming it.
   virtual std::vector<std::vector<uint8_t>> exchange(const std::vector<std::vector<uint8_t>>& outbox) = 0;
+  // Whether a peer has sent this process its message for the next window, waiting up to `within`
+  // (without busy-polling) for one to come. A rack served in lockstep runs a window only when some
+  // process's host asked for time, and the others follow when its message arrives.
+  virtual bool window_arrives(std::chrono::microseconds within) = 0;
   // Collective: every process's string in rank order on rank 0; an empty vector elsewhere.
   virtual std::vector<std::string> gather(const std::string& mine) = 0;
   // Collective: the smallest of every process's value, on every process.

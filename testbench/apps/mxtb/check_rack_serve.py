@@ -2,7 +2,7 @@
 """Integration checks of a served rack, `mxtb rack --serve` (docs/rack.md, "A rack on the network"):
 every server's board answers IPbus on its own UDP port, reached with `mxtb reg` as S boards would be.
 
-  check_rack_serve.py MXTB OUT lockstep SCENARIO  one process, lockstep: one endpoint a server, each
+  check_rack_serve.py MXTB OUT lockstep SCENARIO [P]  lockstep on P processes (default 1): one endpoint a server, each
       its own board (its RAM, its links Active), the rack's time still between requests and moved for
       every board by a time command to any one; an XPU killed on the last server takes down lanes of
       server 0 (the fault crosses the fibres); SIGINT ends it, exit 0, the report written
@@ -89,11 +89,12 @@ def finish(p, sig, out):
     return report, stdout, stderr
 
 
-def lockstep(mxtb, out, scenario):
+def lockstep(mxtb, out, scenario, processes="1"):
     rack = json.loads(Path(scenario).read_text())["rack"]
     servers = rack["servers_x"] * rack.get("servers_y", 1)
     waves = Path(out, "waves")
-    p, addr = start(mxtb, ["--scenario", scenario, "--out", out, "--serve", "--time-mode", "lockstep", "--fst-dir", str(waves)], servers)
+    p, addr = start(mxtb, ["--scenario", scenario, "--out", out, "--serve", "--time-mode", "lockstep", "--fst-dir", str(waves),
+                           "--processes", processes], servers)
     if sorted(addr) != list(range(servers)) or len(set(addr.values())) != servers:
         fail(f"want one address a server, got {addr}")
     # Each server is its board: its tenant lanes Active, its own RAM.
@@ -141,12 +142,14 @@ def lockstep(mxtb, out, scenario):
     dumped = sorted(f.name for f in waves.glob("*.fst"))
     if dumped != [f"server{last}.fst"] or Path(waves, dumped[0]).stat().st_size < 1000:
         fail(f"waveforms: want server{last}.fst alone and not empty, got {dumped}")
-    print(f"PASS: {servers} servers served in lockstep; ADVANCE_NS on server {last} moved server 0 {t2 - t1} ns; "
+    if len(cycles) != 1 and processes != "1":
+        fail(f"the processes stopped at different cycles: {sorted(cycles)}")
+    print(f"PASS: {servers} servers served in lockstep on {processes} process(es); ADVANCE_NS on server {last} moved server 0 {t2 - t1} ns; "
           f"killing XPU 0 of server {last} took server 0 from {before} to {after} Active lanes; stopped at cycles {sorted(cycles)}")
 
 
-def free(mxtb, out, scenario):
-    p, addr = start(mxtb, ["--scenario", scenario, "--out", out, "--serve", "--processes", "2", "--time-mode", "free",
+def free(mxtb, out, scenario, processes="2"):
+    p, addr = start(mxtb, ["--scenario", scenario, "--out", out, "--serve", "--processes", processes, "--time-mode", "free",
                            "--stop-after-s", "12"], 2)
     t = {s: time_ns(mxtb, a) for s, a in addr.items()}
     time.sleep(1.0)
@@ -167,7 +170,7 @@ def free(mxtb, out, scenario):
 def bad(mxtb, out, scenario):
     cases = [
         (["--time-mode", "free"], "--time-mode applies to a served rack: add --serve"),
-        (["--serve", "--processes", "2"], "lockstep over processes is not built"),
+        (["--serve", "--processes", "3"], "--processes 3: the rack has 2 servers"),
         (["--serve", "--rtf", "2"], "--rtf only applies to --time-mode paced"),
         (["--serve", "--listen", "127.0.0.1:65535"], "past 65535"),
         (["--serve", "--listen", "nowhere"], "nowhere"),
@@ -184,7 +187,7 @@ def bad(mxtb, out, scenario):
 
 def main():
     mxtb, out, what, scenario = sys.argv[1:5]
-    {"lockstep": lockstep, "free": free, "bad": bad}[what](mxtb, out, scenario)
+    {"lockstep": lockstep, "free": free, "bad": bad}[what](mxtb, out, scenario, *sys.argv[5:])
 
 
 if __name__ == "__main__":
