@@ -5,6 +5,8 @@
 #include "apps/mxtb/engine_options.h"
 #include "apps/mxtb/scenario.h"
 
+#include "host/regress/regress.h"
+#include "host/regress/slurm.h"
 #include "sim/emulator/ipbus_server.h"
 #include "sim/rack/mpi_exchange.h"
 #include "sim/rack/rack_sim.h"
@@ -17,6 +19,7 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include <unistd.h>
@@ -70,11 +73,97 @@ void print_summary(const sim::rack::RackConfig& cfg, const sim::rack::RackOutcom
   fmt::print("{}\n", out.failures.empty() ? "PASS" : fmt::format("FAIL: {} check(s)", out.failures.size()));
 }
 
+// The launcher's own flags: they do not go to the rack's processes.
+const std::set<std::string> kLauncherFlags{"--launcher", "--partition", "--time-limit", "--sbatch-args", "--poll-s"};
+
+struct SlurmLaunch {
+  std::string partition, time_limit;
+  std::vector<std::string> sbatch_args;
+  double poll_s = 2;
+};
+
+// --launcher slurm: the same rack as one Slurm job of N tasks (host/regress/slurm.h submits and
+// waits). Its batch script runs MPICH's mpiexec, which starts the N processes in the job's
+// allocation (hydra's Slurm bootstrap: srun), and records mpiexec's exit status once it has ended;
+// this process waits for the job to leave the queue, prints its output (rank 0's report) and
+// exits with that status.
+int launch_on_slurm(const ArgList& argv, int processes, const std::string& out_dir, const SlurmLaunch& sl) {
+  namespace fs = std::filesystem;
+  using host::regress::shell_quote;
+  // Every node reads the rack file and writes below OUT by these paths, from this folder: they
+  // must be on a filesystem the nodes share (as for `mxtb regress --launcher slurm`).
+  const fs::path out = fs::absolute(out_dir).lexically_normal();
+  std::vector<std::string> child{fs::read_symlink("/proc/self/exe").string(), "rack"};
+  bool has_out = false;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (kLauncherFlags.count(argv[i])) {
+      ++i;  // and its value
+      continue;
+    }
+    child.push_back(argv[i]);
+    if (argv[i] == "--out" && i + 1 < argv.size()) {
+      child.push_back(out.string());
+      ++i;
+      has_out = true;
+    }
+  }
+  if (!has_out) child.insert(child.end(), {"--out", out.string()});
+  fs::create_directories(out / "slurm");
+  const fs::path exit_record = out / "slurm" / "rack.exit", script = out / "slurm" / "rack.sbatch";
+  fs::remove(exit_record);
+  fs::remove(out / "rack.json");  // an earlier run's report must not pass for this one's
+  write_file(script.string(), fmt::format(R"SH(#!/bin/bash
+# Written by `mxtb rack --launcher slurm`: the rack as one job of {n} tasks. MPICH's mpiexec starts
+# its processes in the job's allocation; the exit record is written only once mpiexec has ended,
+# so a job cancelled or out of time leaves none.
+set -u
+{mpiexec}
+code=$?
+echo "$code" >{record}.part && mv -f {record}.part {record}
+exit "$code"
+)SH",
+                                          fmt::arg("n", processes), fmt::arg("mpiexec", shell_quote(sim::rack::mpiexec_command(processes, child))),
+                                          fmt::arg("record", shell_quote({exit_record.string()}))));
+  fs::permissions(script, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                              fs::perms::others_exec);
+  std::vector<std::string> sbatch{"sbatch", "--parsable", "--job-name=mxtb-rack", fmt::format("--ntasks={}", processes),
+                                  "--output=" + (out / "slurm" / "rack-%j.out").string(), "--chdir=" + fs::current_path().string()};
+  if (!sl.partition.empty()) sbatch.push_back("--partition=" + sl.partition);
+  if (!sl.time_limit.empty()) sbatch.push_back("--time=" + sl.time_limit);
+  sbatch.insert(sbatch.end(), sl.sbatch_args.begin(), sl.sbatch_args.end());
+  sbatch.push_back(script.string());
+  std::string job;
+  try {
+    job = host::regress::sbatch(sbatch, fmt::format("the rack's job of {} tasks", processes));
+  } catch (const std::runtime_error& e) {
+    throw InputError(e.what());
+  }
+  fmt::print("# submitted slurm job {} ({} tasks): {}\n", job, processes, shell_quote(sbatch));
+  std::fflush(stdout);
+  host::regress::wait_job(job, sl.poll_s, nullptr);
+  const fs::path log = out / "slurm" / fmt::format("rack-{}.out", job);
+  {
+    std::ifstream in(log);
+    std::stringstream text;
+    text << in.rdbuf();
+    fmt::print("{}", text.str());
+  }
+  std::ifstream record(exit_record);
+  int code = -1;
+  if (!(record >> code))
+    throw InputError(fmt::format("slurm job {} ended without its exit record {}: cancelled, out of time or never started (its "
+                                 "output: {})",
+                                 job, exit_record.string(), log.string()));
+  fmt::print("# slurm job {}: mpiexec exit {}\n", job, code);
+  return code;
+}
+
 }  // namespace
 
 int cmd_rack(const ArgList& argv) {
   Args args(argv, ArgSpec{{"--scenario", "--out", "--seed", "--calibration", "--processes", "--peer-timeout-s", "--window", "--time-mode",
-                           "--rtf", "--listen", "--ipbus-target", "--fst-dir", "--stop-after-s", "--stall-report-ms", kEngineFlags[0],
+                           "--rtf", "--listen", "--ipbus-target", "--fst-dir", "--stop-after-s", "--stall-report-ms", "--launcher",
+                           "--partition", "--time-limit", "--sbatch-args", "--poll-s", kEngineFlags[0],
                            kEngineFlags[1]},
                           {"--progress", "--serve"},
                           {},
@@ -129,6 +218,23 @@ int cmd_rack(const ArgList& argv) {
   }
   const std::string out_dir = args.str("--out", "out/rack");
   const bool child = sim::rack::launched_by_mpiexec();
+  const std::string launcher = args.choice("--launcher", "local", {"local", "slurm"});
+  if (launcher == "local")
+    for (const char* f : {"--partition", "--time-limit", "--sbatch-args", "--poll-s"})
+      if (args.has(f)) throw UsageError(fmt::format("{} is for --launcher slurm", f));
+  if (launcher == "slurm" && !child) {
+    if (serve) throw UsageError("--serve with --launcher slurm is not built: a served rack runs on this machine (mpiexec)");
+    SlurmLaunch sl;
+    sl.partition = args.str("--partition", "");
+    if (args.has("--partition") && sl.partition.empty()) throw UsageError("--partition is empty");
+    sl.time_limit = args.str("--time-limit", "");
+    if (args.has("--time-limit") && !host::regress::valid_time_limit(sl.time_limit))
+      throw UsageError(fmt::format("--time-limit '{}' is not sbatch's --time syntax (M, M:S, H:M:S, D-H, D-H:M, D-H:M:S)", sl.time_limit));
+    std::istringstream words(args.str("--sbatch-args", ""));
+    for (std::string w; words >> w;) sl.sbatch_args.push_back(w);
+    sl.poll_s = args.real("--poll-s", 2.0, 0.1, 3600);
+    return launch_on_slurm(argv, processes, out_dir, sl);
+  }
   if (processes > 1 && !child) {
     // This process becomes the launcher: the same command as `processes` MPI processes.
     // This program's own path: "/proc/self/exe" would name the launcher in the launcher.

@@ -240,17 +240,39 @@ SlurmCampaign submit_slurm(const RegressConfig& cfg, const SlurmOptions& opt) {
   if (!opt.time_limit.empty()) c.sbatch_argv.push_back("--time=" + opt.time_limit);
   for (const auto& a : opt.sbatch_args) c.sbatch_argv.push_back(a);
   c.sbatch_argv.push_back(script.string());
-  Captured r = run_capture(c.sbatch_argv);
-  if (r.exit_code == -1)
-    throw std::runtime_error(fmt::format("cannot run sbatch ({}): is Slurm's client installed and on PATH?", r.err));
-  if (r.exit_code != 0)
-    throw std::runtime_error(fmt::format("sbatch refused the job array (exit {}): {}", r.exit_code, trim(r.err + r.out)));
-  c.job_id = trim(r.out.substr(0, r.out.find(';')));
-  if (c.job_id.empty() || c.job_id.find_first_not_of("0123456789") != std::string::npos)
-    throw std::runtime_error(fmt::format("sbatch --parsable printed '{}', not a job id", trim(r.out)));
+  c.job_id = sbatch(c.sbatch_argv, "the job array");
   c.submitted_at = unix_now();
   write_file(dir / "campaign.json", campaign_json(c).dump(2) + "\n");
   return c;
+}
+
+std::string sbatch(const std::vector<std::string>& argv, const std::string& what) {
+  Captured r = run_capture(argv);
+  if (r.exit_code == -1)
+    throw std::runtime_error(fmt::format("cannot run sbatch ({}): is Slurm's client installed and on PATH?", r.err));
+  if (r.exit_code != 0) throw std::runtime_error(fmt::format("sbatch refused {} (exit {}): {}", what, r.exit_code, trim(r.err + r.out)));
+  std::string id = trim(r.out.substr(0, r.out.find(';')));
+  if (id.empty() || id.find_first_not_of("0123456789") != std::string::npos)
+    throw std::runtime_error(fmt::format("sbatch --parsable printed '{}', not a job id", trim(r.out)));
+  return id;
+}
+
+void wait_job(const std::string& job_id, double poll_s, const std::function<void(const std::string&)>& on_poll) {
+  int errors = 0;
+  for (;;) {
+    Captured q = run_capture({"squeue", "-h", "-j", job_id, "-o", "%i %T"});
+    if (q.exit_code == 0 && trim(q.out).empty()) return;
+    if (q.exit_code != 0) {
+      // A job the controller has already purged is "invalid": it is over.
+      if ((q.err + q.out).find("Invalid job id") != std::string::npos) return;
+      if (++errors >= 5)
+        throw std::runtime_error(fmt::format("squeue failed {} times in a row (exit {}): {}", errors, q.exit_code, trim(q.err)));
+    } else {
+      errors = 0;
+      if (on_poll) on_poll(q.out);
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(poll_s));
+  }
 }
 
 SlurmCampaign read_campaign(const std::string& dir) {
@@ -279,35 +301,22 @@ SlurmCampaign read_campaign(const std::string& dir) {
 
 void wait_slurm(const SlurmCampaign& c, double poll_s, bool progress) {
   const bool tty = isatty(STDERR_FILENO);
-  int errors = 0;
-  for (;;) {
-    Captured q = run_capture({"squeue", "-h", "-j", c.job_id, "-o", "%i %T"});
-    if (q.exit_code == 0 && trim(q.out).empty()) break;
-    if (q.exit_code != 0) {
-      // A job the controller has already purged is "invalid": it is over.
-      if ((q.err + q.out).find("Invalid job id") != std::string::npos) break;
-      if (++errors >= 5)
-        throw std::runtime_error(fmt::format("squeue failed {} times in a row (exit {}): {}", errors, q.exit_code, trim(q.err)));
-    } else {
-      errors = 0;
+  wait_job(c.job_id, poll_s, [&](const std::string& squeue_lines) {
+    if (!progress) return;
+    size_t pending = 0, running = 0, done = 0;
+    std::stringstream ss(squeue_lines);
+    std::string line;
+    while (std::getline(ss, line)) {
+      std::string id = line.substr(0, line.find(' ')), state = trim(line.substr(line.find(' ') + 1));
+      size_t n = id.find('_') == std::string::npos ? 1 : task_ids(id.substr(id.find('_') + 1)).size();
+      (state == "PENDING" ? pending : running) += n;
     }
-    if (progress) {
-      size_t pending = 0, running = 0, done = 0;
-      std::stringstream ss(q.out);
-      std::string line;
-      while (std::getline(ss, line)) {
-        std::string id = line.substr(0, line.find(' ')), state = trim(line.substr(line.find(' ') + 1));
-        size_t n = id.find('_') == std::string::npos ? 1 : task_ids(id.substr(id.find('_') + 1)).size();
-        (state == "PENDING" ? pending : running) += n;
-      }
-      for (uint64_t s = c.first_seed; s < c.first_seed + c.seeds; ++s) done += fs::exists(c.exit_path(s));
-      std::fprintf(stderr, "%sregress: slurm job %s: %zu/%zu seeds done; tasks: %zu pending, %zu running, %.0f s%s",
-                   tty ? "\r" : "", c.job_id.c_str(), done, static_cast<size_t>(c.seeds), pending, running,
-                   unix_now() - c.submitted_at, tty ? "  " : "\n");
-      std::fflush(stderr);
-    }
-    std::this_thread::sleep_for(std::chrono::duration<double>(poll_s));
-  }
+    for (uint64_t s = c.first_seed; s < c.first_seed + c.seeds; ++s) done += fs::exists(c.exit_path(s));
+    std::fprintf(stderr, "%sregress: slurm job %s: %zu/%zu seeds done; tasks: %zu pending, %zu running, %.0f s%s",
+                 tty ? "\r" : "", c.job_id.c_str(), done, static_cast<size_t>(c.seeds), pending, running,
+                 unix_now() - c.submitted_at, tty ? "  " : "\n");
+    std::fflush(stderr);
+  });
   if (progress && tty) std::fputc('\n', stderr);
 }
 

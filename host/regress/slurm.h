@@ -9,6 +9,7 @@
 #include "regress.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -64,6 +65,14 @@ SlurmCampaign read_campaign(const std::string& dir);  // throws std::runtime_err
 
 // Polls squeue every poll_s seconds until the job has no task pending or running.
 void wait_slurm(const SlurmCampaign& c, double poll_s, bool progress);
+
+// Any batch job (a regress array, a rack's MPI job): runs `argv` (sbatch --parsable ...) and
+// returns the job's id; throws std::runtime_error naming `what` and sbatch's own message when it
+// refuses, or when sbatch cannot run.
+std::string sbatch(const std::vector<std::string>& argv, const std::string& what);
+// Polls squeue every poll_s seconds until job `job_id` has nothing pending or running; on_poll
+// (may be empty) gets squeue's lines ("ID STATE") after every poll that found some.
+void wait_job(const std::string& job_id, double poll_s, const std::function<void(const std::string&)>& on_poll);
 
 // Array task id -> state. parse_sacct reads `sacct -n -P -X --format=JobID,State,ExitCode`
 // ("12_3|CANCELLED by 0|0:15", pending ranges such as "12_[4-7%2]" expanded); parse_scontrol

@@ -8,8 +8,8 @@ every server's board answers IPbus on its own UDP port, reached with `mxtb reg` 
       server 0 (the fault crosses the fibres); SIGINT ends it, exit 0, the report written
   check_rack_serve.py MXTB OUT free SCENARIO      --processes 2, free: every server answers, time runs
       on its own; --stop-after-s ends both processes at the same cycle, exit 0
-  check_rack_serve.py MXTB OUT bad SCENARIO       serving flags refused as usage errors (exit 2),
-      nothing started
+  check_rack_serve.py MXTB OUT bad SCENARIO       serving and launcher flags refused as usage errors
+      (exit 2), nothing started
 """
 import json
 import re
@@ -175,6 +175,10 @@ def bad(mxtb, out, scenario):
         (["--serve", "--listen", "127.0.0.1:65535"], "past 65535"),
         (["--serve", "--listen", "nowhere"], "nowhere"),
         (["--serve", "--time-mode", "sometimes"], "sometimes"),
+        (["--partition", "debug"], "--partition is for --launcher slurm"),
+        (["--launcher", "slurm", "--serve"], "--serve with --launcher slurm is not built"),
+        (["--launcher", "slurm", "--time-limit", "soon"], "--time-limit 'soon' is not sbatch's --time syntax"),
+        (["--launcher", "pbs"], "pbs"),
     ]
     for args, want in cases:
         p = subprocess.run([mxtb, "rack", "--scenario", scenario, "--out", out] + args, capture_output=True, text=True, timeout=60)
@@ -182,7 +186,7 @@ def bad(mxtb, out, scenario):
             fail(f"mxtb rack {' '.join(args)}: exit {p.returncode}, want 2 with '{want}'\n{p.stdout}{p.stderr}")
         if "listening on" in p.stdout or Path(out, "rack.json").exists():
             fail(f"mxtb rack {' '.join(args)}: started or wrote a report though refused")
-    print(f"PASS: {len(cases)} bad serving flags refused, nothing started")
+    print(f"PASS: {len(cases)} bad serving and launcher flags refused, nothing started")
 
 
 def main():
