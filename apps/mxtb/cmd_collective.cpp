@@ -6,6 +6,8 @@
 #include "apps/mxtb/bench_collective.h"
 #include "sim/mesh/photonic_mesh.h"
 #include "apps/mxtb/bench_server.h"
+#include "apps/mxtb/scenario.h"
+#include "sim/rack/rack_sim.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -252,11 +254,84 @@ nlohmann::json print_finetuning_step(const std::vector<std::pair<std::string, Co
   return step;
 }
 
+// `mxtb collective --rack FILE`: the sweep on the rack tenant, one ring collective over every
+// server's XPUs, its rings across the fibres (docs/rack.md, "A collective across servers").
+int collective_on_rack(const Args& args, sim::CollectiveOp op, sim::DataType type, uint64_t min_bytes, uint64_t max_bytes,
+                       uint64_t factor) {
+  for (const char* f : {"--placement", "--rings", "--engine", "--ber", "--algo", "--one-direction", "--tenant", "--plot"})
+    if (args.has(f)) throw UsageError(fmt::format("{} does not go with --rack: the rack file places the tenant, its rings are planned", f));
+  const std::string path = args.str("--rack");
+  sim::rack::RackConfig cfg = load_rack_scenario(path, source_root() + "/traces/calibration/mesh32.json");
+  const uint64_t ranks = cfg.tenant.xpu_of_position.size();
+  const uint64_t elem = sim::element_bytes(type);
+  const uint64_t quantum = elem * ranks;
+  std::vector<uint64_t> sizes;
+  for (uint64_t s = min_bytes; s <= max_bytes; s *= factor)
+    if (s / quantum * quantum > 0 && (sizes.empty() || sizes.back() != s / quantum * quantum)) sizes.push_back(s / quantum * quantum);
+  if (sizes.empty()) throw UsageError(fmt::format("--maxbytes {}: less than one element per rank of the {} ranks", max_bytes, ranks));
+  sim::rack::RackRunOptions opt;
+  opt.config_source = path;
+  opt.collective = sim::rack::RackCollectiveOptions{op, type, sizes, args.u64("--seed", 1), static_cast<uint32_t>(args.u64("--grain", 1, 1, 1u << 20))};
+  auto ex = sim::rack::local_exchange();
+  sim::rack::RackOutcome out;
+  try {
+    out = sim::rack::run_rack(cfg, *ex, opt);
+  } catch (const sim::rack::RackError& e) {
+    throw InputError(e.what());
+  } catch (const protocol::RackMapError& e) {
+    throw InputError(fmt::format("{}: {}", path, e.what()));
+  }
+  const sim::rack::RackCollectiveResult& rc = *out.collective;
+  CollectiveBenchResult r;
+  r.config.tenant = rc.ranks;
+  r.config.ops = {op};
+  r.config.type = type;
+  r.config.sizes = sizes;
+  r.config.seed = opt.collective->seed;
+  r.config.grain_words = opt.collective->grain_words;
+  r.clock_mhz = cfg.server.clock_mhz;
+  r.lane_gbps = 64.0 * cfg.server.clock_mhz / 1000.0;
+  r.tx_lanes_per_rank = rc.tx_lanes_per_rank;
+  r.algorithm = sim::Algorithm::Ring;
+  r.bringup_cycles = rc.all_active_cycle;
+  r.rows = rc.rows;
+  fmt::print("# mxtb collective --rack {}: {} servers ({}x{}), tenant {}x{}: {} ranks (rack XPUs {}), {}, sizes {} to {} B (x{}), "
+             "seed {}\n",
+             cfg.name, cfg.shape.servers(), cfg.shape.servers_x, cfg.shape.servers_y, cfg.tenant.dim_x, cfg.tenant.dim_y, ranks,
+             fmt::join(rc.ranks, " "), to_string(type), min_bytes, max_bytes, factor, r.config.seed);
+  fmt::print("# every element of every rank checked against the host's sum (#wrong); time in emulated us; bring-up: power-on to "
+             "every circuit Active\n#\n");
+  print_table(r, "rack");
+  // The ring order's hops each have as many circuits as the torus gives them (one a direction and
+  // dimension); the rings are as many as the hop with the fewest, and a hop across servers has
+  // one circuit on one fibre of its own. So each rank sends on `rings` lanes, one fibre's worth
+  // each where the ring leaves its server: busbw can reach at most rings x the lane's data rate.
+  const double limit_gbs = rc.tx_lanes_per_rank * r.lane_gbps / 8.0;
+  double best = 0;
+  for (const auto& row : rc.rows) best = std::max(best, row.busbw_gbs);
+  fmt::print("# the fibres' limit: {} of the ring's {} hops cross a fibre, one circuit each way; {} rings x {:.1f} Gb/s a lane = "
+             "{:.3f} GB/s busbw per rank; best measured {:.3f} GB/s ({:.0f} %)\n",
+             rc.fibre_hops, rc.ranks.size(), rc.tx_lanes_per_rank, r.lane_gbps, limit_gbs, best, limit_gbs > 0 ? 100.0 * best / limit_gbs : 0.0);
+  for (const std::string& f : out.failures) fmt::print("FAIL {}\n", f);
+  const bool ok = r.passed() && out.failures.empty();
+  if (args.has("--json")) {
+    nlohmann::json j = {{"tool", "mxtb collective"}, {"passed", ok}, {"rack", path}, {"fibre_hops", rc.fibre_hops},
+                        {"limit_busbw_gbs", limit_gbs}, {"failures", out.failures}};
+    j["placements"]["rack"] = to_json(r);
+    std::ofstream f(args.str("--json"));
+    if (!f) throw InputError(fmt::format("--json {}: cannot write", args.str("--json")));
+    f << j.dump(2) << "\n";
+    fmt::print("wrote {}\n", args.str("--json"));
+  }
+  fmt::print("{}\n", ok ? "PASS" : "FAIL");
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int cmd_collective(const ArgList& argv) {
   Args args(argv, ArgSpec{{"--type", "--minbytes", "--maxbytes", "--stepfactor", "--placement", "--rings", "--seed", "--json",
-                           "--plot", "--engine", "--ber", "--grain", "--algo"},
+                           "--plot", "--engine", "--ber", "--grain", "--algo", "--rack"},
                           {"--one-direction"},
                           {"--op", "--tenant"},
                           false});
@@ -268,6 +343,10 @@ int cmd_collective(const ArgList& argv) {
   const uint64_t factor = args.u64("--stepfactor", 2, 2, 1024);
   if (max_bytes < min_bytes)
     throw UsageError(fmt::format("--maxbytes {} is below --minbytes {}", max_bytes, min_bytes));
+  if (args.has("--rack")) {
+    if (ops.size() != 1) throw UsageError(fmt::format("--rack runs one --op at a time, not {}", ops.size()));
+    return collective_on_rack(args, ops.front(), *type, min_bytes, max_bytes, factor);
+  }
   std::vector<int> tenant = parse_xpus(args, "--tenant");
   if (tenant.empty()) tenant = {0, 1, 3, 2};
   const protocol::ServerShape shape;

@@ -85,7 +85,13 @@ regress --collect DIR [--json FILE] [--junit FILE]
     processes (MPICH's mpiexec, started by this command; a process that dies or stays silent S
     seconds, default 30, ends every other with its name). --window W: cycles a window (at most,
     and by default, the shortest fibre's latency; results do not depend on it). Writes DIR/rack.json (the same for any partition),
-    DIR/rack-perf.json and DIR/events/serverN.events.jsonl (default DIR: out/rack))"},
+    DIR/rack-perf.json and DIR/events/serverN.events.jsonl (default DIR: out/rack)
+rack --scenario FILE --launcher slurm --processes N [--partition P] [--time-limit T] [--sbatch-args "ARGS"] [--poll-s S]
+    the same rack as one Slurm job of N tasks (mpiexec inside the job's allocation)
+rack --scenario FILE --serve [--time-mode lockstep|paced|free] [--rtf R] [--listen ADDR:PORT] [--ipbus-target rtl|cpp]
+    [--fst-dir DIR] [--stop-after-s S] [--stall-report-ms MS] [--processes N]
+    every server's board on the network, as mxtb sim serves one: a 'listening on udp://ADDR:PORT server S'
+    line each; lockstep time commands move the whole rack)"},
     {"reg", mxtb::app::cmd_reg,
      R"(reg read|write|dump --target udp://ADDR:PORT [NAME|ADDRESS [VALUE]] [--count N] [--timeout-ms MS]
     registers by name: controller (STATUS, LINK_STATUS[3]), emulator (emu.TIME_NS_LO), ram[i]
@@ -119,7 +125,10 @@ alloc --experiment frag-tpuv4|fragmented-32|spares --json FILE
     [--minbytes 4K] [--maxbytes 4M] [--stepfactor 2] [--tenant X,X,..] [--placement torus|steered|both]
     [--rings N] [--one-direction] [--grain W] [--algo auto|ring|chain] [--ber B] [--seed N] [--engine fast|reference] [--json FILE] [--plot FILE.svg]
     nccl-tests' sweep on the emulated server: ring collectives with real data over the RTL links,
-    the static torus wiring against lanes steered into the tenant's ring (docs/collectives.md))"},
+    the static torus wiring against lanes steered into the tenant's ring (docs/collectives.md)
+collective --rack FILE [--op OP] [--type T] [--minbytes 4K] [--maxbytes 4M] [--stepfactor 2] [--grain W] [--seed N] [--json FILE]
+    the same sweep on a rack's tenant: one ring collective over every server's ranks, its rings across
+    the fibres, busbw against the fibres' limit (docs/rack.md))"},
     {"bench steering", mxtb::app::cmd_bench_steering,
      R"(bench steering [--preset electro_optic|thermo_optic|mems ...] [--pair X,X] [--minbytes 4K]
     [--maxbytes 4M] [--stepfactor 2] [--seed N] [--json FILE] [--plot FILE.svg]

@@ -419,7 +419,7 @@ void RingCollective::deliver(int link, uint64_t data, bool last, uint64_t cycle)
                         role.pos, role.back ? "broadcast" : "reduce", got, words, last ? 1 : 0));
     unpack(buf_[static_cast<size_t>(rank_at(role.ring, role.pos))], stream_element(role.ring, got), data, !role.back);
     --pending_;
-    end_cycle_ = cycle;
+    end_cycle_ = std::max(end_cycle_, cycle);  // a rack's boards deliver in any order within a window
     ++got;
     if (last) ++messages_delivered_;
     return;
@@ -446,7 +446,7 @@ void RingCollective::deliver(int link, uint64_t data, bool last, uint64_t cycle)
     unpack(buf_[static_cast<size_t>(rank)], first, data, reduces(lane.step_rx));
   }
   --pending_;
-  end_cycle_ = cycle;
+  end_cycle_ = std::max(end_cycle_, cycle);  // a rack's boards deliver in any order within a window
   if (last) ++messages_delivered_;
   if (++lane.word_rx == words) {
     lane.word_rx = 0;

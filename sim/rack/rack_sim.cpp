@@ -103,11 +103,28 @@ firmware::FirmwareConfig firmware_config(const RackConfig& cfg, const MeshCalibr
   return fc;
 }
 
-ServerConfig board_config(const RackConfig& cfg, int server, bool traced) {
+ServerConfig board_config(const RackConfig& cfg, int server, bool traced, bool collective) {
   ServerConfig s = server_config(cfg, server);
   s.trace_capable = traced;  // traced models run slower: only when waveforms may be asked for
+  if (collective) s.traffic.load = 0;  // the lanes carry the collectives only
   return s;
 }
+
+// A sweep of collectives on the rack tenant (RackRunOptions::collective), run by the window
+// thread at window ends, where every board stands at the same cycle.
+struct CollectiveSweep {
+  RackCollectiveOptions opt;
+  protocol::ServerShape numbering;
+  std::vector<Ring> rings;
+  std::vector<int> ring_links;  // every rack link of the rings
+  RackCollectiveResult result;
+  size_t next = 0;              // the size to run next
+  bool started = false, finished = false;
+  std::unique_ptr<RingCollective> running;
+  std::vector<std::unique_ptr<ServerSlice>> slices;
+  std::vector<LinkReport> before;
+  uint64_t start = 0, limit = 0;
+};
 
 // What serves a board on the network (RackServe): as `mxtb sim` has for its one board, the
 // emulator's control block, the IPbus target behind it, the socket and the log.
@@ -122,9 +139,9 @@ struct Endpoint {
 // A board of the rack in this process: the server, its clock under SystemC, the firmware's HAL
 // and the firmware; served, its endpoint.
 struct Board {
-  Board(int index, const RackConfig& cfg, const firmware::FirmwareConfig& fc, bool traced)
+  Board(int index, const RackConfig& cfg, const firmware::FirmwareConfig& fc, bool traced, bool collective)
       : server(index),
-        sim(board_config(cfg, index, traced)),
+        sim(board_config(cfg, index, traced, collective)),
         clock(fmt::format("server{}_clock", index).c_str(), sim),
         hal(sim, clock),
         fw(hal, fc) {}
@@ -164,7 +181,8 @@ class RackRun {
     range_ = servers_of_rank(S, ex.size(), ex.rank());
     W_ = window_cycles(cfg);
     const double period = 1000.0 / cfg.server.clock_mhz;
-    end_cycle_ = opt.serve ? uint64_t{1} << 62  // served: until stopped
+    if (opt.collective) plan_sweep(*opt.collective);
+    end_cycle_ = opt.serve || sweep_ ? uint64_t{1} << 62  // served: until stopped; a sweep: until it ends (each size has its limit)
                            : std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(cfg.run_us * 1000.0 / period)));  // whatever the window
     for (size_t i = 0; i < cfg.wiring.size(); ++i) {
       const auto& f = cfg.wiring[i];
@@ -218,7 +236,7 @@ class RackRun {
     route_cost_ns_ = fc.route_cost_ns;
     const bool traced = opt_.serve && !opt_.serve->fst_dir.empty();
     for (int s = range_.first; s < range_.end; ++s) {
-      boards_.push_back(std::make_unique<Board>(s, cfg_, fc, traced));
+      boards_.push_back(std::make_unique<Board>(s, cfg_, fc, traced, sweep_ != nullptr));
       Board& b = *boards_.back();
       b.clock.bound_by(&window_);
     }
@@ -279,6 +297,13 @@ class RackRun {
     for (;;) {
       while (window_.arrived < n) sc_core::wait(window_.arrival);
       window_.arrived = 0;
+      if (sweep_) {
+        step_sweep(window_.end);
+        if (sweep_->finished) {
+          sc_core::sc_stop();
+          return;
+        }
+      }
       if (stop_requested_ && stop_at_window_ == kNever) stop_at_window_ = perf_.windows + static_cast<uint64_t>(ex_.size());
       deliver(start, window_.end);
       start = window_.end;
@@ -376,6 +401,22 @@ class RackRun {
   }
 
   void open_endpoint(Board& b, const RackServe& sv, SimThread& thread);
+  void plan_sweep(const RackCollectiveOptions& o);
+  void step_sweep(uint64_t E);
+  void start_size(uint64_t E);
+  void finish_size(uint64_t E);
+  LinkReport ring_link_report(int rack_link) const {
+    const int links = cfg_.shape.server.links();
+    return board(rack_link / links).sim.link_report(rack_link % links);
+  }
+
+ public:
+  std::optional<RackCollectiveResult> collective_result() const {
+    if (!sweep_) return std::nullopt;
+    return sweep_->result;
+  }
+
+ private:
   bool lockstep_over_processes() const {
     return opt_.serve && opt_.serve->time_mode == emu::TimeMode::Lockstep && ex_.size() > 1;
   }
@@ -399,6 +440,7 @@ class RackRun {
   sc_core::sc_event brought_up_event_;
   bool stop_requested_ = false, stopped_ = false;
   SimThread* thread_ = nullptr;  // served
+  std::unique_ptr<CollectiveSweep> sweep_;
   // How long a process in lockstep that ran a window for a peer waits for the next one before it
   // stands still (a window of a few cycles takes well under a millisecond).
   static constexpr std::chrono::microseconds kFollowGrace{5000};
@@ -543,6 +585,111 @@ void RackRun::serve_requests(const RackServe& sv, SimThread& thread) {
   }
 }
 
+void RackRun::plan_sweep(const RackCollectiveOptions& o) {
+  if (ex_.size() != 1)
+    throw RackError(fmt::format("rack: a collective runs in one process (one RingCollective holds every rank and checks every "
+                                "element), not over {}",
+                                ex_.size()));
+  auto s = std::make_unique<CollectiveSweep>();
+  s->opt = o;
+  s->numbering = rack_numbering(cfg_.shape);
+  const std::vector<int> positions = torus_ring_positions(cfg_.tenant.dim_x, cfg_.tenant.dim_y);
+  for (int p : positions) s->result.ranks.push_back(rack_xpu(cfg_.shape, cfg_.tenant.xpu_of_position[static_cast<size_t>(p)]));
+  s->rings = rack_ring_plan(cfg_.shape, map_, s->result.ranks);
+  for (const Ring& r : s->rings)
+    for (const RingHop& h : r.hops) {
+      s->ring_links.push_back(h.tx_link);
+      s->ring_links.push_back(h.rx_link);
+    }
+  std::sort(s->ring_links.begin(), s->ring_links.end());
+  s->ring_links.erase(std::unique(s->ring_links.begin(), s->ring_links.end()), s->ring_links.end());
+  s->result.rings = static_cast<int>(s->rings.size());
+  s->result.tx_lanes_per_rank = static_cast<int>(s->rings.size());  // each ring: one lane out of every rank
+  const int xpus = cfg_.shape.server.xpus;
+  const size_t n = s->result.ranks.size();
+  for (size_t p = 0; p < n; ++p) s->result.fibre_hops += s->result.ranks[p] / xpus != s->result.ranks[(p + 1) % n] / xpus;
+  // Every size's spec checked before anything runs.
+  for (uint64_t bytes : o.sizes) {
+    CollectiveSpec spec{o.op, o.type, bytes / element_bytes(o.type), s->result.ranks, s->rings, o.seed, o.grain_words, Algorithm::Ring};
+    if (std::string why = check_spec(spec, s->numbering); !why.empty())
+      throw RackError(fmt::format("rack collective of {} B: {}", bytes, why));
+  }
+  sweep_ = std::move(s);
+}
+
+void RackRun::step_sweep(uint64_t E) {
+  CollectiveSweep& s = *sweep_;
+  if (s.running) {
+    if (!s.running->done() && E - s.start < s.limit) return;
+    finish_size(E);
+  } else if (!s.started) {
+    if (brought_up_ < static_cast<int>(boards_.size())) return;
+    for (int l : s.ring_links)
+      if (ring_link_report(l).state != link::LinkState::Active) return;
+    s.started = true;
+    s.result.all_active_cycle = E;
+  }
+  if (s.next == s.opt.sizes.size()) {
+    s.finished = true;
+    return;
+  }
+  start_size(E);
+}
+
+void RackRun::start_size(uint64_t E) {
+  CollectiveSweep& s = *sweep_;
+  const uint64_t bytes = s.opt.sizes[s.next];
+  CollectiveSpec spec{s.opt.op, s.opt.type, bytes / element_bytes(s.opt.type), s.result.ranks, s.rings, s.opt.seed, s.opt.grain_words,
+                      Algorithm::Ring};
+  s.running = std::make_unique<RingCollective>(spec, s.numbering);
+  s.running->start(E);
+  s.start = E;
+  // A lane moves one word a clock at best: far beyond that, something is stuck.
+  const uint64_t words_per_lane = s.running->payload_bytes_per_rank() / 8 / s.rings.size() + 1;
+  s.limit = 50 * words_per_lane + 200'000;
+  s.before.clear();
+  for (int l : s.ring_links) s.before.push_back(ring_link_report(l));
+  const int links = cfg_.shape.server.links();
+  for (auto& b : boards_) {
+    s.slices.push_back(std::make_unique<ServerSlice>(*s.running, b->server * links));
+    b->sim.set_lane_program(s.slices.back().get());
+  }
+}
+
+void RackRun::finish_size(uint64_t E) {
+  CollectiveSweep& s = *sweep_;
+  RingCollective& coll = *s.running;
+  const CollectiveSpec& spec = coll.spec();
+  CollectiveRow row;
+  row.op = spec.op;
+  row.type = spec.type;
+  row.size = spec.count * element_bytes(spec.type);
+  row.count = spec.count;
+  row.ranks = static_cast<int>(spec.ranks.size());
+  row.rings = static_cast<int>(spec.rings.size());
+  row.completed = coll.done();
+  row.cycles = (row.completed ? coll.end_cycle() + 1 : E) - s.start;
+  row.time_us = static_cast<double>(row.cycles) * (1000.0 / cfg_.server.clock_mhz) / 1000;
+  row.algbw_gbs = static_cast<double>(row.size) / (row.time_us * 1e3);
+  row.busbw_gbs = row.algbw_gbs * busbw_factor(spec.op, row.ranks);
+  row.wrong = row.completed ? coll.wrong() : spec.count * spec.ranks.size();
+  row.framing_errors = coll.framing_errors();
+  row.first_error = row.completed ? coll.first_error() : fmt::format("not done after {} cycles", row.cycles);
+  row.backpressure = coll.backpressure();
+  row.lane_words = coll.words_sent();
+  for (size_t i = 0; i < s.ring_links.size(); ++i) {
+    const LinkReport now = ring_link_report(s.ring_links[i]);
+    row.replays += now.replays - s.before[i].replays;
+    row.crc_errors += now.crc_errors - s.before[i].crc_errors;
+    row.retrains += now.retrains - s.before[i].retrains;
+  }
+  s.result.rows.push_back(row);
+  for (auto& b : boards_) b->sim.set_lane_program(nullptr);
+  s.slices.clear();
+  s.running.reset();
+  ++s.next;
+}
+
 bool fibre_cut(const RackConfig& cfg, int fibre, uint64_t at_end) {
   for (const FibreFault& f : cfg.faults)
     if (f.fibre == fibre && f.kind == FibreFault::Kind::Cut && f.at_cycle < at_end) return true;
@@ -600,7 +747,7 @@ std::vector<json> RackRun::reports(std::vector<std::string>& failures) const {
       const int want_xpu = xpu_base(cfg_, want.server) + want.xpu;
       if (static_cast<int>(r.peer.xpu) != want_xpu || static_cast<int>(r.peer.lane) != want.lane)
         fail(fmt::format("{}: trained with rack XPU {} lane {}, not rack XPU {}", name, r.peer.xpu, r.peer.lane, want_xpu));
-      if (r.messages_delivered == 0) fail(name + ": Active but delivered no message");
+      if (r.messages_delivered == 0 && !sweep_) fail(name + ": Active but delivered no message");  // a sweep's lanes carry its words
     }
     for (const LinkTransition& t : sim.transitions())
       if (map_.expected_peer[static_cast<size_t>(b.server)][static_cast<size_t>(t.link)].server >= 0 && t.to == link::LinkState::Active)
@@ -674,6 +821,7 @@ RackOutcome run_rack(const RackConfig& cfg, WindowExchange& ex, const RackRunOpt
   json part = {{"reports", mine}, {"failures", failures}};
   RackOutcome out;
   out.window_cycles = run.window();
+  out.collective = run.collective_result();
   std::vector<std::string> parts = ex.gather(part.dump());
   out.perf = ex.gather(run.perf().to_json());
   for (const std::string& p : parts) {

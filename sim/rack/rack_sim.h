@@ -9,7 +9,9 @@
 // every event log are bit-identical for 1, 2 or S processes.
 #pragma once
 
+#include "sim/collective/collective_server.h"
 #include "sim/emulator/emulator.h"
+#include "sim/rack/rack_collective.h"
 #include "sim/rack/rack_config.h"
 #include "sim/rack/window_exchange.h"
 
@@ -52,6 +54,19 @@ struct RackRunOptions {
   std::string events_dir;     // each server's event log goes to EVENTS_DIR/serverN.events.jsonl; "": none
   bool progress = false;      // a progress line on stderr every few seconds (rank 0)
   std::optional<RackServe> serve;  // the boards on the network until stopped, not run to run_us
+  // The tenant's lanes run this sweep of collectives instead of random traffic (every other lane
+  // carries none), in one process; the run ends when the sweep does.
+  std::optional<RackCollectiveOptions> collective;
+};
+
+// What a rack's collective sweep measured (RackRunOptions::collective).
+struct RackCollectiveResult {
+  std::vector<int> ranks;         // rack XPUs, ring order
+  int rings = 0;                  // rings as run: the forward ones and their reverses
+  int tx_lanes_per_rank = 0;      // lanes each rank sends on (one a ring)
+  int fibre_hops = 0;             // hops of the ring order that cross a fibre
+  uint64_t all_active_cycle = 0;  // the window end at which every circuit of the rings was Active: the first size starts
+  std::vector<CollectiveRow> rows;
 };
 
 // This process's figures (not part of the report: they depend on the partition and the machine).
@@ -73,6 +88,7 @@ struct RackOutcome {
   std::vector<std::string> failures;
   std::vector<std::string> perf;  // rank 0: every process's RackPerf::to_json()
   uint32_t window_cycles = 0;
+  std::optional<RackCollectiveResult> collective;
 };
 
 // Runs this process's servers of the rack to its end (RackConfig::run_us), or serves them until

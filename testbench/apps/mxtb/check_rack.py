@@ -8,6 +8,7 @@
   check_rack.py MXTB OUT kill SCENARIO         --processes 2, the last process killed mid-run: the rack ends within
                                                the bound, non-zero, no process left, no report written
   check_rack.py MXTB OUT mismatch A            two processes started with A and a copy of A with another seed: refused, naming both
+  check_rack.py MXTB OUT collective SCENARIO   `mxtb collective --rack`: exact across servers, under the fibres' limit, repeatable
 """
 import json
 import os
@@ -199,6 +200,48 @@ def mismatch(mxtb, out, a):
     print("ok: different rack files refused, both named")
 
 
+def collective(mxtb, out, scenario):
+    """`mxtb collective --rack`: element-exact results across servers, busbw under the fibres' limit
+    and near it at the largest size, the same figures on a second run, and its bad input refused."""
+    Path(out).mkdir(parents=True, exist_ok=True)
+    figures = []
+    for op, dtype in (("all_reduce", "float"), ("reduce_scatter", "bfloat16")):
+        for attempt in range(2):
+            js = Path(out, f"{op}-{attempt}.json")
+            p = subprocess.run([mxtb, "collective", "--rack", scenario, "--op", op, "--type", dtype, "--minbytes", "4K",
+                                "--maxbytes", "64K", "--stepfactor", "4", "--json", str(js)], capture_output=True, text=True, timeout=600)
+            if p.returncode != 0:
+                fail(f"mxtb collective --rack {scenario} --op {op}: exit {p.returncode}\n{p.stdout}\n{p.stderr}")
+            j = json.loads(js.read_text())
+            rows = j["placements"]["rack"]["rows"]
+            if not j["passed"] or len(rows) != 3 or j["fibre_hops"] < 2:
+                fail(f"{op}: passed {j['passed']}, {len(rows)} sizes, {j['fibre_hops']} hops across fibres")
+            for r in rows:
+                if r["wrong"] != 0 or r["framing_errors"] != 0 or not r["completed"]:
+                    fail(f"{op} {r['size']} B: {r}")
+                if r["busbw_gbs"] > j["limit_busbw_gbs"]:
+                    fail(f"{op} {r['size']} B: busbw {r['busbw_gbs']} above the fibres' limit {j['limit_busbw_gbs']}")
+            if rows[-1]["busbw_gbs"] < 0.6 * j["limit_busbw_gbs"]:
+                fail(f"{op} at {rows[-1]['size']} B: busbw {rows[-1]['busbw_gbs']:.3f} GB/s, below 60 % of the limit {j['limit_busbw_gbs']}")
+            figures.append([(r["size"], r["cycles"]) for r in rows])
+        if figures[-1] != figures[-2]:
+            fail(f"{op}: two runs of the same rack and seed took different cycles: {figures[-2]} and {figures[-1]}")
+    bad_cases = [
+        (["--tenant", "0,1"], "--tenant does not go with --rack"),
+        (["--op", "all"], "--rack runs one --op at a time"),
+        (["--maxbytes", "8", "--minbytes", "8"], "less than one element per rank"),
+    ]
+    for args, want in bad_cases:
+        p = subprocess.run([mxtb, "collective", "--rack", scenario] + args, capture_output=True, text=True, timeout=120)
+        if p.returncode != 2 or want not in p.stderr:
+            fail(f"mxtb collective --rack {' '.join(args)}: exit {p.returncode}, want 2 with '{want}'\n{p.stdout}{p.stderr}")
+    p = subprocess.run([mxtb, "collective", "--rack", str(Path(out, "no-such-rack.json"))], capture_output=True, text=True, timeout=60)
+    if p.returncode != 2 or "no-such-rack.json" not in p.stderr:
+        fail(f"a missing rack file: exit {p.returncode}\n{p.stderr}")
+    print(f"PASS: all_reduce and reduce_scatter across servers exact, under the fibres' limit, the same cycles twice; "
+          f"{len(bad_cases) + 1} bad inputs refused")
+
+
 def main():
     mxtb, out, what = sys.argv[1], sys.argv[2], sys.argv[3]
     rest = sys.argv[4:]
@@ -215,6 +258,8 @@ def main():
         kill(mxtb, out, rest[0])
     elif what == "mismatch":
         mismatch(mxtb, out, rest[0])
+    elif what == "collective":
+        collective(mxtb, out, rest[0])
     else:
         fail(f"unknown check {what}")
 
