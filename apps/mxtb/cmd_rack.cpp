@@ -189,7 +189,7 @@ int cmd_rack(const ArgList& argv) {
                                  cfg.shape.servers()));
   const double peer_timeout_s = args.real("--peer-timeout-s", 30.0, 0.5, 3600.0);
   std::optional<sim::rack::RackServe> serve;
-  for (const char* flag : {"--time-mode", "--rtf", "--listen", "--ipbus-target", "--fst-dir", "--stop-after-s", "--stall-report-ms"})
+  for (const char* flag : {"--time-mode", "--rtf", "--listen", "--ipbus-target", "--stop-after-s", "--stall-report-ms"})
     if (args.has(flag) && !args.has("--serve")) throw UsageError(fmt::format("{} applies to a served rack: add --serve", flag));
   if (args.has("--serve")) {
     sim::rack::RackServe sv;
@@ -249,7 +249,8 @@ int cmd_rack(const ArgList& argv) {
     throw InputError(fmt::format("cannot start {}: {}", cmd[0], std::strerror(errno)));
   }
   std::filesystem::create_directories(out_dir + "/events");
-  if (serve && !serve->fst_dir.empty()) std::filesystem::create_directories(serve->fst_dir);
+  const std::string fst_dir = args.str("--fst-dir", "");
+  if (!fst_dir.empty()) std::filesystem::create_directories(fst_dir);
 
   std::unique_ptr<sim::rack::WindowExchange> ex =
       child ? sim::rack::make_mpi_exchange(peer_timeout_s) : sim::rack::local_exchange();
@@ -261,6 +262,7 @@ int cmd_rack(const ArgList& argv) {
   opt.events_dir = out_dir + "/events";
   opt.progress = args.has("--progress");
   opt.serve = serve;
+  if (!serve) opt.waves_dir = fst_dir;
   sim::rack::RackOutcome out = sim::rack::run_rack(cfg, *ex, opt);
   if (ex->rank() != 0) return 0;  // rank 0 reports for the rack (its exit code is the launcher's)
 

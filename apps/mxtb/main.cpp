@@ -76,7 +76,7 @@ regress --collect DIR [--json FILE] [--junit FILE]
     thread unless --engine/--threads (or, for every command that starts it, MXTB_ENGINE and
     MXTB_THREADS) say otherwise (docs/performance.md))"},
     {"rack", mxtb::app::cmd_rack,
-     R"(rack --scenario FILE [--out DIR] [--seed N] [--processes N] [--peer-timeout-s S] [--window W] [--progress]
+     R"(rack --scenario FILE [--out DIR] [--seed N] [--processes N] [--peer-timeout-s S] [--window W] [--fst-dir DIR] [--progress]
     [--calibration FILE] [--engine reference|fast]
     a rack of servers emulated as one system (docs/rack.md): every server a whole board (controller
     RTL and firmware, link layers, mesh), the fibres between their meshes with their latency and

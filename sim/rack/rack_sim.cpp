@@ -221,10 +221,13 @@ class RackRun {
   // Under SystemC: builds the boards, runs the rack to its end.
   void simulate() {
     build();
+    if (!opt_.waves_dir.empty())
+      for (auto& b : boards_) b->sim.start_waveform(fmt::format("{}/server{}.fst", opt_.waves_dir, b->server));
     t0_ = std::chrono::steady_clock::now();
     sc_core::sc_start();
     perf_.wall_s = seconds_since(t0_);
     rethrow_process_error();
+    for (auto& b : boards_) b->sim.stop_waveform();
   }
 
   // Under SystemC: builds the boards, brings the tenant up, serves every board until stopped.
@@ -234,7 +237,7 @@ class RackRun {
     const MeshCalibration cal = load_calibration(cfg_.calibration_file);
     const firmware::FirmwareConfig fc = firmware_config(cfg_, cal);
     route_cost_ns_ = fc.route_cost_ns;
-    const bool traced = opt_.serve && !opt_.serve->fst_dir.empty();
+    const bool traced = (opt_.serve && !opt_.serve->fst_dir.empty()) || (!opt_.serve && !opt_.waves_dir.empty());
     for (int s = range_.first; s < range_.end; ++s) {
       boards_.push_back(std::make_unique<Board>(s, cfg_, fc, traced, sweep_ != nullptr));
       Board& b = *boards_.back();

@@ -52,6 +52,7 @@ struct RackRunOptions {
   std::string config_source;  // the rack file's path, for messages
   std::string config_digest;  // of its contents: every process must have the same
   std::string events_dir;     // each server's event log goes to EVENTS_DIR/serverN.events.jsonl; "": none
+  std::string waves_dir;      // run to run_us: each server's waveform, power-on to the end, in WAVES_DIR/serverN.fst; "": none
   bool progress = false;      // a progress line on stderr every few seconds (rank 0)
   std::optional<RackServe> serve;  // the boards on the network until stopped, not run to run_us
   // The tenant's lanes run this sweep of collectives instead of random traffic (every other lane

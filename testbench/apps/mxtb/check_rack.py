@@ -3,6 +3,7 @@
 
   check_rack.py MXTB OUT smoke SCENARIO        the rack runs, every tenant lane Active, traffic across fibres
   check_rack.py MXTB OUT same SCENARIO A -- B  two runs (flags A, flags B) give byte-identical reports and event logs
+  check_rack.py MXTB OUT same-waves SCENARIO A -- B   the same, and every server's waveform identical but for its date
   check_rack.py MXTB OUT faults SCENARIO       a cut fibre's lanes are down at the end, a dark window's back up
   check_rack.py MXTB OUT bad DIR               every rack file in DIR is refused: exit 2, its message, nothing written
   check_rack.py MXTB OUT kill SCENARIO         --processes 2, the last process killed mid-run: the rack ends within
@@ -12,6 +13,8 @@
 """
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -74,12 +77,36 @@ def smoke(mxtb, out, scenario):
     print(f"ok: {len(r['servers'])} servers, {crossing} lane ends over {fibres} fibres, all Active")
 
 
-def same(mxtb, out, scenario, a, b):
+# The one thing an FST file holds that is not the simulation's: the wall-clock date its writer
+# stamps into the header (fstapi's 26-byte ctime string).
+FST_DATE = re.compile(rb"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\n")
+
+
+def fst_without_date(path):
+    data = Path(path).read_bytes()
+    m = FST_DATE.search(data, 0, 1024)
+    if not m:
+        fail(f"{path}: no FST header date found in its first 1024 bytes (not an FST file?)")
+    return data[:m.start()] + data[m.end():]
+
+
+def same(mxtb, out, scenario, a, b, waves=False):
+    """Two runs give byte-identical reports and event logs; with `waves`, each run also dumps every
+    server's waveform (--fst-dir OUT.i/waves) and the FST files must be identical but for their date."""
     outs = []
     for i, flags in enumerate((a, b)):
         o = f"{out}.{i}"
-        run(mxtb, ["--scenario", scenario, "--out", o] + flags)
+        run(mxtb, ["--scenario", scenario, "--out", o] + flags + (["--fst-dir", f"{o}/waves"] if waves else []))
         outs.append(o)
+    if waves:
+        dumped = sorted(Path(outs[0], "waves").glob("*.fst"))
+        if not dumped or [f.name for f in dumped] != sorted(f.name for f in Path(outs[1], "waves").glob("*.fst")):
+            fail(f"waveforms: {[f.name for f in dumped]} against {sorted(f.name for f in Path(outs[1], 'waves').glob('*.fst'))}")
+        for f in dumped:
+            if fst_without_date(f) != fst_without_date(Path(outs[1], "waves", f.name)):
+                fail(f"waveform {f.name} differs between {a} and {b}")
+        for o in outs:  # tens of MB each: the comparison was the point
+            shutil.rmtree(Path(o, "waves"))
     ra, rb = (Path(o, "rack.json").read_bytes() for o in outs)
     if ra != rb:
         fail(f"rack.json differs between {a} and {b}")
@@ -88,7 +115,7 @@ def same(mxtb, out, scenario, a, b):
             fail(f"{ev.name} differs between {a} and {b}")
     if not report(outs[0])["passed"]:
         fail("the runs did not pass")
-    print(f"ok: identical reports and event logs for {a} and {b}")
+    print(f"ok: identical reports, event logs{' and waveforms' if waves else ''} for {a} and {b}")
 
 
 def faults(mxtb, out, scenario):
@@ -247,9 +274,9 @@ def main():
     rest = sys.argv[4:]
     if what == "smoke":
         smoke(mxtb, out, rest[0])
-    elif what == "same":
+    elif what in ("same", "same-waves"):
         sep = rest.index("--")
-        same(mxtb, out, rest[0], rest[1:sep], rest[sep + 1:])
+        same(mxtb, out, rest[0], rest[1:sep], rest[sep + 1:], waves=what == "same-waves")
     elif what == "faults":
         faults(mxtb, out, rest[0])
     elif what == "bad":
