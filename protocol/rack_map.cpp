@@ -80,6 +80,12 @@ RackPlacement whole_rack_placement(const RackShape& r) {
 RackMap rack_torus_map(const RackShape& r, const std::vector<RackFibre>& wiring, const RackPlacement& t) {
   const ServerShape& s = r.server;
   const int positions = t.dim_x * t.dim_y;
+  if (t.dim_x == 0 && t.dim_y == 0 && t.xpu_of_position.empty()) {  // no tenant: every port unused
+    RackMap none;
+    none.port_target.assign(static_cast<size_t>(r.servers()), std::vector<int>(static_cast<size_t>(s.mesh_ports), -1));
+    none.expected_peer.assign(static_cast<size_t>(r.servers()), std::vector<RackLane>(static_cast<size_t>(s.links())));
+    return none;
+  }
   if (t.dim_x < 1 || t.dim_y < 1) throw RackMapError(fmt::format("tenant: a torus of {} x {}", t.dim_x, t.dim_y));
   if (static_cast<int>(t.xpu_of_position.size()) != positions)
     throw RackMapError(fmt::format("tenant: a {} x {} torus needs {} XPUs, the placement has {}", t.dim_x, t.dim_y, positions,

@@ -71,7 +71,7 @@ struct RackLane {
 };
 std::string to_string(const RackLane& l);  // "server 2 XPU 1 lane 0"
 
-// A tenant's torus of dim_x x dim_y positions on the rack's XPUs.
+// A tenant's torus of dim_x x dim_y positions on the rack's XPUs; 0 x 0 with no XPUs: no tenant.
 struct RackPlacement {
   int dim_x = 4, dim_y = 4;
   std::vector<RackXpu> xpu_of_position;  // position (x + dim_x * y)

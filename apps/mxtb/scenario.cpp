@@ -920,7 +920,8 @@ sim::rack::RackConfig parse_rack_scenario(const json& j, const std::string& sour
     c.wiring = protocol::torus_wiring(c.shape);
     c.lines.assign(c.wiring.size(), sim::rack::FibreLine{});
   }
-  if (f.has("tenant")) parse_rack_tenant(f.sub("tenant"), c);
+  if (f.has("tenant") && f.raw("tenant").is_null()) c.tenant = protocol::RackPlacement{0, 0, {}};  // no tenant: bare boards
+  else if (f.has("tenant")) parse_rack_tenant(f.sub("tenant"), c);
   else c.tenant = protocol::whole_rack_placement(c.shape);
   c.run_us = f.real("run_us", c.run_us, 1.0, 1e6);
   if (f.has("faults")) parse_rack_faults(f, c);

@@ -45,7 +45,7 @@ std::string tail_of(const std::string& path, size_t max_lines = 20) {
 }  // namespace
 
 EmulatorProcess::EmulatorProcess(const std::string& mxtb, const std::vector<std::string>& args, const std::string& log_path,
-                                 std::chrono::seconds startup) {
+                                 std::chrono::seconds startup, const std::string& command) {
   int out[2];
   if (pipe(out) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   posix_spawn_file_actions_t fa;
@@ -54,7 +54,7 @@ EmulatorProcess::EmulatorProcess(const std::string& mxtb, const std::vector<std:
   posix_spawn_file_actions_addclose(&fa, out[0]);
   if (!log_path.empty())
     posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<std::string> argv_s{mxtb, "sim"};
+  std::vector<std::string> argv_s{mxtb, command};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& s : argv_s) argv.push_back(s.data());
@@ -64,7 +64,7 @@ EmulatorProcess::EmulatorProcess(const std::string& mxtb, const std::vector<std:
   close(out[1]);
   if (rc != 0) {
     close(out[0]);
-    throw std::runtime_error(fmt::format("cannot start {} sim: {}", mxtb, std::strerror(rc)));
+    throw std::runtime_error(fmt::format("cannot start {} {}: {}", mxtb, command, std::strerror(rc)));
   }
   // Read its stdout until the listening line.
   std::string text;
@@ -87,6 +87,7 @@ EmulatorProcess::EmulatorProcess(const std::string& mxtb, const std::vector<std:
     auto eol = at == std::string::npos ? std::string::npos : text.find('\n', at);
     if (eol != std::string::npos) {
       target_ = text.substr(at + key.size(), eol - at - key.size());
+      target_ = target_.substr(0, target_.find(' '));  // a rack's line goes on: " server S"
       break;
     }
   }
@@ -103,7 +104,7 @@ EmulatorProcess::EmulatorProcess(const std::string& mxtb, const std::vector<std:
                                             : std::string("ended before listening");
     std::string printed = text.empty() ? "" : "\n" + text;
     if (!printed.empty() && printed.back() == '\n') printed.pop_back();
-    throw std::runtime_error(fmt::format("{} sim {}{}{}", mxtb, how, printed,
+    throw std::runtime_error(fmt::format("{} {} {}{}{}", mxtb, command, how, printed,
                                          log_path.empty() ? "" : "\nits log: " + log_path + tail_of(log_path)));
   }
   stdout_fd_ = out[0];

@@ -1,5 +1,6 @@
-// An emulator (`mxtb sim`) started as a child process on loopback, for the demo, the benchmark
-// and the tests: waits for its "listening on udp://ADDR:PORT" line and stops it on destruction.
+// An emulator (`mxtb sim`, or a served rack: `mxtb rack --serve`) started as a child process on
+// loopback, for the demo, the benchmark and the tests: waits for its first "listening on
+// udp://ADDR:PORT" line (a rack's server 0) and stops it on destruction.
 #pragma once
 
 #include <chrono>
@@ -13,11 +14,11 @@ namespace mxtb::host::fabric {
 
 class EmulatorProcess {
  public:
-  // mxtb: the mxtb executable; args: after "sim" (e.g. {"--time-mode", "lockstep"}). stderr of
-  // the child goes to `log_path` (empty: inherited). Throws std::runtime_error with the child's
-  // exit status when it does not come up within `startup`.
+  // mxtb: the mxtb executable; args: after `command` (e.g. {"--time-mode", "lockstep"}). stderr
+  // of the child goes to `log_path` (empty: inherited). Throws std::runtime_error with the
+  // child's exit status when it does not come up within `startup`.
   EmulatorProcess(const std::string& mxtb, const std::vector<std::string>& args, const std::string& log_path = "",
-                  std::chrono::seconds startup = std::chrono::seconds(120));
+                  std::chrono::seconds startup = std::chrono::seconds(120), const std::string& command = "sim");
   ~EmulatorProcess();
   EmulatorProcess(const EmulatorProcess&) = delete;
   EmulatorProcess& operator=(const EmulatorProcess&) = delete;

@@ -280,6 +280,12 @@ class RackRun {
         throw RackError(fmt::format("server {}: {}: {}: {}", b.server, what, mailbox::describe(st), why));
     };
     must(b.fw.init(&why), "firmware init");
+    if (cfg_.tenant.xpu_of_position.empty()) {  // no tenant: the bare board, as `mxtb sim` serves one
+      ++brought_up_;
+      brought_up_event_.notify(sc_core::SC_ZERO_TIME);
+      b.fw.run_until(uint64_t{1} << 62);
+      return;
+    }
     must(b.fw.set_port_map(maps.phase1, &why), "bring-up phase 1 (lanes into the fibres)");
     b.commits.push_back({1, b.sim.cycle()});
     if (b.hal.now_ns() >= phase2_ns_)
