@@ -1,8 +1,11 @@
 // `mxtb bench rack`: what the rack's synchronization costs (docs/rack.md, "What synchronization
 // costs"). Each case is a real `mxtb rack` run of a generated rack file, one after another on this
 // machine, so that the ratios are side by side in one run: a server alone against the same server
-// in a rack of 2 and 4 in one process, and the rack over 1, 2 and 4 processes. From the measured
-// cost of a window's exchange it projects 16 servers on 16 cores and processes on hosts over TCP.
+// in a rack of 2 and 4 in one process, and the rack over 1, 2 and 4 processes. The cases run in
+// rounds (every case once a round, --repeat rounds): a ratio is taken within each round and the
+// median over rounds reported with its range, as a run of about a second swings by tens of per
+// cent on a shared machine. From the measured cost of a window's exchange it projects 16 servers
+// on 16 cores and processes on hosts over TCP.
 #include "apps/mxtb/args.h"
 #include "apps/mxtb/commands.h"
 
@@ -11,6 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -61,8 +65,8 @@ int run_child(const std::vector<std::string>& argv, const std::string& log) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-CaseFigures run_case(const RackCase& c, const std::string& dir, double run_us, const std::string& settle, uint64_t seed) {
-  const std::string base = fmt::format("{}/{}", dir, c.name);
+CaseFigures run_case(const RackCase& c, const std::string& dir, double run_us, const std::string& settle, uint64_t seed, int round) {
+  const std::string base = fmt::format("{}/{}/round-{}", dir, c.name, round);
   std::filesystem::create_directories(base);
   json rack = {{"name", c.name},
                {"seed", seed},
@@ -70,7 +74,7 @@ CaseFigures run_case(const RackCase& c, const std::string& dir, double run_us, c
                {"rack", {{"servers_x", c.sx}, {"servers_y", c.sy}}},
                {"run_us", run_us}};
   std::ofstream(base + "/rack-file.json") << rack.dump(2) << "\n";
-  fmt::print(stderr, "bench rack: {} ({} x {} servers, {} process(es)) ...\n", c.name, c.sx, c.sy, c.processes);
+  fmt::print(stderr, "bench rack: round {}: {} ({} x {} servers, {} process(es)) ...\n", round + 1, c.name, c.sx, c.sy, c.processes);
   const int rc = run_child({"mxtb", "rack", "--scenario", base + "/rack-file.json", "--out", base, "--processes", std::to_string(c.processes)},
                            base + "/log.txt");
   if (rc != 0) throw InputError(fmt::format("bench rack: case {} failed (exit {}); see {}/log.txt", c.name, rc, base));
@@ -92,10 +96,27 @@ CaseFigures run_case(const RackCase& c, const std::string& dir, double run_us, c
   return f;
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// A ratio over rounds: its median and range.
+struct Ratio {
+  double median = 0, lo = 0, hi = 0;
+  json to_json() const { return {{"median", median}, {"min", lo}, {"max", hi}}; }
+  std::string text() const { return fmt::format("{:.2f}x ({:.2f}-{:.2f})", median, lo, hi); }
+};
+Ratio ratio_over_rounds(const std::vector<double>& per_round) {
+  return {median(per_round), *std::min_element(per_round.begin(), per_round.end()),
+          *std::max_element(per_round.begin(), per_round.end())};
+}
+
 }  // namespace
 
 int cmd_bench_rack(const ArgList& argv) {
-  Args args(argv, {"--out", "--json", "--run-us", "--settle", "--seed", "--tcp-us"}, {});
+  Args args(argv, {"--out", "--json", "--run-us", "--settle", "--seed", "--tcp-us", "--repeat"}, {});
   const std::string out = args.str("--out", "out/bench-rack");
   const std::string json_path = args.str("--json", out + "/bench-rack.json");
   const double run_us = args.real("--run-us", 150, 10, 1e5);
@@ -108,15 +129,41 @@ int cmd_bench_rack(const ArgList& argv) {
 
   const std::vector<RackCase> cases = {{"alone-1x1", 1, 1, 1}, {"rack-2x1", 2, 1, 1}, {"rack-2x2", 2, 2, 1},
                                        {"rack-2x1-p2", 2, 1, 2}, {"rack-2x2-p2", 2, 2, 2}, {"rack-2x2-p4", 2, 2, 4}};
+  const int rounds = static_cast<int>(args.u64("--repeat", 5, 1, 100));
+  std::vector<std::vector<CaseFigures>> by_round(static_cast<size_t>(rounds));
+  for (int r = 0; r < rounds; ++r)
+    for (const RackCase& c : cases) by_round[static_cast<size_t>(r)].push_back(run_case(c, out, run_us, settle, seed, r));
+  auto in_round = [&](int r, const std::string& n) -> const CaseFigures& {
+    for (const auto& f : by_round[static_cast<size_t>(r)])
+      if (f.c.name == n) return f;
+    throw std::logic_error(n);
+  };
+  // Each case's figures as printed: the round whose us/server-cycle is the median (the lower
+  // middle one for an even count of rounds).
   std::vector<CaseFigures> figs;
-  for (const RackCase& c : cases) figs.push_back(run_case(c, out, run_us, settle, seed));
+  for (const RackCase& c : cases) {
+    std::vector<CaseFigures> runs;
+    for (int r = 0; r < rounds; ++r) runs.push_back(in_round(r, c.name));
+    std::sort(runs.begin(), runs.end(), [](const CaseFigures& a, const CaseFigures& b) { return a.us_per_server_cycle < b.us_per_server_cycle; });
+    figs.push_back(runs[(runs.size() - 1) / 2]);
+  }
   auto find = [&](const std::string& n) -> const CaseFigures& {
     for (const auto& f : figs)
       if (f.c.name == n) return f;
     throw std::logic_error(n);
   };
+  auto per_round = [&](const std::string& num, const std::string& den, bool cost) {
+    std::vector<double> v;
+    for (int r = 0; r < rounds; ++r) {
+      const CaseFigures &a = in_round(r, num), &b = in_round(r, den);
+      v.push_back(cost ? a.us_per_server_cycle / b.us_per_server_cycle : a.rack_cycles_per_s / b.rack_cycles_per_s);
+    }
+    return ratio_over_rounds(v);
+  };
 
-  fmt::print("# bench rack: {} us of {} racks (electro-optic bring-up, then traffic on every lane), {} cores\n", run_us, settle, cores);
+  fmt::print("# bench rack: {} us of {} racks (electro-optic bring-up, then traffic on every lane), {} cores, {} round(s); "
+             "each case's median round\n",
+             run_us, settle, cores, rounds);
   fmt::print("# {:>12} {:>8} {:>9} {:>8} {:>14} {:>16} {:>10} {:>12}\n", "case", "servers", "processes", "wall_s", "rack_cycles/s",
              "us/server-cycle", "windows", "exchange_us");
   json cases_json = json::array();
@@ -136,10 +183,8 @@ int cmd_bench_rack(const ArgList& argv) {
                           {"perf", f.perf}});
   }
   const CaseFigures& alone = find("alone-1x1");
-  const double in_rack_2 = find("rack-2x1").us_per_server_cycle / alone.us_per_server_cycle;
-  const double in_rack_4 = find("rack-2x2").us_per_server_cycle / alone.us_per_server_cycle;
-  const double speedup_2x1 = find("rack-2x1-p2").rack_cycles_per_s / find("rack-2x1").rack_cycles_per_s;
-  const double speedup_2x2 = find("rack-2x2-p2").rack_cycles_per_s / find("rack-2x2").rack_cycles_per_s;
+  const Ratio in_rack_2 = per_round("rack-2x1", "alone-1x1", true), in_rack_4 = per_round("rack-2x2", "alone-1x1", true);
+  const Ratio speedup_2x1 = per_round("rack-2x1-p2", "rack-2x1", false), speedup_2x2 = per_round("rack-2x2-p2", "rack-2x2", false);
   // The projection: one server a process and a core, each window its W cycles of one server plus
   // one exchange. The exchange's cost is the 2-process run's (neighbours on one host, MPICH's shared
   // memory); over TCP the assumed latency.
@@ -150,10 +195,11 @@ int cmd_bench_rack(const ArgList& argv) {
   const double period_ns = 1000.0 / 156.25;
   const double w_tcp = std::ceil(tcp_us / (0.15 * t_cycle_us));  // cycles for the exchange to cost at most 15 %
   const double metres_tcp = w_tcp * period_ns / sim::rack::kFibreNsPerMetre;
-  fmt::print("# a server in a rack against alone, one process: {:.2f}x (2 servers), {:.2f}x (4 servers); goal <= 1.15\n", in_rack_2,
-             in_rack_4);
-  fmt::print("# 2 processes against 1: {:.2f}x (2 servers), {:.2f}x (4 servers) rack cycles/s; goal >= 1.6 on 2 free cores\n", speedup_2x1,
-             speedup_2x2);
+  fmt::print("# a server in a rack against alone, one process, median of the rounds' ratios (range): {} (2 servers), {} (4 servers); "
+             "goal <= 1.15\n",
+             in_rack_2.text(), in_rack_4.text());
+  fmt::print("# 2 processes against 1, rack cycles/s, median (range): {} (2 servers), {} (4 servers); goal >= 1.6 on 2 free cores\n",
+             speedup_2x1.text(), speedup_2x2.text());
   fmt::print("# projected, 16 servers on 16 cores (a window of {} cycles = {:.1f} us of one server, exchange {:.1f} us): "
              "{:.0f} % of a server alone, {:.0f} rack cycles/s\n",
              W, W * t_cycle_us, x_us, 100 * eff_16, 1e6 * eff_16 / t_cycle_us);
@@ -165,8 +211,9 @@ int cmd_bench_rack(const ArgList& argv) {
                  {"settle", settle},
                  {"cores", cores},
                  {"cases", cases_json},
-                 {"in_rack_cost_ratio", {{"servers_2", in_rack_2}, {"servers_4", in_rack_4}, {"goal_max", 1.15}}},
-                 {"processes_2_speedup", {{"servers_2", speedup_2x1}, {"servers_4", speedup_2x2}, {"goal_min", 1.6}}},
+                 {"rounds", rounds},
+                 {"in_rack_cost_ratio", {{"servers_2", in_rack_2.to_json()}, {"servers_4", in_rack_4.to_json()}, {"goal_max", 1.15}}},
+                 {"processes_2_speedup", {{"servers_2", speedup_2x1.to_json()}, {"servers_4", speedup_2x2.to_json()}, {"goal_min", 1.6}}},
                  {"projection_16_servers",
                   {{"window_cycles", W}, {"us_per_server_cycle", t_cycle_us}, {"exchange_us", x_us}, {"efficiency", eff_16},
                    {"rack_cycles_per_s", 1e6 * eff_16 / t_cycle_us}}},
@@ -174,11 +221,12 @@ int cmd_bench_rack(const ArgList& argv) {
   std::filesystem::create_directories(std::filesystem::path(json_path).parent_path());
   std::ofstream(json_path) << result.dump(2) << "\n";
   fmt::print("# wrote {}\n", json_path);
-  for (const auto& f : figs)
-    if (!f.passed) {
-      fmt::print("FAIL {}: the rack's checks failed (see {}/{}/rack.json)\n", f.c.name, out, f.c.name);
-      return 1;
-    }
+  for (const auto& round : by_round)
+    for (const auto& f : round)
+      if (!f.passed) {
+        fmt::print("FAIL {}: the rack's checks failed (see {}/{}/round-N/rack.json)\n", f.c.name, out, f.c.name);
+        return 1;
+      }
   return 0;
 }
 

@@ -154,8 +154,9 @@ collective --rack FILE [--op OP] [--type T] [--minbytes 4K] [--maxbytes 4M] [--s
     the whole emulated server's simulated cycles per second, engine by engine, under traffic and
     through a reconfiguration, with where the time goes (docs/performance.md))"},
     {"bench rack", mxtb::app::cmd_bench_rack,
-     R"(bench rack [--run-us US] [--settle electro_optic|thermo_optic|mems] [--seed N] [--tcp-us US] [--out DIR] [--json FILE]
-    the rack's synchronization cost, each case a real mxtb rack run side by side: a server alone
+     R"(bench rack [--run-us US] [--repeat N] [--settle electro_optic|thermo_optic|mems] [--seed N] [--tcp-us US] [--out DIR] [--json FILE]
+    the rack's synchronization cost, each case a real mxtb rack run side by side in N rounds (default 5; ratios
+    the median over rounds, with their range): a server alone
     against the same server in racks of 2 and 4, the rack on 1, 2 and 4 processes, and the
     projection to 16 servers on 16 cores and to hosts over TCP (docs/rack.md))"},
     {"bench alloc", mxtb::app::cmd_bench_alloc,
