@@ -30,6 +30,7 @@ void HostPort::run() {
     pending_ = false;
     work_();
     done_ = true;
+    if (owner_pauses_) continue;
     for (ServerClock* c : clocks_) c->hold();
     sc_core::sc_pause();
   }

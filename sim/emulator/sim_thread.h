@@ -36,6 +36,9 @@ class HostPort : public sc_core::sc_module {
   // Lockstep: the server's clock is held between jobs (ServerClock::hold), so that it stands at
   // the time the kernel paused, not up to a batch ahead of it. A rack holds every board's clock.
   void hold_between_jobs(ServerClock* clock) { clocks_.push_back(clock); }
+  // The kernel does not pause when a job ends: its owner pauses it (a rack in lockstep, at the
+  // next window's end, so that time stands at the same cycle however the rack is partitioned).
+  void owner_pauses() { owner_pauses_ = true; }
   void submit(std::function<void()> work);
   bool done() const { return done_; }
 
@@ -43,6 +46,7 @@ class HostPort : public sc_core::sc_module {
   void run();
   sc_core::sc_event start_;
   std::vector<ServerClock*> clocks_;
+  bool owner_pauses_ = false;
   std::function<void()> work_;
   bool done_ = true, pending_ = false;
 };
@@ -54,6 +58,7 @@ class SimThread {
   // Lockstep: the server's clock stands still between jobs (HostPort::hold_between_jobs); once
   // for each of a rack's boards.
   void hold_between_jobs(ServerClock* clock) { port_.hold_between_jobs(clock); }
+  void owner_pauses() { port_.owner_pauses(); }
   void after_each_run(std::function<void()> hook) { after_run_ = std::move(hook); }
 
   // Runs `work` inside the simulation (a SystemC thread) and returns when it finished: lockstep

@@ -321,11 +321,16 @@ class RackRun {
         sc_core::sc_pause();
         return;
       }
-      // Lockstep over processes: with no request of its own running, this process ran the window
-      // for a peer; unless the next one's message comes within the grace, the rack stands still
-      // here until a host or a peer moves it (the serve loop follows the next message).
-      bool stand_still = lockstep_over_processes() && !stop_requested_ && !thread_->work_running() &&
-                         !ex_.window_arrives(kFollowGrace);
+      // A rack of servers in lockstep stands still at window ends only, whatever its partition:
+      // once no request of this process runs (it ended within this window, or this process ran
+      // the window for a peer), and, over processes, no peer's next window comes within the grace,
+      // the rack stands here until a host or a peer moves it (the serve loop follows a peer).
+      // A request that ends at this very time ends within it, whatever order the kernel runs this
+      // time's processes in (which depends on the partition): let them run before deciding.
+      if (pauses_at_window_ends() && thread_->work_running())
+        for (int i = 0; i < 64 && sc_core::sc_pending_activity_at_current_time(); ++i) sc_core::wait(sc_core::SC_ZERO_TIME);
+      bool stand_still = pauses_at_window_ends() && !stop_requested_ && !thread_->work_running() &&
+                         (ex_.size() == 1 || !ex_.window_arrives(kFollowGrace));
       if (!opt_.serve && opt_.progress && ex_.rank() == 0 && seconds_since(t0_) > static_cast<double>(last_progress) + 5) {
         last_progress = static_cast<uint64_t>(seconds_since(t0_));
         std::fprintf(stderr, "mxtb rack: cycle %llu of %llu (%.0f %%)\n", static_cast<unsigned long long>(window_.end),
@@ -429,6 +434,11 @@ class RackRun {
   bool lockstep_over_processes() const {
     return opt_.serve && opt_.serve->time_mode == emu::TimeMode::Lockstep && ex_.size() > 1;
   }
+  // Served in lockstep, a rack of several servers pauses at window ends (RackServe); a rack of one
+  // where its request ends, as `mxtb sim` does.
+  bool pauses_at_window_ends() const {
+    return opt_.serve && opt_.serve->time_mode == emu::TimeMode::Lockstep && cfg_.shape.servers() > 1;
+  }
   // This process's boards run until the window thread pauses them (lockstep over processes).
   void run_windows(SimThread& thread) {
     for (auto& b : boards_) b->clock.release();
@@ -493,6 +503,7 @@ void RackRun::serve(const RackServe& sv) {
   SimThread thread(sv.time_mode, sv.rtf);
   thread_ = &thread;
   thread.abandon_when([this] { return stopped_; });
+  if (pauses_at_window_ends()) thread.owner_pauses();
   for (auto& b : boards_) open_endpoint(*b, sv, thread);
   thread.after_each_run([this] {
     for (auto& b : boards_) b->endpoint->block->sync_events();

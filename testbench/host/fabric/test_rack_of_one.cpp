@@ -1,14 +1,23 @@
-// A rack of one against `mxtb sim` (docs/rack.md, "A rack of one"): the same board, served by the
-// rack's machinery (its window thread, its bounded clock, its serve loop over boards) and by the
-// emulator, must answer the same requests with the same values, cycle for cycle: the same time at
-// start, the same circuits committed through the firmware mailbox, the same link states, messages
-// and events after the same simulated time. Both in lockstep, both answered by the RTL transactor.
+// A served rack against itself and against `mxtb sim` (docs/rack.md), through the host's board
+// client, both in lockstep, answered by the RTL transactor:
+// - a rack of one and `mxtb sim`: the same board, served by the rack's machinery (its window
+//   thread, its bounded clock, its serve loop over boards) and by the emulator, answers the same
+//   requests with the same values, cycle for cycle: the time at start, the circuits committed
+//   through the firmware mailbox, the link states, messages and events after the same time;
+// - a rack of two servers on one process and on two: the same requests to both servers (time
+//   commands on either, an XPU killed on one) give the same answers.
 #include "host/fabric/board.h"
 #include "host/fabric/client.h"
 #include "host/fabric/emulator_process.h"
 #include "protocol/fabric_map.h"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
@@ -40,6 +49,29 @@ Seen look(Board& b) {
   s.generation = b.active_generation();
   s.events = b.pop_events();
   return s;
+}
+
+// A UDP port p on loopback with p + 1 free too (for a rack's --listen 127.0.0.1:p).
+int free_port_pair() {
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    const int p = ntohs(a.sin_port);
+    int fd2 = socket(AF_INET, SOCK_DGRAM, 0);
+    sockaddr_in b = a;
+    b.sin_port = htons(static_cast<uint16_t>(p + 1));
+    const bool ok = p < 65535 && bind(fd2, reinterpret_cast<sockaddr*>(&b), sizeof b) == 0;
+    close(fd);
+    close(fd2);
+    if (ok) return p;
+  }
+  FAIL("no two free UDP ports in a row");
+  return 0;
 }
 
 void check_same(const Seen& sim, const Seen& rack, const char* when) {
@@ -92,4 +124,45 @@ TEST_CASE("a rack of one answers as mxtb sim does: the same time, circuits, link
   CHECK(active >= 16);
   CHECK(s.messages > 1000);
   CHECK(events > 16);
+}
+
+TEST_CASE("a served rack in lockstep answers the same on one process and on two") {
+  const std::string out = std::string(MXTB_BINARY_DIR) + "/rack-partition";
+  std::filesystem::create_directories(out);
+  ClientOptions o;
+  o.timeout = std::chrono::milliseconds(10000);
+  std::vector<std::vector<Seen>> runs;
+  for (const char* processes : {"1", "2"}) {
+    const int port = free_port_pair();
+    EmulatorProcess rack(MXTB_EXE,
+                         {"--scenario", std::string(MXTB_SOURCE_DIR) + "/traces/scenarios/rack/rack-2x1.json", "--serve", "--time-mode",
+                          "lockstep", "--processes", processes, "--listen", fmt::format("127.0.0.1:{}", port), "--out",
+                          out + "/rack-" + processes},
+                         out + "/rack-" + processes + ".log", std::chrono::seconds(120), "rack");
+    Client c0(fmt::format("udp://127.0.0.1:{}", port), o), c1(fmt::format("udp://127.0.0.1:{}", port + 1), o);
+    Board b0(c0), b1(c1);
+    std::vector<Seen> seen;
+    seen.push_back(look(b0));
+    seen.push_back(look(b1));
+    b1.clock().wait_ns(20'000);  // a time command to the second process's server
+    seen.push_back(look(b0));
+    seen.push_back(look(b1));
+    b1.arm_fault(emu::FaultKind::KillXpu, 0, 0);
+    b0.clock().wait_ns(50'000);  // and to the first's
+    seen.push_back(look(b0));
+    seen.push_back(look(b1));
+    runs.push_back(seen);
+  }
+  REQUIRE(runs[0].size() == runs[1].size());
+  for (size_t i = 0; i < runs[0].size(); ++i) {
+    CAPTURE(i);
+    check_same(runs[0][i], runs[1][i], "one process against two");
+  }
+  // The requests did something: the rack's tenant up, time moved, the killed XPU's lanes lost.
+  CHECK(runs[0][2].time_ns >= runs[0][0].time_ns + 20'000);
+  CHECK(runs[0][4].messages > runs[0][0].messages);
+  int active_before = 0, active_after = 0;
+  for (int st : runs[0][2].states) active_before += st == static_cast<int>(link::LinkState::Active);
+  for (int st : runs[0][4].states) active_after += st == static_cast<int>(link::LinkState::Active);
+  CHECK(active_after < active_before);
 }
