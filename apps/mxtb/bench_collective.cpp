@@ -221,4 +221,12 @@ nlohmann::json to_json(const CollectiveBenchResult& r) {
           {"rows", rows}};
 }
 
+EpochModel fit_epoch(double b1, double t1, double b2, double t2) {
+  if (b1 == b2) throw std::invalid_argument(fmt::format("fit_epoch: two points at the same batch {}", b1));
+  EpochModel m;
+  m.comm_s = (t1 - t2) / (1 / b1 - 1 / b2);
+  m.compute_s = t1 - m.comm_s / b1;
+  return m;
+}
+
 }  // namespace mxtb::app

@@ -56,6 +56,25 @@ struct CollectiveBenchResult {
 CollectiveBenchResult run_collective_bench(const CollectiveBenchConfig& config);
 nlohmann::json to_json(const CollectiveBenchResult& r);
 
+// The prototype's finetuning measurements (Morphlux paper, Table 1: Llama-3.2-1B full finetune, two
+// DDP workers, WikiText-103, 10 Gb/s links): epoch seconds at batch 2, 4 and 8 per GPU. Its NCCL
+// all-reduce measured 1.79x.
+struct FinetuneTable {
+  std::vector<double> batch{2, 4, 8};
+  std::vector<double> baseline_s{144.184, 75.222, 40.249};
+  std::vector<double> morphlux_s{89.739, 46.361, 23.369};
+  double allreduce_ratio = 1.79;
+};
+// An epoch as compute plus communication: T(b) = compute_s + comm_s / b (the samples an epoch
+// computes are fixed; its steps, each one gradient all-reduce, are 1/b as many).
+struct EpochModel {
+  double compute_s = 0, comm_s = 0;
+  double at(double batch) const { return compute_s + comm_s / batch; }
+};
+// The model through two measured points (batch b1: t1 s, b2: t2 s). Throws std::invalid_argument
+// for equal batches.
+EpochModel fit_epoch(double b1, double t1, double b2, double t2);
+
 // Steering between the phases of a job: after an all-reduce phase on the static torus, a hot pair
 // of the tenant exchanges an all-reduce of `size` bytes. Static: the pair keeps the torus's
 // circuits between them. Steered: the firmware re-points every lane of the pair to each other

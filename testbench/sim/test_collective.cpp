@@ -377,3 +377,25 @@ TEST_CASE("a chain where the circuits close no ring: three XPUs of the 2x2 torus
   CHECK(steered.passed());
   CHECK(steered.rows[0].busbw_gbs > 1.4 * torus.rows[0].busbw_gbs);
 }
+
+TEST_CASE("finetuning epochs: compute + comm / batch through two points, and the prototype's third batch predicted") {
+  using mxtb::app::fit_epoch;
+  // Exact on the model's own curve, whichever two batches.
+  const mxtb::app::EpochModel m = fit_epoch(2, 3.0 + 100.0 / 2, 8, 3.0 + 100.0 / 8);
+  CHECK(m.compute_s == doctest::Approx(3.0));
+  CHECK(m.comm_s == doctest::Approx(100.0));
+  CHECK(m.at(4) == doctest::Approx(28.0));
+  CHECK_THROWS_AS(fit_epoch(4, 1, 4, 2), std::invalid_argument);
+  // The prototype's Table 1: fitted at batch 2 and 4, batch 8 comes out near its measurement
+  // (the model leaves out overlap and per-step overheads, so not exactly).
+  const mxtb::app::FinetuneTable t;
+  const auto base = fit_epoch(t.batch[0], t.baseline_s[0], t.batch[1], t.baseline_s[1]);
+  const auto mlux = fit_epoch(t.batch[0], t.morphlux_s[0], t.batch[1], t.morphlux_s[1]);
+  CHECK(base.at(t.batch[2]) == doctest::Approx(t.baseline_s[2]).epsilon(0.02));
+  CHECK(mlux.at(t.batch[2]) == doctest::Approx(t.morphlux_s[2]).epsilon(0.06));
+  CHECK(base.compute_s > 0);
+  CHECK(mlux.compute_s > 0);
+  // Its communication term shrank by less than its NCCL all-reduce's 1.79x.
+  CHECK(base.comm_s / mlux.comm_s > 1.4);
+  CHECK(base.comm_s / mlux.comm_s < t.allreduce_ratio);
+}
