@@ -12,7 +12,7 @@ if(NOT rc EQUAL 0)
 endif()
 foreach(column "#       size         count      type   redop    root       time   algbw   busbw #wrong"
                "# Out of bounds values : 0 OK" "# steered / torus busbw" "# finetuning step: compute + all-reduce"
-               "# the prototype's 1.72x: compute = ")
+               "# the prototype's finetuning (Table 1" "(predicted)")
   string(FIND "${out}" "${column}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "mxtb collective's output lacks '${column}'")
