@@ -113,6 +113,29 @@ Ratio ratio_over_rounds(const std::vector<double>& per_round) {
           *std::max_element(per_round.begin(), per_round.end())};
 }
 
+// One line a case (its median round), as the table in docs/rack.md; the same as JSON.
+json print_cases(const std::vector<CaseFigures>& figs, unsigned cores) {
+  fmt::print("# {:>12} {:>8} {:>9} {:>8} {:>14} {:>16} {:>10} {:>12}\n", "case", "servers", "processes", "wall_s", "rack_cycles/s",
+             "us/server-cycle", "windows", "exchange_us");
+  json cases_json = json::array();
+  for (const auto& f : figs) {
+    fmt::print("  {:>12} {:>8} {:>9} {:>8.2f} {:>14.0f} {:>16.2f} {:>10} {:>12.2f}{}\n", f.c.name, f.c.sx * f.c.sy, f.c.processes, f.wall_s,
+               f.rack_cycles_per_s, f.us_per_server_cycle, f.windows, f.exchange_us_per_window,
+               static_cast<unsigned>(f.c.processes) > cores ? "  (more processes than cores)" : "");
+    cases_json.push_back({{"case", f.c.name},
+                          {"servers", f.c.sx * f.c.sy},
+                          {"processes", f.c.processes},
+                          {"passed", f.passed},
+                          {"wall_s", f.wall_s},
+                          {"rack_cycles_per_s", f.rack_cycles_per_s},
+                          {"us_per_server_cycle", f.us_per_server_cycle},
+                          {"windows", f.windows},
+                          {"exchange_us_per_window", f.exchange_us_per_window},
+                          {"perf", f.perf}});
+  }
+  return cases_json;
+}
+
 }  // namespace
 
 int cmd_bench_rack(const ArgList& argv) {
@@ -164,24 +187,7 @@ int cmd_bench_rack(const ArgList& argv) {
   fmt::print("# bench rack: {} us of {} racks (electro-optic bring-up, then traffic on every lane), {} cores, {} round(s); "
              "each case's median round\n",
              run_us, settle, cores, rounds);
-  fmt::print("# {:>12} {:>8} {:>9} {:>8} {:>14} {:>16} {:>10} {:>12}\n", "case", "servers", "processes", "wall_s", "rack_cycles/s",
-             "us/server-cycle", "windows", "exchange_us");
-  json cases_json = json::array();
-  for (const auto& f : figs) {
-    fmt::print("  {:>12} {:>8} {:>9} {:>8.2f} {:>14.0f} {:>16.2f} {:>10} {:>12.2f}{}\n", f.c.name, f.c.sx * f.c.sy, f.c.processes, f.wall_s,
-               f.rack_cycles_per_s, f.us_per_server_cycle, f.windows, f.exchange_us_per_window,
-               static_cast<unsigned>(f.c.processes) > cores ? "  (more processes than cores)" : "");
-    cases_json.push_back({{"case", f.c.name},
-                          {"servers", f.c.sx * f.c.sy},
-                          {"processes", f.c.processes},
-                          {"passed", f.passed},
-                          {"wall_s", f.wall_s},
-                          {"rack_cycles_per_s", f.rack_cycles_per_s},
-                          {"us_per_server_cycle", f.us_per_server_cycle},
-                          {"windows", f.windows},
-                          {"exchange_us_per_window", f.exchange_us_per_window},
-                          {"perf", f.perf}});
-  }
+  const json cases_json = print_cases(figs, cores);
   const CaseFigures& alone = find("alone-1x1");
   const Ratio in_rack_2 = per_round("rack-2x1", "alone-1x1", true), in_rack_4 = per_round("rack-2x2", "alone-1x1", true);
   const Ratio speedup_2x1 = per_round("rack-2x1-p2", "rack-2x1", false), speedup_2x2 = per_round("rack-2x2-p2", "rack-2x2", false);

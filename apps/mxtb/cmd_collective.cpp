@@ -277,6 +277,15 @@ nlohmann::json print_finetuning_step(const std::vector<std::pair<std::string, Co
   return step;
 }
 
+// nccl-tests' sizes from min to max by factor, each rounded down to a whole number of elements
+// per rank (`quantum` bytes), none empty, none twice.
+std::vector<uint64_t> sweep_sizes(uint64_t min_bytes, uint64_t max_bytes, uint64_t factor, uint64_t quantum) {
+  std::vector<uint64_t> sizes;
+  for (uint64_t s = min_bytes; s <= max_bytes; s *= factor)
+    if (s / quantum * quantum > 0 && (sizes.empty() || sizes.back() != s / quantum * quantum)) sizes.push_back(s / quantum * quantum);
+  return sizes;
+}
+
 // `mxtb collective --rack FILE`: the sweep on the rack tenant, one ring collective over every
 // server's XPUs, its rings across the fibres (docs/rack.md, "A collective across servers").
 int collective_on_rack(const Args& args, sim::CollectiveOp op, sim::DataType type, uint64_t min_bytes, uint64_t max_bytes,
@@ -287,10 +296,7 @@ int collective_on_rack(const Args& args, sim::CollectiveOp op, sim::DataType typ
   sim::rack::RackConfig cfg = load_rack_scenario(path, source_root() + "/traces/calibration/mesh32.json");
   const uint64_t ranks = cfg.tenant.xpu_of_position.size();
   const uint64_t elem = sim::element_bytes(type);
-  const uint64_t quantum = elem * ranks;
-  std::vector<uint64_t> sizes;
-  for (uint64_t s = min_bytes; s <= max_bytes; s *= factor)
-    if (s / quantum * quantum > 0 && (sizes.empty() || sizes.back() != s / quantum * quantum)) sizes.push_back(s / quantum * quantum);
+  const std::vector<uint64_t> sizes = sweep_sizes(min_bytes, max_bytes, factor, elem * ranks);
   if (sizes.empty()) throw UsageError(fmt::format("--maxbytes {}: less than one element per rank of the {} ranks", max_bytes, ranks));
   sim::rack::RackRunOptions opt;
   opt.config_source = path;
@@ -314,7 +320,7 @@ int collective_on_rack(const Args& args, sim::CollectiveOp op, sim::DataType typ
   r.config.grain_words = opt.collective->grain_words;
   r.clock_mhz = cfg.server.clock_mhz;
   r.lane_gbps = 64.0 * cfg.server.clock_mhz / 1000.0;
-  r.tx_lanes_per_rank = rc.tx_lanes_per_rank;
+  r.tx_lanes_per_rank = rc.rings;
   r.algorithm = sim::Algorithm::Ring;
   r.bringup_cycles = rc.all_active_cycle;
   r.rows = rc.rows;
@@ -329,12 +335,12 @@ int collective_on_rack(const Args& args, sim::CollectiveOp op, sim::DataType typ
   // dimension); the rings are as many as the hop with the fewest, and a hop across servers has
   // one circuit on one fibre of its own. So each rank sends on `rings` lanes, one fibre's worth
   // each where the ring leaves its server: busbw can reach at most rings x the lane's data rate.
-  const double limit_gbs = rc.tx_lanes_per_rank * r.lane_gbps / 8.0;
+  const double limit_gbs = rc.rings * r.lane_gbps / 8.0;
   double best = 0;
   for (const auto& row : rc.rows) best = std::max(best, row.busbw_gbs);
   fmt::print("# the fibres' limit: {} of the ring's {} hops cross a fibre, one circuit each way; {} rings x {:.1f} Gb/s a lane = "
              "{:.3f} GB/s busbw per rank; best measured {:.3f} GB/s ({:.0f} %)\n",
-             rc.fibre_hops, rc.ranks.size(), rc.tx_lanes_per_rank, r.lane_gbps, limit_gbs, best, limit_gbs > 0 ? 100.0 * best / limit_gbs : 0.0);
+             rc.fibre_hops, rc.ranks.size(), rc.rings, r.lane_gbps, limit_gbs, best, limit_gbs > 0 ? 100.0 * best / limit_gbs : 0.0);
   for (const std::string& f : out.failures) fmt::print("FAIL {}\n", f);
   const bool ok = r.passed() && out.failures.empty();
   if (args.has("--json")) {
@@ -383,10 +389,7 @@ int cmd_collective(const ArgList& argv) {
   for (const auto& [flag, v] : {std::pair{"--minbytes", min_bytes}, std::pair{"--maxbytes", max_bytes}})
     if (v % elem) throw UsageError(fmt::format("{} {}: not a multiple of {}'s {} bytes", flag, v, to_string(*type), elem));
   // As nccl-tests does, each size is rounded down to a whole number of elements per rank.
-  const uint64_t quantum = elem * std::max<uint64_t>(1, tenant.size());
-  std::vector<uint64_t> sizes;
-  for (uint64_t s = min_bytes; s <= max_bytes; s *= factor)
-    if (s / quantum * quantum > 0 && (sizes.empty() || sizes.back() != s / quantum * quantum)) sizes.push_back(s / quantum * quantum);
+  const std::vector<uint64_t> sizes = sweep_sizes(min_bytes, max_bytes, factor, elem * std::max<uint64_t>(1, tenant.size()));
   if (sizes.empty()) throw UsageError(fmt::format("--maxbytes {}: less than one element per rank", max_bytes));
   const std::string placement = args.choice("--placement", "both", {"torus", "steered", "both"});
   const int rings = static_cast<int>(args.u64("--rings", 0, 0, 64));

@@ -158,6 +158,75 @@ exit "$code"
   return code;
 }
 
+// --serve and its flags (docs/cli.md): nullopt without --serve, where its flags are refused.
+std::optional<sim::rack::RackServe> serve_options(const Args& args, const sim::rack::RackConfig& cfg) {
+  for (const char* flag : {"--time-mode", "--rtf", "--listen", "--ipbus-target", "--stop-after-s", "--stall-report-ms"})
+    if (args.has(flag) && !args.has("--serve")) throw UsageError(fmt::format("{} applies to a served rack: add --serve", flag));
+  if (!args.has("--serve")) return std::nullopt;
+  sim::rack::RackServe sv;
+  sv.time_mode = *sim::time_mode_from_string(args.choice("--time-mode", "lockstep", {"lockstep", "paced", "free"}));
+  sv.rtf = args.real("--rtf", 1.0);
+  if (!(sv.rtf > 0)) throw UsageError(fmt::format("--rtf must be above 0, got {}", sv.rtf));
+  if (args.has("--rtf") && sv.time_mode != emu::TimeMode::Paced) throw UsageError("--rtf only applies to --time-mode paced");
+  const std::string listen = args.str("--listen", "127.0.0.1:0");
+  try {
+    auto [host, port] = sim::parse_listen_address(listen);
+    if (port != 0 && port + cfg.shape.servers() - 1 > 65535)
+      throw std::invalid_argument(fmt::format("--listen {}: servers 0-{} would listen on ports {}-{}, past 65535", listen,
+                                              cfg.shape.servers() - 1, port, port + cfg.shape.servers() - 1));
+    sv.host = host;
+    sv.first_port = port;
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  sv.ipbus_target = *sim::ipbus_target_from_string(resolve_ipbus_target(args, std::nullopt));
+  sv.fst_dir = args.str("--fst-dir", "");
+  sv.stop_after_wall_s = args.real("--stop-after-s", 0, 0, 1e9);
+  sv.stall_report_ms = static_cast<uint32_t>(args.u64("--stall-report-ms", sv.stall_report_ms, 0, 3'600'000));
+  if (sv.stall_report_ms > 0 && sv.stall_report_ms < 4)
+    throw UsageError(fmt::format("--stall-report-ms must be 0 (off) or at least 4, got {}", sv.stall_report_ms));
+  return sv;
+}
+
+// --launcher slurm's flags (as `mxtb regress --launcher slurm`'s).
+SlurmLaunch slurm_options(const Args& args) {
+  SlurmLaunch sl;
+  sl.partition = args.str("--partition", "");
+  if (args.has("--partition") && sl.partition.empty()) throw UsageError("--partition is empty");
+  sl.time_limit = args.str("--time-limit", "");
+  if (args.has("--time-limit") && !host::regress::valid_time_limit(sl.time_limit))
+    throw UsageError(fmt::format("--time-limit '{}' is not sbatch's --time syntax (M, M:S, H:M:S, D-H, D-H:M, D-H:M:S)", sl.time_limit));
+  std::istringstream words(args.str("--sbatch-args", ""));
+  for (std::string w; words >> w;) sl.sbatch_args.push_back(w);
+  sl.poll_s = args.real("--poll-s", 2.0, 0.1, 3600);
+  return sl;
+}
+
+// Rank 0's part: OUT/rack.json, OUT/rack-perf.json and the summary.
+void report_rack(const sim::rack::RackConfig& cfg, const sim::rack::RackOutcome& out, int processes, const std::string& out_dir) {
+  json servers = json::array();
+  for (const std::string& r : out.server_reports) servers.push_back(json::parse(r));
+  json report = {{"rack", to_json(cfg)}, {"servers", servers}, {"failures", out.failures}, {"passed", out.failures.empty()}};
+  write_file(out_dir + "/rack.json", report.dump(2) + "\n");
+  json per_process = json::array();
+  double wall = 0;
+  for (const std::string& p : out.perf) {
+    per_process.push_back(json::parse(p));
+    wall = std::max(wall, per_process.back().at("wall_s").get<double>());
+  }
+  const uint64_t cycles = per_process.empty() ? 0 : per_process[0].at("cycles").get<uint64_t>();
+  json perf = {{"processes", processes},
+               {"wall_s", wall},
+               {"rack_cycles", cycles},
+               {"rack_cycles_per_s", wall > 0 ? static_cast<double>(cycles) / wall : 0.0},
+               {"server_cycles_per_s", wall > 0 ? static_cast<double>(cycles) * cfg.shape.servers() / wall : 0.0},
+               {"window_cycles", out.window_cycles},
+               {"per_process", per_process}};
+  write_file(out_dir + "/rack-perf.json", perf.dump(2) + "\n");
+  print_summary(cfg, out, perf);
+  fmt::print("# wrote {}/rack.json, {}/rack-perf.json, {}/events/serverN.events.jsonl\n", out_dir, out_dir, out_dir);
+}
+
 }  // namespace
 
 int cmd_rack(const ArgList& argv) {
@@ -188,34 +257,7 @@ int cmd_rack(const ArgList& argv) {
     throw UsageError(fmt::format("--processes {}: the rack has {} servers, and each process holds at least one", processes,
                                  cfg.shape.servers()));
   const double peer_timeout_s = args.real("--peer-timeout-s", 30.0, 0.5, 3600.0);
-  std::optional<sim::rack::RackServe> serve;
-  for (const char* flag : {"--time-mode", "--rtf", "--listen", "--ipbus-target", "--stop-after-s", "--stall-report-ms"})
-    if (args.has(flag) && !args.has("--serve")) throw UsageError(fmt::format("{} applies to a served rack: add --serve", flag));
-  if (args.has("--serve")) {
-    sim::rack::RackServe sv;
-    sv.time_mode = *sim::time_mode_from_string(args.choice("--time-mode", "lockstep", {"lockstep", "paced", "free"}));
-    sv.rtf = args.real("--rtf", 1.0);
-    if (!(sv.rtf > 0)) throw UsageError(fmt::format("--rtf must be above 0, got {}", sv.rtf));
-    if (args.has("--rtf") && sv.time_mode != emu::TimeMode::Paced) throw UsageError("--rtf only applies to --time-mode paced");
-    const std::string listen = args.str("--listen", "127.0.0.1:0");
-    try {
-      auto [host, port] = sim::parse_listen_address(listen);
-      if (port != 0 && port + cfg.shape.servers() - 1 > 65535)
-        throw std::invalid_argument(fmt::format("--listen {}: servers 0-{} would listen on ports {}-{}, past 65535", listen,
-                                                cfg.shape.servers() - 1, port, port + cfg.shape.servers() - 1));
-      sv.host = host;
-      sv.first_port = port;
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
-    sv.ipbus_target = *sim::ipbus_target_from_string(resolve_ipbus_target(args, std::nullopt));
-    sv.fst_dir = args.str("--fst-dir", "");
-    sv.stop_after_wall_s = args.real("--stop-after-s", 0, 0, 1e9);
-    sv.stall_report_ms = static_cast<uint32_t>(args.u64("--stall-report-ms", sv.stall_report_ms, 0, 3'600'000));
-    if (sv.stall_report_ms > 0 && sv.stall_report_ms < 4)
-      throw UsageError(fmt::format("--stall-report-ms must be 0 (off) or at least 4, got {}", sv.stall_report_ms));
-    serve = sv;
-  }
+  const std::optional<sim::rack::RackServe> serve = serve_options(args, cfg);
   const std::string out_dir = args.str("--out", "out/rack");
   const bool child = sim::rack::launched_by_mpiexec();
   const std::string launcher = args.choice("--launcher", "local", {"local", "slurm"});
@@ -224,16 +266,7 @@ int cmd_rack(const ArgList& argv) {
       if (args.has(f)) throw UsageError(fmt::format("{} is for --launcher slurm", f));
   if (launcher == "slurm" && !child) {
     if (serve) throw UsageError("--serve with --launcher slurm is not built: a served rack runs on this machine (mpiexec)");
-    SlurmLaunch sl;
-    sl.partition = args.str("--partition", "");
-    if (args.has("--partition") && sl.partition.empty()) throw UsageError("--partition is empty");
-    sl.time_limit = args.str("--time-limit", "");
-    if (args.has("--time-limit") && !host::regress::valid_time_limit(sl.time_limit))
-      throw UsageError(fmt::format("--time-limit '{}' is not sbatch's --time syntax (M, M:S, H:M:S, D-H, D-H:M, D-H:M:S)", sl.time_limit));
-    std::istringstream words(args.str("--sbatch-args", ""));
-    for (std::string w; words >> w;) sl.sbatch_args.push_back(w);
-    sl.poll_s = args.real("--poll-s", 2.0, 0.1, 3600);
-    return launch_on_slurm(argv, processes, out_dir, sl);
+    return launch_on_slurm(argv, processes, out_dir, slurm_options(args));
   }
   if (processes > 1 && !child) {
     // This process becomes the launcher: the same command as `processes` MPI processes.
@@ -266,27 +299,7 @@ int cmd_rack(const ArgList& argv) {
   sim::rack::RackOutcome out = sim::rack::run_rack(cfg, *ex, opt);
   if (ex->rank() != 0) return 0;  // rank 0 reports for the rack (its exit code is the launcher's)
 
-  json servers = json::array();
-  for (const std::string& r : out.server_reports) servers.push_back(json::parse(r));
-  json report = {{"rack", to_json(cfg)}, {"servers", servers}, {"failures", out.failures}, {"passed", out.failures.empty()}};
-  write_file(out_dir + "/rack.json", report.dump(2) + "\n");
-  json per_process = json::array();
-  double wall = 0;
-  for (const std::string& p : out.perf) {
-    per_process.push_back(json::parse(p));
-    wall = std::max(wall, per_process.back().at("wall_s").get<double>());
-  }
-  const uint64_t cycles = per_process.empty() ? 0 : per_process[0].at("cycles").get<uint64_t>();
-  json perf = {{"processes", processes},
-               {"wall_s", wall},
-               {"rack_cycles", cycles},
-               {"rack_cycles_per_s", wall > 0 ? static_cast<double>(cycles) / wall : 0.0},
-               {"server_cycles_per_s", wall > 0 ? static_cast<double>(cycles) * cfg.shape.servers() / wall : 0.0},
-               {"window_cycles", out.window_cycles},
-               {"per_process", per_process}};
-  write_file(out_dir + "/rack-perf.json", perf.dump(2) + "\n");
-  print_summary(cfg, out, perf);
-  fmt::print("# wrote {}/rack.json, {}/rack-perf.json, {}/events/serverN.events.jsonl\n", out_dir, out_dir, out_dir);
+  report_rack(cfg, out, processes, out_dir);
   // Served, the host may have failed XPUs and moved circuits: the checks say where the rack
   // stands, and the exit status is the serving's, as `mxtb sim`'s.
   if (serve) return 0;

@@ -126,12 +126,19 @@ std::vector<Ring> ring_plan(const protocol::ServerShape& shape, const std::vecto
                             const std::vector<int>& xpus, bool both_directions) {
   const int n = static_cast<int>(xpus.size());
   if (n < 2) throw std::invalid_argument(fmt::format("a ring needs at least 2 XPUs, not {}", n));
-  const auto hop_circuits = ::mxtb::sim::hop_circuits(shape, port_target, xpus, n, "ring");
+  return rings_over(xpus, ::mxtb::sim::hop_circuits(shape, port_target, xpus, n, "ring"), both_directions);
+}
+
+std::vector<Ring> rings_over(const std::vector<int>& order, const std::vector<std::vector<RingHop>>& hop_circuits,
+                             bool both_directions) {
+  const int n = static_cast<int>(order.size());
+  if (hop_circuits.size() != order.size())
+    throw std::invalid_argument(fmt::format("rings over {} XPUs given the circuits of {} hops", n, hop_circuits.size()));
   const size_t k = fewest(hop_circuits);
   std::vector<Ring> rings;
   for (size_t r = 0; r < k; ++r) {
     Ring ring;
-    ring.order = xpus;
+    ring.order = order;
     for (int p = 0; p < n; ++p) ring.hops.push_back(hop_circuits[static_cast<size_t>(p)][r]);
     rings.push_back(ring);
   }
@@ -140,7 +147,7 @@ std::vector<Ring> ring_plan(const protocol::ServerShape& shape, const std::vecto
   if (both_directions && n > 2)
     for (size_t r = 0; r < k; ++r) {
       Ring ring;
-      for (int p = 0; p < n; ++p) ring.order.push_back(xpus[static_cast<size_t>((n - p) % n)]);
+      for (int p = 0; p < n; ++p) ring.order.push_back(order[static_cast<size_t>((n - p) % n)]);
       // Position p sends to p + 1, which is XPU index (n - p - 1): the forward hop (n - p - 1) reversed.
       for (int p = 0; p < n; ++p) {
         const RingHop& f = hop_circuits[static_cast<size_t>((2 * n - p - 1) % n)][r];

@@ -64,6 +64,14 @@ struct Ring {
 std::vector<Ring> ring_plan(const protocol::ServerShape& shape, const std::vector<int>& port_target,
                             const std::vector<int>& xpus, bool both_directions = true);
 
+// The rings over `order` (XPUs, ring order) given each hop's circuits (hop_circuits[p]: order[p]
+// to order[p + 1], wrapping): as many as the hop with the fewest circuits allows, and, when
+// `both_directions`, their reverses on each circuit's other direction. ring_plan's, and the rack's
+// (sim/rack/rack_collective.h) over its own circuits. Throws std::invalid_argument when the hops
+// do not match the order.
+std::vector<Ring> rings_over(const std::vector<int>& order, const std::vector<std::vector<RingHop>>& hop_circuits,
+                             bool both_directions = true);
+
 // Chains over XPUs joined in a line (`xpus` in line order): one stream per circuit of the hop with
 // the fewest, alternately in each direction. Throws std::invalid_argument naming a missing hop.
 std::vector<Ring> chain_plan(const protocol::ServerShape& shape, const std::vector<int>& port_target,

@@ -43,6 +43,13 @@ struct CollectiveRow {
 
 constexpr uint64_t kCollectiveBringUpLimitCycles = 3'000'000;
 
+// A collective's row once it ended or was given up: started at cycle `start`, given up at cycle
+// `now` if not done; its rings' link layers' counters from `before` (when it started) to `after`.
+CollectiveRow collective_row(const RingCollective& coll, uint64_t start, uint64_t now, double period_ns,
+                             const std::vector<LinkReport>& before, const std::vector<LinkReport>& after);
+// A lane moves one word a clock at best: past this many cycles a collective is stuck.
+uint64_t collective_cycle_limit(const RingCollective& coll);
+
 // The emulated server with its firmware, ready to place circuits and run collectives on them (the
 // benchmarks below, and the tests of a job of collectives, sim/collective/tenant_job.h).
 class CollectiveServer {
@@ -82,39 +89,15 @@ class CollectiveServer {
 
   CollectiveRow run(const CollectiveSpec& spec) {
     RingCollective coll(spec, shape_);
-    CollectiveRow row;
-    row.op = spec.op;
-    row.type = spec.type;
-    row.size = spec.count * element_bytes(spec.type);
-    row.count = spec.count;
-    row.ranks = static_cast<int>(spec.ranks.size());
-    row.rings = static_cast<int>(spec.rings.size());
-    std::vector<LinkReport> before;
+    std::vector<LinkReport> before, after;
     for (int l : links_) before.push_back(sim_.link_report(l));
-    // A lane moves one word a clock at best: far beyond that, something is stuck.
-    const uint64_t words_per_lane = coll.payload_bytes_per_rank() / 8 / spec.rings.size() + 1;
-    const uint64_t limit = 50 * words_per_lane + 200'000;
+    const uint64_t limit = collective_cycle_limit(coll);
     sim_.set_lane_program(&coll);
     const uint64_t start = sim_.cycle();
     while (!coll.done() && sim_.cycle() - start < limit) sim_.step(std::min<uint64_t>(4096, limit));
     sim_.set_lane_program(nullptr);
-    row.completed = coll.done();
-    row.cycles = (row.completed ? coll.end_cycle() + 1 : sim_.cycle()) - start;
-    row.time_us = static_cast<double>(row.cycles) * sim_.period_ns() / 1000;
-    row.algbw_gbs = static_cast<double>(row.size) / (row.time_us * 1e3);
-    row.busbw_gbs = row.algbw_gbs * busbw_factor(spec.op, row.ranks);
-    row.wrong = row.completed ? coll.wrong() : spec.count * spec.ranks.size();
-    row.framing_errors = coll.framing_errors();
-    row.first_error = row.completed ? coll.first_error() : fmt::format("not done after {} cycles", row.cycles);
-    row.backpressure = coll.backpressure();
-    row.lane_words = coll.words_sent();
-    for (size_t i = 0; i < links_.size(); ++i) {
-      LinkReport now = sim_.link_report(links_[i]);
-      row.replays += now.replays - before[i].replays;
-      row.crc_errors += now.crc_errors - before[i].crc_errors;
-      row.retrains += now.retrains - before[i].retrains;
-    }
-    return row;
+    for (int l : links_) after.push_back(sim_.link_report(l));
+    return collective_row(coll, start, sim_.cycle(), sim_.period_ns(), before, after);
   }
 
  private:

@@ -25,21 +25,16 @@
 
 #include <fmt/format.h>
 
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <csignal>
 #include <cstdlib>
 #include <cstdio>
 #include <memory>
-#include <unistd.h>
 
 namespace mxtb::sim {
 
 namespace {
 
-std::atomic<bool> g_stop{false};
-extern "C" void on_signal(int) { g_stop = true; }
 
 ServerConfig with_tracing(const EmulatorConfig& cfg) {
   ServerConfig s = cfg.server;
@@ -148,9 +143,6 @@ int Emulator::serve() {
   std::printf("listening on udp://%s\n", server->local_address().c_str());
   std::fflush(stdout);
 
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
-  std::signal(SIGPIPE, SIG_IGN);
   target_->start(*server);
   serve_until_stopped();
   target_->stop();
@@ -162,16 +154,9 @@ int Emulator::serve() {
 // simulation on their own when none is waiting, paced then waiting for one until wall time catches
 // up with simulated time.
 void Emulator::serve_until_stopped() {
-  const pid_t parent = getppid();
-  const auto wall0 = thread_.start_clock();
-  auto last_parent_check = wall0;
-  while (!g_stop) {
-    auto wall = std::chrono::steady_clock::now();
-    if (wall - last_parent_check > std::chrono::milliseconds(200)) {
-      last_parent_check = wall;
-      if (getppid() != parent) break;  // whoever started us is gone
-      if (cfg_.stop_after_wall_s > 0 && std::chrono::duration<double>(wall - wall0).count() > cfg_.stop_after_wall_s) break;
-    }
+  thread_.start_clock();
+  ServeUntil until(cfg_.stop_after_wall_s);
+  while (!until.over()) {
     if (cfg_.time_mode == emu::TimeMode::Lockstep) {
       thread_.set_activity("waiting for a request (lockstep: simulated time stands still)");
       target_->serve_one(std::chrono::milliseconds(100));

@@ -6,13 +6,39 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cmath>
+#include <csignal>
 #include <thread>
+
+#include <unistd.h>
 
 namespace mxtb::sim {
 
 using sc_core::sc_time;
 using sc_core::SC_NS;
+
+namespace {
+std::atomic<bool> g_stop_signal{false};
+extern "C" void on_stop_signal(int) { g_stop_signal = true; }
+}  // namespace
+
+ServeUntil::ServeUntil(double stop_after_wall_s) : parent_(getppid()), stop_after_wall_s_(stop_after_wall_s) {
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  std::signal(SIGPIPE, SIG_IGN);
+}
+
+bool ServeUntil::over() {
+  if (over_ || g_stop_signal) return over_ = true;
+  const auto wall = std::chrono::steady_clock::now();
+  if (wall - last_check_ > std::chrono::milliseconds(200)) {
+    last_check_ = wall;
+    if (getppid() != parent_) over_ = true;  // whoever started us is gone
+    if (stop_after_wall_s_ > 0 && std::chrono::duration<double>(wall - wall0_).count() > stop_after_wall_s_) over_ = true;
+  }
+  return over_;
+}
 
 HostPort::HostPort(sc_core::sc_module_name name) : sc_module(name) { SC_THREAD(run); }
 

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <stdexcept>
+#include <sys/types.h>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,23 @@ class HostPort : public sc_core::sc_module {
   bool owner_pauses_ = false;
   std::function<void()> work_;
   bool done_ = true, pending_ = false;
+};
+
+// When a serve loop stops (`mxtb sim`'s, a served rack's): SIGINT or SIGTERM, the death of the
+// process that started this one, or `stop_after_wall_s` of wall time from construction (0: never).
+// Construction installs the signal handlers (and ignores SIGPIPE); over() looks at the parent and
+// the wall time every 200 ms.
+class ServeUntil {
+ public:
+  explicit ServeUntil(double stop_after_wall_s);
+  bool over();
+
+ private:
+  const pid_t parent_;
+  const double stop_after_wall_s_;
+  const std::chrono::steady_clock::time_point wall0_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_check_ = wall0_;
+  bool over_ = false;
 };
 
 class SimThread {

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
 #include <stdexcept>
 
 namespace mxtb::sim::rack {
@@ -56,26 +55,7 @@ std::vector<Ring> rack_ring_plan(const protocol::RackShape& shape, const protoco
     if (hops[static_cast<size_t>(p)].empty())
       throw std::invalid_argument(fmt::format("no circuit from rack XPU {} to rack XPU {}: the ring cannot be formed", from, to));
   }
-  size_t k = std::numeric_limits<size_t>::max();
-  for (const auto& h : hops) k = std::min(k, h.size());
-  std::vector<Ring> rings;
-  for (size_t r = 0; r < k; ++r) {
-    Ring ring;
-    ring.order = order;
-    for (int p = 0; p < n; ++p) ring.hops.push_back(hops[static_cast<size_t>(p)][r]);
-    rings.push_back(ring);
-  }
-  if (n > 2)  // the reverse rings use each circuit's other direction (two XPUs' ring already does)
-    for (size_t r = 0; r < k; ++r) {
-      Ring ring;
-      for (int p = 0; p < n; ++p) ring.order.push_back(order[static_cast<size_t>((n - p) % n)]);
-      for (int p = 0; p < n; ++p) {
-        const RingHop& f = hops[static_cast<size_t>((2 * n - p - 1) % n)][r];
-        ring.hops.push_back({f.rx_link, f.tx_link});
-      }
-      rings.push_back(ring);
-    }
-  return rings;
+  return rings_over(order, hops);
 }
 
 }  // namespace mxtb::sim::rack

@@ -35,9 +35,9 @@ int rack_xpu(const protocol::RackShape& shape, const protocol::RackXpu& x);
 // Needs an even dimension (or a line); throws RackMapError naming the dimensions otherwise.
 std::vector<int> torus_ring_positions(int dim_x, int dim_y);
 
-// Rings over `order` (rack XPUs, ring order) on the map's circuits: as many as the hop with the
-// fewest circuits allows, and their reverses. Throws std::invalid_argument naming a hop without a
-// circuit.
+// Rings over `order` (rack XPUs, ring order) on the map's circuits (rings_over: as many as the hop
+// with the fewest circuits allows, and their reverses). Throws std::invalid_argument naming a hop
+// without a circuit.
 std::vector<Ring> rack_ring_plan(const protocol::RackShape& shape, const protocol::RackMap& map, const std::vector<int>& order);
 
 // One board's lanes of a rack collective: its link l is the collective's rack link offset + l.

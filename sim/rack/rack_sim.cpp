@@ -18,17 +18,14 @@
 #include <systemc>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <memory>
 
-#include <unistd.h>
 
 namespace mxtb::sim::rack {
 
@@ -154,9 +151,6 @@ struct Board {
   std::unique_ptr<Endpoint> endpoint;
 };
 
-std::atomic<bool> g_stop_serving{false};
-extern "C" void on_stop_signal(int) { g_stop_serving = true; }
-
 constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
 
 // The bring-up of a rack tenant's circuits, on every board at once at fixed simulated times, so
@@ -204,9 +198,14 @@ class RackRun {
         strands_.push_back(std::move(s));
       }
     }
+    peers_ = peer_processes();
   }
 
-  std::vector<int> peers() const {
+  const std::vector<int>& peers() const { return peers_; }
+
+ private:
+  // The processes this one exchanges with: those holding the other end of a fibre of its servers.
+  std::vector<int> peer_processes() const {
     std::vector<int> p;
     for (const Strand& s : strands_) {
       int other = -1;
@@ -218,6 +217,7 @@ class RackRun {
     return p;
   }
 
+ public:
   // Under SystemC: builds the boards, runs the rack to its end.
   void simulate() {
     build();
@@ -447,8 +447,6 @@ class RackRun {
   void serve_requests(const RackServe& sv, SimThread& thread);
 
  public:
-  void set_peers(std::vector<int> peers) { peers_ = std::move(peers); }
-
  private:
   const RackConfig& cfg_;
   WindowExchange& ex_;
@@ -533,9 +531,6 @@ void RackRun::serve(const RackServe& sv) {
     std::printf("listening on udp://%s server %d\n", e.socket->local_address().c_str(), bp->server);
   }
   std::fflush(stdout);
-  std::signal(SIGINT, on_stop_signal);
-  std::signal(SIGTERM, on_stop_signal);
-  std::signal(SIGPIPE, SIG_IGN);
   for (auto& b : boards_) b->endpoint->target->start(*b->endpoint->socket);
   serve_requests(sv, thread);
   for (auto& b : boards_) b->endpoint->target->stop();
@@ -558,9 +553,8 @@ void RackRun::serve(const RackServe& sv) {
 // lockstep waits for the next, free and paced run the rack between requests, paced then waiting
 // for one until wall time catches up.
 void RackRun::serve_requests(const RackServe& sv, SimThread& thread) {
-  const pid_t parent = getppid();
-  const auto wall0 = thread.start_clock();
-  auto last_check = wall0;
+  thread.start_clock();
+  ServeUntil until(sv.stop_after_wall_s);
   const size_t n = boards_.size();
   const auto turn = std::chrono::microseconds(std::max<int64_t>(50, 2000 / static_cast<int64_t>(n)));
   size_t next = 0;
@@ -575,13 +569,7 @@ void RackRun::serve_requests(const RackServe& sv, SimThread& thread) {
       return false;
     }
   };
-  while (!g_stop_serving && !stopped_) {
-    const auto wall = std::chrono::steady_clock::now();
-    if (wall - last_check > std::chrono::milliseconds(200)) {
-      last_check = wall;
-      if (getppid() != parent) break;  // whoever started us is gone
-      if (sv.stop_after_wall_s > 0 && std::chrono::duration<double>(wall - wall0).count() > sv.stop_after_wall_s) break;
-    }
+  while (!stopped_ && !until.over()) {
     if (sv.time_mode == emu::TimeMode::Lockstep) {
       thread.set_activity("waiting for a request (lockstep: the rack's time stands still)");
       serve_any(turn);
@@ -624,7 +612,6 @@ void RackRun::plan_sweep(const RackCollectiveOptions& o) {
   std::sort(s->ring_links.begin(), s->ring_links.end());
   s->ring_links.erase(std::unique(s->ring_links.begin(), s->ring_links.end()), s->ring_links.end());
   s->result.rings = static_cast<int>(s->rings.size());
-  s->result.tx_lanes_per_rank = static_cast<int>(s->rings.size());  // each ring: one lane out of every rank
   const int xpus = cfg_.shape.server.xpus;
   const size_t n = s->result.ranks.size();
   for (size_t p = 0; p < n; ++p) s->result.fibre_hops += s->result.ranks[p] / xpus != s->result.ranks[(p + 1) % n] / xpus;
@@ -664,9 +651,7 @@ void RackRun::start_size(uint64_t E) {
   s.running = std::make_unique<RingCollective>(spec, s.numbering);
   s.running->start(E);
   s.start = E;
-  // A lane moves one word a clock at best: far beyond that, something is stuck.
-  const uint64_t words_per_lane = s.running->payload_bytes_per_rank() / 8 / s.rings.size() + 1;
-  s.limit = 50 * words_per_lane + 200'000;
+  s.limit = collective_cycle_limit(*s.running);
   s.before.clear();
   for (int l : s.ring_links) s.before.push_back(ring_link_report(l));
   const int links = cfg_.shape.server.links();
@@ -678,31 +663,9 @@ void RackRun::start_size(uint64_t E) {
 
 void RackRun::finish_size(uint64_t E) {
   CollectiveSweep& s = *sweep_;
-  RingCollective& coll = *s.running;
-  const CollectiveSpec& spec = coll.spec();
-  CollectiveRow row;
-  row.op = spec.op;
-  row.type = spec.type;
-  row.size = spec.count * element_bytes(spec.type);
-  row.count = spec.count;
-  row.ranks = static_cast<int>(spec.ranks.size());
-  row.rings = static_cast<int>(spec.rings.size());
-  row.completed = coll.done();
-  row.cycles = (row.completed ? coll.end_cycle() + 1 : E) - s.start;
-  row.time_us = static_cast<double>(row.cycles) * (1000.0 / cfg_.server.clock_mhz) / 1000;
-  row.algbw_gbs = static_cast<double>(row.size) / (row.time_us * 1e3);
-  row.busbw_gbs = row.algbw_gbs * busbw_factor(spec.op, row.ranks);
-  row.wrong = row.completed ? coll.wrong() : spec.count * spec.ranks.size();
-  row.framing_errors = coll.framing_errors();
-  row.first_error = row.completed ? coll.first_error() : fmt::format("not done after {} cycles", row.cycles);
-  row.backpressure = coll.backpressure();
-  row.lane_words = coll.words_sent();
-  for (size_t i = 0; i < s.ring_links.size(); ++i) {
-    const LinkReport now = ring_link_report(s.ring_links[i]);
-    row.replays += now.replays - s.before[i].replays;
-    row.crc_errors += now.crc_errors - s.before[i].crc_errors;
-    row.retrains += now.retrains - s.before[i].retrains;
-  }
+  std::vector<LinkReport> after;
+  for (int l : s.ring_links) after.push_back(ring_link_report(l));
+  const CollectiveRow row = collective_row(*s.running, s.start, E, 1000.0 / cfg_.server.clock_mhz, s.before, after);
   s.result.rows.push_back(row);
   for (auto& b : boards_) b->sim.set_lane_program(nullptr);
   s.slices.clear();
@@ -828,7 +791,6 @@ RackOutcome run_rack(const RackConfig& cfg, WindowExchange& ex, const RackRunOpt
   }
   RackRun run(cfg, ex, opt);
   ex.set_peers(run.peers());
-  run.set_peers(run.peers());
   int rc = run_under_systemc([&] {
     if (opt.serve) run.serve(*opt.serve);
     else run.simulate();

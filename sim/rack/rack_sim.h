@@ -63,8 +63,7 @@ struct RackRunOptions {
 // What a rack's collective sweep measured (RackRunOptions::collective).
 struct RackCollectiveResult {
   std::vector<int> ranks;         // rack XPUs, ring order
-  int rings = 0;                  // rings as run: the forward ones and their reverses
-  int tx_lanes_per_rank = 0;      // lanes each rank sends on (one a ring)
+  int rings = 0;                  // rings as run, the forward ones and their reverses: each rank sends on one lane a ring
   int fibre_hops = 0;             // hops of the ring order that cross a fibre
   uint64_t all_active_cycle = 0;  // the window end at which every circuit of the rings was Active: the first size starts
   std::vector<CollectiveRow> rows;

@@ -732,6 +732,27 @@ TEST_CASE("ocs: each mapped link expects the XPU and lane of its target port") {
   CHECK(((static_cast<uint32_t>(b.m.link_expect_lane_o) >> 24) & 0xFF) == 2);
 }
 
+// docs/ocs-controller.md: XPU numbers are the rack's, the board's straps (xpu_base_i) plus its own
+// XPU. Both ways: a link whose circuit ends at a lane expects base + that lane's XPU; a link whose
+// circuit leaves through a fibre port still expects no one, whatever the base.
+TEST_CASE("ocs: the board's XPU base strap adds to every mapped link's expected XPU, never to no one") {
+  Small b;
+  b.m.xpu_base_i = 5;
+  commit_lane_baseline(b);  // links 0..3 -> ports 3, 2, 1, 0: XPU 0 of this board
+  for (int link = 0; link < 4; ++link) {
+    INFO("link " << link);
+    const uint32_t target = static_cast<uint32_t>(3 - link);
+    CHECK(((static_cast<uint32_t>(b.m.link_expect_xpu_o) >> (8 * link)) & 0xFF) == 5 + target / 4);
+    CHECK(((static_cast<uint32_t>(b.m.link_expect_lane_o) >> (8 * link)) & 0xFF) == target % 4);
+  }
+  b.stage_map(0, 4);  // link 0 -> port 4, a fibre port (entry 7 takes port 3)
+  b.stage_map(7, 3);
+  b.commit(2);
+  REQUIRE(b.last_err() == Error::None);
+  CHECK((static_cast<uint32_t>(b.m.link_expect_xpu_o) & 0xFF) == 0xFF);
+  CHECK(((static_cast<uint32_t>(b.m.link_expect_xpu_o) >> 8) & 0xFF) == 5);
+}
+
 // docs/ocs-controller.md: a circuit to a fibre port (at or beyond N_LINKS, 4 here) ends at a lane
 // the board cannot name. Both ways: such a link checks no one and expects no one while idle, checks
 // (no one) while a commit runs, and retrains when its circuit changes and when a commit ends; it

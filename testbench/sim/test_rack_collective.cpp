@@ -21,6 +21,19 @@ bool neighbours(int a, int b, int dx, int dy) {
   return wx + wy == 1;
 }
 
+// Two servers side by side, the whole rack's tenant (a 4x2 torus) and its circuits.
+struct TwoServers {
+  protocol::RackShape shape;
+  protocol::RackPlacement tenant;
+  protocol::RackMap map;
+  TwoServers() {
+    shape.servers_x = 2;
+    shape.servers_y = 1;
+    tenant = protocol::whole_rack_placement(shape);
+    map = protocol::rack_torus_map(shape, protocol::torus_wiring(shape), tenant);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("rack collective: the ring order visits every position once, each step to a torus neighbour, and closes") {
@@ -46,12 +59,8 @@ TEST_CASE("rack collective: a torus with both dimensions odd has no such ring, a
 }
 
 TEST_CASE("rack collective: rings over a 4x2 tenant on two servers cross the fibres, every hop a circuit of its two XPUs") {
-  protocol::RackShape shape;
-  shape.servers_x = 2;
-  shape.servers_y = 1;
-  const auto wiring = protocol::torus_wiring(shape);
-  const protocol::RackPlacement tenant = protocol::whole_rack_placement(shape);
-  const protocol::RackMap map = protocol::rack_torus_map(shape, wiring, tenant);
+  const TwoServers r;
+  const auto& [shape, tenant, map] = r;
   std::vector<int> order;
   for (int p : torus_ring_positions(tenant.dim_x, tenant.dim_y))
     order.push_back(rack_xpu(shape, tenant.xpu_of_position[static_cast<size_t>(p)]));
@@ -79,12 +88,8 @@ TEST_CASE("rack collective: rings over a 4x2 tenant on two servers cross the fib
 }
 
 TEST_CASE("rack collective: a ring order with a hop that has no circuit is refused, naming the hop") {
-  protocol::RackShape shape;
-  shape.servers_x = 2;
-  shape.servers_y = 1;
-  const auto wiring = protocol::torus_wiring(shape);
-  const protocol::RackPlacement tenant = protocol::whole_rack_placement(shape);
-  const protocol::RackMap map = protocol::rack_torus_map(shape, wiring, tenant);
+  const TwoServers r;
+  const auto& [shape, tenant, map] = r;
   const int a = rack_xpu(shape, tenant.xpu_of_position[0]), far = rack_xpu(shape, tenant.xpu_of_position[5]);
   const std::string want = fmt::format("no circuit from rack XPU {} to rack XPU {}", a, far);
   CHECK_THROWS_WITH_AS(rack_ring_plan(shape, map, {a, far}), doctest::Contains(want.c_str()), std::invalid_argument);
