@@ -68,8 +68,10 @@ int cmd_demo(const ArgList& argv) {
   o.out_dir = args.str("--out", "out");
   o.waves = !args.has("--no-waves");
   const bool sweep = args.has("--sweep");
-  if (args.has("--restart") || sweep) {
-    const std::string restart = args.choice("--restart", "both", {"hot-spare", "relaunch", "both"});
+  // By default the job's ranks run as processes and their communicator's re-form is measured (the
+  // hot spare on the path, the relaunch beside it); none keeps the scenario's modeled constant.
+  const std::string restart = args.choice("--restart", "both", {"hot-spare", "relaunch", "both", "none"});
+  if (restart != "none" || sweep) {
     if (sweep && restart != "both")
       throw UsageError(fmt::format("--sweep recomputes both strategies from one run that measures both: --restart {} does "
                                    "not go with it (leave it out, or say both)",

@@ -105,11 +105,11 @@ int cmd_regress(const ArgList& argv) {
   const double poll_s = args.real("--poll-s", 10, 0.1, 3600);
   cfg.child_template = {host::fabric::self_executable(), "demo", "--scenario-seed", "{seed}", "--json", "{json}",
                         "--out", cfg.work_dir + "/seed-{seed}", "--no-waves"};
-  // The job's ranks as processes in every seed, re-formed by that strategy (both: the hot spare,
-  // and the relaunch measured beside it).
+  // Every seed measures what the demo measures: its default (the job's ranks as processes, the hot
+  // spare on the path and the relaunch beside it) unless --restart names another strategy or none.
   if (args.has("--restart"))
     cfg.child_template.insert(cfg.child_template.end(),
-                              {"--restart", args.choice("--restart", "both", {"hot-spare", "relaunch", "both"})});
+                              {"--restart", args.choice("--restart", "both", {"hot-spare", "relaunch", "both", "none"})});
   std::string json_path = args.str("--json", cfg.work_dir + "/regress.json");
   std::string junit_path = args.str("--junit", cfg.work_dir + "/junit.xml");
 

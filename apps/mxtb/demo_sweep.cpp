@@ -18,7 +18,7 @@ SweepInputs sweep_inputs(const Timeline& t) {
   const TimelinePhase* restore = host::report::find_phase(t, "state_restore");
   const TimelinePhase* reform = host::report::find_phase(t, "communicator_reform");
   if (!restore) throw std::runtime_error("the run has no state_restore phase (degraded, or no state to restore)");
-  if (!reform) throw std::runtime_error("the run has no communicator_reform phase (the ranks were not run: --restart)");
+  if (!reform) throw std::runtime_error("the run has no communicator_reform phase (the ranks were not run: --restart none, or a scenario with no job)");
   const TimelinePhase* hot = nullptr;
   const TimelinePhase* abort = nullptr;
   for (const auto& p : t.beside) {

@@ -27,15 +27,16 @@ struct Command {
 const Command kCommands[] = {
     {"demo", mxtb::app::cmd_demo,
      R"(demo [--scenario FILE | --scenario-seed N] [--seed N] [--out DIR] [--json FILE] [--no-waves]
-    [--ipbus-timeout-ms MS] [--inject-stall MS/EVERY] [--restart hot-spare|relaunch|both] [--sweep]
-    [--host-decide-ns NS] [--ipbus-target rtl|cpp]
+    [--ipbus-timeout-ms MS] [--inject-stall MS/EVERY] [--restart hot-spare|relaunch|both|none]
+    [--sweep] [--host-decide-ns NS] [--ipbus-target rtl|cpp]
     the main job: the emulator on loopback, the failover manager over IPbus, an XPU killed and
     replaced by a spare; phase table against 1.2 s, report.json, timeline.json/.svg, waves.fst.
     The IPbus client waits MS per attempt (default 1000); --inject-stall is the stress harness's
-    fault (see sim). --restart runs the job's ranks as processes with Gloo and measures their
-    communicator's re-form (a waiting hot spare, or every rank relaunched from its checkpoint)
-    in place of the modeled communicator_reinit; both: the hot spare on the path and the
-    relaunch measured beside it in the same run. --sweep (implies --restart both): the path
+    fault (see sim). The job's ranks run as processes with Gloo and their communicator's
+    re-form is measured (--restart hot-spare: a waiting hot spare; relaunch: every rank
+    relaunched from its checkpoint; both, the default: the hot spare on the path and the
+    relaunch measured beside it in the same run; none: the scenario's modeled
+    communicator_reinit instead). A scenario with no job (random traffic) has no communicator. --sweep (implies --restart both): the path
     recomputed over state size 1-16 GiB, lane rate 25-200 Gb/s, lanes 1-4 and strategy from this
     run's measured phases (sweep.json, sweep.svg)). --host-decide-ns charges the host's decide
     compute as NS instead of measuring it: a report's figure host_decide_ns replays that run.

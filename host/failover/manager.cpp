@@ -126,7 +126,8 @@ void FailoverManager::bring_up() {
                                            w.failed ? fmt::format(" (XPU {} failed)", *w.failed) : std::string()));
   }
   // The ranks' processes and their first communicator: wall time, before any failure.
-  if (cfg_.comm) ranks_ = std::make_unique<comm::RankGroup>(*cfg_.comm, protocol::ring_xpus(s_.placement), s_.free_spares);
+  // A tenant with no job (random traffic) has no ranks to run.
+  if (cfg_.comm && cfg_.job) ranks_ = std::make_unique<comm::RankGroup>(*cfg_.comm, protocol::ring_xpus(s_.placement), s_.free_spares);
   arm_next_backup();
   if (board_.is_emulator()) messages_at_bring_up_ = board_.messages_delivered();
 }
@@ -393,7 +394,11 @@ void FailoverManager::finish(FailoverRecord& rec, bool reconciled) {
   append_hardware_phases(t, hw);
   if (copies_) restore_state(rec);
   const ReformResult reform = ranks_ ? reform_ranks(rec) : ReformResult{};
-  append_modeled(t, cfg_.modeled, reform.reformed);
+  append_modeled(t, cfg_.modeled,
+                 !cfg_.job           ? CommunicatorFate::NoJob
+                 : !s_.whole()       ? CommunicatorFate::NotFormedAgain
+                 : reform.reformed   ? CommunicatorFate::Reformed
+                                     : CommunicatorFate::Modeled);
   if (cfg_.job) form_tenant_job_again(rec);
   rearm(t);
   add_alternative(t, reform.alternative);

@@ -76,11 +76,14 @@ void append_degraded_detection(report::Timeline& t, const Detection& det) {
                        "the manager sees the circuits down");
 }
 
-void append_modeled(report::Timeline& t, const std::vector<ModeledPhase>& modeled, bool reformed) {
+void append_modeled(report::Timeline& t, const std::vector<ModeledPhase>& modeled, CommunicatorFate fate) {
   for (const auto& m : modeled) {
-    if (reformed && m.name == "communicator_reinit") {
-      t.notes.push_back(fmt::format("communicator_reinit ({} ms, modeled) replaced by communicator_reform, measured",
-                                    m.duration_ms));
+    if (m.name == "communicator_reinit" && fate != CommunicatorFate::Modeled) {
+      const char* why = fate == CommunicatorFate::Reformed ? "replaced by communicator_reform, measured"
+                        : fate == CommunicatorFate::NoJob  ? "left out: the tenant runs no job, so no communicator"
+                                                           : "left out: the job is not formed again (another XPU of its "
+                                                             "ring has failed)";
+      t.notes.push_back(fmt::format("communicator_reinit ({} ms, modeled) {}", m.duration_ms, why));
       continue;
     }
     report::append_phase(t, m.name, m.duration_ms * 1e6, "modeled", m.doc);

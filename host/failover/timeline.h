@@ -49,8 +49,17 @@ struct HardwareInputs {
 void append_hardware_phases(report::Timeline& t, const HardwareInputs& in);
 // A degraded failover's detection (no spare: nothing is committed for it).
 void append_degraded_detection(report::Timeline& t, const Detection& det);
-// The scenario's modeled constants; a measured re-form replaces communicator_reinit.
-void append_modeled(report::Timeline& t, const std::vector<ModeledPhase>& modeled, bool reformed);
+// What became of the job's communicator at a failover: the modeled communicator_reinit stands
+// only for a communicator that is re-formed and not measured.
+enum class CommunicatorFate {
+  Modeled,         // re-formed, not measured here (demo --restart none): the scenario's constant
+  Reformed,        // the ranks' re-form measured (communicator_reform)
+  NoJob,           // the tenant runs no job (random traffic): there is no communicator
+  NotFormedAgain,  // another XPU of the ring has failed: the job waits for a ring it cannot have
+};
+// The scenario's modeled constants, communicator_reinit only where `fate` is Modeled (a note says
+// why it is left out otherwise).
+void append_modeled(report::Timeline& t, const std::vector<ModeledPhase>& modeled, CommunicatorFate fate);
 
 // The job's collective in flight at the failure, aborted on its own beside the failover.
 void add_collective_abort(report::Timeline& t, const std::vector<fabric::EmuEventRecord>& log);

@@ -56,10 +56,10 @@ expect_error("no-such-dir/campaign.json: no such file" regress --collect no-such
 expect_error("give either --scenario or --scenario-seed, not both" demo --scenario x.json --scenario-seed 3)
 expect_error("--time-mode must be lockstep, paced or free, got 'fast'" demo --time-mode fast)
 expect_error("the demo measures in lockstep" demo --time-mode free)
-expect_error("--restart must be hot-spare, relaunch or both, got 'warm'" demo --restart warm)
+expect_error("--restart must be hot-spare, relaunch, both or none, got 'warm'" demo --restart warm)
 expect_error("--sweep recomputes both strategies from one run that measures both: --restart relaunch does not go with it"
              demo --sweep --restart relaunch)
-expect_error("--restart must be hot-spare, relaunch or both, got 'warm'" regress --seeds 2 --restart warm)
+expect_error("--restart must be hot-spare, relaunch, both or none, got 'warm'" regress --seeds 2 --restart warm)
 expect_error("--collect DIR reads the campaign from DIR; --restart does not go with it" regress --collect x --restart both)
 expect_error("--store DIR is required" rank)
 if(NCCL)  # the build has the NCCL backend (host/comm/CMakeLists.txt)

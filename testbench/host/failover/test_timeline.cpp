@@ -111,14 +111,22 @@ TEST_CASE("timeline: a degraded failover's detection, and the modeled constants 
 
   const std::vector<ModeledPhase> modeled{{"communicator_reinit", 500, "NCCL init"}, {"resume", 2.5, "the job's first step"}};
   report::Timeline m = failed_at(0);
-  append_modeled(m, modeled, false);
+  append_modeled(m, modeled, CommunicatorFate::Modeled);
   CHECK(names(m.phases) == std::vector<std::string>{"communicator_reinit", "resume"});
   CHECK(m.phases[0].duration_ns() == 500e6);
   CHECK(m.phases[0].detail == "NCCL init");
   report::Timeline r = failed_at(0);
-  append_modeled(r, modeled, true);  // measured: the re-form takes the constant's place
+  append_modeled(r, modeled, CommunicatorFate::Reformed);  // measured: the re-form takes the constant's place
   CHECK(names(r.phases) == std::vector<std::string>{"resume"});
   CHECK(r.notes == std::vector<std::string>{"communicator_reinit (500 ms, modeled) replaced by communicator_reform, measured"});
+  // No communicator to re-form: no job at all, or a job that waits for a ring it cannot have.
+  for (auto fate : {CommunicatorFate::NoJob, CommunicatorFate::NotFormedAgain}) {
+    report::Timeline n = failed_at(0);
+    append_modeled(n, modeled, fate);
+    CHECK(names(n.phases) == std::vector<std::string>{"resume"});
+    REQUIRE(n.notes.size() == 1);
+    CHECK(n.notes[0].find("communicator_reinit (500 ms, modeled) left out: ") == 0);
+  }
 }
 
 TEST_CASE("timeline: the tenant job's collective in flight aborts beside the path; its first verified one ends the path") {
