@@ -22,6 +22,12 @@ struct ServerShape {
   bool operator!=(const ServerShape& o) const { return !(*this == o); }
 };
 
+// A lane's rate: the link layer's 64-bit word every cycle of the board clock (rtl/link's tx_data_i,
+// rx_data_o), 10 Gb/s at 156.25 MHz, the prototype's NIC ports. The one place a lane's rate comes
+// from: the restore, the collectives' limits and the report all derive it from the clock.
+inline constexpr int kLaneWordBits = 64;
+inline double lane_gbps(double clock_mhz) { return kLaneWordBits * clock_mhz / 1000.0; }
+
 struct LaneId {
   int xpu = -1;
   int lane = -1;

@@ -1,5 +1,6 @@
 #include "apps/mxtb/bench_collective.h"
 
+#include "protocol/fabric_map.h"
 #include "sim/mesh/photonic_mesh.h"
 
 #include <fmt/format.h>
@@ -51,7 +52,7 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchConfig& cfg) {
   res.config = cfg;
   CollectiveServer server(cfg.shape, cfg.seed, cfg.engine, cfg.settle, cfg.calibration_file);
   res.clock_mhz = server.sim().config().clock_mhz;
-  res.lane_gbps = 64 * res.clock_mhz / 1000;
+  res.lane_gbps = protocol::lane_gbps(res.clock_mhz);
   res.algorithm = algorithm;
   res.tx_lanes_per_rank = static_cast<int>(rings.size()) * (algorithm == Algorithm::Chain && cfg.tenant.size() > 2 ? 2 : 1);
   res.bringup_cycles = server.place(cfg.port_map, cfg.tenant);

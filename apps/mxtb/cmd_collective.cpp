@@ -4,6 +4,7 @@
 #include "apps/mxtb/commands.h"
 #include "apps/mxtb/plot.h"
 #include "apps/mxtb/bench_collective.h"
+#include "protocol/fabric_map.h"
 #include "sim/mesh/photonic_mesh.h"
 #include "apps/mxtb/bench_server.h"
 #include "apps/mxtb/scenario.h"
@@ -319,7 +320,7 @@ int collective_on_rack(const Args& args, sim::CollectiveOp op, sim::DataType typ
   r.config.seed = opt.collective->seed;
   r.config.grain_words = opt.collective->grain_words;
   r.clock_mhz = cfg.server.clock_mhz;
-  r.lane_gbps = 64.0 * cfg.server.clock_mhz / 1000.0;
+  r.lane_gbps = protocol::lane_gbps(cfg.server.clock_mhz);
   r.tx_lanes_per_rank = rc.rings;
   r.algorithm = sim::Algorithm::Ring;
   r.bringup_cycles = rc.all_active_cycle;

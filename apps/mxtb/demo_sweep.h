@@ -47,7 +47,7 @@ struct SweepPoint {
 
 struct SweepGrid {
   std::vector<double> state_gib{1, 2, 4, 8, 16};
-  std::vector<double> lane_gbps{25, 50, 100, 200};
+  std::vector<double> lane_gbps{10, 25, 50, 100, 200};  // 10: the emulated lane (64-bit words at 156.25 MHz)
   std::vector<int> lanes{1, 2, 3, 4};
 };
 

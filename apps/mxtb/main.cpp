@@ -37,7 +37,7 @@ const Command kCommands[] = {
     relaunched from its checkpoint; both, the default: the hot spare on the path and the
     relaunch measured beside it in the same run; none: the scenario's modeled
     communicator_reinit instead). A scenario with no job (random traffic) has no communicator. --sweep (implies --restart both): the path
-    recomputed over state size 1-16 GiB, lane rate 25-200 Gb/s, lanes 1-4 and strategy from this
+    recomputed over state size 1-16 GiB, lane rate 10-200 Gb/s, lanes 1-4 and strategy from this
     run's measured phases (sweep.json, sweep.svg)). --host-decide-ns charges the host's decide
     compute as NS instead of measuring it: a report's figure host_decide_ns replays that run.
     --ipbus-target: the emulator's IPbus target (see sim; default: the scenario's ipbus_target,

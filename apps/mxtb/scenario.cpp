@@ -533,7 +533,12 @@ FailoverScenario parse_failover_scenario(const json& j, const std::string& sourc
     Fields r = f.sub("state_restore");
     s.state_bytes_per_xpu = r.uint<uint64_t>("bytes_per_xpu", s.state_bytes_per_xpu, 0, uint64_t{1} << 40);
     s.state_copy_gbytes_per_s = r.real("copy_gbytes_per_s", s.state_copy_gbytes_per_s, 0.1, 10000.0);
-    s.state_lane_gbps = r.real("lane_gbps", s.state_lane_gbps, 0.1, 100000.0);
+    if (r.has("lane_gbps"))
+      r.fail("lane_gbps", fmt::format("the lanes' rate is the emulated link layer's, {} bits a cycle of clock_mhz ({} Gb/s "
+                                      "at {} MHz), and is not set here; a faster SerDes is a projection: "
+                                      "state_restore.projected_lane_gbps",
+                                      protocol::kLaneWordBits, protocol::lane_gbps(s.clock_mhz), s.clock_mhz));
+    s.state_projected_lane_gbps = r.real("projected_lane_gbps", s.state_projected_lane_gbps, 0.0, 100000.0);
     s.state_real_bytes_max = r.uint<uint64_t>("real_bytes_max", s.state_real_bytes_max, 0, uint64_t{1} << 34);
     r.finish();
   }
@@ -543,6 +548,7 @@ FailoverScenario parse_failover_scenario(const json& j, const std::string& sourc
     Fields e = f.sub("expect");
     s.expect_hardware_ns_max = e.real("hardware_ns_max", s.expect_hardware_ns_max, 0.0, 1e12);
     s.expect_total_ns_max = e.real("total_ns_max", s.expect_total_ns_max, 0.0, 1e12);
+    s.expect_swap_relaunch_ns_max = e.real("swap_relaunch_ns_max", s.expect_swap_relaunch_ns_max, 0.0, 1e12);
     e.finish();
   }
   f.finish();
@@ -592,9 +598,10 @@ json to_json(const FailoverScenario& s) {
                       {"rx_ready", s.traffic.rx_ready}, {"max_messages", s.traffic.max_messages}}},
          {"modeled", modeled},
          {"state_restore", {{"bytes_per_xpu", s.state_bytes_per_xpu}, {"copy_gbytes_per_s", s.state_copy_gbytes_per_s},
-                            {"lane_gbps", s.state_lane_gbps}, {"real_bytes_max", s.state_real_bytes_max}}},
+                            {"projected_lane_gbps", s.state_projected_lane_gbps}, {"real_bytes_max", s.state_real_bytes_max}}},
          {"limit_us", s.limit_us},
-         {"expect", {{"hardware_ns_max", s.expect_hardware_ns_max}, {"total_ns_max", s.expect_total_ns_max}}}};
+         {"expect", {{"hardware_ns_max", s.expect_hardware_ns_max}, {"total_ns_max", s.expect_total_ns_max},
+                     {"swap_relaunch_ns_max", s.expect_swap_relaunch_ns_max}}}};
   if (s.host_disconnect != HostDisconnect::None)
     j["host_disconnect"] = {{"at", to_string(s.host_disconnect)}, {"downtime_us", s.host_downtime_us}};
   j["watchdog_us"] = s.watchdog_us;
@@ -767,7 +774,7 @@ host::failover::FailoverRun failover_run(const FailoverScenario& s) {
   c.extra_decide_ns = static_cast<uint64_t>(s.host_decide_extra_us * 1000);
   c.decide_compute_ns = s.host_decide_ns;
   c.shape_clock_mhz = s.clock_mhz;
-  c.lane_gbps = s.state_lane_gbps;
+  c.projected_lane_gbps = s.state_projected_lane_gbps;
   c.real_bytes_max = s.state_real_bytes_max;
   c.modeled = s.modeled;
   if (s.collective) {
@@ -795,6 +802,7 @@ host::failover::FailoverRun failover_run(const FailoverScenario& s) {
   job.failure_timeout_ns = static_cast<uint64_t>(s.limit_us > 0 ? s.limit_us * 1000 : 5e6);
   job.expect_hardware_ns_max = s.expect_hardware_ns_max;
   job.expect_total_ns_max = s.expect_total_ns_max;
+  job.expect_swap_relaunch_ns_max = s.expect_swap_relaunch_ns_max;
   return job;
 }
 

@@ -426,7 +426,7 @@ void FailoverManager::restore_state(FailoverRecord& rec) {
   // Its time is charged at the fabric's rate, not the host's memcpy.
   in.paged = copies_->page_back(in.failed);
   in.state_bytes = cfg_.state_bytes_per_xpu;
-  in.lane_gbps = cfg_.lane_gbps;
+  in.projected_lane_gbps = cfg_.projected_lane_gbps;
   in.clock_mhz = cfg_.shape_clock_mhz;
   // With the tenant's job on the emulator, a scaled-down part goes over the RTL links and its
   // payload efficiency (what the link layer leaves of the lanes' rate) is measured.

@@ -51,10 +51,10 @@ struct ManagerConfig {
   // replays a run's recorded charge (its report's figure host_decide_ns) cycle for cycle.
   std::optional<uint64_t> decide_compute_ns;
   uint64_t watchdog_ns = 200'000;         // the controller's host watchdog (0: off), kicked at every look
-  double shape_clock_mhz = 156.25;        // the board's clock (watchdog cycles)
+  double shape_clock_mhz = 156.25;        // the board's clock (watchdog cycles; the lanes' rate, protocol::lane_gbps)
   uint64_t link_up_timeout_ns = 3'000'000;
   uint64_t state_bytes_per_xpu = 0;       // inference state per XPU (charged at the fabric's rate)
-  double lane_gbps = 100;                 // per circuit, peer to spare
+  double projected_lane_gbps = 100;       // the report's projection of the restore to a faster SerDes (0: none)
   uint64_t real_bytes_max = 16ull << 20;  // what the paging engine really copies per XPU
   std::vector<ModeledPhase> modeled;      // appended after the state restore
   std::optional<TenantJobLoop> job;       // the tenant's job of collectives; none: the emulator's random traffic

@@ -94,14 +94,28 @@ RtlRestore restore_over_rtl(Watch& w, TenantState& s, const std::vector<int>& so
   return {a.event, a.failed};
 }
 
+namespace {
+
+void add_projection(report::Timeline& t, const RestoreInputs& in, double efficiency) {
+  if (!(in.projected_lane_gbps > 0) || !in.sources.circuits) return;
+  t.projection = report::Projection{
+      in.projected_lane_gbps, restore_ns(in.state_bytes, in.sources.circuits, in.projected_lane_gbps, efficiency),
+      fmt::format("the same {} circuit(s) and {:.3f} payload efficiency at a faster SerDes's rate instead of the "
+                  "emulated lanes' {} Gb/s; every other phase as emulated",
+                  in.sources.circuits, efficiency, protocol::lane_gbps(in.clock_mhz))};
+}
+
+}  // namespace
+
 void append_restore(report::Timeline& t, const RestoreInputs& in, std::vector<std::string>& problems) {
+  const double lane_gbps = protocol::lane_gbps(in.clock_mhz);
   const int circuits = in.sources.circuits;
   const std::vector<int>& sources = in.sources.xpus;
   if (!in.paged.exact) problems.push_back(fmt::format("XPU {}'s state came back different on the spare", in.failed));
   if (!circuits) problems.push_back("no circuit between the spare and a peer holding the state copy");
   t.figures["restore_circuits"] = circuits;
   t.figures["state_bytes"] = static_cast<double>(in.state_bytes);
-  t.figures["lane_gbps"] = in.lane_gbps;
+  t.figures["lane_gbps"] = lane_gbps;
   const std::string paged = fmt::format("the paging engine (CPU backend) moved {:.1f} MiB of it for real, bit-exact: {}",
                                         static_cast<double>(in.paged.bytes_moved) / (1 << 20), in.paged.exact ? "yes" : "NO");
   const double gib = static_cast<double>(in.state_bytes) / (1 << 30);
@@ -124,11 +138,13 @@ void append_restore(report::Timeline& t, const RestoreInputs& in, std::vector<st
     t.figures["restore_efficiency"] = efficiency;
     t.figures["restore_efficiency_measured"] = 1;
     report::append_phase(
-        t, "state_restore", restore_ns(in.state_bytes, circuits, in.lane_gbps, efficiency), "modeled",
-        fmt::format("{:.2f} GiB from XPUs {} over the spare's {} circuits x {} Gb/s x {:.3f} payload efficiency, measured "
-                    "on the RTL links: {} KiB over those circuits in {:.2f} us ({} cycles), every word checked; {}",
-                    gib, fmt::join(sources, ", "), circuits, in.lane_gbps, efficiency, in.rtl_bytes / 1024,
+        t, "state_restore", restore_ns(in.state_bytes, circuits, lane_gbps, efficiency), "modeled",
+        fmt::format("{:.2f} GiB from XPUs {} over the spare's {} circuits x {} Gb/s (64-bit words at {} MHz) x {:.3f} "
+                    "payload efficiency, measured on the RTL links: {} KiB over those circuits in {:.2f} us ({} cycles), "
+                    "every word checked; {}",
+                    gib, fmt::join(sources, ", "), circuits, lane_gbps, in.clock_mhz, efficiency, in.rtl_bytes / 1024,
                     static_cast<double>(rtl->data) * 1000.0 / in.clock_mhz / 1000.0, rtl->data, paged));
+    add_projection(t, in, efficiency);
     return;
   }
   if (rtl && static_cast<emu::JobOutcome>(rtl->a) == emu::JobOutcome::Wrong)
@@ -138,9 +154,11 @@ void append_restore(report::Timeline& t, const RestoreInputs& in, std::vector<st
                                   emu::to_string(static_cast<emu::JobReason>(rtl->c))));
   t.figures["restore_efficiency"] = 1;  // the lanes' raw rate: nothing measured it
   t.figures["restore_efficiency_measured"] = 0;
-  report::append_phase(t, "state_restore", restore_ns(in.state_bytes, circuits, in.lane_gbps), "modeled",
-                       fmt::format("{:.2f} GiB from XPUs {} over the spare's {} circuit(s) x {} Gb/s; {}", gib,
-                                   fmt::join(sources, ", "), circuits, in.lane_gbps, paged));
+  report::append_phase(t, "state_restore", restore_ns(in.state_bytes, circuits, lane_gbps), "modeled",
+                       fmt::format("{:.2f} GiB from XPUs {} over the spare's {} circuit(s) x {} Gb/s (64-bit words at {} "
+                                   "MHz); {}",
+                                   gib, fmt::join(sources, ", "), circuits, lane_gbps, in.clock_mhz, paged));
+  add_projection(t, in, 1);
 }
 
 }  // namespace mxtb::host::failover

@@ -73,14 +73,15 @@ struct RestoreInputs {
   RestoreSources sources;
   StateCopies::PagedBack paged;
   uint64_t state_bytes = 0;
-  double lane_gbps = 0;
-  double clock_mhz = 0;            // the board's, for the RTL part's cycles
+  double clock_mhz = 0;            // the board's: the RTL part's cycles, and the lanes' rate (protocol::lane_gbps)
+  double projected_lane_gbps = 0;  // the report's projection to a faster SerDes lane (0: none)
   std::optional<RtlRestore> rtl;   // none: not run (no tenant job, a board, no circuit, a ring broken)
   uint32_t rtl_bytes = 0;
   uint64_t rtl_timeout_ns = 0;
 };
-// The state_restore phase with its figures (restore_circuits, state_bytes, lane_gbps,
-// restore_efficiency and whether it was measured), notes for an interrupted or aborted RTL part,
+// The state_restore phase at the emulated lanes' rate with its figures (restore_circuits,
+// state_bytes, lane_gbps, restore_efficiency and whether it was measured), the projection to
+// `projected_lane_gbps` (Timeline::projection), notes for an interrupted or aborted RTL part,
 // and problems for a copy that came back different, no circuit, an RTL part that never ended or
 // delivered wrong words.
 void append_restore(report::Timeline& t, const RestoreInputs& in, std::vector<std::string>& problems);

@@ -97,6 +97,10 @@ report::Timeline combine(const FailoverRun& run, const std::vector<FailoverRecor
   if (!t.degraded && run.expect_total_ns_max > 0 && t.total_ns > run.expect_total_ns_max)
     failures.push_back(fmt::format("total {} exceeds expect.total_ns_max {}", report::human_duration(t.total_ns),
                                    report::human_duration(run.expect_total_ns_max)));
+  if (!t.degraded && run.expect_swap_relaunch_ns_max > 0 && report::swap_relaunch_ns(t) > run.expect_swap_relaunch_ns_max)
+    failures.push_back(fmt::format("the path without state_restore {} exceeds expect.swap_relaunch_ns_max {}",
+                                   report::human_duration(report::swap_relaunch_ns(t)),
+                                   report::human_duration(run.expect_swap_relaunch_ns_max)));
   return t;
 }
 

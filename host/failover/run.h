@@ -44,6 +44,7 @@ struct FailoverRun {
   uint64_t failure_timeout_ns = 5'000'000;     // how long to wait for each failure
   double expect_hardware_ns_max = 0;           // 0: unchecked
   double expect_total_ns_max = 0;              // 0: unchecked
+  double expect_swap_relaunch_ns_max = 0;      // report::swap_relaunch_ns; 0: unchecked
 };
 
 struct FailoverRunResult {

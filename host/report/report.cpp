@@ -125,6 +125,24 @@ const TimelinePhase* find_phase(const Timeline& t, const std::string& phase) {
   return nullptr;
 }
 
+double swap_relaunch_ns(const Timeline& t) {
+  const TimelinePhase* restore = find_phase(t, "state_restore");
+  if (!restore) return t.total_ns;
+  double ns = t.total_ns - restore->duration_ns();
+  // A hot spare's re-form ran beside the restore, which hid what the restore outlasted: with no
+  // state to move, all of it from the restore's start would be on the path.
+  for (const auto& b : t.beside)
+    if (b.name == "hot_spare_reform")
+      ns += std::max(0.0, b.end_ns - restore->start_ns) - std::max(0.0, b.end_ns - restore->end_ns);
+  return ns;
+}
+
+double swap_relaunch_ns(const Timeline& t, const Alternative& a) {
+  // An alternative is a relaunch, after the restore: none of it ran beside it.
+  const TimelinePhase* restore = find_phase(t, "state_restore");
+  return a.total_ns - (restore ? restore->duration_ns() : 0);
+}
+
 std::string human_duration(double ns) {
   double a = std::fabs(ns);
   auto three = [](double v, const char* unit) {
@@ -154,14 +172,22 @@ std::string format_table(const Timeline& t) {
   if (!t.phases.empty()) {
     out += fmt::format("  {:<22} {:>10} {:>10}  failure to the last spare link Active\n", "hardware", "",
                        human_duration(t.hardware_ns));
-    double pct = t.total_ns / t.target_ns * 100;
-    out += fmt::format("  {:<22} {:>10} {:>10}  {} the {} target ({:.1f} %)\n", "total", "", human_duration(t.total_ns),
-                       t.total_ns <= t.target_ns ? "within" : "OVER", human_duration(t.target_ns), pct);
+    out += fmt::format("  {:<22} {:>10} {:>10}  failure to the end of the last phase\n", "total", "", human_duration(t.total_ns));
+    const double swap = swap_relaunch_ns(t);
+    out += fmt::format("  {:<22} {:>10} {:>10}  the path with no state to restore, {} the prototype's {} ({:.1f} %), "
+                       "which swapped circuits and relaunched its job, moving no state\n",
+                       "swap_relaunch", "", human_duration(swap), swap <= t.target_ns ? "within" : "OVER",
+                       human_duration(t.target_ns), swap / t.target_ns * 100);
   }
-  for (const auto& a : t.alternatives)
-    out += fmt::format("  {:<22} {:>10} {:>10}  {} instead: {} {} ({}), {} the target ({:.1f} %)\n", "total, " + a.name, "",
-                       human_duration(a.total_ns), a.name, a.phase, human_duration(a.phase_ns), a.source,
-                       a.total_ns <= t.target_ns ? "within" : "OVER", a.total_ns / t.target_ns * 100);
+  for (const auto& a : t.alternatives) {
+    const double swap = swap_relaunch_ns(t, a);
+    out += fmt::format("  {:<22} {:>10} {:>10}  {} instead: {} {} ({}); without state_restore {}, {} the target ({:.1f} %)\n",
+                       "total, " + a.name, "", human_duration(a.total_ns), a.name, a.phase, human_duration(a.phase_ns),
+                       a.source, human_duration(swap), swap <= t.target_ns ? "within" : "OVER", swap / t.target_ns * 100);
+  }
+  if (t.projection)
+    out += fmt::format("  projection, not emulated: state_restore at {} Gb/s lanes {} ({})\n", t.projection->lane_gbps,
+                       human_duration(t.projection->state_restore_ns), t.projection->detail);
   for (const auto& n : t.notes) out += fmt::format("  note: {}\n", n);
   return out;
 }
@@ -177,16 +203,22 @@ json to_json(const Timeline& t) {
   json alternatives = json::array();
   for (const auto& a : t.alternatives)
     alternatives.push_back({{"name", a.name}, {"phase", a.phase}, {"phase_ns", a.phase_ns}, {"total_ns", a.total_ns},
-                            {"source", a.source}, {"detail", a.detail}, {"within_target", a.total_ns <= t.target_ns}});
+                            {"source", a.source}, {"detail", a.detail}, {"swap_relaunch_ns", swap_relaunch_ns(t, a)},
+                            {"within_target", swap_relaunch_ns(t, a) <= t.target_ns}});
+  json projection = nullptr;
+  if (t.projection)
+    projection = {{"lane_gbps", t.projection->lane_gbps}, {"state_restore_ns", t.projection->state_restore_ns},
+                  {"detail", t.projection->detail}};
   return json{{"time_mode", t.time_mode},
               {"scenario", t.scenario},
               {"seed", t.seed},
               {"degraded", t.degraded},
               {"notes", t.notes},
               {"failover", {{"failure_ns", t.failure_ns}, {"total_ns", t.total_ns}, {"hardware_ns", t.hardware_ns},
-                            {"target_ns", t.target_ns}, {"within_target", t.total_ns <= t.target_ns},
+                            {"swap_relaunch_ns", swap_relaunch_ns(t)}, {"target_ns", t.target_ns},
+                            {"within_target", swap_relaunch_ns(t) <= t.target_ns},
                             {"phases", phase_list(t.phases)}, {"beside", phase_list(t.beside)},
-                            {"alternatives", alternatives}, {"figures", t.figures}}},
+                            {"alternatives", alternatives}, {"figures", t.figures}, {"projection", projection}}},
               {"problems", check_timeline(t)}};
 }
 
@@ -227,6 +259,11 @@ Timeline timeline_from_json(const json& j, const std::string& source) {
                                   need(a, "phase_ns", where).get<double>(), need(a, "total_ns", where).get<double>(),
                                   need(a, "source", where).get<std::string>(), a.value("detail", "")});
       }
+    if (f.contains("projection") && !f.at("projection").is_null()) {
+      const json& p = f.at("projection");
+      t.projection = Projection{need(p, "lane_gbps", "$.failover.projection").get<double>(),
+                                need(p, "state_restore_ns", "$.failover.projection").get<double>(), p.value("detail", "")};
+    }
     return t;
   } catch (const json::exception& e) {
     throw std::runtime_error(fmt::format("{}: not a failover report: {}", source, e.what()));

@@ -68,7 +68,7 @@ TEST_CASE("demo sweep: the restore scales with bytes over lanes x rate; the hot 
   CHECK(rl.total_ns == doctest::Approx(in.before_restore_ns + fast.restore_ns + 196e6 + in.after_reform_ns));
 
   const auto points = sweep(in);
-  CHECK(points.size() == 2 * 5 * 4 * 4);
+  CHECK(points.size() == 2 * 5 * 5 * 4);
   for (const auto& p : points) {
     CHECK(p.total_ns == doctest::Approx(p.failover_ns + p.restore_ns + p.reform_ns + p.rest_ns));
     if (p.restart == comm::Restart::HotSpare)  // never slower than relaunching at the same point

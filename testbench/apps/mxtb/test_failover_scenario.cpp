@@ -97,7 +97,9 @@ TEST_CASE("failover scenario: defaults, and a round trip through to_json") {
   FailoverScenario d = parse_failover_scenario(json::object(), "f.json");
   CHECK(d.time_mode == "lockstep");
   CHECK(d.failures.size() == 1);
-  CHECK(d.expect_total_ns_max == 1.2e9);
+  CHECK(d.expect_total_ns_max == 0);
+  CHECK(d.expect_swap_relaunch_ns_max == 1.2e9);
+  CHECK(d.state_projected_lane_gbps == 100);
   FailoverScenario r = random_failover_scenario(11);
   FailoverScenario back = parse_failover_scenario(to_json(r), "round trip");
   CHECK(to_json(back) == to_json(r));
@@ -142,6 +144,12 @@ TEST_CASE("failover scenario: bad input names the file, the JSON path and the pr
   CHECK(error_of(json{{"server", {{"xpus", 9}}}}) == "f.json: $.server.mesh_ports: 9 XPUs x 4 lanes need at least 36 ports, got 32");
   CHECK(error_of(json{{"state_restore", {{"copy_gbytes_per_s", 0}}}}) ==
         "f.json: $.state_restore.copy_gbytes_per_s: must be in [0.1, 10000], got 0");
+  // One lane rate: the emulated link layer's, from the clock; a faster SerDes only as the projection.
+  CHECK(error_of(json{{"state_restore", {{"lane_gbps", 100}}}}) ==
+        "f.json: $.state_restore.lane_gbps: the lanes' rate is the emulated link layer's, 64 bits a cycle of clock_mhz "
+        "(10 Gb/s at 156.25 MHz), and is not set here; a faster SerDes is a projection: state_restore.projected_lane_gbps");
+  CHECK(error_of(json{{"state_restore", {{"projected_lane_gbps", -1}}}}) ==
+        "f.json: $.state_restore.projected_lane_gbps: must be in [0, 100000], got -1");
   // The files in traces/scenarios/failover-bad/.
   CHECK(file_error("spare-in-tenant.json") == "$.spares[1]: XPU 3 is one of the tenant's XPUs");
   CHECK(file_error("modeled-without-doc.json") ==

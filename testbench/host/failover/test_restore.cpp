@@ -25,8 +25,8 @@ RestoreInputs inputs() {
   in.sources = {{0, 3}, 4};
   in.paged = {16u << 20, true};
   in.state_bytes = 4 * kGiB;
-  in.lane_gbps = 100;
-  in.clock_mhz = 156.25;
+  in.clock_mhz = 156.25;  // 10 Gb/s lanes
+  in.projected_lane_gbps = 100;
   in.rtl_bytes = 256 << 10;
   in.rtl_timeout_ns = 2'000'000;
   return in;
@@ -75,16 +75,31 @@ TEST_CASE("restore: measured on the RTL links, the phase is charged at the measu
   const report::TimelinePhase* p = report::find_phase(t, "state_restore");
   REQUIRE(p);
   CHECK(p->start_ns == 160'000);
-  CHECK(p->duration_ns() == doctest::Approx(85'899'345.92 * 297184.0 / 262144.0));
+  // At the emulated lanes' 10 Gb/s (64-bit words at 156.25 MHz), the clock's and no other.
+  CHECK(p->duration_ns() == doctest::Approx(858'993'459.2 * 297184.0 / 262144.0));
   CHECK(p->source == "modeled");
-  CHECK(p->detail.find("4.00 GiB from XPUs 0, 3 over the spare's 4 circuits x 100 Gb/s x 0.882 payload efficiency") == 0);
+  CHECK(p->detail.find("4.00 GiB from XPUs 0, 3 over the spare's 4 circuits x 10 Gb/s (64-bit words at 156.25 MHz) x "
+                       "0.882 payload efficiency") == 0);
   CHECK(p->detail.find("256 KiB over those circuits in 59.44 us (9287 cycles)") != std::string::npos);
   CHECK(p->detail.find("moved 16.0 MiB of it for real, bit-exact: yes") != std::string::npos);
   CHECK(t.figures.at("restore_efficiency") == doctest::Approx(0.88209).epsilon(1e-4));
   CHECK(t.figures.at("restore_efficiency_measured") == 1);
   CHECK(t.figures.at("restore_circuits") == 4);
   CHECK(t.figures.at("state_bytes") == 4.0 * kGiB);
-  CHECK(t.figures.at("lane_gbps") == 100);
+  CHECK(t.figures.at("lane_gbps") == 10);
+  // The projection to 100 Gb/s SerDes lanes: apart, with the measured efficiency, never on the path.
+  REQUIRE(t.projection);
+  CHECK(t.projection->lane_gbps == 100);
+  CHECK(t.projection->state_restore_ns == doctest::Approx(85'899'345.92 * 297184.0 / 262144.0));
+  CHECK(t.total_ns == doctest::Approx(60'000 + p->duration_ns()));
+  RestoreInputs other_clock = inputs();  // a 312.5 MHz board: 20 Gb/s lanes, half the time
+  other_clock.clock_mhz = 312.5;
+  other_clock.projected_lane_gbps = 0;
+  report::Timeline u = after_confirm();
+  append_restore(u, other_clock, problems);
+  CHECK(report::find_phase(u, "state_restore")->duration_ns() == doctest::Approx(858'993'459.2 / 2));
+  CHECK(u.figures.at("lane_gbps") == 20);
+  CHECK_FALSE(u.projection);
 }
 
 TEST_CASE("restore: without a measurement the lanes' raw rate; an interruption, an abort, wrong words and a bad copy named") {
@@ -92,10 +107,12 @@ TEST_CASE("restore: without a measurement the lanes' raw rate; an interruption, 
   report::Timeline raw = after_confirm();
   append_restore(raw, inputs(), problems);  // no tenant job: nothing over the RTL links
   REQUIRE(report::find_phase(raw, "state_restore"));
-  CHECK(report::find_phase(raw, "state_restore")->duration_ns() == doctest::Approx(85'899'345.92));
+  CHECK(report::find_phase(raw, "state_restore")->duration_ns() == doctest::Approx(858'993'459.2));
   CHECK(report::find_phase(raw, "state_restore")->detail ==
-        "4.00 GiB from XPUs 0, 3 over the spare's 4 circuit(s) x 100 Gb/s; the paging engine (CPU backend) moved 16.0 MiB "
-        "of it for real, bit-exact: yes");
+        "4.00 GiB from XPUs 0, 3 over the spare's 4 circuit(s) x 10 Gb/s (64-bit words at 156.25 MHz); the paging engine "
+        "(CPU backend) moved 16.0 MiB of it for real, bit-exact: yes");
+  REQUIRE(raw.projection);
+  CHECK(raw.projection->state_restore_ns == doctest::Approx(85'899'345.92));
   CHECK(raw.figures.at("restore_efficiency") == 1);
   CHECK(raw.figures.at("restore_efficiency_measured") == 0);
   CHECK(problems.empty());

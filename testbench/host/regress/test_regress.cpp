@@ -42,13 +42,16 @@ TEST_CASE("regress: summary per phase, then hardware and total") {
     b.phases[i].end_ns += 10'000;
   }
   auto st = summarize({a, b});
-  REQUIRE(st.size() == 9);
+  REQUIRE(st.size() == 10);
   CHECK(st[3].name == "settle");
   CHECK(st[3].runs == 2);
   CHECK(st[3].p50_ns == doctest::Approx(50'000));
   CHECK(st[3].max_ns == doctest::Approx(60'000));
   CHECK(st[7].name == "hardware");
   CHECK(st[8].name == "total");
+  CHECK(st[9].name == "swap_relaunch");  // the path with no state to restore: the prototype's comparison
+  CHECK(st[9].max_ns == doctest::Approx(swap_relaunch_ns(b)));
+  CHECK(st[9].max_ns == doctest::Approx(b.total_ns - 171.8e6));
 }
 
 TEST_CASE("regress: the child command template, quoting, and what a child's JSON says") {
@@ -131,7 +134,7 @@ TEST_CASE("regress: run_regress spawns the children, J at a time, and collects t
   CHECK_FALSE(r.runs[0].passed());  // seed 1
   CHECK(r.runs[0].failures.at(0).find("wrote no JSON") == 0);
   CHECK(r.runs[1].passed());
-  CHECK(r.stats.back().name == "total");
+  CHECK(r.stats.back().name == "swap_relaunch");
   CHECK(r.stats.back().runs == 2);
   std::ifstream log(r.runs[0].log_path);
   std::string line;
@@ -275,11 +278,12 @@ TEST_CASE("report: the regression's summary counts phases beside the path and al
   const auto st = summarize({a, sample()});
   std::vector<std::string> names;
   for (const auto& s : st) names.push_back(s.name);
-  REQUIRE(names.size() >= 4);
-  CHECK(names[names.size() - 3] == "hardware");
-  CHECK(names[names.size() - 2] == "total");
-  CHECK(names.back() == "total, relaunch");
+  REQUIRE(names.size() >= 5);
+  CHECK(names[names.size() - 4] == "hardware");
+  CHECK(names[names.size() - 3] == "total");
+  CHECK(names[names.size() - 2] == "total, relaunch");
+  CHECK(names.back() == "swap_relaunch");
   CHECK(std::find(names.begin(), names.end(), "collective_abort (beside)") != names.end());
-  CHECK(st.back().runs == 1);
-  CHECK(st.back().p50_ns == doctest::Approx(a.alternatives[0].total_ns));
+  CHECK(st[st.size() - 2].runs == 1);
+  CHECK(st[st.size() - 2].p50_ns == doctest::Approx(a.alternatives[0].total_ns));
 }
