@@ -204,6 +204,36 @@ FwStatus OcsFirmware::set_port_map(const std::vector<int>& perm, std::string* wh
   // a living XPU). The host re-arms after every placement.
   armed_xpu_.reset();
   failover_pending_ = false;
+  staged_for_commit_.reset();
+  return commit_and_wait(p, why);
+}
+
+FwStatus OcsFirmware::stage_map(const std::vector<int>& perm, std::string* why) {
+  Prepared p;
+  staged_for_commit_.reset();
+  if (FwStatus s = prepare(perm, p, why); s != FwStatus::Ok) return s;
+  armed_xpu_.reset();  // its staged tables are about to be overwritten
+  failover_pending_ = false;
+  // Staging writes are refused while a commit or the safe sweep runs, like COMMIT: waited out.
+  for (int attempt = 0;; ++attempt) {
+    try {
+      stage(p);
+      break;
+    } catch (const BusError& e) {
+      if (std::optional<FwStatus> s = commit_refused(e, attempt, why)) return *s;
+    }
+  }
+  staged_for_commit_ = p;
+  return FwStatus::Ok;
+}
+
+FwStatus OcsFirmware::commit_staged(std::string* why) {
+  if (!staged_for_commit_) {
+    say(why, "commit_staged: nothing staged since the last commit, placement or backup");
+    return FwStatus::NotStaged;
+  }
+  const Prepared p = *staged_for_commit_;
+  staged_for_commit_.reset();
   return commit_and_wait(p, why);
 }
 
@@ -216,6 +246,7 @@ FwStatus OcsFirmware::arm_backup(int xpu, int spare, const std::vector<int>& bac
   }
   Prepared p;
   if (FwStatus s = prepare(backup, p, why); s != FwStatus::Ok) return s;
+  staged_for_commit_.reset();  // the backup's staged tables replace what stage_map staged
   backup_ = p;
   drain_events();  // what happened before arming is not a failure of the armed XPU
   armed_cycle_ = controller_cycle();
@@ -263,6 +294,7 @@ void OcsFirmware::on_event(const LogEvent& e) {
     active_gen_ = 0;
     armed_xpu_.reset();
     failover_pending_ = false;
+    staged_for_commit_.reset();  // staged for a fabric the sweep dropped: the host stages again
     return;
   }
   if (type != Event::LinkChange || !armed_xpu_) return;
@@ -377,6 +409,8 @@ void OcsFirmware::poll_mailbox() {
   FwStatus status = FwStatus::BadCommand;
   switch (op) {
     case mb::Opcode::SetPortMap: status = set_port_map(read_map(mb::kArgs)); break;
+    case mb::Opcode::StageMap: status = stage_map(read_map(mb::kArgs)); break;
+    case mb::Opcode::CommitStaged: status = commit_staged(); break;
     case mb::Opcode::ArmBackup: {
       int xpu = static_cast<int>(rd(reg::scratch::addr(mb::kArgs)));
       int spare = static_cast<int>(rd(reg::scratch::addr(mb::kArgs + 1)));

@@ -67,6 +67,13 @@ class OcsFirmware {
   // for the outcome. Disarms the backup (it was computed for the old map) before committing,
   // whatever the outcome: the host re-arms after every placement.
   FwStatus set_port_map(const std::vector<int>& perm, std::string* why = nullptr);
+  // The two halves of set_port_map, for a placement that lands on several boards as one (the
+  // host stages on every board before it commits on any: docs/rack.md). stage_map routes and
+  // stages without committing and disarms the backup (its staged tables are overwritten);
+  // commit_staged commits what the last stage_map staged (NotStaged when a commit, a placement or
+  // a backup came since, or none did).
+  FwStatus stage_map(const std::vector<int>& perm, std::string* why = nullptr);
+  FwStatus commit_staged(std::string* why = nullptr);
 
   // Keeps `backup` ready for XPU `xpu` failing: routed and staged now, committed by one register
   // write when at least failover_threshold of xpu's circuits go dark from xpu's end (the rule in
@@ -116,6 +123,7 @@ class OcsFirmware {
   std::optional<int> armed_xpu_;
   int armed_spare_ = -1;
   Prepared backup_;
+  std::optional<Prepared> staged_for_commit_;  // stage_map's, until commit_staged or anything else stages
   // Per link of the armed XPU's circuits (either end): when it last left Active, while armed.
   std::vector<std::optional<uint64_t>> left_active_;
   uint64_t armed_cycle_ = 0;        // controller time when armed: older events do not count

@@ -100,6 +100,8 @@ std::vector<uint32_t> map_words(const std::vector<int>& perm, std::vector<uint32
 }  // namespace
 
 mb::FwStatus Board::set_port_map(const std::vector<int>& perm) { return mailbox(mb::Opcode::SetPortMap, map_words(perm, {})); }
+mb::FwStatus Board::stage_port_map(const std::vector<int>& perm) { return mailbox(mb::Opcode::StageMap, map_words(perm, {})); }
+mb::FwStatus Board::commit_staged() { return mailbox(mb::Opcode::CommitStaged, {}); }
 
 mb::FwStatus Board::arm_backup(int xpu, int spare, const std::vector<int>& backup) {
   return mailbox(mb::Opcode::ArmBackup, map_words(backup, {static_cast<uint32_t>(xpu), static_cast<uint32_t>(spare)}));

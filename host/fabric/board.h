@@ -90,6 +90,10 @@ class Board {
   // mid-command has done); the sequence number it used.
   uint32_t mailbox_post(mailbox::Opcode op, const std::vector<uint32_t>& args);
   mailbox::FwStatus set_port_map(const std::vector<int>& perm);
+  // The halves of set_port_map (StageMap, CommitStaged): staged on every board of a rack-wide
+  // placement before any commits (host/failover/rack_commit.h).
+  mailbox::FwStatus stage_port_map(const std::vector<int>& perm);
+  mailbox::FwStatus commit_staged();
   mailbox::FwStatus arm_backup(int xpu, int spare, const std::vector<int>& backup);
   FirmwareReport report();
 

@@ -99,3 +99,51 @@ TEST_CASE("a commit that finds the controller busy with another waits it out and
   CHECK(active == b.fw.active_generation());
   CHECK(active != ((gen + 100) & 0xFFFF));  // the firmware's map is the one active now
 }
+
+// StageMap and CommitStaged, the halves of SetPortMap a rack-wide placement uses (stage on every
+// board, then commit on each): staging changes nothing active, the commit lands what was staged,
+// and a commit with nothing staged (none yet, already committed, replaced by a backup or a refused
+// map) is refused as NotStaged, committing nothing.
+TEST_CASE("stage_map stages without committing; commit_staged commits exactly what was staged, once") {
+  Bench b;
+  std::string why;
+  auto active = [&] {
+    std::vector<int> m;
+    for (int p = 0; p < b.cfg.shape.mesh_ports; ++p) {
+      const uint32_t v = b.hal.read32(reg::active_map::addr(static_cast<uint32_t>(p)));
+      m.push_back(v & reg::active_map::kValidMask ? static_cast<int>(v & reg::active_map::kTargetMask) : -1);
+    }
+    return m;
+  };
+  const std::vector<int> first = bench_port_map(b.cfg.shape, {0, 1, 2, 3});
+  const std::vector<int> second = bench_port_map(b.cfg.shape, {0, 1, 3, 2});
+  REQUIRE(b.fw.set_port_map(first, &why) == FwStatus::Ok);
+  const uint32_t gen = b.fw.active_generation();
+
+  CHECK(b.fw.commit_staged(&why) == FwStatus::NotStaged);  // the placement committed what it staged
+  CHECK(b.fw.stage_map(second, &why) == FwStatus::Ok);
+  b.run(2000);
+  CHECK(active() == first);  // staged only
+  CHECK(b.fw.active_generation() == gen);
+  CHECK(b.fw.commit_staged(&why) == FwStatus::Ok);
+  CHECK(active() == second);
+  CHECK(b.fw.active_generation() == gen + 1);
+  CHECK(b.fw.commit_staged(&why) == FwStatus::NotStaged);  // once
+  CHECK(b.fw.active_generation() == gen + 1);
+
+  // A backup armed after staging replaces what was staged; staging disarms a backup.
+  REQUIRE(b.fw.stage_map(first, &why) == FwStatus::Ok);
+  REQUIRE(b.fw.arm_backup(2, 4, bench_port_map(b.cfg.shape, {0, 1, 4, 3}), &why) == FwStatus::Ok);
+  CHECK(b.fw.commit_staged(&why) == FwStatus::NotStaged);
+  CHECK(active() == second);
+  REQUIRE(b.fw.armed_xpu() == 2);
+  REQUIRE(b.fw.stage_map(first, &why) == FwStatus::Ok);
+  CHECK_FALSE(b.fw.armed_xpu().has_value());
+
+  // A map that does not route is refused and leaves nothing to commit.
+  std::vector<int> twice = first;
+  twice[1] = twice[0];  // two inputs onto one output
+  CHECK(b.fw.stage_map(twice, &why) == FwStatus::BadMap);
+  CHECK(b.fw.commit_staged(&why) == FwStatus::NotStaged);
+  CHECK(active() == second);
+}

@@ -6,6 +6,7 @@
 #include "host/fabric/emulator_process.h"
 #include "protocol/board_map.h"
 #include "protocol/fabric_map.h"
+#include "testbench/host/fabric/udp_shim.h"
 
 #include <boost/asio.hpp>
 #include <doctest/doctest.h>
@@ -33,6 +34,8 @@ namespace er = mxtb::emu::reg;
 namespace reg = mxtb::ocs::reg;
 
 namespace {
+
+using test_shim::LossyShim;
 
 EmulatorProcess& shared_emulator() {
   static EmulatorProcess emu(MXTB_EXE, {"--preset", "electro_optic", "--seed", "3"});
@@ -63,75 +66,6 @@ std::vector<uint32_t> random_words(size_t n, uint64_t seed) {
   for (auto& x : w) x = static_cast<uint32_t>(rng());
   return w;
 }
-
-// A UDP proxy that drops, duplicates and reorders datagrams both ways, from a seed.
-class LossyShim {
- public:
-  LossyShim(const std::string& target, double drop, double dup, double reorder, uint64_t seed)
-      : front_(io_, udp::endpoint(asio::ip::make_address_v4("127.0.0.1"), 0)),
-        back_(io_, udp::endpoint(asio::ip::make_address_v4("127.0.0.1"), 0)),
-        drop_(drop), dup_(dup), reorder_(reorder), rng_(seed) {
-    auto [host, port] = parse_target(target);
-    board_ = udp::endpoint(asio::ip::make_address_v4(host), port);
-    receive_front();
-    receive_back();
-    thread_ = std::thread([this] { io_.run(); });
-  }
-  ~LossyShim() {
-    io_.stop();
-    thread_.join();
-  }
-  std::string target() const { return "udp://127.0.0.1:" + std::to_string(front_.local_endpoint().port()); }
-  uint64_t dropped = 0, duplicated = 0, reordered = 0;
-
- private:
-  struct Held {
-    std::optional<std::vector<uint8_t>> bytes;
-  };
-  void pass(udp::socket& out, const udp::endpoint& to, std::vector<uint8_t> b, Held& held) {
-    double r = std::uniform_real_distribution<double>(0, 1)(rng_);
-    if (r < drop_) {
-      ++dropped;
-      return;
-    }
-    if (r < drop_ + reorder_ && !held.bytes) {
-      held.bytes = std::move(b);  // goes out after the next datagram this way
-      ++reordered;
-      return;
-    }
-    out.send_to(asio::buffer(b), to);
-    if (r < drop_ + reorder_ + dup_) {
-      out.send_to(asio::buffer(b), to);
-      ++duplicated;
-    }
-    if (held.bytes) {
-      out.send_to(asio::buffer(*held.bytes), to);
-      held.bytes.reset();
-    }
-  }
-  void receive_front() {
-    front_.async_receive_from(asio::buffer(buf_f_), client_, [this](const boost::system::error_code& ec, size_t n) {
-      if (ec) return;
-      pass(back_, board_, std::vector<uint8_t>(buf_f_.begin(), buf_f_.begin() + static_cast<long>(n)), held_up_);
-      receive_front();
-    });
-  }
-  void receive_back() {
-    back_.async_receive_from(asio::buffer(buf_b_), from_board_, [this](const boost::system::error_code& ec, size_t n) {
-      if (ec) return;
-      pass(front_, client_, std::vector<uint8_t>(buf_b_.begin(), buf_b_.begin() + static_cast<long>(n)), held_down_);
-      receive_back();
-    });
-  }
-  asio::io_context io_;
-  udp::socket front_, back_;
-  udp::endpoint board_, client_, from_board_;
-  std::array<uint8_t, 65536> buf_f_{}, buf_b_{};
-  double drop_, dup_, reorder_;
-  std::mt19937_64 rng_;
-  Held held_up_, held_down_;
-  std::thread thread_;
-};
 
 }  // namespace
 

@@ -10,14 +10,10 @@
 #include "host/fabric/client.h"
 #include "host/fabric/emulator_process.h"
 #include "protocol/fabric_map.h"
+#include "testbench/host/fabric/loopback_ports.h"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <string>
@@ -49,29 +45,6 @@ Seen look(Board& b) {
   s.generation = b.active_generation();
   s.events = b.pop_events();
   return s;
-}
-
-// A UDP port p on loopback with p + 1 free too (for a rack's --listen 127.0.0.1:p).
-int free_port_pair() {
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    int fd = socket(AF_INET, SOCK_DGRAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    const int p = ntohs(a.sin_port);
-    int fd2 = socket(AF_INET, SOCK_DGRAM, 0);
-    sockaddr_in b = a;
-    b.sin_port = htons(static_cast<uint16_t>(p + 1));
-    const bool ok = p < 65535 && bind(fd2, reinterpret_cast<sockaddr*>(&b), sizeof b) == 0;
-    close(fd);
-    close(fd2);
-    if (ok) return p;
-  }
-  FAIL("no two free UDP ports in a row");
-  return 0;
 }
 
 void check_same(const Seen& sim, const Seen& rack, const char* when) {
@@ -133,7 +106,7 @@ TEST_CASE("a served rack in lockstep answers the same on one process and on two"
   o.timeout = std::chrono::milliseconds(10000);
   std::vector<std::vector<Seen>> runs;
   for (const char* processes : {"1", "2"}) {
-    const int port = free_port_pair();
+    const int port = test_ports::free_port_pair();
     EmulatorProcess rack(MXTB_EXE,
                          {"--scenario", std::string(MXTB_SOURCE_DIR) + "/traces/scenarios/rack/rack-2x1.json", "--serve", "--time-mode",
                           "lockstep", "--processes", processes, "--listen", fmt::format("127.0.0.1:{}", port), "--out",

@@ -1,0 +1,277 @@
+// The placement across boards (host/failover/rack_commit.h): its first phase computed on its own,
+// then its rules one by one, each both ways, against a rack of two servers emulated and served on
+// loopback (`mxtb rack --serve`, traces/scenarios/rack/rack-2x1.json, lockstep), whose tenant's
+// XPU 1 of server 0 is replaced by the spare XPU 4 of server 1: both meshes change, and three of
+// the spare's circuits cross the fibres. Server 1 is reached through a UDP shim that can go down
+// (its board's network unplugged).
+#include "host/failover/rack_commit.h"
+
+#include "host/fabric/emulator_process.h"
+#include "testbench/host/fabric/loopback_ports.h"
+#include "testbench/host/fabric/udp_shim.h"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace mxtb;
+using namespace mxtb::host::failover;
+using mxtb::host::fabric::Board;
+using mxtb::host::fabric::Client;
+using mxtb::host::fabric::ClientOptions;
+using mxtb::host::fabric::EmulatorProcess;
+using Maps = std::vector<std::vector<int>>;
+
+namespace {
+
+protocol::RackShape two_servers() {
+  protocol::RackShape r;
+  r.servers_x = 2;
+  r.servers_y = 1;
+  return r;
+}
+
+// The whole-rack tenant, and the same with server 0's XPU 1 replaced by server 1's spare XPU 4.
+Maps tenant_maps(const protocol::RackShape& shape, bool spare) {
+  protocol::RackPlacement p = protocol::whole_rack_placement(shape);
+  if (spare) *std::find(p.xpu_of_position.begin(), p.xpu_of_position.end(), protocol::RackXpu{0, 1}) = protocol::RackXpu{1, 4};
+  return protocol::rack_torus_map(shape, protocol::torus_wiring(shape), p).port_target;
+}
+
+bool has_step(const RackCommitResult& r, int server, RackStep step) {
+  return std::any_of(r.steps.begin(), r.steps.end(), [&](const RackStepRecord& s) { return s.server == server && s.step == step; });
+}
+
+std::string steps(const RackCommitResult& r) {
+  std::string out = fmt::format("{}: {}\n", to_string(r.outcome), r.why);
+  for (const auto& s : r.steps)
+    out += fmt::format("  server {} {:<8} {:>9.1f} us  {}: {}\n", s.server, to_string(s.step), (s.end_ns - s.start_ns) / 1000.0,
+                       s.ok ? "ok" : "FAILED", s.detail.substr(0, 60));
+  return out;
+}
+
+struct ServedRack {
+  protocol::RackShape shape = two_servers();
+  int port = test_ports::free_port_pair();
+  std::string out = std::string(MXTB_BINARY_DIR) + "/rack-commit";
+  EmulatorProcess emulator;
+  test_shim::LossyShim shim;  // server 1's network
+  ClientOptions near, far;
+  std::unique_ptr<Client> c0, c1;
+  std::unique_ptr<Board> b0, b1;
+
+  ServedRack()
+      : emulator(MXTB_EXE,
+                 {"--scenario", std::string(MXTB_SOURCE_DIR) + "/traces/scenarios/rack/rack-2x1.json", "--serve", "--time-mode",
+                  "lockstep", "--listen", fmt::format("127.0.0.1:{}", port), "--out", out},
+                 (std::filesystem::create_directories(out), out + "/rack.log"), std::chrono::seconds(120), "rack"),
+        shim(fmt::format("udp://127.0.0.1:{}", port + 1), 0, 0, 0, 1) {
+    near.timeout = std::chrono::milliseconds(10'000);
+    far.timeout = std::chrono::milliseconds(300);
+    far.retries = 2;
+    far.busy_limit = std::chrono::milliseconds(3000);
+    c0 = std::make_unique<Client>(fmt::format("udp://127.0.0.1:{}", port), near);
+    b0 = std::make_unique<Board>(*c0);
+    reconnect();
+  }
+  Board* reconnect() {  // a fresh client of server 1 through the shim (throws while it is down)
+    auto c = std::make_unique<Client>(shim.target(), far);
+    auto b = std::make_unique<Board>(*c);
+    b1 = std::move(b);
+    c1 = std::move(c);
+    return b1.get();
+  }
+  Board& board(int s) { return s == 0 ? *b0 : *b1; }
+  std::vector<RackBoard> boards(const Maps& before, const Maps& after) {
+    std::vector<RackBoard> v(2);
+    for (int s = 0; s < 2; ++s) {
+      v[static_cast<size_t>(s)].server = s;
+      v[static_cast<size_t>(s)].board = &board(s);
+      v[static_cast<size_t>(s)].before = before[static_cast<size_t>(s)];
+      v[static_cast<size_t>(s)].after = after[static_cast<size_t>(s)];
+    }
+    v[1].reconnect = [this] { return reconnect(); };
+    return v;
+  }
+  Maps active() { return {b0->active_map(shape.server.mesh_ports), b1->active_map(shape.server.mesh_ports)}; }
+  std::vector<uint32_t> generations() { return {b0->active_generation(), b1->active_generation()}; }
+  // Every lane `maps` uses on both boards Active within `ns` of board time.
+  bool lanes_active(const Maps& maps, uint64_t ns) {
+    const uint64_t until = b0->clock().now_ns() + ns;
+    for (;;) {
+      bool all = true;
+      for (int s = 0; s < 2; ++s) {
+        const auto st = board(s).link_status();
+        for (int l = 0; l < shape.server.links(); ++l)
+          if (maps[static_cast<size_t>(s)][static_cast<size_t>(l)] >= 0 && st[static_cast<size_t>(l)].state != link::LinkState::Active)
+            all = false;
+      }
+      if (all) return true;
+      if (b0->clock().now_ns() >= until) return false;
+      b0->clock().wait_ns(5'000);
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("rack commit: the first phase leaves unused only the fibre inputs whose far light changes") {
+  const protocol::RackShape shape = two_servers();
+  const auto wiring = protocol::torus_wiring(shape);
+  const Maps before = tenant_maps(shape, false), after = tenant_maps(shape, true);
+  const Maps p1 = rack_phase1(shape, wiring, before, after);
+  const int links = shape.server.links();
+  int left_unused = 0;
+  for (int s = 0; s < 2; ++s)
+    for (int port = 0; port < shape.server.mesh_ports; ++port) {
+      const int got = p1[static_cast<size_t>(s)][static_cast<size_t>(port)];
+      const int want = after[static_cast<size_t>(s)][static_cast<size_t>(port)];
+      CAPTURE(s);
+      CAPTURE(port);
+      if (port < links) CHECK(got == want);  // every lane's light goes where the new map sends it
+      else if (got != want) {
+        CHECK(got == -1);
+        ++left_unused;
+      }
+    }
+  // The spare's three circuits through the fibres arrive at server 0 from a changed source, and XPU
+  // 2 of server 1 (the dead XPU's +x neighbour) gets its light from inside server 1 now: server 0's
+  // fibre inputs of those circuits wait for phase 2, and so does server 1's input from XPU 0.
+  CHECK(left_unused >= 3);
+  // The same maps on both sides: nothing left unused; the way back mirrors the way there.
+  CHECK(rack_phase1(shape, wiring, after, after) == after);
+  const Maps back = rack_phase1(shape, wiring, after, before);
+  for (int s = 0; s < 2; ++s)
+    for (int port = 0; port < links; ++port) CHECK(back[static_cast<size_t>(s)][static_cast<size_t>(port)] == before[static_cast<size_t>(s)][static_cast<size_t>(port)]);
+  CHECK_THROWS_AS(rack_phase1(shape, wiring, {before[0]}, after), std::invalid_argument);
+}
+
+TEST_CASE("rack commit: its rules, each both ways, on a served rack of two servers") {
+  ServedRack r;
+  const Maps M0 = tenant_maps(r.shape, false), M1 = tenant_maps(r.shape, true);
+  REQUIRE(M0 != M1);
+  REQUIRE(M0[0] != M1[0]);
+  REQUIRE(M0[1] != M1[1]);  // both boards change
+  REQUIRE(r.active() == M0);  // the rack's bring-up placed the tenant
+  REQUIRE(r.lanes_active(M0, 200'000));
+  RackCommitOptions o;
+  o.shape = r.shape;
+  o.wiring = protocol::torus_wiring(r.shape);
+
+  SUBCASE("check: a journal other than what the boards run refuses before anything is staged") {
+    const auto gens = r.generations();
+    auto wrong = r.boards(M0, M1);
+    wrong[1].before = M1[1];
+    const RackCommitResult res = rack_commit(wrong, o);
+    INFO(steps(res));
+    CHECK(res.outcome == RackOutcome::Refused);
+    CHECK(res.why.find("server 1 runs a map other than the journal's") == 0);
+    CHECK_FALSE(has_step(res, 0, RackStep::Stage));
+    CHECK(r.generations() == gens);
+    CHECK(r.active() == M0);
+  }
+
+  SUBCASE("stage: a board whose map does not route refuses the whole; the other staged and committed nothing") {
+    const auto gens = r.generations();
+    Maps bad = M1;
+    bad[1][1] = bad[1][0];  // two inputs onto one output
+    auto bs = r.boards(M0, bad);
+    const RackCommitResult res = rack_commit(bs, o);
+    INFO(steps(res));
+    CHECK(res.outcome == RackOutcome::Refused);
+    CHECK(res.why.find("server 1 did not stage its map: bad map; nothing was committed") == 0);
+    CHECK(has_step(res, 0, RackStep::Stage));
+    CHECK_FALSE(has_step(res, 0, RackStep::Phase1));
+    CHECK(r.generations() == gens);
+    CHECK(r.active() == M0);
+  }
+
+  SUBCASE("commit and verify: the spare in the other server takes the XPU's place on both boards, and back") {
+    const auto gens = r.generations();
+    auto there = r.boards(M0, M1);
+    const RackCommitResult res = rack_commit(there, o);
+    INFO(steps(res));
+    MESSAGE(steps(res));  // each step's board time, in the log
+    REQUIRE(res.outcome == RackOutcome::Committed);
+    CHECK(res.why.empty());
+    CHECK(r.active() == M1);
+    for (int s = 0; s < 2; ++s) {
+      CHECK(has_step(res, s, RackStep::Phase2));
+      CHECK(has_step(res, s, RackStep::Verify));
+      CHECK(r.generations()[static_cast<size_t>(s)] > gens[static_cast<size_t>(s)]);
+    }
+    CHECK(r.lanes_active(M1, 0));  // the verify waited for them
+    auto back = r.boards(M1, M0);
+    const RackCommitResult res2 = rack_commit(back, o);
+    INFO(steps(res2));
+    CHECK(res2.outcome == RackOutcome::Committed);
+    CHECK(r.active() == M0);
+  }
+
+  SUBCASE("a board that stops answering mid-way: every board back as it was once it answers") {
+    std::thread restore;
+    o.before_step = [&](int server, RackStep step) {
+      if (server == 1 && step == RackStep::Phase2 && !restore.joinable()) {
+        r.shim.set_down(true);
+        restore = std::thread([&] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+          r.shim.set_down(false);
+        });
+      }
+    };
+    o.answer_deadline = std::chrono::milliseconds(5000);
+    auto bs = r.boards(M0, M1);
+    const RackCommitResult res = rack_commit(bs, o);
+    restore.join();
+    INFO(steps(res));
+    CHECK(res.outcome == RackOutcome::RolledBack);
+    CHECK(res.why.find("server 1's second phase: no answer") == 0);
+    CHECK(res.unresolved.empty());
+    CHECK(has_step(res, 0, RackStep::Rollback));
+    CHECK(r.active() == M0);
+    CHECK(r.lanes_active(M0, 500'000));
+  }
+
+  SUBCASE("a board silent past the deadline: unresolved, then recovered once it answers") {
+    o.before_step = [&](int server, RackStep step) {
+      if (server == 1 && step == RackStep::Phase2) r.shim.set_down(true);
+    };
+    o.answer_deadline = std::chrono::milliseconds(1500);
+    auto bs = r.boards(M0, M1);
+    const RackCommitResult res = rack_commit(bs, o);
+    INFO(steps(res));
+    CHECK(res.outcome == RackOutcome::Unresolved);
+    CHECK(std::find(res.unresolved.begin(), res.unresolved.end(), 1) != res.unresolved.end());
+    r.shim.set_down(false);
+    o.before_step = nullptr;
+    auto again = r.boards(M0, M0);
+    const RackCommitResult rec = rack_recover(again, o);
+    INFO(steps(rec));
+    CHECK(rec.outcome == RackOutcome::RolledBack);
+    CHECK(rec.unresolved.empty());
+    CHECK(r.active() == M0);
+    CHECK(r.lanes_active(M0, 500'000));
+  }
+
+  SUBCASE("a commit that fails its verify (the spare dead): rolled back on every board") {
+    r.b1->arm_fault(emu::FaultKind::KillXpu, 4, 0);
+    r.b0->clock().wait_ns(5'000);
+    const auto gens = r.generations();
+    auto bs = r.boards(M0, M1);
+    const RackCommitResult res = rack_commit(bs, o);
+    INFO(steps(res));
+    CHECK(res.outcome == RackOutcome::RolledBack);
+    CHECK(res.why.find("server 1's first phase: verify failed, rolled back") == 0);
+    CHECK(has_step(res, 0, RackStep::Phase1));
+    CHECK(has_step(res, 0, RackStep::Rollback));
+    CHECK(r.active() == M0);
+    CHECK(r.generations()[0] >= gens[0] + 2);  // committed, then committed back
+    CHECK(r.lanes_active(M0, 500'000));
+  }
+}
