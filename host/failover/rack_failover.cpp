@@ -1,0 +1,187 @@
+#include "host/failover/rack_failover.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <tuple>
+
+namespace mxtb::host::failover {
+
+namespace {
+
+bool contains(const std::vector<protocol::RackXpu>& v, const protocol::RackXpu& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+void add(std::vector<protocol::RackXpu>& v, const protocol::RackXpu& x) {
+  if (!contains(v, x)) v.push_back(x);
+}
+
+int server_distance(const protocol::RackShape& r, int a, int b) {
+  auto axis = [](int d, int n) { return std::min(std::abs(d), n - std::abs(d)); };
+  return axis(a % r.servers_x - b % r.servers_x, r.servers_x) + axis(a / r.servers_x - b / r.servers_x, r.servers_y);
+}
+
+// The positions next to p in the tenant's torus.
+std::vector<int> neighbour_positions(const protocol::RackPlacement& t, int p) {
+  const int x = p % t.dim_x, y = p / t.dim_x;
+  std::vector<int> out;
+  for (auto [dx, dy] : {std::pair{1, 0}, {-1, 0}, {0, 1}, {0, -1}}) {
+    const int n = (x + dx + t.dim_x) % t.dim_x + t.dim_x * ((y + dy + t.dim_y) % t.dim_y);
+    if (n != p && std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<protocol::RackXpu> BlastRadius::outside() const {
+  std::vector<protocol::RackXpu> out;
+  for (const auto& x : left_active)
+    if (!contains(allowed, x)) out.push_back(x);
+  return out;
+}
+
+int dead_tenant_position(const protocol::RackShape& shape, const protocol::RackPlacement& p,
+                         const std::vector<std::vector<bool>>& lane_active) {
+  const int lanes = shape.server.lanes_per_xpu;
+  for (size_t pos = 0; pos < p.xpu_of_position.size(); ++pos) {
+    const protocol::RackXpu& x = p.xpu_of_position[pos];
+    bool any = false;
+    for (int l = 0; l < lanes; ++l) any = any || lane_active[static_cast<size_t>(x.server)][static_cast<size_t>(x.xpu * lanes + l)];
+    if (!any) return static_cast<int>(pos);
+  }
+  return -1;
+}
+
+std::vector<protocol::RackXpu> spare_order(const protocol::RackShape& shape, const protocol::RackXpu& failed,
+                                           const std::vector<protocol::RackXpu>& spares) {
+  std::vector<protocol::RackXpu> out = spares;
+  std::stable_sort(out.begin(), out.end(), [&](const protocol::RackXpu& a, const protocol::RackXpu& b) {
+    return std::make_tuple(server_distance(shape, failed.server, a.server), a.server, a.xpu) <
+           std::make_tuple(server_distance(shape, failed.server, b.server), b.server, b.xpu);
+  });
+  return out;
+}
+
+namespace {
+
+using Events = std::vector<std::vector<fabric::EmuEventRecord>>;
+
+void take_events(std::vector<fabric::Board*>& boards, Events& events) {
+  for (size_t s = 0; s < boards.size(); ++s) {
+    auto e = boards[s]->pop_events();
+    events[s].insert(events[s].end(), e.begin(), e.end());
+  }
+}
+
+// The tenant position that lost every lane in two looks running (-1: none in time).
+int detect_death(std::vector<fabric::Board*>& boards, const RackTenant& t, const RackFailoverOptions& o) {
+  const protocol::RackShape& shape = o.commit.shape;
+  fabric::Board& clock_board = *boards[0];
+  const uint64_t give_up = clock_board.clock().now_ns() + o.detect_timeout_ns;
+  for (int last = -1;;) {
+    std::vector<std::vector<bool>> active(boards.size());
+    for (size_t s = 0; s < boards.size(); ++s) {
+      const auto st = boards[s]->link_status();
+      for (int l = 0; l < shape.server.links(); ++l) active[s].push_back(st[static_cast<size_t>(l)].state == link::LinkState::Active);
+    }
+    const int seen = dead_tenant_position(shape, t.placement, active);
+    if (seen >= 0 && seen == last) return seen;
+    last = seen;
+    if (clock_board.clock().now_ns() >= give_up) return -1;
+    clock_board.clock().wait_ns(o.poll_ns);
+  }
+}
+
+// The first spare in the host's order whose circuits the fibres can carry, and the maps with it
+// at `dead` (empty: none).
+std::vector<std::vector<int>> choose_spare(const RackTenant& t, int dead, const RackFailoverOptions& o, RackFailoverRecord& rec,
+                                           protocol::RackPlacement& next) {
+  next = t.placement;
+  for (const protocol::RackXpu& s : spare_order(o.commit.shape, rec.failed, t.spares)) {
+    next.xpu_of_position[static_cast<size_t>(dead)] = s;
+    try {
+      auto maps = protocol::rack_torus_map(o.commit.shape, o.commit.wiring, next).port_target;
+      rec.spare = s;
+      rec.same_server = s.server == rec.failed.server;
+      rec.spare_reason += fmt::format("server {} XPU {}: {}", s.server, s.xpu,
+                                      rec.same_server ? "a spare in the failing XPU's own server"
+                                                      : "no spare left in that server: the nearest other server's");
+      return maps;
+    } catch (const protocol::RackMapError& e) {
+      rec.spare_reason += fmt::format("server {} XPU {} passed over: {}; ", s.server, s.xpu, e.what());
+    }
+  }
+  return {};
+}
+
+// Which XPUs' lanes left Active since the failure, on every board, against the dead XPU's
+// circuits' ends and the spare; the words the boards' scoreboards lost.
+void measure_blast(std::vector<fabric::Board*>& boards, const RackTenant& t, int dead, const Events& events,
+                   const std::vector<uint32_t>& errors_before, const protocol::RackShape& shape, RackFailoverRecord& rec) {
+  BlastRadius& b = rec.blast;
+  b.allowed = {rec.failed, rec.spare};
+  for (int n : neighbour_positions(t.placement, dead)) add(b.allowed, t.placement.xpu_of_position[static_cast<size_t>(n)]);
+  b.lanes_left_active.assign(boards.size(), 0);
+  for (size_t s = 0; s < boards.size(); ++s) {
+    for (const auto& e : events[s])
+      if (e.kind == emu::EmuEvent::LinkChange && static_cast<double>(e.time_ns) >= rec.failure_ns &&
+          static_cast<link::LinkState>(e.b) == link::LinkState::Active) {
+        ++b.lanes_left_active[s];
+        add(b.left_active, protocol::RackXpu{static_cast<int>(s), static_cast<int>(e.a) / shape.server.lanes_per_xpu});
+      }
+    b.words_lost += boards[s]->scoreboard_errors() - errors_before[s];
+  }
+}
+
+}  // namespace
+
+RackFailoverRecord rack_failover(std::vector<fabric::Board*>& boards, RackTenant& t, double failure_ns,
+                                 const RackFailoverOptions& o) {
+  const protocol::RackShape& shape = o.commit.shape;
+  RackFailoverRecord rec;
+  rec.failure_ns = failure_ns;
+  Events events(boards.size());
+  std::vector<uint32_t> errors_before;
+  for (fabric::Board* b : boards) errors_before.push_back(b->scoreboard_errors());
+
+  const int dead = detect_death(boards, t, o);
+  if (dead < 0) {
+    rec.problems.push_back(fmt::format("no tenant XPU lost every lane within {} us of the failure", o.detect_timeout_ns / 1000.0));
+    return rec;
+  }
+  rec.detected_ns = static_cast<double>(boards[0]->clock().now_ns());
+  rec.failed = t.placement.xpu_of_position[static_cast<size_t>(dead)];
+  take_events(boards, events);
+
+  const auto before = protocol::rack_torus_map(shape, o.commit.wiring, t.placement).port_target;
+  protocol::RackPlacement next;
+  const auto after = choose_spare(t, dead, o, rec, next);
+  if (after.empty()) {
+    rec.problems.push_back(fmt::format("server {} XPU {} died and no spare can take its place{}", rec.failed.server, rec.failed.xpu,
+                                       t.spares.empty() ? " (none left)" : ": " + rec.spare_reason));
+    return rec;
+  }
+  // Only the boards whose maps change take part.
+  std::vector<RackBoard> part;
+  for (size_t s = 0; s < boards.size(); ++s)
+    if (before[s] != after[s]) {
+      part.push_back(RackBoard{static_cast<int>(s), boards[s], {}, before[s], after[s]});
+      rec.blast.boards_touched.push_back(static_cast<int>(s));
+    }
+  rec.commit = rack_commit(part, o.commit);
+  rec.done_ns = static_cast<double>(boards[0]->clock().now_ns());
+  if (rec.commit.outcome != RackOutcome::Committed)
+    rec.problems.push_back(fmt::format("the placement across boards {}: {}", to_string(rec.commit.outcome), rec.commit.why));
+  else {
+    t.placement = next;
+    t.spares.erase(std::find(t.spares.begin(), t.spares.end(), rec.spare));
+  }
+  t.failed.push_back(rec.failed);
+  take_events(boards, events);
+  measure_blast(boards, t, dead, events, errors_before, shape, rec);
+  return rec;
+}
+
+}  // namespace mxtb::host::failover

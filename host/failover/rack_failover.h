@@ -1,0 +1,71 @@
+// One XPU's failover in a rack (docs/rack.md, "Failover in a rack"): the host's path over every
+// board of a served rack. It sees the death on the boards' links, takes a spare (the failing
+// XPU's own server first, then the nearest server whose spare the fibres reach), places the
+// tenant again across the boards as one transaction (rack_commit.h: only the boards whose maps
+// change take part) and measures the blast radius from every board's own events: which boards were
+// touched, which XPUs' links left Active, and the words lost.
+#pragma once
+
+#include "host/fabric/board.h"
+#include "host/failover/rack_commit.h"
+#include "protocol/rack_map.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mxtb::host::failover {
+
+// What the host knows of the rack's tenant.
+struct RackTenant {
+  protocol::RackPlacement placement;
+  std::vector<protocol::RackXpu> spares;  // free, any server
+  std::vector<protocol::RackXpu> failed;
+};
+
+struct BlastRadius {
+  std::vector<int> boards_touched;                // servers whose map changed (the transaction's)
+  std::vector<protocol::RackXpu> left_active;     // XPUs a lane of which left Active after the failure
+  std::vector<protocol::RackXpu> allowed;         // the dead XPU's circuits' ends and the spare
+  std::vector<int> lanes_left_active;             // how many lanes, by server
+  uint64_t words_lost = 0;                        // scoreboard errors since the failure, every board
+  // XPUs whose links left Active and are none of `allowed`.
+  std::vector<protocol::RackXpu> outside() const;
+};
+
+struct RackFailoverRecord {
+  protocol::RackXpu failed, spare;
+  bool same_server = false;
+  std::string spare_reason;
+  RackCommitResult commit;
+  BlastRadius blast;
+  // Board time since power-on (ns): the failure, the host seeing it, the transaction's end (every
+  // board's map placed and every lane Active).
+  double failure_ns = 0, detected_ns = 0, done_ns = 0;
+  std::vector<std::string> problems;
+};
+
+struct RackFailoverOptions {
+  RackCommitOptions commit;  // the rack's shape and wiring, the verify's timeout
+  uint64_t poll_ns = 2'000;
+  uint64_t detect_timeout_ns = 2'000'000;
+};
+
+// The host's looks at every board, by server, until one tenant XPU has no lane Active in two
+// looks running (its neighbours lose only the lanes to it). Pure: one look's link states.
+// -1: none.
+int dead_tenant_position(const protocol::RackShape& shape, const protocol::RackPlacement& p,
+                         const std::vector<std::vector<bool>>& lane_active);
+
+// The spares in the order the host tries them for a failure on `failed`'s server: its own
+// server's first, then by torus distance between servers, then by number. Pure.
+std::vector<protocol::RackXpu> spare_order(const protocol::RackShape& shape, const protocol::RackXpu& failed,
+                                           const std::vector<protocol::RackXpu>& spares);
+
+// The failover of the XPU that dies at `failure_ns` (the caller armed it): `boards[s]` is server
+// s's client; the boards' event queues were drained before the failure. `t` follows (placement,
+// spares, failed).
+RackFailoverRecord rack_failover(std::vector<fabric::Board*>& boards, RackTenant& t, double failure_ns,
+                                 const RackFailoverOptions& o);
+
+}  // namespace mxtb::host::failover
