@@ -153,6 +153,30 @@ TEST_CASE("rack commit: the first phase leaves unused only the fibre inputs whos
   CHECK_THROWS_AS(rack_phase1(shape, wiring, {before[0]}, after), std::invalid_argument);
 }
 
+TEST_CASE("rack failover: the spares in the host's order, and the dead XPU in one look") {
+  protocol::RackShape shape;  // 2x2 servers
+  const std::vector<protocol::RackXpu> spares{{3, 4}, {1, 4}, {2, 4}, {0, 4}};
+  // Server 1's failure: its own spare, then servers 0 and 3 (one hop), then 2 (two hops).
+  const auto order = spare_order(shape, {1, 2}, spares);
+  CHECK(order == std::vector<protocol::RackXpu>{{1, 4}, {0, 4}, {3, 4}, {2, 4}});
+  const protocol::RackPlacement p = protocol::whole_rack_placement(shape);
+  std::vector<std::vector<bool>> active(4, std::vector<bool>(static_cast<size_t>(shape.server.links()), true));
+  CHECK(dead_tenant_position(shape, p, active) == -1);
+  for (int l = 8; l < 12; ++l) active[2][static_cast<size_t>(l)] = false;  // server 2's XPU 2
+  active[2][3] = false;  // a neighbour's lane facing it: not a death
+  const int pos = dead_tenant_position(shape, p, active);
+  REQUIRE(pos >= 0);
+  CHECK(p.xpu_of_position[static_cast<size_t>(pos)] == protocol::RackXpu{2, 2});
+}
+
+TEST_CASE("rack commit: a board the rack does not have is refused by name") {
+  std::vector<RackBoard> bs(1);
+  bs[0].server = 5;
+  RackCommitOptions o;  // 2x2 servers
+  CHECK_THROWS_WITH_AS(rack_commit(bs, o), "rack commit: server 5 is not one of the rack's 4 (or has no board client)",
+                       std::invalid_argument);
+}
+
 TEST_CASE("rack commit: its rules, each both ways, on a served rack of two servers") {
   ServedRack r;
   const Maps M0 = tenant_maps(r.shape, false), M1 = tenant_maps(r.shape, true);
@@ -331,5 +355,16 @@ TEST_CASE("rack failover: the spare in the failing server re-points one mesh; th
   // whole, so circuits that did not change but cross the re-pointed mesh retrain too (XPUs outside
   // the dead one's circuits leave Active), and after a placement across a fibre the served rack's
   // scoreboard judges streams against the bring-up's peers.
+  // No spare left: the next death is seen and named, and nothing is placed anywhere.
+  for (Board* b : boards) b->pop_events();
+  const auto gens = r.generations();
+  const uint64_t at = r.b0->clock().now_ns() + 5'000;
+  r.b1->arm_fault(emu::FaultKind::KillXpu, 0, 0, at);
+  const RackFailoverRecord none = rack_failover(boards, t, static_cast<double>(at), o);
+  CHECK(none.failed == protocol::RackXpu{1, 0});
+  REQUIRE(none.problems.size() == 1);
+  CHECK(none.problems[0] == "server 1 XPU 0 died and no spare can take its place (none left)");
+  CHECK(none.blast.boards_touched.empty());
+  CHECK(r.generations() == gens);
   MESSAGE("blast radius, rack-2x1 served in lockstep:\n" << table);
 }
