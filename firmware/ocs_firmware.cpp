@@ -86,7 +86,7 @@ FwStatus OcsFirmware::prepare(const std::vector<int>& perm, Prepared& out, std::
     return FwStatus::BadCommand;
   }
   hal_.compute(cfg_.route_cost_ns);
-  auto states = route(*topo_, perm);
+  auto states = route(*topo_, perm, cfg_.keep_unchanged_paths && !active_states_.empty() ? &active_states_ : nullptr);
   if (!states) {
     say(why, states.error());
     return FwStatus::BadMap;
@@ -98,6 +98,7 @@ FwStatus OcsFirmware::prepare(const std::vector<int>& perm, Prepared& out, std::
   }
   out.map = perm;
   out.codes = codes.value();
+  out.states = states.value();
   return FwStatus::Ok;
 }
 
@@ -162,6 +163,7 @@ FwStatus OcsFirmware::commit_and_wait(const Prepared& p, std::string* why) {
   if (*outcome == FwStatus::Ok) {
     active_map_ = p.map;
     active_codes_ = p.codes;
+    active_states_ = p.states;
     active_gen_ = gen;
   } else {
     uint32_t err = rd(reg::error::kOffset);
@@ -295,6 +297,7 @@ void OcsFirmware::on_event(const LogEvent& e) {
     armed_xpu_.reset();
     failover_pending_ = false;
     staged_for_commit_.reset();  // staged for a fabric the sweep dropped: the host stages again
+    active_states_.clear();
     return;
   }
   if (type != Event::LinkChange || !armed_xpu_) return;

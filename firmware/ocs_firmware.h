@@ -32,6 +32,12 @@ struct FirmwareConfig {
   int failover_threshold = 2;           // circuits of the armed XPU that must go dark from its end
   uint64_t commit_timeout_ns = 20'000'000;
   uint64_t mailbox_poll_ns = 10'000;    // how often the idle loop looks at the mailbox
+  // Route each map from the elements' present states (routing.h: each loop of the looping
+  // algorithm set the way that moves fewer elements), so that circuits that did not change keep
+  // their light where the permutation allows it. On in a rack, where a mesh carries other
+  // servers' circuits through its fibres (docs/rack.md); the single server's regressions ran
+  // without it.
+  bool keep_unchanged_paths = false;
 };
 
 // The firmware's result codes are the mailbox's status codes (protocol/mailbox.json): what the
@@ -97,6 +103,7 @@ class OcsFirmware {
   struct Prepared {
     std::vector<int> map;
     std::vector<uint16_t> codes;
+    std::vector<ElementState> states;
   };
   FwStatus prepare(const std::vector<int>& perm, Prepared& out, std::string* why);
   void stage(const Prepared& p);
@@ -118,6 +125,7 @@ class OcsFirmware {
   std::optional<BenesTopology> topo_;
   std::vector<int> active_map_;
   std::vector<uint16_t> active_codes_, staged_codes_;
+  std::vector<ElementState> active_states_;  // what the last commit this firmware made routed (empty: unknown)
   std::vector<int> staged_map_;
   uint32_t active_gen_ = 0, next_gen_ = 1;
   std::optional<int> armed_xpu_;

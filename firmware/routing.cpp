@@ -24,11 +24,18 @@ std::string check_permutation(int ports, const std::vector<int>& perm) {
   return "";
 }
 
-std::vector<int> complete_permutation(const std::vector<int>& perm) {
+std::vector<int> complete_permutation(const std::vector<int>& perm, const std::vector<int>* previous) {
   std::vector<int> full = perm;
   std::vector<bool> taken(perm.size(), false);
   for (int t : perm)
     if (t != kUnused) taken[static_cast<size_t>(t)] = true;
+  if (previous && previous->size() == perm.size())
+    for (size_t p = 0; p < full.size(); ++p) {
+      const int was = (*previous)[p];
+      if (full[p] != kUnused || was < 0 || taken[static_cast<size_t>(was)]) continue;
+      full[p] = was;
+      taken[static_cast<size_t>(was)] = true;
+    }
   size_t next_free = 0;
   for (int& t : full) {
     if (t != kUnused) continue;
@@ -45,13 +52,16 @@ namespace {
 // starts at `first_stage` and occupies rows [row_offset, ...): the recursive layout of
 // BenesTopology::wire (upper half takes the first-stage elements' out0, lower half out1).
 void route_sub(const BenesTopology& t, int first_stage, int row_offset, const std::vector<int>& perm,
-               std::vector<ElementState>& states) {
+               std::vector<ElementState>& states, const std::vector<ElementState>* now) {
   const int size = static_cast<int>(perm.size());
   if (size == 2) {
     states[static_cast<size_t>(t.element_index(first_stage, row_offset))] =
         perm[0] == 0 ? ElementState::Bar : ElementState::Cross;
     return;
   }
+  auto first_state = [&](const std::vector<int>& half, int i) {  // first-stage element i
+    return half[static_cast<size_t>(2 * i)] == 0 ? ElementState::Bar : ElementState::Cross;
+  };
   int log2_size = 0;
   while ((1 << log2_size) < size) ++log2_size;
   const int last_stage = first_stage + 2 * log2_size - 2;
@@ -66,15 +76,36 @@ void route_sub(const BenesTopology& t, int first_stage, int row_offset, const st
   for (int start = 0; start < size; start += 2) {
     if (half_of_input[static_cast<size_t>(start)] != -1) continue;
     int input = start;
+    std::vector<int> loop;
     while (half_of_input[static_cast<size_t>(input)] == -1) {
       half_of_input[static_cast<size_t>(input)] = 0;  // upper
       // Its output's partner at the last-stage element must come from the lower half...
       const int partner_output = perm[static_cast<size_t>(input)] ^ 1;
       const int lower_input = inverse[static_cast<size_t>(partner_output)];
       half_of_input[static_cast<size_t>(lower_input)] = 1;
+      loop.push_back(input);
+      loop.push_back(lower_input);
       // ...so that input's partner at its first-stage element goes upper: continue from there.
       input = lower_input ^ 1;
     }
+    if (!now) continue;
+    // The loop's other setting (every half swapped) sets each of its first- and last-stage
+    // elements the other way: take it when it keeps more of them as they are.
+    int kept = 0, elements = 0;
+    for (int in : loop) {
+      if (in % 2 == 0) {
+        ++elements;
+        kept += first_state(half_of_input, in / 2) == (*now)[static_cast<size_t>(t.element_index(first_stage, row_offset + in / 2))];
+      }
+      const int out = perm[static_cast<size_t>(in)];
+      if (out % 2 == 0) {
+        ++elements;
+        const ElementState last = half_of_input[static_cast<size_t>(in)] == 0 ? ElementState::Bar : ElementState::Cross;
+        kept += last == (*now)[static_cast<size_t>(t.element_index(last_stage, row_offset + out / 2))];
+      }
+    }
+    if (2 * kept < elements)
+      for (int in : loop) half_of_input[static_cast<size_t>(in)] ^= 1;
   }
 
   std::vector<int> upper(static_cast<size_t>(size / 2)), lower(static_cast<size_t>(size / 2));
@@ -84,24 +115,28 @@ void route_sub(const BenesTopology& t, int first_stage, int row_offset, const st
   }
   for (int i = 0; i < size / 2; ++i) {
     // First stage: bar sends in0 to out0 (upper half).
-    states[static_cast<size_t>(t.element_index(first_stage, row_offset + i))] =
-        half_of_input[static_cast<size_t>(2 * i)] == 0 ? ElementState::Bar : ElementState::Cross;
+    states[static_cast<size_t>(t.element_index(first_stage, row_offset + i))] = first_state(half_of_input, i);
     // Last stage: bar takes out0 from in0 (upper half).
     const int source_of_out0 = inverse[static_cast<size_t>(2 * i)];
     states[static_cast<size_t>(t.element_index(last_stage, row_offset + i))] =
         half_of_input[static_cast<size_t>(source_of_out0)] == 0 ? ElementState::Bar : ElementState::Cross;
   }
-  route_sub(t, first_stage + 1, row_offset, upper, states);
-  route_sub(t, first_stage + 1, row_offset + size / 4, lower, states);
+  route_sub(t, first_stage + 1, row_offset, upper, states, now);
+  route_sub(t, first_stage + 1, row_offset + size / 4, lower, states, now);
 }
 
 }  // namespace
 
-Result<std::vector<ElementState>> route(const BenesTopology& topology, const std::vector<int>& perm) {
+Result<std::vector<ElementState>> route(const BenesTopology& topology, const std::vector<int>& perm,
+                                        const std::vector<ElementState>* now) {
   std::string why = check_permutation(topology.ports(), perm);
   if (!why.empty()) return Result<std::vector<ElementState>>::failure(why);
+  if (now && now->size() != static_cast<size_t>(topology.elements())) now = nullptr;
+  std::vector<int> previous;
+  if (now)
+    for (int p = 0; p < topology.ports(); ++p) previous.push_back(topology.trace(*now, p));
   std::vector<ElementState> states(static_cast<size_t>(topology.elements()), ElementState::Bar);
-  route_sub(topology, 0, 0, complete_permutation(perm), states);
+  route_sub(topology, 0, 0, complete_permutation(perm, now ? &previous : nullptr), states, now);
   return Result<std::vector<ElementState>>::success(std::move(states));
 }
 

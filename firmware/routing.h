@@ -17,12 +17,18 @@ constexpr int kUnused = -1;
 std::string check_permutation(int ports, const std::vector<int>& perm);
 
 // A partial permutation made complete, deterministically: unused inputs, in ascending order,
-// take the unused outputs in ascending order. perm must pass check_permutation.
-std::vector<int> complete_permutation(const std::vector<int>& perm);
+// take the unused outputs in ascending order; with `previous` (a complete permutation), an
+// unused input first keeps its previous output when no mapped input takes it. perm must pass
+// check_permutation.
+std::vector<int> complete_permutation(const std::vector<int>& perm, const std::vector<int>* previous = nullptr);
 
 // The state of every element (index stage * ports / 2 + row) such that input p reaches output
-// perm[p] for every mapped p.
-Result<std::vector<ElementState>> route(const BenesTopology& topology, const std::vector<int>& perm);
+// perm[p] for every mapped p. With `now` (every element's state as the mesh runs it), each loop
+// of the looping algorithm takes whichever of its two settings changes fewer of its elements, and
+// unused ports keep their paths' ends: a circuit that did not change keeps its elements wherever
+// the permutation allows it, so fewer circuits lose light while the mesh moves (docs/mesh.md).
+Result<std::vector<ElementState>> route(const BenesTopology& topology, const std::vector<int>& perm,
+                                        const std::vector<ElementState>* now = nullptr);
 // The same for a mesh of `ports` ports (fails also when the port count is invalid).
 Result<std::vector<ElementState>> route(int ports, const std::vector<int>& perm);
 

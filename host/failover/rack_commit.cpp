@@ -101,14 +101,14 @@ class Procedure {
     for (RackBoard& b : boards_) {
       const std::vector<int>& p1 = phase1[static_cast<size_t>(b.server)];
       if (p1 == b.before) continue;
-      const auto st = mailbox(b, RackStep::Phase1, [](fabric::Board& x) { return x.commit_staged(); });
+      const auto st = committed(b, RackStep::Phase1, p1, [](fabric::Board& x) { return x.commit_staged(); });
       if (st != mb::FwStatus::Ok)
         return roll_back(fmt::format("server {}'s first phase: {}", b.server, outcome(st)));
     }
     for (RackBoard& b : boards_) {
       const std::vector<int>& p1 = phase1[static_cast<size_t>(b.server)];
       if (p1 == b.after) continue;
-      const auto st = mailbox(b, RackStep::Phase2, [&](fabric::Board& x) { return x.set_port_map(b.after); });
+      const auto st = committed(b, RackStep::Phase2, b.after, [&](fabric::Board& x) { return x.set_port_map(b.after); });
       if (st != mb::FwStatus::Ok)
         return roll_back(fmt::format("server {}'s second phase: {}", b.server, outcome(st)));
     }
@@ -141,7 +141,7 @@ class Procedure {
         const auto s = static_cast<size_t>(b.server);
         const std::vector<int>& m = phase == 1 ? phase1[s] : b.before;
         if (!known[i] || now[s] == m) continue;
-        const auto st = mailbox(b, RackStep::Rollback, [&](fabric::Board& x) { return x.set_port_map(m); });
+        const auto st = committed(b, RackStep::Rollback, m, [&](fabric::Board& x) { return x.set_port_map(m); });
         if (!answered_) {
           known[i] = false;
           continue;
@@ -226,6 +226,22 @@ class Procedure {
     const mb::FwStatus st = with_board(b, step, [&](fabric::Board& x) { return f(x); });
     if (!answered_) return mb::FwStatus::Timeout;
     record(b, step, st == mb::FwStatus::Ok, std::string(mb::describe(st)));
+    return st;
+  }
+  // A commit, and again a dark window later when verify refused it: a lane of a circuit whose far
+  // end is still training (one direction lit, the other not yet) goes dark for its retrain hold now
+  // and then, and verify can read one of those gaps. A dead XPU stays dark through every attempt.
+  template <typename F>
+  mb::FwStatus committed(RackBoard& b, RackStep step, const std::vector<int>& map, F&& first) {
+    mb::FwStatus st = mailbox(b, step, first);
+    for (int attempt = 1; attempt < o_.verify_attempts && answered_ && st == mb::FwStatus::VerifyFailed; ++attempt) {
+      with_board(b, step, [&](fabric::Board& x) {
+        x.clock().wait_ns(o_.dark_window_ns);
+        return true;
+      });
+      if (!answered_) break;
+      st = mailbox(b, step, [&](fabric::Board& x) { return x.set_port_map(map); });
+    }
     return st;
   }
   std::string outcome(mb::FwStatus st) const { return answered_ ? std::string(mb::describe(st)) : "no answer: " + last_error_; }

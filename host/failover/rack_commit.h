@@ -9,7 +9,9 @@
 //   commit    phase 1 on each board in turn (CommitStaged): the circuits inside the server and the
 //             lanes' light out into the fibres, every circuit arriving through a fibre whose far
 //             source changes left unused; then phase 2 on each board in turn, the whole map, once
-//             the far light is there (a controller verifies the light at every mapped output)
+//             the far light is there (a controller verifies the light at every mapped output); a
+//             commit verify refused is committed again a dark window later (a far lane still
+//             training goes dark for its retrain hold now and then)
 //   verify    every board's ACTIVE_MAP is `after`, and every lane `after` maps trains to Active
 //   rollback  on any failure, or a board that stops answering: every board back to `before`, by
 //             the same two phases; a board that does not answer again within the deadline is
@@ -73,6 +75,10 @@ struct RackCommitOptions {
   std::vector<protocol::RackFibre> wiring;
   uint64_t link_up_timeout_ns = 3'000'000;  // board time for the verify's lanes to train
   uint64_t poll_ns = 5'000;
+  // A commit verify refused is committed again this much later (board time), up to
+  // verify_attempts in all: as the single server's manager does for a lane's dark window.
+  uint64_t dark_window_ns = 25'000;
+  int verify_attempts = 3;
   // How long a board that stopped answering is asked again (wall time) before it is unresolved.
   std::chrono::milliseconds answer_deadline{2'000};
   // Called before each step on each board (progress, and the tests' faults).

@@ -97,6 +97,7 @@ firmware::FirmwareConfig firmware_config(const RackConfig& cfg, const MeshCalibr
   fc.calibration = cal.elements;
   const double tau = cfg.server.mesh.tau_ns ? *cfg.server.mesh.tau_ns : preset_tau_ns(cfg.server.mesh.settle);
   fc.settle_cycles = static_cast<uint32_t>(std::max(4.0, std::ceil(cfg.settle_taus * tau / (1000.0 / cfg.server.clock_mhz))));
+  fc.keep_unchanged_paths = true;  // a mesh carries other servers' circuits: move as few as the map allows
   return fc;
 }
 
