@@ -397,6 +397,21 @@ void parse_host_disconnect(Fields& f, FailoverScenario& s) {
   h.finish();
 }
 
+// The state restore's section; its time follows the lanes' rate, which the clock declares.
+void parse_state_restore(Fields& f, FailoverScenario& s) {
+  Fields r = f.sub("state_restore");
+  s.state_bytes_per_xpu = r.uint<uint64_t>("bytes_per_xpu", s.state_bytes_per_xpu, 0, uint64_t{1} << 40);
+  s.state_copy_gbytes_per_s = r.real("copy_gbytes_per_s", s.state_copy_gbytes_per_s, 0.1, 10000.0);
+  if (r.has("lane_gbps"))
+    r.fail("lane_gbps", fmt::format("the lanes' rate is the emulated link layer's, {} bits a cycle of clock_mhz ({} Gb/s "
+                                    "at {} MHz), and is not set here; a faster SerDes is a projection: "
+                                    "state_restore.projected_lane_gbps",
+                                    protocol::kLaneWordBits, protocol::lane_gbps(s.clock_mhz), s.clock_mhz));
+  s.state_projected_lane_gbps = r.real("projected_lane_gbps", s.state_projected_lane_gbps, 0.0, 100000.0);
+  s.state_real_bytes_max = r.uint<uint64_t>("real_bytes_max", s.state_real_bytes_max, 0, uint64_t{1} << 34);
+  r.finish();
+}
+
 void parse_modeled(Fields& f, const std::string& source, FailoverScenario& s) {
   const json& arr = array_field(f, "modeled");
   for (size_t i = 0; i < arr.size(); ++i) {
@@ -529,19 +544,7 @@ FailoverScenario parse_failover_scenario(const json& j, const std::string& sourc
                                                       s.host_downtime_us, s.watchdog_us));
   if (f.has("traffic")) s.traffic = parse_traffic(f.sub("traffic"), s.traffic);
   if (f.has("modeled")) parse_modeled(f, source, s);
-  if (f.has("state_restore")) {
-    Fields r = f.sub("state_restore");
-    s.state_bytes_per_xpu = r.uint<uint64_t>("bytes_per_xpu", s.state_bytes_per_xpu, 0, uint64_t{1} << 40);
-    s.state_copy_gbytes_per_s = r.real("copy_gbytes_per_s", s.state_copy_gbytes_per_s, 0.1, 10000.0);
-    if (r.has("lane_gbps"))
-      r.fail("lane_gbps", fmt::format("the lanes' rate is the emulated link layer's, {} bits a cycle of clock_mhz ({} Gb/s "
-                                      "at {} MHz), and is not set here; a faster SerDes is a projection: "
-                                      "state_restore.projected_lane_gbps",
-                                      protocol::kLaneWordBits, protocol::lane_gbps(s.clock_mhz), s.clock_mhz));
-    s.state_projected_lane_gbps = r.real("projected_lane_gbps", s.state_projected_lane_gbps, 0.0, 100000.0);
-    s.state_real_bytes_max = r.uint<uint64_t>("real_bytes_max", s.state_real_bytes_max, 0, uint64_t{1} << 34);
-    r.finish();
-  }
+  if (f.has("state_restore")) parse_state_restore(f, s);
   if (f.has("collective")) parse_collective(f, s);
   s.limit_us = f.real("limit_us", s.limit_us, 0.0, 1e7);
   if (f.has("expect")) {

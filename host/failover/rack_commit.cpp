@@ -103,16 +103,16 @@ class Procedure {
       if (p1 == b.before) continue;
       const auto st = committed(b, RackStep::Phase1, p1, [](fabric::Board& x) { return x.commit_staged(); });
       if (st != mb::FwStatus::Ok)
-        return roll_back(fmt::format("server {}'s first phase: {}", b.server, outcome(st)));
+        return recover(fmt::format("server {}'s first phase: {}", b.server, outcome(st)));
     }
     for (RackBoard& b : boards_) {
       const std::vector<int>& p1 = phase1[static_cast<size_t>(b.server)];
       if (p1 == b.after) continue;
       const auto st = committed(b, RackStep::Phase2, b.after, [&](fabric::Board& x) { return x.set_port_map(b.after); });
       if (st != mb::FwStatus::Ok)
-        return roll_back(fmt::format("server {}'s second phase: {}", b.server, outcome(st)));
+        return recover(fmt::format("server {}'s second phase: {}", b.server, outcome(st)));
     }
-    if (std::string why = verify(); !why.empty()) return roll_back(why);
+    if (std::string why = verify(); !why.empty()) return recover(why);
     return std::move(result_);
   }
 
@@ -181,7 +181,6 @@ class Procedure {
     return std::move(result_);
   }
 
-  RackCommitResult roll_back(const std::string& why) { return recover(why); }
 
   // A board's client, or a fresh one when it stopped answering, until the deadline.
   template <typename F>
@@ -196,7 +195,7 @@ class Procedure {
           b.board = b.reconnect();
           silent_.erase(b.server);
         }
-        record_start(b, step);
+        record_start(b);
         auto r = f(*b.board);
         return r;
       } catch (const std::exception& e) {  // a timeout, a mailbox with no answer, a refused connection
@@ -279,7 +278,7 @@ class Procedure {
     return {};
   }
 
-  void record_start(RackBoard& b, RackStep) {
+  void record_start(RackBoard& b) {
     try {
       start_ns_ = b.board->clock().now_ns();
     } catch (const std::exception&) {

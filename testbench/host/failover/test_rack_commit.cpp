@@ -235,7 +235,6 @@ TEST_CASE("rack commit: its rules, each both ways, on a served rack of two serve
     auto back = r.boards(M1, M0);
     const RackCommitResult res2 = rack_commit(back, o);
     INFO(steps(res2));
-    MESSAGE(steps(res2));
     if (res2.outcome != RackOutcome::Committed)
       for (int s = 0; s < 2; ++s)
         for (const auto& e : r.board(s).pop_events())
