@@ -25,6 +25,7 @@ int cmd_collective(const ArgList& args);
 int cmd_bench_steering(const ArgList& args);
 int cmd_rank(const ArgList& args);
 int cmd_rack(const ArgList& args);
+int cmd_rack_failover(const ArgList& args);
 int cmd_bench_rack(const ArgList& args);
 
 }  // namespace mxtb::app

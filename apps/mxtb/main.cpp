@@ -93,6 +93,14 @@ rack --scenario FILE --serve [--time-mode lockstep|paced|free] [--rtf R] [--list
     [--fst-dir DIR] [--stop-after-s S] [--stall-report-ms MS] [--processes N]
     every server's board on the network, as mxtb sim serves one: a 'listening on udp://ADDR:PORT server S'
     line each; lockstep time commands move the whole rack)"},
+    {"rack-failover", mxtb::app::cmd_rack_failover,
+     R"(rack-failover --scenario FILE --fail S.X[,S.X...] [--out DIR] [--json FILE] [--calibration FILE]
+    XPU deaths in a served rack (mxtb rack --serve, lockstep, on loopback), in the order given, each
+    failed over by the host's rack path: its own server's spare first, else the nearest server's,
+    placed on every board whose map changes as one transaction; prints one line a failure (spare,
+    outcome, boards touched, the XPUs whose links left Active, words lost, time from the failure)
+    and writes DIR/rack-failover.json (docs/rack.md). Exit 1 when a failure found no spare or its
+    placement did not verify (default DIR: out/rack-failover))"},
     {"reg", mxtb::app::cmd_reg,
      R"(reg read|write|dump --target udp://ADDR:PORT [NAME|ADDRESS [VALUE]] [--count N] [--timeout-ms MS]
     registers by name: controller (STATUS, LINK_STATUS[3]), emulator (emu.TIME_NS_LO), ram[i]

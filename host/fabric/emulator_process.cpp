@@ -45,7 +45,7 @@ std::string tail_of(const std::string& path, size_t max_lines = 20) {
 }  // namespace
 
 EmulatorProcess::EmulatorProcess(const std::string& mxtb, const std::vector<std::string>& args, const std::string& log_path,
-                                 std::chrono::seconds startup, const std::string& command) {
+                                 std::chrono::seconds startup, const std::string& command, int listeners) {
   int out[2];
   if (pipe(out) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   posix_spawn_file_actions_t fa;
@@ -83,22 +83,25 @@ EmulatorProcess::EmulatorProcess(const std::string& mxtb, const std::vector<std:
       break;
     }
     text.append(buf, static_cast<size_t>(n));
-    auto at = text.find(key);
-    auto eol = at == std::string::npos ? std::string::npos : text.find('\n', at);
-    if (eol != std::string::npos) {
-      target_ = text.substr(at + key.size(), eol - at - key.size());
-      target_ = target_.substr(0, target_.find(' '));  // a rack's line goes on: " server S"
-      break;
+    targets_.clear();
+    for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + 1)) {
+      const size_t eol = text.find('\n', at);
+      if (eol == std::string::npos) break;
+      std::string t = text.substr(at + key.size(), eol - at - key.size());
+      targets_.push_back(t.substr(0, t.find(' ')));  // a rack's line goes on: " server S"
     }
+    if (static_cast<int>(targets_.size()) >= listeners) break;
   }
   log_path_ = log_path;
-  if (target_.empty()) {
+  if (static_cast<int>(targets_.size()) < listeners) {
     close(out[0]);
     // Say how it ended and pass on what it printed: a failed RTL assertion while the firmware
     // initialises the controller leaves Verilator's %Error lines on its stdout and the command
     // that reruns it in its log (stderr).
     int status = stop();
-    std::string how = !ended ? fmt::format("did not print its listening line within {} s", startup.count())
+    std::string how = !ended ? fmt::format("did not print its {} within {} s",
+                                           listeners == 1 ? std::string("listening line") : fmt::format("{} listening lines", listeners),
+                                           startup.count())
                       : WIFEXITED(status)   ? fmt::format("exited with status {} before listening", WEXITSTATUS(status))
                       : WIFSIGNALED(status) ? fmt::format("died of signal {} before listening", WTERMSIG(status))
                                             : std::string("ended before listening");
@@ -108,7 +111,7 @@ EmulatorProcess::EmulatorProcess(const std::string& mxtb, const std::vector<std:
                                          log_path.empty() ? "" : "\nits log: " + log_path + tail_of(log_path)));
   }
   stdout_fd_ = out[0];
-  std::string rest = text.substr(text.find('\n', text.find(key)) + 1);
+  std::string rest = text.substr(text.find('\n', text.rfind(key)) + 1);
   drain_ = std::thread([fd = out[0], path = log_path, rest] {
     FILE* log = path.empty() ? nullptr : std::fopen(path.c_str(), "a");
     if (log && !rest.empty()) std::fwrite(rest.data(), 1, rest.size(), log);

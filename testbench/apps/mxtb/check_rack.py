@@ -10,6 +10,8 @@
                                                the bound, non-zero, no process left, no report written
   check_rack.py MXTB OUT mismatch A            two processes started with A and a copy of A with another seed: refused, naming both
   check_rack.py MXTB OUT collective SCENARIO   `mxtb collective --rack`: exact across servers, under the fibres' limit, repeatable
+  check_rack.py MXTB OUT failover SCENARIO     `mxtb rack-failover` on a rack of two servers: the own server's spare, then the
+                                               other's across both boards, then none left; bad --fail values refused
 """
 import json
 import os
@@ -269,6 +271,45 @@ def collective(mxtb, out, scenario):
           f"{len(bad_cases) + 1} bad inputs refused")
 
 
+def failover(mxtb, out, scenario):
+    shutil.rmtree(out, ignore_errors=True)
+    args = ["--scenario", scenario, "--out", out]
+    p = subprocess.run([mxtb, "rack-failover"] + args + ["--fail", "0.1,0.2,1.0"], capture_output=True, text=True, timeout=600)
+    print(p.stdout)
+    if p.returncode != 1:  # the third death finds no spare
+        fail(f"mxtb rack-failover: exit {p.returncode}, want 1\n{p.stderr}")
+    r = json.loads(Path(out, "rack-failover.json").read_text())["failovers"]
+    if len(r) != 3:
+        fail(f"{len(r)} failovers in the report, want 3")
+    same_server, other, none = r
+    want = [(same_server, "0.4", True, [0]), (other, "1.4", False, [0, 1])]
+    for rec, spare, same_srv, boards in want:
+        if rec["spare"] != spare or rec["same_server"] != same_srv or rec["outcome"] != "committed" or rec["problems"]:
+            fail(f"{rec['failed']}: spare {rec['spare']}, same server {rec['same_server']}, {rec['outcome']}: {rec['problems']}")
+        if rec["blast_radius"]["boards_touched"] != boards:
+            fail(f"{rec['failed']}: boards touched {rec['blast_radius']['boards_touched']}, want {boards}")
+        if rec["failed"] not in rec["blast_radius"]["xpus_left_active"]:
+            fail(f"{rec['failed']}: the dead XPU is not among those whose links left Active")
+        if not 0 < rec["detect_ns"] < rec["total_ns"]:
+            fail(f"{rec['failed']}: detect {rec['detect_ns']} ns, total {rec['total_ns']} ns")
+    if same_server["blast_radius"]["words_lost"] != 0:
+        fail(f"the same-server failover lost {same_server['blast_radius']['words_lost']} words")
+    if none["spare"] is not None or none["problems"] != ["server 1 XPU 0 died and no spare can take its place (none left)"]:
+        fail(f"the third death: spare {none['spare']}, problems {none['problems']}")
+    # Bad --fail values: exit 2, the value named, nothing started or written.
+    for value, message in (("2.1", "--fail 2.1: server 2 is not one of the rack's 2 (0-1)"),
+                           ("0.9", "--fail 0.9: a server has XPUs 0-4"),
+                           ("1.x", "--fail '1.x' is not SERVER.XPU")):
+        bad_out = out + "-bad"
+        shutil.rmtree(bad_out, ignore_errors=True)
+        p = subprocess.run([mxtb, "rack-failover", "--scenario", scenario, "--out", bad_out, "--fail", value],
+                           capture_output=True, text=True, timeout=60)
+        if p.returncode != 2 or message not in p.stderr:
+            fail(f"--fail {value}: exit {p.returncode}, want 2 and '{message}'\n{p.stderr}")
+        if Path(bad_out).exists():
+            fail(f"--fail {value}: {bad_out} was written")
+
+
 def main():
     mxtb, out, what = sys.argv[1], sys.argv[2], sys.argv[3]
     rest = sys.argv[4:]
@@ -287,6 +328,8 @@ def main():
         mismatch(mxtb, out, rest[0])
     elif what == "collective":
         collective(mxtb, out, rest[0])
+    elif what == "failover":
+        failover(mxtb, out, rest[0])
     else:
         fail(f"unknown check {what}")
 
