@@ -64,7 +64,8 @@ GROUPS = {
         "test": "rtl_tests",
         # --formal: a mutant's own module's proofs alone (rtl/formal/formal.sh's groups)
         "formal_groups": {"rtl/link/link_train.sv": ["link_train_small"], "rtl/link/link_tx.sv": ["link_tx_small"],
-                          "rtl/link/link_rx.sv": ["link_rx_small"]},
+                          "rtl/link/link_rx.sv": ["link_rx_small"], "rtl/link/link_block_lock.sv": ["link_lock_small"],
+                          "rtl/link/link_endpoint.sv": ["link_pair_bmc"]},
     },
     # The IPbus transactor, killed by the differential fuzzing against the C++ target.
     "ipbus": {
@@ -764,7 +765,7 @@ def run_mutation(a):
             raise UsageError(f"--rerun {a.rerun}: {e}")
         chosen = []
         for r in before.get("mutants", []):
-            if r.get("status") != "survived":
+            if r.get("status") != "survived" or (only and r.get("file") not in only):
                 continue
             if "site" not in r:
                 raise UsageError(f"--rerun {a.rerun}: mutant {r.get('id')} has no site (an older report)")

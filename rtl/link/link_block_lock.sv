@@ -40,10 +40,10 @@ module link_block_lock #(
     bad_d  = bad_q;
     lock_d = lock_q;
     if (!sd_i) begin
+      // The window and its bad-header count are read only while locked and restart when lock is
+      // gained, so the dark leaves them as they are.
       lock_d = 1'b0;
       good_d = '0;
-      bad_d  = '0;
-      win_d  = '0;
     end else if (!lock_q) begin
       if (hdr_valid_o) begin
         good_d = good_q + 16'd1;
@@ -124,8 +124,14 @@ module link_block_lock #(
           (!lock_q == (!f_p_sd || f_unlock_bad)))
   `ASSERT(lock_slip_iff_searching_or_lost, !f_past_rst_n ||
           ((slip_q != f_p_slip) == (f_p_sd && (f_p_lock ? f_unlock_bad : !f_p_valid))))
+  `ASSERT(lock_slip_in_word, slip_q <= 7'd65)
   `ASSERT(lock_slip_steps_by_one, !f_past_rst_n || slip_q == f_p_slip ||
           slip_q == (f_p_slip == 7'd65 ? 7'd0 : f_p_slip + 7'd1))
+`ifdef FORMAL
+  // Induction helpers (link_lock_small): the counters are the shadows while they count.
+  `ASSERT(lock_run_is_shadow, lock_q || (good_q == f_run_q && good_q < 16'(LOCK_GOOD)))
+  `ASSERT(lock_window_is_shadow, !lock_q || (7'(win_q) == f_win_q && bad_q == f_bad_q && bad_q < 16'(UNLOCK_BAD)))
+`endif
   // bad_hdr_o (counted as a bad block) is an invalid header while locked, never while searching.
   `ASSERT(lock_bad_header_only_locked, bad_hdr_o == (lock_q && !hdr_valid_o))
   `COVER(cov_lock_gained, f_past_rst_n && !f_p_lock && lock_q)

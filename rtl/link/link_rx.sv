@@ -309,6 +309,105 @@ module link_rx
           expect_q == f_past_expect + 16'd1)
   `ASSERT(rx_drain_steps, !f_past_rst_n || f_past_flush || rd_q == f_past_rd || rd_q == f_past_rd + 16'd1)
   `ASSERT(rx_delivers_in_order, !rx_valid_o || f_rd_slot_seq == rd_q)
+
+  // The receive rules (docs/link-layer.md, "Blocks on the lane", "Frames", "Reliability") checked
+  // here, where their terms are computed (issue 43), both ways, in the rules' own words rather
+  // than through is_ctl, ctl_ok and the frame state's own conditions.
+  // Environment: block lock's header flag is exactly a data or control sync header.
+  `ASSUME(env_hdr_ok_is_valid_sync, blk_hdr_ok_i == (blk_sync_i == link_pkg::SyncData ||
+                                                     blk_sync_i == link_pkg::SyncCtrl))
+  logic f_ctl_blk, f_data_blk, f_check_ok, f_good_ctl, f_known_type, f_in_frame, f_eof_checks;
+  logic f_duplicate, f_taken, f_lost, f_frame_drained, f_nak_next, f_ack_next, f_sof_accepts;
+  assign f_ctl_blk    = blk_valid_i && blk_sync_i == link_pkg::SyncCtrl;
+  assign f_data_blk   = blk_valid_i && blk_sync_i == link_pkg::SyncData;
+  assign f_check_ok   = ~chk_crc[23:0] == blk_data_i[63:40];
+  assign f_good_ctl   = f_ctl_blk && f_check_ok;
+  logic f_acklike, f_hblike;  // Ack, Heartbeat, Nak; and CreditInit beside them
+  assign f_hblike     = ctl_type == link_pkg::CtlAck || ctl_type == link_pkg::CtlHeartbeat ||
+                        ctl_type == link_pkg::CtlNak;
+  assign f_acklike    = f_hblike || ctl_type == link_pkg::CtlCreditInit;
+  assign f_known_type = f_acklike || ctl_type == link_pkg::CtlIdle || ctl_type == link_pkg::CtlTs1 ||
+                        ctl_type == link_pkg::CtlTs2 || ctl_type == link_pkg::CtlSof ||
+                        ctl_type == link_pkg::CtlEof;
+  assign f_in_frame   = st_q == StData;
+  // An EOF passes its checks when the SOF's length of data words came and the CRC matches.
+  assign f_eof_checks = widx_q == len_cur_q && ~crc_q == blk_data_i[39:8];
+  assign f_taken      = seq_q == expect_q && accept_q;
+  assign f_duplicate  = seq_q != expect_q && (expect_q - seq_q) <= 16'h8000;
+  // A frame is lost: broken by a bad block, cut by the next SOF, failing its EOF's checks, longer
+  // than its SOF said, a gap, or the expected frame refused (no free slot, a length out of range).
+  assign f_lost = f_in_frame && (
+                  (blk_valid_i && (!blk_hdr_ok_i || (f_ctl_blk && !f_check_ok))) ||
+                  (f_good_ctl && ctl_type == link_pkg::CtlSof) ||
+                  (f_good_ctl && ctl_type == link_pkg::CtlEof && (!f_eof_checks || (!f_taken && !f_duplicate))) ||
+                  (f_data_blk && widx_q >= len_cur_q));
+  assign f_frame_drained = rx_valid_o && rx_ready_i && 8'(ridx_q) + 8'd1 == len_q[rd_slot];
+  // One NAK per gap: asked for a lost frame while Active unless one went out since the last
+  // frame taken; withdrawn when it is sent or a frame is taken.
+  assign f_nak_next = (nak_req_q && !nak_sent_i && !frame_ok_o) ||
+                      (f_lost && active_i && !nak_sent_q && !nak_sent_i);
+  // An Ack for a frame taken, a duplicate, and a frame drained (its credit returns).
+  assign f_ack_next = (ack_req_q && !ack_sent_i) || frame_ok_o || f_frame_drained ||
+                      (f_in_frame && f_good_ctl && ctl_type == link_pkg::CtlEof && f_eof_checks && f_duplicate);
+  // An SOF in Active is stored only if it is the expected frame, has a free slot after this
+  // cycle's drain, and a length of 1 to MAX_WORDS words.
+  assign f_sof_accepts = blk_data_i[23:8] == expect_q && (expect_q - rd_d) < 16'(RX_SLOTS) &&
+                         blk_data_i[31:24] >= 8'd1 && blk_data_i[31:24] <= 8'(MAX_WORDS);
+  `ASSERT_PAST(f_p_active, 1, active_i)
+  `ASSERT_PAST(f_p_sof, 1, f_good_ctl && ctl_type == link_pkg::CtlSof && active_i)
+  `ASSERT_PAST(f_p_sof_accepts, 1, f_sof_accepts)
+  `ASSERT_PAST(f_p_sof_word, 25, blk_data_i[32:8])
+  `ASSERT_PAST(f_p_nak_next, 1, f_nak_next)
+  `ASSERT_PAST(f_p_ack_next, 1, f_ack_next)
+  `ASSERT_PAST(f_p_nak_sent_next, 1, (nak_sent_q || nak_sent_i) && !frame_ok_o)
+  // Nothing is taken from the lane while block lock is lost.
+  `ASSERT(rx_takes_nothing_unlocked, blk_valid_i || !(bad_block_o || crc_err_o || frame_ok_o || store ||
+          peer_ack_o || peer_nak_o || peer_init_o || peer_hb_o || ts1_o || ts2_o ||
+          widx_d != widx_q || crc_d != crc_q || seq_d != seq_q))
+  // A bad block: an invalid header, a control block failing its check or of unknown type.
+  `ASSERT(rx_bad_block_rule, bad_block_o == (blk_valid_i && (!blk_hdr_ok_i ||
+          (f_ctl_blk && (!f_check_ok || !f_known_type)))))
+  // Each control block passing its check is what its type says, and nothing else is.
+  `ASSERT(rx_control_decode_rule,
+          ts1_o == (f_good_ctl && ctl_type == link_pkg::CtlTs1) &&
+          ts2_o == (f_good_ctl && ctl_type == link_pkg::CtlTs2) &&
+          peer_init_o == (f_good_ctl && ctl_type == link_pkg::CtlCreditInit) &&
+          peer_nak_o == (f_good_ctl && ctl_type == link_pkg::CtlNak) &&
+          peer_hb_o == (f_good_ctl && f_hblike) && peer_ack_o == (f_good_ctl && f_acklike))
+  // An SOF in Active opens a frame with its sequence, length and eom, accepted by the rule above.
+  `ASSERT(rx_sof_opens_frame, !(f_past_rst_n && f_p_sof) || (st_q == StData && widx_q == 8'd0 &&
+          seq_q == f_p_sof_word[15:0] && len_cur_q == f_p_sof_word[23:16] && eom_cur_q == f_p_sof_word[24] &&
+          accept_q == f_p_sof_accepts))
+  // A frame is taken exactly at an EOF that passes its checks, in order, accepted.
+  `ASSERT(rx_frame_taken_rule, frame_ok_o == (f_in_frame && f_good_ctl && ctl_type == link_pkg::CtlEof &&
+          f_eof_checks && f_taken))
+  // A CRC or length error: an EOF failing its checks, or a data block past the SOF's length.
+  `ASSERT(rx_crc_error_rule, crc_err_o == (f_in_frame && ((f_good_ctl && ctl_type == link_pkg::CtlEof &&
+          !f_eof_checks) || (f_data_blk && widx_q >= len_cur_q))))
+  `ASSERT(rx_nak_once_per_gap, !f_past_rst_n || nak_req_q == f_p_nak_next)
+  `ASSERT(rx_nak_sent_since_frame_taken, !f_past_rst_n || nak_sent_q == f_p_nak_sent_next)
+  `ASSERT(rx_ack_rule, !f_past_rst_n || ack_req_q == f_p_ack_next)
+  // No frame stays open outside Active; a flush restarts the sequence state at zero.
+  `ASSERT(rx_idle_outside_active, !f_past_rst_n || f_p_active || st_q == StIdle)
+  `ASSERT(rx_flush_restarts_at_zero, !(f_past_rst_n && f_past_flush) || (expect_q == '0 && rd_q == '0 && ridx_q == '0))
+  // The word offered is inside its frame, so rx_last_o marks exactly the last word of a frame
+  // that ends a message.
+  `ASSERT(rx_read_index_in_frame, rx_valid_o ? 8'(ridx_q) < len_q[rd_slot] : ridx_q == '0)
+`ifdef FORMAL
+  // Induction helpers: a frame accepted has 1 to MAX_WORDS words, and so has every buffered one.
+  function automatic logic f_buffered_lengths_ok(input logic [15:0] rd, input logic [15:0] ex);
+    f_buffered_lengths_ok = 1'b1;
+    for (int k = 0; k < RX_SLOTS; k++) begin
+      if (16'(k) < ex - rd && (len_q[SlotW'(rd + 16'(k))] == 8'd0 ||
+                               len_q[SlotW'(rd + 16'(k))] > 8'(MAX_WORDS))) f_buffered_lengths_ok = 1'b0;
+    end
+  endfunction
+  logic f_lengths_ok;
+  assign f_lengths_ok = f_buffered_lengths_ok(rd_q, expect_q);
+  `ASSERT(rx_accepted_length_in_range, !(f_in_frame && accept_q) ||
+          (len_cur_q != 8'd0 && len_cur_q <= 8'(MAX_WORDS)))
+  `ASSERT(rx_buffered_lengths_in_range, f_lengths_ok)
+`endif
   `COVER(cov_rx_buffer_full, (expect_q - rd_q) == 16'(RX_SLOTS))
   `COVER(cov_rx_crc_error, crc_err_o)
   `COVER(cov_rx_nak, nak_sent_i)

@@ -322,6 +322,32 @@ module link_tx
   // not resumed mid-frame, the next Active starts at a frame's beginning.
   `ASSERT(tx_idle_outside_active, !f_past_rst_n || f_p_active || st_q == StIdle)
   `ASSERT(tx_exhausted_after_max_replays, replay_exhausted_o == (consec_q > 8'(MAX_REPLAYS)))
+  // Entering Active starts afresh: the heartbeat count at zero (the first Heartbeat HB_PERIOD + 1
+  // cycles later) and no go-back left pending from before (the link resumes at ack anyway).
+  `ASSERT(tx_fresh_outside_active, !f_past_rst_n || f_p_active || (hb_q == '0 && !goback_q))
+  `ASSERT(tx_state_legal, st_q == StIdle || st_q == StData || st_q == StEof)
+  // Go-back-N in the rule's words: a go-back (a Nak, or the replay timeout) makes the next SOF
+  // the oldest unacknowledged frame, whatever was in flight; and between frames, send lies in
+  // the window [ack, hi] (an acknowledgement past it brings send up to it at once).
+`ifdef MXTB_ASSERT_ON
+  logic f_goback_pending_q, f_goback_now;
+  assign f_goback_now = replay_o;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) f_goback_pending_q <= 1'b0;
+    else if (flush_i || !active_i || send_sof) f_goback_pending_q <= 1'b0;
+    else if (f_goback_now) f_goback_pending_q <= 1'b1;
+  end
+  `ASSERT(tx_goback_resumes_at_ack, !(send_sof && (f_goback_pending_q || f_goback_now)) || send_q == ack_d)
+`ifdef FORMAL
+  // Induction helper: a pending go-back is send at ack between frames, goback_q inside one.
+  `ASSERT(tx_goback_pending_held, !f_goback_pending_q || (st_q == StIdle ? send_q == ack_q : goback_q))
+`endif
+`endif
+  `ASSERT(tx_send_in_window_between_frames, !(f_past_rst_n && f_p_active && active_i && st_q == StIdle) ||
+          (send_q - ack_q) <= (hi_q - ack_q))
+  // hi (one past the highest frame ever sent) only grows, by one new frame at a time.
+  `ASSERT(tx_hi_steps_by_new_frames, !f_past_rst_n || f_past_flush || hi_q == f_past_hi ||
+          hi_q == f_past_hi + 16'd1)
   `COVER(cov_tx_replay, replay_o)
   `COVER(cov_tx_replay_exhausted, replay_exhausted_o && active_i)
   `COVER(cov_tx_credit_stall, active_i && st_q == StIdle && send_q != fill_q && send_q == hi_q &&

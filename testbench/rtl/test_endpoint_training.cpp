@@ -195,6 +195,7 @@ TEST_CASE("training: Reset, Detect and every training step last exactly as their
   REQUIRE(b.run_until([&] { return b.state() != LinkState::Detect; }, 200));
   CHECK(b.state() == LinkState::BlockLock);
   CHECK(b.cycle - t0 == kDetectStable + 1);
+  const uint64_t block_lock_entered = b.cycle;
   // An eager peer: TS2s back to back from before Ts1 (they count in Ts1 too) and its CreditInit
   // as soon as the link is in CreditInit. Ts1 and Ts2 see a training set every cycle from their
   // first and CreditInit sees the peer's CreditInit within a few cycles, so each step lasts
@@ -214,6 +215,9 @@ TEST_CASE("training: Reset, Detect and every training step last exactly as their
   std::vector<LinkState> order;
   for (auto& e : entered) order.push_back(e.first);
   REQUIRE(order == std::vector<LinkState>{LinkState::Ts1, LinkState::Ts2, LinkState::CreditInit, LinkState::Active});
+  // Block lock counts valid headers from the first cycle of light: LOCK_GOOD (64) of them are in
+  // by the time Detect's DETECT_STABLE + 1 cycles end, so BlockLock lasts one cycle.
+  CHECK(entered[0].second - block_lock_entered == 1);
   CHECK(entered[1].second - entered[0].second == kTsCount + 1);  // Ts1
   CHECK(entered[2].second - entered[1].second == kTsCount + 1);  // Ts2
   CHECK(entered[3].second - entered[2].second == kTsCount + 1);  // CreditInit
