@@ -86,7 +86,8 @@ FwStatus OcsFirmware::prepare(const std::vector<int>& perm, Prepared& out, std::
     return FwStatus::BadCommand;
   }
   hal_.compute(cfg_.route_cost_ns);
-  auto states = route(*topo_, perm, cfg_.keep_unchanged_paths && !active_states_.empty() ? &active_states_ : nullptr);
+  auto states = route(*topo_, perm, cfg_.keep_unchanged_paths && !active_states_.empty() ? &active_states_ : nullptr,
+                      cfg_.route_around_unchanged);
   if (!states) {
     say(why, states.error());
     return FwStatus::BadMap;

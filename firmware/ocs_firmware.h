@@ -38,6 +38,11 @@ struct FirmwareConfig {
   // servers' circuits through its fibres (docs/rack.md); the single server's regressions ran
   // without it.
   bool keep_unchanged_paths = false;
+  // With keep_unchanged_paths: route the changed circuits around those that stay first
+  // (routing.h). A rack turns it on once its bring-up is over: on during the bring-up, two fibre
+  // lanes of rack-2x1.json were still retraining when the served rack began to listen
+  // (integration_rack_serve_lockstep), which the looping try alone does not do.
+  bool route_around_unchanged = false;
 };
 
 // The firmware's result codes are the mailbox's status codes (protocol/mailbox.json): what the
@@ -68,6 +73,8 @@ class OcsFirmware {
   // Checks the controller's identity and sizes, programs the runtime registers, unmasks the
   // interrupts the firmware handles.
   FwStatus init(std::string* why = nullptr);
+  // FirmwareConfig::route_around_unchanged, from the next map on.
+  void set_route_around_unchanged(bool on) { cfg_.route_around_unchanged = on; }
 
   // Routes and commits a port map (perm[p]: output port for input port p, -1 unused) and waits
   // for the outcome. Disarms the backup (it was computed for the old map) before committing,

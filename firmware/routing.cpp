@@ -1,5 +1,8 @@
 #include "firmware/routing.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <optional>
 #include <string>
 
 namespace mxtb::firmware {
@@ -125,13 +128,140 @@ void route_sub(const BenesTopology& t, int first_stage, int row_offset, const st
   route_sub(t, first_stage + 1, row_offset + size / 4, lower, states, now);
 }
 
+// Routing around the circuits that stay: every element an unchanged circuit (one that already
+// reaches its output with `now`) passes keeps its state, and each changed circuit is searched a
+// path through what is left, depth first, an element's present setting tried first. Elements no
+// circuit uses keep their states. Where the unchanged circuits leave no room (a Beneš mesh is only
+// rearrangeably non-blocking), the fewest of them are released, one, then two, then three, and
+// searched again with the changed ones (their present paths tried first). nullopt past that or
+// past the search's budget: the caller routes the whole map instead.
+class RouteAround {
+ public:
+  RouteAround(const BenesTopology& t, const std::vector<int>& perm, const std::vector<ElementState>& now)
+      : t_(t), perm_(perm), now_(now), fixed_(static_cast<size_t>(t.elements()), kFree),
+        reach_(static_cast<size_t>(t.elements()), 0) {
+    // The output ports each element can still lead to, whatever the states: a path only turns
+    // where its output stays reachable, so each circuit's search meets only its own paths.
+    for (int stage = t.stages() - 1; stage >= 0; --stage)
+      for (int row = 0; row < t.rows(); ++row) {
+        uint64_t& r = reach_[static_cast<size_t>(t.element_index(stage, row))];
+        for (int out = 0; out < 2; ++out)
+          r |= stage == t.stages() - 1 ? uint64_t{1} << t.port_of_output(row, out) : reach_after(stage, row, out);
+      }
+  }
+
+  std::optional<std::vector<ElementState>> run() {
+    for (int p = 0; p < t_.ports(); ++p) {
+      const int q = perm_[static_cast<size_t>(p)];
+      if (q == kUnused) continue;
+      (t_.trace(now_, p) == q ? unchanged_ : must_move_).push_back(p);
+    }
+    std::vector<int> released;
+    for (int k = 0; k <= kMaxReleased && k <= static_cast<int>(unchanged_.size()); ++k)
+      if (try_releasing(released, 0, k)) {
+        std::vector<ElementState> out(now_);
+        for (size_t e = 0; e < out.size(); ++e)
+          if (fixed_[e] != kFree) out[e] = static_cast<ElementState>(fixed_[e]);
+        return out;
+      }
+    return std::nullopt;
+  }
+
+ private:
+  static constexpr int8_t kFree = -1;
+  static constexpr int kMaxReleased = 3;
+  static constexpr long kBudget = 2'000'000;  // element visits, every attempt together
+
+  // Every set of `more` further unchanged circuits from index `from` on, in order, released
+  // beside `released`; true once one routes.
+  bool try_releasing(std::vector<int>& released, size_t from, int more) {
+    if (visits_ > kBudget) return false;
+    if (more == 0) {
+      std::fill(fixed_.begin(), fixed_.end(), kFree);
+      for (int p : unchanged_)
+        if (std::find(released.begin(), released.end(), p) == released.end()) keep_path(p);
+      changed_ = must_move_;
+      changed_.insert(changed_.end(), released.begin(), released.end());
+      return place(0);
+    }
+    for (size_t i = from; i + static_cast<size_t>(more) <= unchanged_.size(); ++i) {
+      released.push_back(unchanged_[i]);
+      const bool ok = try_releasing(released, i + 1, more - 1);
+      released.pop_back();
+      if (ok) return true;
+    }
+    return false;
+  }
+
+  void keep_path(int port) {
+    ElementPort at = t_.input_of_port(port);
+    for (int stage = 0;; ++stage) {
+      const ElementState s = now_[static_cast<size_t>(at.element)];
+      fixed_[static_cast<size_t>(at.element)] = static_cast<int8_t>(s);
+      const int out = BenesTopology::output_side(s, at.side);
+      if (stage == t_.stages() - 1) return;
+      const int next = t_.next_input_position(stage, 2 * t_.row_of(at.element) + out);
+      at = {t_.element_index(stage + 1, next / 2), next % 2};
+    }
+  }
+  uint64_t reach_after(int stage, int row, int out) const {
+    const int next = t_.next_input_position(stage, 2 * row + out);
+    return reach_[static_cast<size_t>(t_.element_index(stage + 1, next / 2))];
+  }
+  bool place(size_t k) {
+    if (k == changed_.size()) return true;
+    const int p = changed_[k];
+    const ElementPort in = t_.input_of_port(p);
+    return walk(k, 0, in.element, in.side);
+  }
+  // The path of changed circuit k from `element`'s input `side` on, then the circuits after it.
+  bool walk(size_t k, int stage, int element, int side) {
+    if (++visits_ > kBudget) return false;
+    const ElementState present = now_[static_cast<size_t>(element)];
+    for (ElementState s : {present, present == ElementState::Bar ? ElementState::Cross : ElementState::Bar}) {
+      int8_t& f = fixed_[static_cast<size_t>(element)];
+      if (f != kFree && f != static_cast<int8_t>(s)) continue;
+      const bool was_free = f == kFree;
+      f = static_cast<int8_t>(s);
+      const int out = BenesTopology::output_side(s, side);
+      const int target = perm_[static_cast<size_t>(changed_[k])];
+      if (stage < t_.stages() - 1 && !(reach_after(stage, t_.row_of(element), out) >> target & 1)) {
+        if (was_free) f = kFree;
+        continue;
+      }
+      bool ok;
+      if (stage == t_.stages() - 1) {
+        ok = t_.port_of_output(t_.row_of(element), out) == perm_[static_cast<size_t>(changed_[k])] && place(k + 1);
+      } else {
+        const int next = t_.next_input_position(stage, 2 * t_.row_of(element) + out);
+        ok = walk(k, stage + 1, t_.element_index(stage + 1, next / 2), next % 2);
+      }
+      if (ok) return true;
+      if (was_free) f = kFree;
+      if (visits_ > kBudget) return false;
+    }
+    return false;
+  }
+
+  const BenesTopology& t_;
+  const std::vector<int>& perm_;
+  const std::vector<ElementState>& now_;
+  std::vector<int8_t> fixed_;  // kFree, or the ElementState an element must keep
+  std::vector<uint64_t> reach_;  // per element: the output ports a path through it can reach
+  std::vector<int> unchanged_, must_move_;
+  std::vector<int> changed_;  // this attempt's circuits to search: those that must move, then the released
+  long visits_ = 0;
+};
+
 }  // namespace
 
 Result<std::vector<ElementState>> route(const BenesTopology& topology, const std::vector<int>& perm,
-                                        const std::vector<ElementState>* now) {
+                                        const std::vector<ElementState>* now, bool around) {
   std::string why = check_permutation(topology.ports(), perm);
   if (!why.empty()) return Result<std::vector<ElementState>>::failure(why);
   if (now && now->size() != static_cast<size_t>(topology.elements())) now = nullptr;
+  if (now && around)
+    if (auto routed = RouteAround(topology, perm, *now).run()) return Result<std::vector<ElementState>>::success(std::move(*routed));
   std::vector<int> previous;
   if (now)
     for (int p = 0; p < topology.ports(); ++p) previous.push_back(topology.trace(*now, p));

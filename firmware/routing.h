@@ -23,12 +23,16 @@ std::string check_permutation(int ports, const std::vector<int>& perm);
 std::vector<int> complete_permutation(const std::vector<int>& perm, const std::vector<int>* previous = nullptr);
 
 // The state of every element (index stage * ports / 2 + row) such that input p reaches output
-// perm[p] for every mapped p. With `now` (every element's state as the mesh runs it), each loop
-// of the looping algorithm takes whichever of its two settings changes fewer of its elements, and
-// unused ports keep their paths' ends: a circuit that did not change keeps its elements wherever
-// the permutation allows it, so fewer circuits lose light while the mesh moves (docs/mesh.md).
+// perm[p] for every mapped p. With `now` (every element's state as the mesh runs it), a circuit
+// that did not change keeps its elements, so no circuit but the changed ones loses light while the
+// mesh moves (docs/mesh.md): the changed circuits are searched paths through the elements the
+// unchanged ones leave, and every element no circuit uses keeps its state. Where the unchanged
+// circuits leave no such paths (rearranging is then unavoidable), the looping algorithm routes the
+// whole map, each loop taking whichever of its two settings changes fewer of its elements, unused
+// ports keeping their paths' ends.
+// `around` false: the looping try alone.
 Result<std::vector<ElementState>> route(const BenesTopology& topology, const std::vector<int>& perm,
-                                        const std::vector<ElementState>* now = nullptr);
+                                        const std::vector<ElementState>* now = nullptr, bool around = true);
 // The same for a mesh of `ports` ports (fails also when the port count is invalid).
 Result<std::vector<ElementState>> route(int ports, const std::vector<int>& perm);
 

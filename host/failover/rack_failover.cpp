@@ -116,20 +116,24 @@ std::vector<std::vector<int>> choose_spare(const RackTenant& t, int dead, const 
   return {};
 }
 
-// Which XPUs' lanes left Active since the failure, on every board, against the dead XPU's
-// circuits' ends and the spare; the words the boards' scoreboards lost.
-void measure_blast(std::vector<fabric::Board*>& boards, const RackTenant& t, int dead, const Events& events,
+// Which of the tenant's XPUs' lanes (and the spare's) left Active since the failure, on every
+// board, against the dead XPU's circuits' ends and the spare; the words the boards' scoreboards
+// lost. Idle spares are left out: their lanes, without circuits, train with whatever unused port
+// their light reaches and leave Active on their own every few thousand cycles.
+void measure_blast(std::vector<fabric::Board*>& boards, const protocol::RackPlacement& placed, int dead, const Events& events,
                    const std::vector<uint32_t>& errors_before, const protocol::RackShape& shape, RackFailoverRecord& rec) {
   BlastRadius& b = rec.blast;
   b.allowed = {rec.failed, rec.spare};
-  for (int n : neighbour_positions(t.placement, dead)) add(b.allowed, t.placement.xpu_of_position[static_cast<size_t>(n)]);
+  for (int n : neighbour_positions(placed, dead)) add(b.allowed, placed.xpu_of_position[static_cast<size_t>(n)]);
   b.lanes_left_active.assign(boards.size(), 0);
   for (size_t s = 0; s < boards.size(); ++s) {
     for (const auto& e : events[s])
       if (e.kind == emu::EmuEvent::LinkChange && static_cast<double>(e.time_ns) >= rec.failure_ns &&
           static_cast<link::LinkState>(e.b) == link::LinkState::Active) {
+        const protocol::RackXpu x{static_cast<int>(s), static_cast<int>(e.a) / shape.server.lanes_per_xpu};
+        if (!contains(placed.xpu_of_position, x) && !(x == rec.spare)) continue;
         ++b.lanes_left_active[s];
-        add(b.left_active, protocol::RackXpu{static_cast<int>(s), static_cast<int>(e.a) / shape.server.lanes_per_xpu});
+        add(b.left_active, x);
       }
     b.words_lost += boards[s]->scoreboard_errors() - errors_before[s];
   }
@@ -155,7 +159,8 @@ RackFailoverRecord rack_failover(std::vector<fabric::Board*>& boards, RackTenant
   rec.failed = t.placement.xpu_of_position[static_cast<size_t>(dead)];
   take_events(boards, events);
 
-  const auto before = protocol::rack_torus_map(shape, o.commit.wiring, t.placement).port_target;
+  const protocol::RackPlacement placed = t.placement;  // as the failure found it
+  const auto before = protocol::rack_torus_map(shape, o.commit.wiring, placed).port_target;
   protocol::RackPlacement next;
   const auto after = choose_spare(t, dead, o, rec, next);
   if (after.empty()) {
@@ -180,7 +185,7 @@ RackFailoverRecord rack_failover(std::vector<fabric::Board*>& boards, RackTenant
   }
   t.failed.push_back(rec.failed);
   take_events(boards, events);
-  measure_blast(boards, t, dead, events, errors_before, shape, rec);
+  measure_blast(boards, placed, dead, events, errors_before, shape, rec);
   return rec;
 }
 

@@ -24,9 +24,15 @@
 //
 // A circuit to a fibre port (a port at or beyond N_LINKS, which no lane sits on: in a rack, the
 // light leaves towards another server's mesh) ends at a lane this board cannot name, so the link
-// checks nothing, like an unmapped link: it retrains when its circuit changes and when a commit
-// ends, and expects no one while a commit runs. Whoever sets the circuits across boards checks
-// the peer the link trained to (its LINK_PEER register).
+// checks nothing, like an unmapped link, and expects no one while a commit runs. It retrains when
+// its circuit changes, and when a commit ends while it is not Active: training unchecked, it may
+// have trained towards light that passed while the elements moved, or be half way through with
+// a far end that restarted (the rack's bring-up commits the light from the fibres last, and both
+// ends start again together). An Active link whose circuit did not change keeps running: its path
+// through this mesh did not move, and a transmitter that changed at the fibre's far end is
+// refused by the link layer (blocks bound to their sender), which retrains it; the host's commit
+// across boards leaves such a link unmapped in its first phase anyway. Whoever sets the circuits
+// across boards checks the peer the link trained to (its LINK_PEER register).
 `include "mxtb_assert.svh"
 
 module ocs_link_map #(
@@ -70,7 +76,8 @@ module ocs_link_map #(
       wrong_peer                = link_state_i[4*i +: 4] == link_pkg::StDisabled &&
                                   link_reason_i[4*i +: 4] == link_pkg::RsnWrongPeer;
       link_retrain_o[i]         = checked  ? (entry != prev_q[i*7 +: 7] || (commit_end_i && wrong_peer))
-                                : to_fibre ? (entry != prev_q[i*7 +: 7] || commit_end_i)
+                                : to_fibre ? (entry != prev_q[i*7 +: 7] ||
+                                              (commit_end_i && link_state_i[4*i +: 4] != link_pkg::StActive))
                                            : commit_end_i;
     end
   end
@@ -89,7 +96,8 @@ module ocs_link_map #(
   // XPU and lane; one to a fibre port and a link without a circuit check no one and expect no one
   // (checking while a commit runs, against no one); a circuit to a lane retrains exactly when it
   // changes or a commit ends while the link is held Disabled for a wrong peer; one to a fibre port
-  // exactly when it changes or a commit ends; a link without a circuit exactly when a commit ends.
+  // exactly when it changes or a commit ends while the link is not Active; a link without a
+  // circuit exactly when a commit ends.
   `ASSERT_RESET_START
 `ifdef MXTB_ASSERT_ON
   `ASSERT_PAST_RESET
@@ -97,7 +105,7 @@ module ocs_link_map #(
   // Per link, in the rules' words: which links have a circuit to a lane, to a fibre port, none;
   // what each expects; when each must retrain. (Vectors, not a generate loop of assertions: Yosys
   // 0.23 names a loop's labelled assertions alike.)
-  logic [N_LINKS-1:0]   f_lane, f_fibre, f_none, f_changed, f_held_wrong;
+  logic [N_LINKS-1:0]   f_lane, f_fibre, f_none, f_changed, f_held_wrong, f_active;
   logic [N_LINKS*8-1:0] f_xpu, f_lane_id;
   always_comb begin
     for (int i = 0; i < N_LINKS; i++) begin
@@ -110,6 +118,7 @@ module ocs_link_map #(
       f_changed[i]    = entry != was;
       f_held_wrong[i] = link_state_i[4*i +: 4] == link_pkg::StDisabled &&
                         link_reason_i[4*i +: 4] == link_pkg::RsnWrongPeer;
+      f_active[i]     = link_state_i[4*i +: 4] == link_pkg::StActive;
       f_xpu[i*8 +: 8]     = f_lane[i] ? xpu_base_i + 8'(32'(entry[5:0]) / LANES) : NoOne;  // the rack's XPU numbers
       f_lane_id[i*8 +: 8] = f_lane[i] ? 8'(32'(entry[5:0]) % LANES) : NoOne;
     end
@@ -117,7 +126,7 @@ module ocs_link_map #(
   `ASSERT(map_check_only_lane_circuits, link_check_o == (f_lane | {N_LINKS{commit_busy_i}}))
   `ASSERT(map_expect_is_target_lane, link_expect_xpu_o == f_xpu && link_expect_lane_o == f_lane_id)
   `ASSERT(map_retrain_lane_rule, ((link_retrain_o ^ (f_changed | ({N_LINKS{commit_end_i}} & f_held_wrong))) & f_lane) == '0)
-  `ASSERT(map_retrain_fibre_rule, ((link_retrain_o ^ (f_changed | {N_LINKS{commit_end_i}})) & f_fibre) == '0)
+  `ASSERT(map_retrain_fibre_rule, ((link_retrain_o ^ (f_changed | ({N_LINKS{commit_end_i}} & ~f_active))) & f_fibre) == '0)
   `ASSERT(map_retrain_unmapped_rule, ((link_retrain_o ^ {N_LINKS{commit_end_i}}) & f_none) == '0)
   `COVER(cov_map_fibre_circuit, (f_fibre & link_retrain_o) != '0)
 `endif

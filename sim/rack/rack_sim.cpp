@@ -295,6 +295,7 @@ class RackRun {
     b.fw.run_until(phase2_ns_);
     must(b.fw.set_port_map(maps.phase2, &why), "bring-up phase 2 (the whole map)");
     b.commits.push_back({2, b.sim.cycle()});
+    b.fw.set_route_around_unchanged(true);  // the host's placements from here on
     ++brought_up_;
     brought_up_event_.notify(sc_core::SC_ZERO_TIME);
     b.fw.run_until(uint64_t{1} << 62);

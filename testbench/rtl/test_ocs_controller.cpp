@@ -757,7 +757,7 @@ TEST_CASE("ocs: the board's XPU base strap adds to every mapped link's expected 
 // the board cannot name. Both ways: such a link checks no one and expects no one while idle, checks
 // (no one) while a commit runs, and retrains when its circuit changes and when a commit ends; it
 // does not retrain otherwise, and a link whose circuit ends at a lane does none of this.
-TEST_CASE("ocs: a link whose circuit leaves through a fibre port checks no peer and retrains on a change and at a commit's end") {
+TEST_CASE("ocs: a link whose circuit leaves through a fibre port checks no peer and retrains on a change, at a commit's end only when not Active") {
   Small b;
   for (int i = 0; i < 4; ++i) b.links[static_cast<size_t>(i)] = static_cast<int>(LinkState::Active);
   commit_lane_baseline(b);
@@ -777,7 +777,8 @@ TEST_CASE("ocs: a link whose circuit leaves through a fibre port checks no peer 
   b.retrain_seen = 0;
   b.run(300);
   CHECK(b.retrain_seen == 0);
-  // A commit that moves only elements: link 0 checks (no one) while it runs and retrains at its end.
+  // A commit that moves only elements: link 0 checks (no one) while it runs; Active, its circuit
+  // unchanged, it does not retrain at the commit's end.
   b.stage_dac(9, 2222);
   b.wr(reg::commit::kOffset, 3);
   bool checked_while_busy = false;
@@ -790,8 +791,17 @@ TEST_CASE("ocs: a link whose circuit leaves through a fibre port checks no peer 
   REQUIRE(b.wait_idle());
   CHECK(b.active_gen() == 3);
   b.run(2);
-  CHECK(b.retrain_seen == 0x1);  // the fibre link only: the lanes' links are up with their peers
+  CHECK(b.retrain_seen == 0);  // every link up, no circuit changed
   CHECK(b.m.link_check_o == 0xE);
+  // The same, with link 0 still training when the commit ends: it starts again.
+  b.links[0] = static_cast<int>(LinkState::Ts2);
+  b.retrain_seen = 0;
+  b.stage_dac(9, 1111);
+  b.wr(reg::commit::kOffset, 4);
+  REQUIRE(b.wait_idle());
+  CHECK(b.active_gen() == 4);
+  b.run(2);
+  CHECK(b.retrain_seen == 0x1);
 }
 
 TEST_CASE("ocs: while a commit moves the elements, an unmapped link expects no one; mapped links keep their peer") {

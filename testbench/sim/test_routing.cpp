@@ -14,6 +14,18 @@ using testing::realize_and_check;
 
 namespace {
 
+// Whether any element on input `port`'s path (as `before` routes it) is set otherwise in `after`.
+bool path_moved(const BenesTopology& t, const std::vector<ElementState>& before, const std::vector<ElementState>& after, int port) {
+  firmware::ElementPort at = t.input_of_port(port);
+  for (int stage = 0;; ++stage) {
+    const ElementState s = before[static_cast<size_t>(at.element)];
+    if (s != after[static_cast<size_t>(at.element)]) return true;
+    if (stage == t.stages() - 1) return false;
+    const int next = t.next_input_position(stage, 2 * t.row_of(at.element) + BenesTopology::output_side(s, at.side));
+    at = {t.element_index(stage + 1, next / 2), next % 2};
+  }
+}
+
 sim::PhotonicMesh calibrated_mesh(int ports, double extinction_db = 30.0) {
   sim::MeshConfig c;
   c.ports = ports;
@@ -162,8 +174,9 @@ TEST_CASE("bad permutations and port counts are rejected with named errors") {
 }
 
 // Routing from the elements' present states (route(..., &now)): the same permutation moves no
-// element; a map that swaps two circuits' outputs routes correctly and moves under 60 % of the
-// elements that routing it from scratch moves.
+// element; a map that swaps two circuits' outputs, or moves one to an unused output, routes
+// correctly, moves under 45 % of the elements that routing it from scratch moves, and leaves the
+// circuits that stay untouched more often.
 TEST_CASE("routing from the present states keeps unchanged circuits where it can") {
   auto topo = BenesTopology::create(32);
   REQUIRE(topo);
@@ -174,7 +187,16 @@ TEST_CASE("routing from the present states keeps unchanged circuits where it can
     for (size_t i = 0; i < a.size(); ++i) n += a[i] != b[i];
     return n;
   };
+  // Whether any element on the path of a circuit both maps have in common moved.
+  auto disturbed = [&](const std::vector<int>& before, const std::vector<int>& after, const std::vector<ElementState>& a,
+                       const std::vector<ElementState>& b) {
+    for (int p = 0; p < 32; ++p)
+      if (before[static_cast<size_t>(p)] >= 0 && before[static_cast<size_t>(p)] == after[static_cast<size_t>(p)] && path_moved(t, a, b, p))
+        return true;
+    return false;
+  };
   long moves_fresh = 0, moves_kept = 0;
+  int disturbed_kept = 0, disturbed_fresh = 0, moved_kept = 0, moved_fresh = 0;
   for (int trial = 0; trial < 300; ++trial) {
     std::vector<int> before(32);
     std::iota(before.begin(), before.end(), 0);
@@ -193,8 +215,61 @@ TEST_CASE("routing from the present states keeps unchanged circuits where it can
       if (after[static_cast<size_t>(p)] >= 0) CHECK(t.trace(kept, p) == after[static_cast<size_t>(p)]);
     moves_kept += moved(kept, now);
     moves_fresh += moved(fresh, now);
+    disturbed_kept += disturbed(before, after, now, kept);
+    disturbed_fresh += disturbed(before, after, now, fresh);
+    // One circuit moved to an output no circuit used (a spare's port taking a dead XPU's place).
+    std::vector<int> spare = before;
+    std::vector<bool> used(32, false);
+    for (int q : before)
+      if (q >= 0) used[static_cast<size_t>(q)] = true;
+    const int free_out = static_cast<int>(std::find(used.begin(), used.end(), false) - used.begin());
+    int mover = static_cast<int>(rng() % 32);
+    while (spare[static_cast<size_t>(mover)] < 0) mover = (mover + 1) % 32;
+    spare[static_cast<size_t>(mover)] = free_out;
+    const auto kept1 = firmware::route(t, spare, &now).value();
+    for (int p = 0; p < 32; ++p)
+      if (spare[static_cast<size_t>(p)] >= 0) CHECK(t.trace(kept1, p) == spare[static_cast<size_t>(p)]);
+    moved_kept += disturbed(before, spare, now, kept1);
+    moved_fresh += disturbed(before, spare, now, firmware::route(t, spare).value());
   }
-  MESSAGE("elements moved over 300 two-circuit changes of a 32-port mesh: " << moves_kept << " routed from the present states, "
-                                                                            << moves_fresh << " from scratch");
-  CHECK(moves_kept * 100 < moves_fresh * 60);  // measured: 4,257 against 8,170 (52 %)
+  MESSAGE("over 300 two-circuit swaps of a 32-port mesh: elements moved " << moves_kept << " routed from the present states, "
+          << moves_fresh << " from scratch; swaps that moved an element of a circuit that stayed " << disturbed_kept << " and "
+          << disturbed_fresh << "; over 300 moves of one circuit to an unused output, " << moved_kept << " and " << moved_fresh);
+  // Measured: 3,336 elements against 8,650 (39 %); 189 swaps against 255 disturbed a circuit that
+  // stayed, 174 moves against 268 (a Beneš mesh this full often has no path left for the moved
+  // circuit: then the fewest circuits that stay are rerouted too).
+  CHECK(moves_kept * 100 < moves_fresh * 45);
+  CHECK(disturbed_kept * 100 < disturbed_fresh * 85);
+  CHECK(moved_kept * 100 < moved_fresh * 75);
+}
+
+// Where the unchanged circuits leave room, routing from the present states moves none of their
+// elements: a quarter-full mesh, one circuit moved to an unused output.
+TEST_CASE("routing from the present states routes a changed circuit around the circuits that stay") {
+  auto topo = BenesTopology::create(32);
+  REQUIRE(topo);
+  const BenesTopology& t = topo.value();
+  std::mt19937 rng(5);
+  int untouched = 0;
+  for (int trial = 0; trial < 100; ++trial) {
+    std::vector<int> outs(32);
+    std::iota(outs.begin(), outs.end(), 0);
+    std::shuffle(outs.begin(), outs.end(), rng);
+    std::vector<int> before(32, -1);
+    for (int k = 0; k < 8; ++k) before[static_cast<size_t>(outs[static_cast<size_t>(k)])] = outs[static_cast<size_t>(k + 8)];
+    const auto now = firmware::route(t, before).value();
+    std::vector<int> after = before;
+    const int mover = outs[0];
+    after[static_cast<size_t>(mover)] = outs[16];  // an output no circuit used
+    const auto next = firmware::route(t, after, &now).value();
+    bool kept = true;
+    for (int p = 0; p < 32; ++p) {
+      if (after[static_cast<size_t>(p)] < 0) continue;
+      CHECK(t.trace(next, p) == after[static_cast<size_t>(p)]);
+      if (p != mover && path_moved(t, now, next, p)) kept = false;
+    }
+    untouched += kept;
+  }
+  MESSAGE(untouched << " of 100 moves left every other circuit's elements as they were");
+  CHECK(untouched >= 95);  // measured: 99 (in the other, the moved circuit's path had no room left)
 }
