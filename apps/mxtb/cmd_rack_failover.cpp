@@ -70,22 +70,6 @@ std::vector<RackXpu> spares_of(const protocol::RackShape& shape, const protocol:
   return out;
 }
 
-// Every lane the tenant's maps use Active on every board within `ns` of board time.
-bool lanes_active(std::vector<host::fabric::Board*>& boards, const std::vector<std::vector<int>>& maps, int links, uint64_t ns) {
-  const uint64_t until = boards[0]->clock().now_ns() + ns;
-  for (;;) {
-    bool all = true;
-    for (size_t s = 0; s < boards.size(); ++s) {
-      const auto st = boards[s]->link_status();
-      for (int l = 0; l < links; ++l)
-        if (maps[s][static_cast<size_t>(l)] >= 0 && st[static_cast<size_t>(l)].state != link::LinkState::Active) all = false;
-    }
-    if (all) return true;
-    if (boards[0]->clock().now_ns() >= until) return false;
-    boards[0]->clock().wait_ns(5'000);
-  }
-}
-
 json record_json(const host::failover::RackFailoverRecord& r) {
   json steps = json::array();
   for (const auto& s : r.commit.steps)
@@ -148,7 +132,7 @@ int cmd_rack_failover(const ArgList& argv) {
     boards.push_back(owned.back().get());
   }
   const auto maps = protocol::rack_torus_map(shape, cfg.wiring, cfg.tenant).port_target;
-  if (!lanes_active(boards, maps, shape.server.links(), 500'000))
+  if (!host::failover::lanes_active(boards, maps, shape.server.links(), 500'000))
     throw InputError(fmt::format("{}: the tenant's lanes are not all Active 500 us after bring-up (see {}/rack.log)", path, out));
 
   fmt::print("# {} ({} servers), tenant of {} XPUs, spares {}\n", cfg.name, shape.servers(), tenant.placement.xpu_of_position.size(),

@@ -141,6 +141,21 @@ void measure_blast(std::vector<fabric::Board*>& boards, const protocol::RackPlac
 
 }  // namespace
 
+bool lanes_active(std::vector<fabric::Board*>& boards, const std::vector<std::vector<int>>& maps, int links, uint64_t ns) {
+  const uint64_t until = boards[0]->clock().now_ns() + ns;
+  for (;;) {
+    bool all = true;
+    for (size_t s = 0; s < boards.size(); ++s) {
+      const auto st = boards[s]->link_status();
+      for (int l = 0; l < links; ++l)
+        if (maps[s][static_cast<size_t>(l)] >= 0 && st[static_cast<size_t>(l)].state != link::LinkState::Active) all = false;
+    }
+    if (all) return true;
+    if (boards[0]->clock().now_ns() >= until) return false;
+    boards[0]->clock().wait_ns(5'000);
+  }
+}
+
 RackFailoverRecord rack_failover(std::vector<fabric::Board*>& boards, RackTenant& t, double failure_ns,
                                  const RackFailoverOptions& o) {
   const protocol::RackShape& shape = o.commit.shape;

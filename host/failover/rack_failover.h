@@ -57,6 +57,10 @@ struct RackFailoverOptions {
 int dead_tenant_position(const protocol::RackShape& shape, const protocol::RackPlacement& p,
                          const std::vector<std::vector<bool>>& lane_active);
 
+// Whether every lane `maps` (per server: mesh input port -> output port, -1 unused) uses is Active
+// on its board within `ns` of board time, looking every 5 us.
+bool lanes_active(std::vector<fabric::Board*>& boards, const std::vector<std::vector<int>>& maps, int links, uint64_t ns);
+
 // The spares in the order the host tries them for a failure on `failed`'s server: its own
 // server's first, then by torus distance between servers, then by number. Pure.
 std::vector<protocol::RackXpu> spare_order(const protocol::RackShape& shape, const protocol::RackXpu& failed,

@@ -104,19 +104,8 @@ struct ServedRack {
   std::vector<uint32_t> generations() { return {b0->active_generation(), b1->active_generation()}; }
   // Every lane `maps` uses on both boards Active within `ns` of board time.
   bool lanes_active(const Maps& maps, uint64_t ns) {
-    const uint64_t until = b0->clock().now_ns() + ns;
-    for (;;) {
-      bool all = true;
-      for (int s = 0; s < 2; ++s) {
-        const auto st = board(s).link_status();
-        for (int l = 0; l < shape.server.links(); ++l)
-          if (maps[static_cast<size_t>(s)][static_cast<size_t>(l)] >= 0 && st[static_cast<size_t>(l)].state != link::LinkState::Active)
-            all = false;
-      }
-      if (all) return true;
-      if (b0->clock().now_ns() >= until) return false;
-      b0->clock().wait_ns(5'000);
-    }
+    std::vector<Board*> both{b0.get(), b1.get()};
+    return host::failover::lanes_active(both, maps, shape.server.links(), ns);
   }
 };
 
