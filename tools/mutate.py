@@ -44,13 +44,18 @@ GROUPS = {
     "ocs": {
         "files": ["rtl/ocs/ocs_axil_slave.sv", "rtl/ocs/ocs_event_log.sv", "rtl/ocs/ocs_sequencer.sv",
                   "rtl/ocs/ocs_link_map.sv", "rtl/ocs/ocs_controller.sv"],
+        # The shrunk model runs the directed tests; the default one the tests at the board's own
+        # parameters (a parameter's use halved or doubled often shows only there).
         "models": [{"model_dir": "rtl/CMakeFiles/mxtb_rtl_ocs_small.dir/Vocs_ctl_small.dir",
-                    "prefix": "Vocs_ctl_small", "archive": "../../rtl/libmxtb_rtl_ocs_small.a"}],
+                    "prefix": "Vocs_ctl_small", "archive": "../../rtl/libmxtb_rtl_ocs_small.a"},
+                   {"model_dir": "rtl/CMakeFiles/mxtb_rtl_ocs.dir/Vocs_controller.dir",
+                    "prefix": "Vocs_controller", "archive": "../../rtl/libmxtb_rtl_ocs.a"}],
         "test_dir": "testbench/rtl",
         "test": "rtl_ocs_tests",
-        "formal_groups": {"rtl/ocs/ocs_axil_slave.sv": ["ocs_axil"], "rtl/ocs/ocs_event_log.sv": ["ocs_log_small"],
-                          "rtl/ocs/ocs_sequencer.sv": ["ocs_seq_small"], "rtl/ocs/ocs_link_map.sv": ["ocs_ctl_small"],
-                          "rtl/ocs/ocs_controller.sv": ["ocs_ctl_small"]},
+        "formal_groups": {"rtl/ocs/ocs_axil_slave.sv": ["ocs_axil"], "rtl/ocs/ocs_event_log.sv": ["ocs_log_small", "ocs_log_odd"],
+                          "rtl/ocs/ocs_sequencer.sv": ["ocs_ctl_reset", "ocs_seq_small"],
+                          "rtl/ocs/ocs_link_map.sv": ["ocs_ctl_small"],
+                          "rtl/ocs/ocs_controller.sv": ["ocs_ctl_reset", "ocs_ctl_small"]},
     },
     "link": {
         "files": ["rtl/link/link_block_lock.sv", "rtl/link/link_tx.sv", "rtl/link/link_rx.sv",

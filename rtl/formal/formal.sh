@@ -34,7 +34,9 @@ GROUPS_TABLE='
 ocs_axil|ocs_axil_slave||prove 4|ocs/ocs_axil_slave.sv
 ocs_seq_small|ocs_sequencer|N_PORTS=4 N_ELEMS=4 DAC_BITS=3|prove 6|@gen/ocs_reg_pkg.sv ocs/ocs_sequencer.sv
 ocs_log_small|ocs_event_log|N_LINKS=2 DEPTH=4|prove 4|@gen/ocs_reg_pkg.sv @gen/link_pkg.sv ocs/ocs_event_log.sv
+ocs_log_odd|ocs_event_log|N_LINKS=2 DEPTH=3|prove 4|@gen/ocs_reg_pkg.sv @gen/link_pkg.sv ocs/ocs_event_log.sv
 ocs_ctl_small|ocs_controller|N_PORTS=4 N_ELEMS=4 DAC_BITS=3 N_LINKS=2 LANES=1 EVENT_DEPTH=4 SCRATCH_WORDS=2|prove 6|@gen/ocs_reg_pkg.sv @gen/link_pkg.sv ocs/ocs_axil_slave.sv ocs/ocs_event_log.sv ocs/ocs_sequencer.sv ocs/ocs_link_map.sv ocs/ocs_controller.sv
+ocs_ctl_reset|ocs_controller|N_PORTS=4 N_ELEMS=4 DAC_BITS=3 N_LINKS=2 LANES=1 EVENT_DEPTH=4 SCRATCH_WORDS=2 DAC_MIN_RESET=2 DAC_MAX_RESET=6 SAFE_CODE_RESET=5 UPDATE_CYCLES_RESET=3 SETTLE_CYCLES_RESET=7 VERIFY_MIN_RESET=9 PD_TIMEOUT_RESET=11 WATCHDOG_RESET=13 IRQ_MASK_RESET=21|bmc 3|@gen/ocs_reg_pkg.sv @gen/link_pkg.sv ocs/ocs_axil_slave.sv ocs/ocs_event_log.sv ocs/ocs_sequencer.sv ocs/ocs_link_map.sv ocs/ocs_controller.sv
 ocs_log_default|ocs_event_log||bmc 4|@gen/ocs_reg_pkg.sv @gen/link_pkg.sv ocs/ocs_event_log.sv
 link_train_small|link_train|RESET_CYCLES=2 DETECT_STABLE=2 DETECT_TIMEOUT=8 LOCK_TIMEOUT=8 TS_COUNT=2 TS_TIMEOUT=8 RETRAIN_HOLD=2 HB_TIMEOUT=8 ERR_WINDOW=8 ERR_THRESHOLD=2|prove 4|@gen/link_pkg.sv link/link_train.sv
 link_lock_small|link_block_lock|LOCK_GOOD=4 UNLOCK_BAD=3|prove 4|link/link_block_lock.sv

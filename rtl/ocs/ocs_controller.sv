@@ -394,6 +394,25 @@ module ocs_controller #(
   `ASSERT(ctl_irq_level, irq_o == |({ev_count != 16'd0, irq_q} & ~mask_q))
   `ASSERT(ctl_write_error_no_effect, !wr_err || !(commit || map_we || dac_we || scratch_we || we_dac_min ||
           we_dac_max || we_safe_code))
+`ifdef MXTB_ASSERT_ON
+  // After reset every runtime register holds its *_RESET parameter, and every table code the
+  // SAFE_CODE register's (docs/ocs-controller.md, parameters).
+  logic f_regs_at_reset;
+  assign f_regs_at_reset = dac_min_q == DAC_BITS'(DAC_MIN_RESET) && dac_max_q == DAC_BITS'(DAC_MAX_RESET) &&
+                           safe_code_q == DAC_BITS'(SAFE_CODE_RESET) && upd_q == 16'(UPDATE_CYCLES_RESET) &&
+                           settle_q == 32'(SETTLE_CYCLES_RESET) && vmin_q == 16'(VERIFY_MIN_RESET) &&
+                           pdto_q == 16'(PD_TIMEOUT_RESET) && mask_q == 6'(IRQ_MASK_RESET) &&
+                           wd_timeout_q == 32'(WATCHDOG_RESET) && irq_q == '0 && wd_cnt_q == '0 &&
+                           dac_stg == {N_ELEMS{safe_code_q}} && dac_act == {N_ELEMS{safe_code_q}};
+  `ASSERT(ctl_reset_values, f_past_rst_n || f_regs_at_reset)
+  // The watchdog, from the bus: armed (WATCHDOG_TIMEOUT = T > 0) and not safe, it expires exactly
+  // when T cycles have passed since its last restart, unless a write to WATCHDOG_KICK or
+  // WATCHDOG_TIMEOUT in this very cycle restarts it.
+  logic f_restart_write;
+  assign f_restart_write = wr_req && (wa == ocs_reg_pkg::WATCHDOG_KICK_OFFSET || wa == ocs_reg_pkg::WATCHDOG_TIMEOUT_OFFSET);
+  `ASSERT(ctl_watchdog_expiry_rule, wd_expire == (wd_timeout_q != 32'd0 && !seq_safe &&
+          wd_cnt_q >= wd_timeout_q - 32'd1 && !f_restart_write))
+`endif
   `COVER(cov_ctl_watchdog_expiry, wd_expire)
   `COVER(cov_ctl_safe_clear, safe_clear && seq_safe)
   `COVER(cov_ctl_commit_busy_slverr, wr_req && wa == ocs_reg_pkg::COMMIT_OFFSET && wr_err)

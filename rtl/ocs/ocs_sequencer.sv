@@ -585,6 +585,25 @@ module ocs_sequencer #(
   // A photodiode answer is awaited only in Verify, for the valid entry it checks: every way out
   // of Verify, and reset, clear the wait (the entry part makes the proof inductive).
   `ASSERT(seq_pd_wait_only_verifying, !pd_wait_q || (st_q == SVer && idx_q < 9'(N_PORTS) && cur_valid))
+  // After reset (docs/ocs-controller.md, parameters): SAFE_CODE_RESET in every element of both
+  // tables, no map entry, generation 0.
+  logic f_tables_at_reset;
+  assign f_tables_at_reset = dac_stg_q == {N_ELEMS{DAC_BITS'(SAFE_CODE_RESET)}} &&
+                             dac_act_q == {N_ELEMS{DAC_BITS'(SAFE_CODE_RESET)}} &&
+                             map_stg_q == '0 && map_act_q == '0 && act_gen_q == 16'd0;
+  `ASSERT(seq_reset_tables, f_past_rst_n || f_tables_at_reset)
+  // ERROR on a watchdog expiry: {Watchdog, index 0, the abandoned commit's generation, or 0 from
+  // Idle}.
+  `ASSERT(seq_watchdog_error, !(safe_enter_i && st_q != SSafe) || (err_code_d == ocs_reg_pkg::ErrWatchdog &&
+          err_index_d == 8'd0 && err_gen_d == ((st_q == SIdle) ? 16'd0 : gen_q)))
+  // Validate, the first error: at one index the port-map entry's error is reported, not the
+  // element's code (TargetRange before DupTarget, both before DacRange).
+  `ASSERT(seq_reject_map_before_code, !(st_q == SVal && !safe_enter_i && idx_q < 9'(N_PORTS) && cur_valid &&
+          ({1'b0, cur_target} >= 7'(N_PORTS) || seen_q[cur_target])) ||
+          (rej && rej_code == (({1'b0, cur_target} >= 7'(N_PORTS)) ? ocs_reg_pkg::ErrTargetRange
+                                                                    : ocs_reg_pkg::ErrDupTarget)))
+  // WRITE_COUNT is the last validated commit's: its rollback count is 0 until its own Rollback.
+  `ASSERT(seq_rollback_count_this_commit, !(st_q == SProg || st_q == SSet || st_q == SVer) || cnt_rb_q == 16'd0)
 
   // Coverage: every state, every transition, every event, rollback, watchdog.
   `COVER(cov_st_idle, st_q == SIdle)

@@ -1036,3 +1036,23 @@ TEST_CASE("ocs: default-parameter model: generated reset values, sizes and a com
   CHECK(ev[2].ts - ev[1].ts == 100 + 1);
   CHECK(ev[3].ts - ev[2].ts == 1 + 32 * (2 + 3));
 }
+
+// docs/ocs-controller.md: port x * LANES + l is lane l of XPU x. At the board's own parameters
+// (4 lanes, 20 links on 32 ports), so that the lane arithmetic and the links above 16 are seen:
+// every link's circuit to a lane expects that lane's XPU and lane; one to a fibre port, no one.
+TEST_CASE("ocs: default-parameter model: every link expects the XPU and lane of its target port, fibre ports no one") {
+  Bench<Vocs_controller, 32, 144, 20> b;
+  const auto target_of = [](int port) { return (port * 7 + 13) % 32; };  // a permutation of 0..31
+  for (int p = 0; p < 32; ++p) b.stage_map(p, target_of(p));
+  b.commit(1);
+  REQUIRE(b.last_err() == Error::None);
+  for (int link = 0; link < 20; ++link) {
+    const int t = target_of(link);
+    INFO("link " << link << " -> port " << t);
+    const uint32_t xpu = (b.m.link_expect_xpu_o[link / 4] >> (8 * (link % 4))) & 0xFF;
+    const uint32_t lane = (b.m.link_expect_lane_o[link / 4] >> (8 * (link % 4))) & 0xFF;
+    CHECK(xpu == (t < 20 ? static_cast<uint32_t>(t / 4) : 0xFFu));
+    CHECK(lane == (t < 20 ? static_cast<uint32_t>(t % 4) : 0xFFu));
+    CHECK(((b.m.link_check_o >> link) & 1u) == (t < 20 ? 1u : 0u));
+  }
+}
