@@ -16,7 +16,8 @@ With --exhaustive it runs every site of the chosen operators instead of a sample
 reviewer's operators (issue 43: a clear removed, a condition's term dropped, a comparison's edge
 moved, a parameter's use doubled or halved, a branch's next state or reason taken from a sibling
 branch), which a random sample of the whole list rarely draws; --operators picks operators or the
-groups `classic` and `reviewer`, --sample N a fixed, evenly spaced sample of the exhaustive list.
+groups `classic` and `reviewer`, --sample N a fixed, evenly spaced sample of the exhaustive list,
+--resume REPORT goes on with a run that stopped half way.
 
     tools/mutate.py --build build --groups link,ocs,ipbus,board --exhaustive --jobs 2 --out out/mutate-all
 
@@ -92,7 +93,9 @@ GROUPS = {
         "test": "rtl_board_tests",
         # --formal: a mutant's own module's proofs alone (rtl/formal/formal.sh's groups)
         "formal_groups": {"rtl/board/board_bus.sv": ["board_bus_small"], "rtl/board/board_ram.sv": ["board_ram_small"],
-                          "rtl/board/axil_arbiter.sv": ["board_arbiter"]},
+                          "rtl/board/axil_arbiter.sv": ["board_arbiter"],
+                          # the top's wiring has no proof of its own: rtl_board's tests alone
+                          "rtl/board/mxtb_board.sv": []},
     },
 }
 
@@ -696,6 +699,8 @@ def main():
                     "`reviewer` (default: classic; with --exhaustive: reviewer)")
     ap.add_argument("--exhaustive", action="store_true", help="run every site the operators match in the chosen "
                     "files, not a sample of --count (the reviewer's benchmark, docs/coverage.md)")
+    ap.add_argument("--resume", default="", help="with --exhaustive: the JSON report of a run that stopped half way; "
+                    "its mutants keep their verdicts, the rest run")
     ap.add_argument("--sample", type=int, default=0, help="with --exhaustive: only N of its mutants, evenly spaced "
                     "over the list in its order (a fixed sample: the suite's)")
     ap.add_argument("--list", action="store_true", help="print the number of sites per file (and operator) and stop")
@@ -731,6 +736,8 @@ def run_mutation(a):
         if f not in all_files:
             raise UsageError(f"--files: {f} is not one of {', '.join(all_files)}")
 
+    if a.resume and not a.exhaustive:
+        raise UsageError("--resume needs --exhaustive")
     if a.sample < 0 or (a.sample and not a.exhaustive):
         raise UsageError("--sample needs --exhaustive and a positive count")
     operators = parse_operators(a.operators or ("reviewer" if a.exhaustive else "classic"))
@@ -789,6 +796,25 @@ def run_mutation(a):
     else:
         rng = random.Random(a.seed)
         chosen = rng.sample(candidates, min(a.count, len(candidates)))
+    # --resume: an exhaustive run stopped half way goes on where it stopped; the mutants its report
+    # holds keep their verdicts and join this run's report.
+    resumed = []
+    if a.resume:
+        try:
+            prev = json.loads(Path(a.resume).read_text())
+        except (OSError, ValueError) as e:
+            raise UsageError(f"--resume {a.resume}: {e}")
+        done = {}
+        for r in prev.get("mutants", []):
+            if "site" not in r:
+                raise UsageError(f"--resume {a.resume}: mutant {r.get('id')} has no site (an older report)")
+            if (ROOT / r["file"]).read_text().split("\n")[r["site"][0]] != r["original"]:
+                raise UsageError(f"--resume: {r['file']}:{r['line']} changed since that run; run it again whole")
+            done[(r["file"], tuple(r["site"]))] = r
+        resumed = [done[(f, s)] for _, f, s in chosen if (f, s) in done]
+        apply_equivalents(resumed, equivalents)
+        chosen = [(g, f, s) for g, f, s in chosen if (f, s) not in done]
+        print(f"--resume: {len(resumed)} mutants done in {a.resume}, {len(chosen)} to run", flush=True)
     names = [g for g in names if any(cg == g for cg, _, _ in chosen)]
     groups = {g: Group(g, json.loads(json.dumps(GROUPS[g])), build) for g in names}
     out = Path(a.out).resolve()
@@ -820,7 +846,9 @@ def run_mutation(a):
         for o in work.glob("obj-*"):
             shutil.rmtree(o, ignore_errors=True)
 
-    results = []
+    results = list(resumed)
+    first_id = max((r["id"] for r in resumed), default=-1) + 1
+    planned = len(chosen) + len(resumed)
     t_start = time.monotonic()
 
     def one(k, g, f, site):
@@ -849,7 +877,8 @@ def run_mutation(a):
             r["test_s"] = round(s, 1)
             r["status"] = "timed_out" if to else ("killed" if rc != 0 else "survived")
             r["killed_by"] = "tests" if rc not in (0, None) else None
-            if r["status"] == "survived" and formal:
+            only = grp.spec.get("formal_groups", {}).get(f)
+            if r["status"] == "survived" and formal and only != []:  # []: no proof of its own
                 tree = work / "tree"
                 shutil.copytree(ROOT / "rtl", tree / "rtl")
                 shutil.copy(ROOT / "Makefile.verilator", tree / "Makefile.verilator")
@@ -857,7 +886,6 @@ def run_mutation(a):
                     if (ROOT / extra).exists():
                         os.symlink(ROOT / extra, tree / extra)
                 (tree / f).write_text(mutant)
-                only = grp.spec.get("formal_groups", {}).get(f)
                 rc2, s2, to2 = run(["make", "-s", "-f", "Makefile.verilator", "formal", f"OUT={work / 'formal'}"] +
                                    ([f"GROUPS={' '.join(only)}"] if only else []), log, timeout=budget * 4, cwd=tree)
                 r["formal_s"] = round(s2, 1)
@@ -880,7 +908,7 @@ def run_mutation(a):
 
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(max_workers=a.jobs) as pool:
-        futures = [pool.submit(one, k, g, f, site) for k, (g, f, site) in enumerate(chosen)]
+        futures = [pool.submit(one, first_id + k, g, f, site) for k, (g, f, site) in enumerate(chosen)]
         for n, fut in enumerate(futures):
             r = fut.result()
             results.append(r)
@@ -889,13 +917,27 @@ def run_mutation(a):
                 note = " (WARNING: listed equivalent, yet detected: review the entry)"
             print(f"[{n + 1}/{len(chosen)}] {r['status']:<9} {r['file']}:{r['line']} {r['operator']} "
                   f"({r['seconds']:.0f} s){note}", flush=True)
-            write_reports(a, out, results, baseline, formal, time.monotonic() - t_start, len(chosen))
-    summary = write_reports(a, out, results, baseline, formal, time.monotonic() - t_start, len(chosen))
+            write_reports(a, out, results, baseline, formal, time.monotonic() - t_start, planned)
+    summary = write_reports(a, out, results, baseline, formal, time.monotonic() - t_start, planned)
     print(summary["text"])
     if a.min_score is not None and summary["score_pct"] < a.min_score:
         print(f"FAIL: mutation score {summary['score_pct']:.1f}% below --min-score {a.min_score}")
         return 1
     return 0
+
+
+def apply_equivalents(results, equivalents):
+    """Earlier verdicts marked again with the current list of equivalent mutants."""
+    for r in results:
+        r.pop("equivalent", None)
+        r.pop("listed_equivalent_but_detected", None)
+        _, start, end, repl, _ = r["site"]
+        mutated = r["original"][:start] + repl + r["original"][end:]
+        why = equivalent_reason(equivalents, r["file"], r["original"], mutated)
+        if why is not None and r["status"] == "survived":
+            r["equivalent"] = why
+        elif why is not None and r["status"] in ("killed", "timed_out"):
+            r["listed_equivalent_but_detected"] = why
 
 
 def rescore(a, equivalents):
@@ -906,17 +948,9 @@ def rescore(a, equivalents):
         raise UsageError(f"--rescore {a.rescore}: {e}")
     results = before.get("mutants", [])
     for r in results:
-        r.pop("equivalent", None)
-        r.pop("listed_equivalent_but_detected", None)
         if "site" not in r:
             raise UsageError(f"--rescore {a.rescore}: mutant {r.get('id')} has no site (an older report)")
-        _, start, end, repl, _ = r["site"]
-        mutated = r["original"][:start] + repl + r["original"][end:]
-        why = equivalent_reason(equivalents, r["file"], r["original"], mutated)
-        if why is not None and r["status"] == "survived":
-            r["equivalent"] = why
-        elif why is not None and r["status"] in ("killed", "timed_out"):
-            r["listed_equivalent_but_detected"] = why
+    apply_equivalents(results, equivalents)
     for k in ("seed", "opt", "budget_s"):
         if k in before:
             setattr(a, k, before[k])

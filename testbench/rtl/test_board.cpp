@@ -64,6 +64,7 @@ struct Board {
   std::vector<FwAccess> fw;
   size_t fw_next = 0;  // the access on offer or awaiting its response
   bool fw_aw_taken = false, fw_w_taken = false, fw_a_taken = false;
+  uint64_t fw_ready_from = 0;  // the firmware takes no response before this cycle
 
   Board() {
     ctx.fatalOnError(false);
@@ -104,8 +105,8 @@ struct Board {
     top->s_fw_wvalid = on && a->write && !fw_w_taken;
     top->s_fw_wdata = on ? a->data : 0;
     top->s_fw_wstrb = 0xF;
-    top->s_fw_rready = 1;
-    top->s_fw_bready = 1;
+    top->s_fw_rready = cycle >= fw_ready_from;
+    top->s_fw_bready = cycle >= fw_ready_from;
   }
 
   // What one clock edge took and gave on the streams.
@@ -245,9 +246,12 @@ TEST_CASE("the host reads the controller's identity through the board's IPbus, a
   CHECK((*r)[1] == ok(TxType::Read, 4, 1));
   CHECK((*r)[2] == reg::id::kReset);  // "OCS1"
   CHECK((*r)[3] == reg::version::kReset);
-  // PARAMS says what this controller was built with: 8 ports, 4 links, 12-bit DACs.
+  // PARAMS and SIZES say what this controller was built with: the board's 8 ports, 4 links,
+  // 12-bit DACs and 20 elements, passed down from the top.
   CHECK(((*r)[4] >> reg::params::kNPortsShift & 0xFF) == 8);
   CHECK(((*r)[4] >> reg::params::kNLinksShift & 0xFF) == 4);
+  CHECK((((*r)[4] & reg::params::kDacBitsMask) >> reg::params::kDacBitsShift) == 12);
+  CHECK((((*r)[5] & reg::sizes::kNElemsMask) >> reg::sizes::kNElemsShift) == 20);
   CHECK(b.emu_log.empty());
 }
 
@@ -271,6 +275,15 @@ TEST_CASE("controller scratch and the block RAM: written, read back; a block pas
   auto rmw = b.send({control(), tx(TxType::RmwSum, 1, 7), kRamBase + 8, 40, tx(TxType::Read, 1, 8), kRamBase + 8});
   REQUIRE(rmw.has_value());
   CHECK(*rmw == std::vector<uint32_t>{control(), ok(TxType::RmwSum, 1, 7), 2, ok(TxType::Read, 1, 8), 42});
+  // The RAM's first and last words are the RAM's (the window's edges), and none of this reached the
+  // emulator's block: the decoder sends the RAM window to the RAM alone.
+  auto edges = b.send({control(), tx(TxType::Write, 1, 9), kRamBase, 0x5A5A0000, tx(TxType::Write, 1, 10),
+                       kRamBase + kRamWords - 1, 0x5A5AFFFF, tx(TxType::Read, 1, 11), kRamBase, tx(TxType::Read, 1, 12),
+                       kRamBase + kRamWords - 1});
+  REQUIRE(edges.has_value());
+  CHECK(*edges == std::vector<uint32_t>{control(), ok(TxType::Write, 1, 9), ok(TxType::Write, 1, 10), ok(TxType::Read, 1, 11),
+                                        0x5A5A0000, ok(TxType::Read, 1, 12), 0x5A5AFFFF});
+  CHECK(b.emu_log.empty());
 }
 
 TEST_CASE("the emulator's block is reached through the top's port, at its own byte offsets") {
@@ -326,6 +339,35 @@ TEST_CASE("the emulator's block may answer late or refuse: the top waits for its
     REQUIRE_FALSE(r->empty());
     CHECK(((*r)[1] & 0xFu) == static_cast<uint32_t>(InfoCode::ReadError));
     REQUIRE(b.emu_log.size() == 2);
+  }
+}
+
+// docs/ipbus-rtl.md: an access waits AXI_TIMEOUT cycles for its response (board_bus passes its own,
+// 65535, down to the transactor), then answers a read timeout; the emulator's block has none, so
+// the wait is made where a board has it: the firmware holds the controller (its read's response
+// not taken). Both ways, with margins either side: held for three quarters of that, the IPbus read
+// is waited for; for one and a half times, it times out (before send()'s 100,000-cycle limit).
+TEST_CASE("an IPbus access waits AXI_TIMEOUT cycles for the controller the firmware holds, then answers a read timeout") {
+  namespace reg = mxtb::ocs::reg;
+  constexpr uint64_t kAxiTimeout = 65535;
+  for (uint64_t hold : {kAxiTimeout * 3 / 4, kAxiTimeout * 3 / 2}) {
+    CAPTURE(hold);
+    Board b;
+    b.fw.push_back({false, reg::version::kOffset, 0});
+    b.fw_ready_from = b.cycle + hold;
+    for (int i = 0; i < 4; ++i) b.clock();  // the firmware's read granted and answered, not taken
+    REQUIRE(b.fw_next == 0);
+    const auto r = b.send({control(), tx(TxType::Read, 1, 1), reg::id::kOffset / 4});
+    REQUIRE(r.has_value());
+    REQUIRE(r->size() >= 2);
+    if (hold < kAxiTimeout) {
+      CHECK(*r == std::vector<uint32_t>{control(), ok(TxType::Read, 1, 1), reg::id::kReset});
+      CHECK(b.timeline.cycles >= hold - 4);
+    } else {
+      CHECK(((*r)[1] & 0xFu) == static_cast<uint32_t>(InfoCode::ReadTimeout));
+      CHECK(b.timeline.cycles >= kAxiTimeout);
+      CHECK(b.timeline.cycles < hold - 4);
+    }
   }
 }
 
