@@ -771,19 +771,12 @@ def run_mutation(a):
     if a.rescore:
         return rescore(a, equivalents)
     if a.rerun:
-        try:
-            before = json.loads(Path(a.rerun).read_text())
-        except (OSError, ValueError) as e:
-            raise UsageError(f"--rerun {a.rerun}: {e}")
+        before = read_report("--rerun", a.rerun)
         chosen = []
         for r in before.get("mutants", []):
             if r.get("status") != "survived" or (only and r.get("file") not in only):
                 continue
-            if "site" not in r:
-                raise UsageError(f"--rerun {a.rerun}: mutant {r.get('id')} has no site (an older report)")
-            line = (ROOT / r["file"]).read_text().split("\n")[r["site"][0]]
-            if line != r["original"]:
-                raise UsageError(f"--rerun: {r['file']}:{r['line']} changed since that run; draw new mutants")
+            check_site_unchanged("--rerun", a.rerun, r, "draw new mutants")
             chosen.append((r["group"], r["file"], tuple(r["site"])))
         names = sorted({g for g, _, _ in chosen}) or names
     elif a.exhaustive:
@@ -800,16 +793,9 @@ def run_mutation(a):
     # holds keep their verdicts and join this run's report.
     resumed = []
     if a.resume:
-        try:
-            prev = json.loads(Path(a.resume).read_text())
-        except (OSError, ValueError) as e:
-            raise UsageError(f"--resume {a.resume}: {e}")
         done = {}
-        for r in prev.get("mutants", []):
-            if "site" not in r:
-                raise UsageError(f"--resume {a.resume}: mutant {r.get('id')} has no site (an older report)")
-            if (ROOT / r["file"]).read_text().split("\n")[r["site"][0]] != r["original"]:
-                raise UsageError(f"--resume: {r['file']}:{r['line']} changed since that run; run it again whole")
+        for r in read_report("--resume", a.resume).get("mutants", []):
+            check_site_unchanged("--resume", a.resume, r, "run it again whole")
             done[(r["file"], tuple(r["site"]))] = r
         resumed = [done[(f, s)] for _, f, s in chosen if (f, s) in done]
         apply_equivalents(resumed, equivalents)
@@ -926,6 +912,22 @@ def run_mutation(a):
     return 0
 
 
+def read_report(option, path):
+    """An earlier run's JSON report, named by `option` (--rerun, --resume, --rescore)."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise UsageError(f"{option} {path}: {e}")
+
+
+def check_site_unchanged(option, path, r, advice):
+    """A reported mutant's line must read as it did when it ran, or its site means another line."""
+    if "site" not in r:
+        raise UsageError(f"{option} {path}: mutant {r.get('id')} has no site (an older report)")
+    if (ROOT / r["file"]).read_text().split("\n")[r["site"][0]] != r["original"]:
+        raise UsageError(f"{option}: {r['file']}:{r['line']} changed since that run; {advice}")
+
+
 def apply_equivalents(results, equivalents):
     """Earlier verdicts marked again with the current list of equivalent mutants."""
     for r in results:
@@ -942,10 +944,7 @@ def apply_equivalents(results, equivalents):
 
 def rescore(a, equivalents):
     """An earlier run's verdicts with the current list of equivalent mutants applied."""
-    try:
-        before = json.loads(Path(a.rescore).read_text())
-    except (OSError, ValueError) as e:
-        raise UsageError(f"--rescore {a.rescore}: {e}")
+    before = read_report("--rescore", a.rescore)
     results = before.get("mutants", [])
     for r in results:
         if "site" not in r:
