@@ -87,6 +87,7 @@ json record_json(const host::failover::RackFailoverRecord& r) {
             {"xpus_left_active", names(r.blast.left_active)},
             {"xpus_left_active_outside_circuits", names(r.blast.outside())},
             {"lanes_left_active_by_server", r.blast.lanes_left_active},
+            {"scoreboard_errors", r.blast.scoreboard_errors},
             {"words_lost", r.blast.words_lost}}},
           {"detect_ns", r.detected_ns - r.failure_ns},
           {"total_ns", r.done_ns > 0 ? json(r.done_ns - r.failure_ns) : json(nullptr)},
@@ -137,7 +138,7 @@ int cmd_rack_failover(const ArgList& argv) {
 
   fmt::print("# {} ({} servers), tenant of {} XPUs, spares {}\n", cfg.name, shape.servers(), tenant.placement.xpu_of_position.size(),
              fmt::join(names(tenant.spares), ","));
-  fmt::print("#  failed  spare  case           outcome    boards  XPUs whose links left Active   lanes   lost   detect(us)   total(us)\n");
+  fmt::print("#  failed  spare  case           outcome    boards  XPUs whose links left Active   lanes  errors   lost   detect(us)   total(us)\n");
   json records = json::array();
   bool clean = true;
   for (const RackXpu& x : deaths) {
@@ -149,10 +150,10 @@ int cmd_rack_failover(const ArgList& argv) {
     int lanes = 0;
     for (int n : rec.blast.lanes_left_active) lanes += n;
     const bool placed = rec.spare.server >= 0;
-    fmt::print("  {:>6}  {:>5}  {:<13}  {:<9}  {:<6}  {:<28}  {:>5}  {:>5}  {:>11.1f}  {:>10}\n", name(rec.failed),
+    fmt::print("  {:>6}  {:>5}  {:<13}  {:<9}  {:<6}  {:<28}  {:>5}  {:>6}  {:>5}  {:>11.1f}  {:>10}\n", name(rec.failed),
                placed ? name(rec.spare) : "-", !placed ? "no spare" : rec.same_server ? "same server" : "other server",
                placed ? to_string(rec.commit.outcome) : "-", fmt::format("{}", fmt::join(rec.blast.boards_touched, ",")),
-               fmt::format("{}", fmt::join(left, ",")), lanes, rec.blast.words_lost, (rec.detected_ns - rec.failure_ns) / 1000,
+               fmt::format("{}", fmt::join(left, ",")), lanes, rec.blast.scoreboard_errors, rec.blast.words_lost, (rec.detected_ns - rec.failure_ns) / 1000,
                rec.done_ns > 0 ? fmt::format("{:.1f}", (rec.done_ns - rec.failure_ns) / 1000) : "-");
     for (const auto& p : rec.problems) fmt::print("    problem: {}\n", p);
     clean = clean && rec.problems.empty();

@@ -182,6 +182,11 @@ uint32_t Board::scoreboard_errors() {
   return c_.read(emulator(er::scoreboard_errors::kOffset));
 }
 
+uint32_t Board::scoreboard_words_lost() {
+  need_emulator("scoreboard_words_lost");
+  return c_.read(emulator(er::scoreboard_words_lost::kOffset));
+}
+
 uint32_t Board::xpu_alive() {
   need_emulator("xpu_alive");
   return c_.read(emulator(er::xpu_alive::kOffset));

@@ -104,6 +104,7 @@ class Board {
   std::vector<EmuEventRecord> pop_events();
   uint64_t messages_delivered();
   uint32_t scoreboard_errors();
+  uint32_t scoreboard_words_lost();  // SCOREBOARD_WORDS_LOST
   uint32_t xpu_alive();
   // The tenant's job of collectives (JOB_*): stands for the job's ranks on the XPUs, whose
   // communicator the host (re-)forms. form_job throws IpbusError (a bus error) when the emulator

@@ -116,12 +116,17 @@ std::vector<std::vector<int>> choose_spare(const RackTenant& t, int dead, const 
   return {};
 }
 
+struct ScoreboardCounts {
+  uint32_t errors = 0, words_lost = 0;
+};
+ScoreboardCounts scoreboard_counts(fabric::Board& b) { return {b.scoreboard_errors(), b.scoreboard_words_lost()}; }
+
 // Which of the tenant's XPUs' lanes (and the spare's) left Active since the failure, on every
-// board, against the dead XPU's circuits' ends and the spare; the words the boards' scoreboards
-// lost. Idle spares are left out: their lanes, without circuits, train with whatever unused port
+// board, against the dead XPU's circuits' ends and the spare; the faults the boards' scoreboards
+// saw and the words they lost. Idle spares are left out: their lanes, without circuits, train with whatever unused port
 // their light reaches and leave Active on their own every few thousand cycles.
 void measure_blast(std::vector<fabric::Board*>& boards, const protocol::RackPlacement& placed, int dead, const Events& events,
-                   const std::vector<uint32_t>& errors_before, const protocol::RackShape& shape, RackFailoverRecord& rec) {
+                   const std::vector<ScoreboardCounts>& before, const protocol::RackShape& shape, RackFailoverRecord& rec) {
   BlastRadius& b = rec.blast;
   b.allowed = {rec.failed, rec.spare};
   for (int n : neighbour_positions(placed, dead)) add(b.allowed, placed.xpu_of_position[static_cast<size_t>(n)]);
@@ -135,7 +140,9 @@ void measure_blast(std::vector<fabric::Board*>& boards, const protocol::RackPlac
         ++b.lanes_left_active[s];
         add(b.left_active, x);
       }
-    b.words_lost += boards[s]->scoreboard_errors() - errors_before[s];
+    const ScoreboardCounts now = scoreboard_counts(*boards[s]);
+    b.scoreboard_errors += now.errors - before[s].errors;
+    b.words_lost += now.words_lost - before[s].words_lost;
   }
 }
 
@@ -162,8 +169,8 @@ RackFailoverRecord rack_failover(std::vector<fabric::Board*>& boards, RackTenant
   RackFailoverRecord rec;
   rec.failure_ns = failure_ns;
   Events events(boards.size());
-  std::vector<uint32_t> errors_before;
-  for (fabric::Board* b : boards) errors_before.push_back(b->scoreboard_errors());
+  std::vector<ScoreboardCounts> scoreboards_before;
+  for (fabric::Board* b : boards) scoreboards_before.push_back(scoreboard_counts(*b));
 
   const int dead = detect_death(boards, t, o);
   if (dead < 0) {
@@ -200,7 +207,7 @@ RackFailoverRecord rack_failover(std::vector<fabric::Board*>& boards, RackTenant
   }
   t.failed.push_back(rec.failed);
   take_events(boards, events);
-  measure_blast(boards, placed, dead, events, errors_before, shape, rec);
+  measure_blast(boards, placed, dead, events, scoreboards_before, shape, rec);
   return rec;
 }
 

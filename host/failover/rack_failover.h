@@ -28,7 +28,8 @@ struct BlastRadius {
   std::vector<protocol::RackXpu> left_active;     // XPUs a lane of which left Active after the failure
   std::vector<protocol::RackXpu> allowed;         // the dead XPU's circuits' ends and the spare
   std::vector<int> lanes_left_active;             // how many lanes, by server
-  uint64_t words_lost = 0;                        // scoreboard errors since the failure, every board
+  uint64_t scoreboard_errors = 0;                 // since the failure, every board (SCOREBOARD_ERRORS)
+  uint64_t words_lost = 0;                        // words that never arrived since, every board (SCOREBOARD_WORDS_LOST)
   // XPUs whose links left Active and are none of `allowed`.
   std::vector<protocol::RackXpu> outside() const;
 };

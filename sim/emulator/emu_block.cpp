@@ -82,6 +82,8 @@ uint32_t EmuBlock::read(uint32_t off) {
   if (off == er::messages_lo::kOffset) return static_cast<uint32_t>(sim_.messages_delivered());
   if (off == er::messages_hi::kOffset) return static_cast<uint32_t>(sim_.messages_delivered() >> 32);
   if (off == er::scoreboard_errors::kOffset) return static_cast<uint32_t>(sim_.scoreboard_errors());
+  if (off == er::scoreboard_words_lost::kOffset)
+    return static_cast<uint32_t>(std::min<uint64_t>(sim_.scoreboard_words_lost(), UINT32_MAX));
   if (off >= er::ipbus_stats::kOffset && off < er::ipbus_stats::kOffset + 4 * er::ipbus_stats::kCount)
     return ipbus_stat((off - er::ipbus_stats::kOffset) / 4);
   if (off == er::job_ring::kOffset) return job_ring_;

@@ -106,21 +106,46 @@ void Scoreboard::deliver(uint64_t data, bool last, uint64_t cycle) {
     msg_ = data ^ mix(seed_);
     word_ = 0;
   }
+  if (skipping_) {  // a message delivered again, to its end
+    ++skipped_;
+    skipping_ = !last;
+    return;
+  }
   if (!cache_ || !cache_->is(seed_, msg_)) cache_.emplace(seed_, msg_, cfg_.min_words, cfg_.max_words);
-  uint32_t len = cache_->length();
-  uint64_t want = cache_->word(word_);
-  bool want_last = word_ + 1 == len;
   ++words_;
-  if (data != want || last != want_last) {
-    if (errors_++ == 0) {
-      first_error_ = fmt::format(
-          "cycle {}: message {} word {}: got {:#018x} last={}, expected {:#018x} last={}", cycle,
-          msg_, word_, data, last, want, want_last);
+  if (data != cache_->word(word_)) {
+    if (auto again = earlier_message(data)) {
+      error(cycle, fmt::format("message {} word {}: got message {}'s first word again", msg_, word_, *again));
+      skipping_ = !last;
+      return;
     }
-    // Resynchronize on the received end of message so one fault is not reported a thousand times.
+    if (auto named = later_message(data)) {
+      // Messages lost (the one in progress cut short if words of it came): one error, their words
+      // counted, and this word checked as the first of the message it names.
+      uint64_t lost = cache_->length() - word_;
+      for (uint64_t m = msg_ + 1; m < *named; ++m) lost += message_length(seed_, m, cfg_.min_words, cfg_.max_words);
+      error(cycle, fmt::format("message {} word {}: got message {}'s first word: {} words of {} messages lost", msg_, word_,
+                               *named, lost, *named - msg_));
+      messages_lost_ += *named - msg_;
+      words_lost_ += lost;
+      msg_ = *named;
+      word_ = 0;
+      cache_.emplace(seed_, msg_, cfg_.min_words, cfg_.max_words);
+    }
+  }
+  const uint32_t len = cache_->length();
+  const uint64_t want = cache_->word(word_);
+  const bool want_last = word_ + 1 == len;
+  if (data != want || last != want_last) {
+    error(cycle, fmt::format("message {} word {}: got {:#018x} last={}, expected {:#018x} last={}", msg_, word_, data, last,
+                             want, want_last));
+    // A corrupted word is one error: the next is checked as the word after it, and the received
+    // end of message ends the expected one, so that one fault is not reported a thousand times.
     if (last) {
       ++msg_;
       word_ = 0;
+    } else if (word_ + 1 < len) {
+      ++word_;
     }
     return;
   }
@@ -133,12 +158,33 @@ void Scoreboard::deliver(uint64_t data, bool last, uint64_t cycle) {
   }
 }
 
+// A gap longer than this is taken for corruption: a random word names a message this close to
+// the expected one with probability 2^-43.
+constexpr uint64_t kMaxGap = uint64_t{1} << 20;
+
+std::optional<uint64_t> Scoreboard::later_message(uint64_t data) const {
+  const uint64_t named = data ^ mix(seed_);
+  if (named <= msg_ || named - msg_ > kMaxGap) return std::nullopt;
+  return named;
+}
+
+std::optional<uint64_t> Scoreboard::earlier_message(uint64_t data) const {
+  const uint64_t named = data ^ mix(seed_);
+  if (named >= msg_ || msg_ - named > kMaxGap) return std::nullopt;
+  return named;
+}
+
+void Scoreboard::error(uint64_t cycle, const std::string& what) {
+  if (errors_++ == 0) first_error_ = fmt::format("cycle {}: {}", cycle, what);
+}
+
 }  // namespace mxtb::sim
 
 namespace mxtb::sim {
 
 void Scoreboard::save(Checkpoint& c) const {
   c.resyncing = resyncing_;
+  c.skipping = skipping_;
   c.at_message_start = at_message_start_;
   c.resyncs = resyncs_;
   c.skipped = skipped_;
@@ -148,12 +194,15 @@ void Scoreboard::save(Checkpoint& c) const {
   c.messages = messages_;
   c.words = words_;
   c.errors = errors_;
+  c.messages_lost = messages_lost_;
+  c.words_lost = words_lost_;
   c.first_error = first_error_;
   if (cfg_.rx_ready < 1.0) c.rng = rng_;
 }
 
 void Scoreboard::restore(const Checkpoint& c) {
   resyncing_ = c.resyncing;
+  skipping_ = c.skipping;
   at_message_start_ = c.at_message_start;
   resyncs_ = c.resyncs;
   skipped_ = c.skipped;
@@ -163,6 +212,8 @@ void Scoreboard::restore(const Checkpoint& c) {
   messages_ = c.messages;
   words_ = c.words;
   errors_ = c.errors;
+  messages_lost_ = c.messages_lost;
+  words_lost_ = c.words_lost;
   first_error_ = c.first_error;
   if (c.rng) rng_ = *c.rng;
 }

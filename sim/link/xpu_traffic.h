@@ -85,6 +85,12 @@ class Scoreboard {
   uint64_t messages() const { return messages_; }
   uint64_t words() const { return words_; }
   uint64_t errors() const { return errors_; }
+  // Messages that never arrived, and their words (with the rest of one cut short): a later
+  // message's first word where another word was expected names how many went missing; the gap
+  // counts as one error and checking goes on strictly from the message that arrived. An earlier
+  // message's first word (one delivered again) is one error, and that message is skipped.
+  uint64_t messages_lost() const { return messages_lost_; }
+  uint64_t words_lost() const { return words_lost_; }
   const std::string& first_error() const { return first_error_; }
 
   // The lane now carries `stream_seed`'s stream, starting anywhere: skip to the end of the message
@@ -99,10 +105,10 @@ class Scoreboard {
 
   // As TrafficSource::Checkpoint: the generator only when drawn from (rx_ready below 1).
   struct Checkpoint {
-    bool resyncing, at_message_start;
+    bool resyncing, at_message_start, skipping;
     uint64_t resyncs, skipped, seed, msg;
     uint32_t word;
-    uint64_t messages, words, errors;
+    uint64_t messages, words, errors, messages_lost, words_lost;
     std::string first_error;
     std::optional<std::mt19937_64> rng;
   };
@@ -111,13 +117,18 @@ class Scoreboard {
 
  private:
   bool resyncing_ = false, at_message_start_ = false;
+  bool skipping_ = false;  // a message delivered again: its words up to its last are skipped
   uint64_t resyncs_ = 0, skipped_ = 0;
   uint64_t seed_;
   TrafficConfig cfg_;
   std::mt19937_64 rng_;
   uint64_t msg_ = 0;
   uint32_t word_ = 0;
-  uint64_t messages_ = 0, words_ = 0, errors_ = 0;
+  uint64_t messages_ = 0, words_ = 0, errors_ = 0, messages_lost_ = 0, words_lost_ = 0;
+  // Where another word was expected: a later message's first word, its number, else nullopt.
+  std::optional<uint64_t> later_message(uint64_t data) const;
+  std::optional<uint64_t> earlier_message(uint64_t data) const;  // the same for one already delivered
+  void error(uint64_t cycle, const std::string& what);
   std::string first_error_;
   std::optional<MessageWords> cache_;  // the expected message's
 };

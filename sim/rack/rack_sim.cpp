@@ -717,6 +717,7 @@ std::vector<json> RackRun::reports(std::vector<std::string>& failures) const {
                        {"retrains", r.retrains},
                        {"messages_delivered", r.messages_delivered},
                        {"scoreboard_errors", r.scoreboard_errors},
+                       {"words_lost", r.words_lost},
                        {"first_error", r.first_error}});
       const std::string name = fmt::format("XPU {} lane {} (to {}{})", link / shape.lanes_per_xpu, link % shape.lanes_per_xpu,
                                            protocol::to_string(want), fibre >= 0 ? fmt::format(" over fibre {}", fibre) : "");
@@ -749,6 +750,7 @@ std::vector<json> RackRun::reports(std::vector<std::string>& failures) const {
                    {"controller_events", b.fw.events().size()},
                    {"messages_delivered", sim.messages_delivered()},
                    {"scoreboard_errors", sim.scoreboard_errors()},
+                   {"words_lost", sim.scoreboard_words_lost()},
                    {"dac_writes", sim.dac_writes()},
                    {"pd_reads", sim.pd_reads()},
                    {"lanes", lanes}});

@@ -204,7 +204,7 @@ LinkReport ServerSim::link_report(int i) const {
   const auto& src = impl_->source(i);
   const auto& sb = impl_->scoreboard(i);
   return LinkReport{e.state, e.reason, e.peer, e.frames_tx, e.frames_rx, e.crc_errors, e.replays, e.retrains,
-                    src.messages_sent(), sb.messages(), sb.errors(), sb.skipped_words(), sb.resyncs(), sb.first_error()};
+                    src.messages_sent(), sb.messages(), sb.errors(), sb.words_lost(), sb.skipped_words(), sb.resyncs(), sb.first_error()};
 }
 
 link::LinkState ServerSim::link_state(int i) const {
@@ -217,6 +217,13 @@ uint64_t ServerSim::scoreboard_errors() const {
   uint64_t n = 0;
   for (int i = 0; i < links(); ++i)
     if (st_->alive[static_cast<size_t>(i / st_->cfg.shape.lanes_per_xpu)]) n += impl_->scoreboard(i).errors();
+  return n;
+}
+
+uint64_t ServerSim::scoreboard_words_lost() const {
+  uint64_t n = 0;
+  for (int i = 0; i < links(); ++i)
+    if (st_->alive[static_cast<size_t>(i / st_->cfg.shape.lanes_per_xpu)]) n += impl_->scoreboard(i).words_lost();
   return n;
 }
 

@@ -91,7 +91,7 @@ struct LinkReport {
   link::Reason reason;
   EndpointIdentity peer;
   uint64_t frames_tx, frames_rx, crc_errors, replays, retrains;
-  uint64_t messages_sent, messages_delivered, scoreboard_errors, skipped_words, resyncs;
+  uint64_t messages_sent, messages_delivered, scoreboard_errors, words_lost, skipped_words, resyncs;
   std::string first_error;  // the scoreboard's first mismatch, for debugging
 };
 
@@ -199,6 +199,7 @@ class ServerSim {
   const std::vector<LinkTransition>& transitions() const;
   // Scoreboard errors on links of living XPUs (messages from a dead XPU may be cut short).
   uint64_t scoreboard_errors() const;
+  uint64_t scoreboard_words_lost() const;  // the same links' words that never arrived (Scoreboard::words_lost)
   uint64_t messages_delivered() const;  // by the scoreboards and the lane program
   uint64_t dac_writes() const;
   uint64_t pd_reads() const;

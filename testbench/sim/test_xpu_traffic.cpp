@@ -47,7 +47,7 @@ TEST_CASE("scoreboard catches corruption, loss, duplication and a wrong end of m
   };
   CHECK(run([](std::vector<Word>&) {}) == 0);
   CHECK(run([](std::vector<Word>& w) { w[7].data ^= 1; }) > 0);
-  CHECK(run([](std::vector<Word>& w) { w.erase(w.begin() + 3, w.begin() + 6); }) > 0);   // a lost message
+  CHECK(run([](std::vector<Word>& w) { w.erase(w.begin() + 3, w.begin() + 6); }) == 1);   // a lost message: one gap
   CHECK(run([](std::vector<Word>& w) { w.insert(w.begin() + 6, w.begin() + 3, w.begin() + 6); }) > 0);  // duplicate
   CHECK(run([](std::vector<Word>& w) { w[4].last = true; }) > 0);
   CHECK(run([](std::vector<Word>& w) { std::swap(w[3], w[6]); std::swap(w[4], w[7]); std::swap(w[5], w[8]); }) > 0);
@@ -97,4 +97,64 @@ TEST_CASE("a resynchronized scoreboard picks up another stream mid-flight and ch
   for (size_t i = start; i < new_words.size(); ++i)
     sb2.deliver(new_words[i].data ^ (i == start + 30 ? 1u : 0u), new_words[i].last, i);
   CHECK(sb2.errors() == 1);
+}
+
+TEST_CASE("a gap in the stream is one error, its messages and words counted lost; checking goes on strictly after it") {
+  TrafficConfig cfg;
+  cfg.min_words = 2;
+  cfg.max_words = 6;
+  TrafficSource src(11, cfg, 1);
+  auto words = generate(src, 400);
+  // Message boundaries: first word index of each message.
+  std::vector<size_t> starts{0};
+  for (size_t i = 0; i + 1 < words.size(); ++i)
+    if (words[i].last) starts.push_back(i + 1);
+  REQUIRE(starts.size() > 40);
+  auto deliver = [&](Scoreboard& sb, const std::vector<Word>& w) {
+    for (size_t i = 0; i < w.size(); ++i) sb.deliver(w[i].data, w[i].last, i);
+  };
+  const uint64_t complete = starts.size() - (words.back().last ? 0 : 1);
+
+  SUBCASE("messages 10 to 14 lost") {
+    auto w = words;
+    const uint64_t lost_words = starts[15] - starts[10];
+    w.erase(w.begin() + static_cast<long>(starts[10]), w.begin() + static_cast<long>(starts[15]));
+    Scoreboard sb(11, cfg, 2);
+    deliver(sb, w);
+    CHECK(sb.errors() == 1);
+    CHECK(sb.messages_lost() == 5);
+    CHECK(sb.words_lost() == lost_words);
+    CHECK(sb.messages() == complete - 5);
+    CHECK(sb.first_error().find("5 messages lost") != std::string::npos);
+  }
+  SUBCASE("message 20 cut short after its first word, 21 lost") {
+    auto w = words;
+    w.erase(w.begin() + static_cast<long>(starts[20] + 1), w.begin() + static_cast<long>(starts[22]));
+    Scoreboard sb(11, cfg, 2);
+    deliver(sb, w);
+    CHECK(sb.errors() == 1);
+    CHECK(sb.messages_lost() == 2);
+    CHECK(sb.words_lost() == starts[22] - starts[20] - 1);
+    CHECK(sb.messages() == complete - 2);
+  }
+  SUBCASE("message 30 delivered again after 31") {
+    auto w = words;
+    std::vector<Word> again(w.begin() + static_cast<long>(starts[30]), w.begin() + static_cast<long>(starts[31]));
+    w.insert(w.begin() + static_cast<long>(starts[32]), again.begin(), again.end());
+    Scoreboard sb(11, cfg, 2);
+    deliver(sb, w);
+    CHECK(sb.errors() == 1);
+    CHECK(sb.messages_lost() == 0);
+    CHECK(sb.skipped_words() == again.size() - 1);
+    CHECK(sb.messages() == complete);
+  }
+  SUBCASE("a corrupted word after a gap is still caught") {
+    auto w = words;
+    w.erase(w.begin() + static_cast<long>(starts[10]), w.begin() + static_cast<long>(starts[12]));
+    w[starts[20] + 1 - (starts[12] - starts[10])].data ^= 4;  // message 20's second word
+    Scoreboard sb(11, cfg, 2);
+    deliver(sb, w);
+    CHECK(sb.errors() == 2);
+    CHECK(sb.messages_lost() == 2);
+  }
 }
