@@ -80,7 +80,9 @@ GROUPS = {
                     "prefix": "Vipbus_transactor", "archive": "../../rtl/libmxtb_rtl_ipbus.a"}],
         "test_dir": "testbench/protocol",
         "test": "ipbus_rtl_diff_tests",
-        "formal_groups": {"rtl/ipbus/ipbus_transactor.sv": ["ipbus_small"]},
+        # ipbus_small: the transactor as the emulator has it; board_bus_board: as a board has it
+        # (EMU_WINDOW 0), which no test model is
+        "formal_groups": {"rtl/ipbus/ipbus_transactor.sv": ["ipbus_small", "board_bus_board"]},
     },
     # The board top's own RTL: its decoder and block RAM (board_bus), the firmware's arbiter and
     # the top, killed by rtl_board's datagrams into the (shrunk) top.
@@ -92,7 +94,7 @@ GROUPS = {
         "test_dir": "testbench/rtl",
         "test": "rtl_board_tests",
         # --formal: a mutant's own module's proofs alone (rtl/formal/formal.sh's groups)
-        "formal_groups": {"rtl/board/board_bus.sv": ["board_bus_small"], "rtl/board/board_ram.sv": ["board_ram_small"],
+        "formal_groups": {"rtl/board/board_bus.sv": ["board_bus_small", "board_bus_board"], "rtl/board/board_ram.sv": ["board_ram_small"],
                           "rtl/board/axil_arbiter.sv": ["board_arbiter"],
                           # the top's wiring has no proof of its own: rtl_board's tests alone
                           "rtl/board/mxtb_board.sv": []},
@@ -512,9 +514,11 @@ def norm(line):
 
 def read_equivalents(path):
     """The reviewed list of equivalent mutants: paragraphs of `file:`, `from:` (the original line),
-    `to:` (the mutated line) and `why:` (the argument, continued on indented lines). Lines are
-    compared with runs of blanks folded, so the entries survive re-indentation and moved lines.
-    Every entry must still name a mutant the sites give: a stale entry is an error."""
+    `to:` (the mutated line) and `why:` (the argument, continued on indented lines), and where the
+    same line occurs at several sites of which not all are equivalent, `after:` (a line among the
+    three before the mutated one, which tells the site from the others). Lines are compared with runs of blanks folded, so the entries survive
+    re-indentation and moved lines. Every entry must still name a mutant the sites give: a stale
+    entry is an error."""
     entries, cur, key = [], {}, None
     for n, raw in enumerate(Path(path).read_text().split("\n") + [""], 1):
         if raw.startswith("#"):
@@ -524,7 +528,7 @@ def read_equivalents(path):
                 entries.append(cur)
             cur, key = {}, None
             continue
-        m = re.match(r"(file|from|to|why):\s?(.*)$", raw)
+        m = re.match(r"(file|from|to|after|why):\s?(.*)$", raw)
         if m:
             key = m.group(1)
             if key in cur:
@@ -534,7 +538,7 @@ def read_equivalents(path):
         elif key == "why" and raw[:1].isspace():
             cur["why"] += " " + raw.strip()
         else:
-            raise UsageError(f"{path}:{n}: expected file:, from:, to: or why:, got {raw.strip()!r}")
+            raise UsageError(f"{path}:{n}: expected file:, from:, to:, after: or why:, got {raw.strip()!r}")
     texts = {}
     for e in entries:
         missing = [k for k in ("file", "from", "to", "why") if not e.get(k)]
@@ -546,17 +550,24 @@ def read_equivalents(path):
                 raise UsageError(f"{path}:{e['at']}: no file {f}")
             texts[f] = (ROOT / f).read_text()
         text = texts[f]
-        ok = any(norm(text.split("\n")[site[0]]) == norm(e["from"]) and
-                 norm(apply(text, site).split("\n")[site[0]]) == norm(e["to"]) for site in all_sites(text))
+        lines = text.split("\n")
+        ok = any(norm(lines[site[0]]) == norm(e["from"]) and norm(apply(text, site).split("\n")[site[0]]) == norm(e["to"]) and
+                 after_matches(e, lines[max(0, site[0] - 3):site[0]]) for site in all_sites(text))
         if not ok:
             raise UsageError(f"{path}:{e['at']}: no mutant of {f} turns {e['from']!r} into {e['to']!r} "
                              "(the RTL changed: review the entry)")
     return entries
 
 
-def equivalent_reason(entries, f, original, mutated):
+def after_matches(entry, before):
+    """An entry's `after:` line is among `before`, the lines above the mutant's (or it has none)."""
+    return "after" not in entry or any(norm(b) == norm(entry["after"]) for b in before)
+
+
+def equivalent_reason(entries, f, original, mutated, before):
+    """The argument of the entry naming this mutant (`before`: the three lines above it), or None."""
     for e in entries:
-        if e["file"] == f and norm(e["from"]) == norm(original) and norm(e["to"]) == norm(mutated):
+        if e["file"] == f and norm(e["from"]) == norm(original) and norm(e["to"]) == norm(mutated) and after_matches(e, before):
             return e["why"]
     return None
 
@@ -850,7 +861,8 @@ def run_mutation(a):
         log = work / "log.txt"
         r = {"id": k, "group": g, "file": f, "module": Path(f).stem, "line": site[0] + 1, "operator": site[4],
              "diff": diff, "site": list(site), "original": text.split("\n")[site[0]]}
-        why = equivalent_reason(equivalents, f, r["original"], mutant.split("\n")[site[0]])
+        why = equivalent_reason(equivalents, f, r["original"], mutant.split("\n")[site[0]],
+                                mutant.split("\n")[max(0, site[0] - 3):site[0]])
         t0 = time.monotonic()
         exe = grp.build_mutant(work, {f: mfile}, log, a.opt)
         r["build_s"] = round(time.monotonic() - t0, 1)
@@ -875,9 +887,12 @@ def run_mutation(a):
                 rc2, s2, to2 = run(["make", "-s", "-f", "Makefile.verilator", "formal", f"OUT={work / 'formal'}"] +
                                    ([f"GROUPS={' '.join(only)}"] if only else []), log, timeout=budget * 4, cwd=tree)
                 r["formal_s"] = round(s2, 1)
-                if rc2 != 0:
+                if to2:
+                    # A proof that did not finish shows nothing against the mutant: a survivor.
+                    r["formal_timed_out"] = True
+                elif rc2 != 0:
                     r["status"] = "killed"
-                    r["killed_by"] = "formal (timed out)" if to2 else "formal"
+                    r["killed_by"] = "formal"
                 shutil.rmtree(tree, ignore_errors=True)
             for o in work.glob("obj-*"):
                 shutil.rmtree(o, ignore_errors=True)
@@ -915,9 +930,14 @@ def run_mutation(a):
 def read_report(option, path):
     """An earlier run's JSON report, named by `option` (--rerun, --resume, --rescore)."""
     try:
-        return json.loads(Path(path).read_text())
+        report = json.loads(Path(path).read_text())
     except (OSError, ValueError) as e:
         raise UsageError(f"{option} {path}: {e}")
+    # Reports before 2026-12-06 counted a proof that timed out as a kill; it shows nothing.
+    for r in report.get("mutants", []):
+        if r.get("killed_by") == "formal (timed out)":
+            r.update(status="survived", killed_by=None, formal_timed_out=True)
+    return report
 
 
 def check_site_unchanged(option, path, r, advice):
@@ -935,7 +955,8 @@ def apply_equivalents(results, equivalents):
         r.pop("listed_equivalent_but_detected", None)
         _, start, end, repl, _ = r["site"]
         mutated = r["original"][:start] + repl + r["original"][end:]
-        why = equivalent_reason(equivalents, r["file"], r["original"], mutated)
+        lines = (ROOT / r["file"]).read_text().split("\n")
+        why = equivalent_reason(equivalents, r["file"], r["original"], mutated, lines[max(0, r["site"][0] - 3):r["site"][0]])
         if why is not None and r["status"] == "survived":
             r["equivalent"] = why
         elif why is not None and r["status"] in ("killed", "timed_out"):
@@ -1021,7 +1042,8 @@ def write_reports(a, out, results, baseline, formal, wall, planned):
     if not survivors:
         md.append("None.")
     for r in survivors:
-        md += [f"### {r['file']}:{r['line']} ({r['operator']})", "", "```diff", r["diff"].rstrip(), "```", ""]
+        timed = ", its proof timed out" if r.get("formal_timed_out") else ""
+        md += [f"### {r['file']}:{r['line']} ({r['operator']}{timed})", "", "```diff", r["diff"].rstrip(), "```", ""]
     md += ["", "## Equivalent survivors", ""]
     if not equivalent:
         md.append("None.")

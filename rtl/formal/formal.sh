@@ -49,6 +49,7 @@ ipbus_small|ipbus_formal||abc 24|@gen/ocs_reg_pkg.sv @gen/emu_reg_pkg.sv ipbus/i
 board_ram_small|board_ram|WORDS=4|prove 4|board/board_ram.sv
 board_arbiter|axil_arbiter||prove 4|board/axil_arbiter.sv
 board_bus_small|board_bus_formal||abc 24|@gen/ocs_reg_pkg.sv @gen/emu_reg_pkg.sv ipbus/ipbus_transactor.sv board/board_ram.sv board/board_bus.sv formal/board/board_bus_formal.sv
+board_bus_board|board_bus_formal|EMU_PORT=0|abc 24|@gen/ocs_reg_pkg.sv @gen/emu_reg_pkg.sv ipbus/ipbus_transactor.sv board/board_ram.sv board/board_bus.sv formal/board/board_bus_formal.sv
 '
 
 die() { echo "formal: $*" >&2; exit 2; }

@@ -701,6 +701,9 @@ module ipbus_transactor #(
   `ASSERT(ipb_ar_held, !f_past_rst_n || !f_ar_wait || (m_axil_arvalid && m_axil_araddr == f_araddr))
   `ASSERT(ipb_aw_held, !f_past_rst_n || !f_aw_wait || (m_axil_awvalid && m_axil_awaddr == f_awaddr))
   `ASSERT(ipb_w_held, !f_past_rst_n || !f_w_wait || (m_axil_wvalid && m_axil_wdata == f_wdata))
+  // A beat is taken only to be stored: nothing is taken while a datagram is decided, executed or
+  // answered (a beat offered then waits).
+  `ASSERT(ipb_beats_taken_in_rx, !(s_axis_tvalid && s_axis_tready) || state_q == S_RX)
   // The reply stream likewise.
   `ASSERT_PAST(f_tx_wait, 1, m_axis_tvalid && !m_axis_tready)
   `ASSERT_PAST(f_tx_data, 33, {m_axis_tlast, m_axis_tdata})

@@ -310,8 +310,16 @@ struct RtlSide::Impl {
     ctx->fatalOnError(false);  // a failed assertion sets gotError(): reported as the datagram's failure
     top = std::make_unique<Vipbus_transactor>(ctx.get(), "ipbus_transactor");
     cycle = 0;
+    pulse_reset();
+  }
+
+  // The board's reset on the running model: registers to their reset values, the block RAMs (the
+  // request buffer and the kept replies) keeping what they hold, as an FPGA's do. The slave's
+  // access in flight, if any, goes with it (the board's bus is reset too).
+  void pulse_reset() {
     slave = {};
     aw_wait = w_wait = ar_wait = out_wait = {};
+    violation.clear();
     idle_inputs();
     top->rst_ni = 0;
     for (int i = 0; i < 8; ++i) clock();
@@ -379,8 +387,10 @@ struct RtlSide::Impl {
   };
   SlaveOut drive_slave() {
     SlaveOut o;
-    o.awready = !chance(timing.axi_ready_stall) && !(timing.ready_only_when_free && slave.aw_taken);
-    o.wready = !chance(timing.axi_ready_stall) && !(timing.ready_only_when_free && slave.w_taken);
+    o.awready = !chance(timing.axi_ready_stall) && !(timing.ready_only_when_free && slave.aw_taken) &&
+                (timing.write_order != RtlTiming::WriteOrder::DataFirst || (slave.w_taken && !slave.b_pending));
+    o.wready = !chance(timing.axi_ready_stall) && !(timing.ready_only_when_free && slave.w_taken) &&
+               (timing.write_order != RtlTiming::WriteOrder::AddressFirst || (slave.aw_taken && !slave.b_pending));
     o.arready = !chance(timing.axi_ready_stall);
     o.bvalid = slave.b_pending && slave.b_delay == 0;
     o.rvalid = slave.r_pending && slave.r_delay == 0;
@@ -596,7 +606,11 @@ Answer RtlSide::handle(const std::vector<uint8_t>& datagram) {
   if (datagram.empty()) throw std::invalid_argument("RtlSide::handle: an empty datagram cannot travel on AXI4-Stream");
   return impl_->handle(datagram);
 }
-void RtlSide::reset() { impl_->build(); }
+void RtlSide::reset() {
+  // A model that failed an assertion keeps its context's error: only a fresh one goes on.
+  if (impl_->ctx->gotError()) impl_->build();
+  else impl_->pulse_reset();
+}
 BoardRegisters& RtlSide::board() { return impl_->board; }
 uint64_t RtlSide::cycles() const { return impl_->cycle; }
 std::string RtlSide::idle(uint64_t cycles) { return impl_->idle(cycles); }
@@ -1036,10 +1050,14 @@ std::optional<Mismatch> DiffRunner::run(const std::vector<uint8_t>& datagram) {
 
   ++stats_.mismatches;
   Mismatch m{what, datagram, std::move(expected), std::move(actual), eb, ab};
-  reference_->reset();
-  device_->reset();
+  reset_targets();
   device_->board().copy_contents_from(reference_->board());
   return m;
+}
+
+void DiffRunner::reset_targets() {
+  reference_->reset();
+  device_->reset();
 }
 
 std::set<uint32_t> random_refused_words(uint64_t seed, size_t n_ram, size_t n_controller, size_t n_emulator) {

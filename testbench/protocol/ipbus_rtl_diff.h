@@ -116,7 +116,8 @@ class Side {
  public:
   virtual ~Side() = default;
   virtual Answer handle(const std::vector<uint8_t>& datagram) = 0;
-  // Back to the state after construction (empty reply buffers, next id 1); the board keeps its contents.
+  // The target's reset: back to its state after construction (no kept replies, next id 1, empty
+  // history); the board keeps its contents. The RTL side pulses rst_ni on the running model.
   virtual void reset() = 0;
   virtual BoardRegisters& board() = 0;
   virtual const char* name() const = 0;
@@ -155,6 +156,10 @@ struct RtlTiming {
   // The slave lowers awready once it has taken an address, and wready once it has taken data,
   // until the write's response (as a block RAM that takes one write at a time does).
   bool ready_only_when_free = false;
+  // The slave takes a write's address only once it has its data (DataFirst), or its data only
+  // once it has its address (AddressFirst), of a write not yet answered: one a cycle after the
+  // other, at the earliest.
+  enum class WriteOrder : uint8_t { Together, DataFirst, AddressFirst } write_order = WriteOrder::Together;
   // All ready, no gaps, no delays: for measuring the transactor's own speed.
   static RtlTiming eager(uint64_t seed = 1) {
     RtlTiming t;
@@ -276,6 +281,8 @@ class DiffRunner {
   // libFuzzer-style: raw bytes as one datagram. An empty input cannot travel on AXI4-Stream and
   // is skipped (counted).
   std::optional<Mismatch> run_one(const uint8_t* data, size_t size);
+  // Both targets reset between datagrams, as a board's reset button (their boards keep their contents).
+  void reset_targets();
 
   Side& reference() { return *reference_; }
   Side& device() { return *device_; }

@@ -159,6 +159,10 @@ TEST_CASE("RTL against C++: 10^5 random datagrams over five seeds") {
     gen.aim_at(refused);
     int shown = 0;
     for (int i = 0; i < 20000; ++i) {
+      // Now and then the board's reset between two datagrams: every register of the running
+      // transactor must go back to what a fresh target has (the resend requests that follow ask
+      // for ids it kept before).
+      if (i % 997 == 996) r->reset_targets();
       Datagram d = gen.next(r->next_expected_id());
       auto m = r->run(d.bytes);
       if (!m) continue;
@@ -690,4 +694,183 @@ TEST_CASE("RTL against C++: a reply filled to the MTU by a 0-word read leaves th
   Answer again = agree(*r, bytes({packet_header(PacketType::Resend, 2)}));
   REQUIRE(again.reply);
   CHECK(words_of(*again.reply, ByteOrder::Big)[0] == packet_header(PacketType::Control, 2));
+}
+
+TEST_CASE("RTL against C++: the board's reset between datagrams forgets kept replies, the expected id and the history") {
+  // Every slot kept (ids 1..17: slot 0 holds 17, the rest 2..16), little- and big-endian replies,
+  // a packet of id 0, so that each register the reset clears holds something else first.
+  auto r = rtl_pair({}, RtlTiming::eager(8));
+  for (uint16_t id = 1; id <= 17; ++id) {
+    const ByteOrder order = id % 2 ? ByteOrder::Little : ByteOrder::Big;
+    Answer a = agree(*r, bytes({packet_header(PacketType::Control, id), tx_header(TxType::Read, 2), kRamBase + id}, order));
+    CHECK(a.kind == Answer::kKindControl);
+  }
+  agree(*r, bytes({packet_header(PacketType::Control, 0), tx_header(TxType::Write, 1), kRamBase, 0xABCD}));
+  CHECK(r->next_expected_id() == 18);
+
+  r->reset_targets();
+  CHECK(r->next_expected_id() == 1);
+  // The status reply of a fresh target: next id 1, no history, no headers.
+  std::vector<uint32_t> status(16, 0);
+  status[0] = packet_header(PacketType::Status, 0);
+  Answer s = agree(*r, bytes(status));
+  REQUIRE(s.reply);
+  const auto w = words_of(*s.reply, ByteOrder::Big);
+  REQUIRE(w.size() == 16);
+  CHECK(w[3] == packet_header(PacketType::Control, 1));
+  // Resend requests of every id kept before the reset: none is kept now.
+  for (uint16_t id = 1; id <= 17; ++id) {
+    INFO("resend of id " << id);
+    Answer a = agree(*r, bytes({packet_header(PacketType::Resend, id)}));
+    CHECK_FALSE(a.reply.has_value());
+  }
+  // Id 1 is the next expected again, and its reply is kept for a resend in its own byte order.
+  Answer one = agree(*r, bytes({packet_header(PacketType::Control, 1), tx_header(TxType::Read, 1), kRamBase}));
+  CHECK(one.kind == Answer::kKindControl);
+  Answer again = agree(*r, bytes({packet_header(PacketType::Resend, 1)}));
+  REQUIRE(again.reply);
+  CHECK(*again.reply == *one.reply);
+}
+
+// Which accesses may wait past AXI_TIMEOUT is decided by the access's address: the emulator's
+// block, from its first word (its ID) on, and nothing below it (the controller's window times out
+// like the RAM). launch_emu's edges, each way.
+TEST_CASE("RTL alone: the emulator's block has no timeout from its first word; the controller's window times out") {
+  const uint32_t ctrl0 = packet_header(PacketType::Control, 0);
+  const BoardRegisters expected(kFillSeed);
+  struct Case {
+    const char* what;
+    uint32_t word;
+    bool waits;
+  };
+  for (const Case& c : {Case{"the emulator block's first word (ID)", mxtb::protocol::kEmulatorBase, true},
+                        Case{"the controller's first word (ID)", 0, false}}) {
+    INFO(c.what);
+    RtlTiming timing = RtlTiming::eager(10);
+    timing.silent = {c.word};
+    timing.silent_delay = static_cast<uint32_t>(kAxiTimeout + 100);
+    RtlSide rtl(kFillSeed, timing);
+    const uint32_t rd = tx_header(TxType::Read, 1, 0x71);
+    const uint64_t c0 = rtl.cycles();
+    if (c.waits) {
+      CHECK(rtl_reply(rtl, {ctrl0, rd, c.word}, Answer::kNoFault) == std::vector<uint32_t>{ctrl0, rd & ~0xFu, expected.peek(c.word)});
+      CHECK(rtl.cycles() - c0 > kAxiTimeout + 100);
+    } else {
+      CHECK(rtl_reply(rtl, {ctrl0, rd, c.word}, fault_number(Fault::BusError)) ==
+            std::vector<uint32_t>{ctrl0, failed(rd, InfoCode::ReadTimeout)});
+      CHECK(rtl.cycles() - c0 < kAxiTimeout + 100);
+    }
+  }
+}
+
+// An access answered two cycles before its timeout leaves the count one short of AXI_TIMEOUT
+// while the bus is idle: the next transaction's access must start afresh, not inherit a timeout.
+TEST_CASE("RTL alone: an access answered just before the timeout, then another transaction's access: both in time") {
+  const uint32_t ctrl0 = packet_header(PacketType::Control, 0);
+  const BoardRegisters expected(kFillSeed);
+  for (const uint32_t early : {1u, 2u, 3u}) {
+    INFO("answered " << early << " cycles before the last one in time");
+    RtlTiming timing = RtlTiming::eager(11);
+    const uint32_t slow = kRamBase + 20;
+    timing.silent = {slow};
+    timing.silent_delay = static_cast<uint32_t>(kAxiTimeout - 1 - early);
+    RtlSide rtl(kFillSeed, timing);
+    const uint32_t a = tx_header(TxType::Read, 1, 0x81), b = tx_header(TxType::Read, 1, 0x82);
+    CHECK(rtl_reply(rtl, {ctrl0, a, slow, b, kRamBase}, Answer::kNoFault) ==
+          std::vector<uint32_t>{ctrl0, a & ~0xFu, expected.peek(slow), b & ~0xFu, expected.peek(kRamBase)});
+  }
+}
+
+TEST_CASE("RTL against C++: a long write at the end of a nearly full reply leaves the next slot's kept reply intact") {
+  // A write's reply is its header alone, so a write of 255 words may start with the reply nearly
+  // at the MTU; nothing of its bus traffic may be written past its header, where the next slot's
+  // kept reply lies (slots end to end, as in the 0-word read test above).
+  auto r = rtl_pair({}, RtlTiming::eager(12));
+  for (uint16_t id = 1; id <= 16; ++id) {
+    Answer a = agree(*r, bytes({packet_header(PacketType::Control, id), tx_header(TxType::Read, 1), kRamBase + id}));
+    CHECK(a.kind == Answer::kKindControl);
+  }
+  // Packet 17 reuses slot 0; slot 1 keeps packet 2's reply. Its reply: header, 1 + 255, 1 + 100,
+  // then the write's header at word 358; the write's 255 words would reach past word 368.
+  std::vector<uint32_t> p{packet_header(PacketType::Control, 17), tx_header(TxType::Read, 255), kRamBase,
+                          tx_header(TxType::Read, 100), kRamBase + 255, tx_header(TxType::Write, 255), kRamBase + 1000};
+  for (uint32_t i = 0; i < 255; ++i) p.push_back(0xBEEF0000u + i);
+  Answer full = agree(*r, bytes(p));
+  REQUIRE(full.reply);
+  CHECK(full.fault == Answer::kNoFault);
+  CHECK(full.reply->size() == 4 * (1 + 256 + 101 + 1));
+  Answer again = agree(*r, bytes({packet_header(PacketType::Resend, 2)}));
+  REQUIRE(again.reply);
+  const auto w = words_of(*again.reply, ByteOrder::Big);
+  REQUIRE(w.size() == 3);
+  CHECK(w[0] == packet_header(PacketType::Control, 2));
+}
+
+// The orphan's late response may arrive in the very cycle a later packet's access would start:
+// that access still counts as timed out (the bus was not the executor's to use when the cycle
+// began), so nothing of it may reach the bus. The response's arrival is swept over a range of
+// cycles so that one of them is that cycle.
+TEST_CASE("RTL alone: the orphan's response in the cycle a later access would start: no access starts for a transaction that timed out") {
+  const uint32_t ctrl0 = packet_header(PacketType::Control, 0);
+  const uint32_t silent = kRamBase + 30, target = kRamBase + 31;
+  const BoardRegisters expected(kFillSeed);
+  // Two words: while the orphan holds the bus, the executor counts one access on it, so a wrongly
+  // started access would be the block's second word.
+  const uint32_t rd = tx_header(TxType::Read, 1, 0x91), wr = tx_header(TxType::Write, 2, 0x92);
+  int coincided = 0;
+  for (uint32_t late = 0; late < 120; ++late) {
+    CAPTURE(late);
+    RtlTiming timing = RtlTiming::eager(13);
+    timing.silent = {silent};
+    timing.silent_delay = static_cast<uint32_t>(kAxiTimeout + late);
+    RtlSide rtl(kFillSeed, timing);
+    REQUIRE(rtl_reply(rtl, {ctrl0, rd, silent}, fault_number(Fault::BusError)) ==
+            std::vector<uint32_t>{ctrl0, failed(rd, InfoCode::ReadTimeout)});
+    const bool pending = rtl.bus_outstanding();
+    rtl.board().log.clear();
+    const Answer a = rtl.handle(bytes({ctrl0, wr, target, 0x600D0000u + late, 0x601D0000u + late}));
+    CHECK(a.failure.empty());
+    REQUIRE(a.reply.has_value());
+    const auto w = words_of(*a.reply, ByteOrder::Big);
+    // Either the orphan was still out (a write timeout, nothing moved) or it had come back before
+    // (the write went through); never a timeout whose word was written anyway.
+    if (w == std::vector<uint32_t>{ctrl0, failed(wr, InfoCode::WriteTimeout)}) {
+      CHECK(rtl.board().peek(target) == expected.peek(target));
+      CHECK(rtl.board().peek(target + 1) == expected.peek(target + 1));
+      CHECK(rtl.board().log.empty());
+      CHECK(pending);
+      if (!rtl.bus_outstanding()) ++coincided;  // the response came during this packet
+    } else {
+      CHECK(w == std::vector<uint32_t>{ctrl0, wr & ~0xFu});
+      CHECK(rtl.board().peek(target) == 0x600D0000u + late);
+      CHECK(rtl.board().peek(target + 1) == 0x601D0000u + late);
+    }
+  }
+  CHECK(coincided > 0);  // some responses arrived while the second packet ran
+}
+
+// A slave that takes a write's address and data in different cycles: the write's response can
+// come the cycle after the later one, and the transactor must be ready for it then (bus_q in B_B
+// from the edge the second is taken), or every word costs a cycle more. Two cycles a word, as
+// the streaming rule gives for this slave: the next word starts as the response is taken.
+TEST_CASE("RTL alone: a slave that takes a write's address and data a cycle apart: two cycles a word, no more") {
+  const uint32_t ctrl0 = packet_header(PacketType::Control, 0);
+  for (const auto order : {RtlTiming::WriteOrder::DataFirst, RtlTiming::WriteOrder::AddressFirst}) {
+    INFO((order == RtlTiming::WriteOrder::DataFirst ? "data first" : "address first"));
+    RtlTiming timing = RtlTiming::eager(14);
+    timing.write_order = order;
+    RtlSide rtl(kFillSeed, timing);
+    auto cycles_of = [&](uint32_t n) {
+      std::vector<uint32_t> write{ctrl0, tx_header(TxType::Write, n, 1), kRamBase + 40};
+      for (uint32_t i = 0; i < n; ++i) write.push_back(0xA0000000u + i);
+      const uint64_t c0 = rtl.cycles();
+      CHECK(rtl_reply(rtl, write, Answer::kNoFault) == std::vector<uint32_t>{ctrl0, tx_header(TxType::Write, n, 1, InfoCode::Success)});
+      CHECK(rtl.board().log.size() == n);
+      // The request is n beats longer; the bus two cycles a word.
+      return rtl.cycles() - c0 - n;
+    };
+    const uint64_t one = cycles_of(1), fifty = cycles_of(50);
+    CHECK(fifty - one == 2 * 49);
+    CHECK(rtl.board().peek(kRamBase + 40 + 49) == 0xA0000000u + 49);
+  }
 }

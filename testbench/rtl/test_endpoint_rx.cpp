@@ -240,3 +240,22 @@ TEST_CASE("deframer: a frame half the sequence space behind is a duplicate; one 
   CHECK(acks_past_half == 0);
   CHECK(naks_past_half == 1);
 }
+
+TEST_CASE("deframer: a frame announcing more than MAX_WORDS words is not taken, however good its CRC") {
+  // The SOF's length is checked against the endpoint's own MAX_WORDS (16): a 17-word frame with
+  // a correct CRC is a peer's error, not a frame; the same sequence number with 16 words is.
+  PeerBench b;
+  b.train();
+  std::vector<uint64_t> long_words(17), words(16);
+  for (uint64_t i = 0; i < 17; ++i) long_words[i] = 100 + i;
+  for (uint64_t i = 0; i < 16; ++i) words[i] = 200 + i;
+  b.push_frame(0, long_words, true);
+  b.run(100);
+  CHECK(b.delivered.empty());
+  CHECK(b.m.cnt_frames_rx_o == 0);
+  b.push_frame(0, words, true);
+  b.run(100);
+  REQUIRE(b.delivered.size() == 16);
+  CHECK(b.delivered[0].first == 200);
+  CHECK(b.delivered[15].second);
+}

@@ -3,8 +3,10 @@
 // controller's and the emulator block's slaves and the reply sink arbitrary), so ABC's bounded
 // check explores every datagram and every behaviour of the slaves behind the decoder up to its
 // depth. The parameters are the harness's own (Yosys 0.23 fails on chparam of a top whose
-// submodules take them). rtl/formal/formal.sh, group board_bus_small.
+// submodules take them). rtl/formal/formal.sh, groups board_bus_small (as the emulator runs it,
+// EMU_PORT 1) and board_bus_board (as a board does: no emulator block, its window refused).
 module board_bus_formal #(
+  parameter bit EMU_PORT = 1'b1,
   parameter int N_BUFFERS = 2,
   parameter int MTU_BYTES = 32,
   parameter int RAM_WORDS = 4,
@@ -36,7 +38,7 @@ module board_bus_formal #(
   logic rst_ni = 1'b0;
   always_ff @(posedge clk_i) rst_ni <= 1'b1;
 
-  board_bus #(.N_BUFFERS(N_BUFFERS), .MTU_BYTES(MTU_BYTES), .RAM_WORDS(RAM_WORDS), .AXI_TIMEOUT(AXI_TIMEOUT)) dut (
+  board_bus #(.EMU_PORT(EMU_PORT), .N_BUFFERS(N_BUFFERS), .MTU_BYTES(MTU_BYTES), .RAM_WORDS(RAM_WORDS), .AXI_TIMEOUT(AXI_TIMEOUT)) dut (
     .clk_i, .rst_ni,
     .s_axis_tdata, .s_axis_tkeep, .s_axis_tlast, .s_axis_tvalid, .s_axis_tready(),
     .m_axis_tdata(), .m_axis_tlast(), .m_axis_tvalid(), .m_axis_tready,
