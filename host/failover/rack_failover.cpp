@@ -123,8 +123,9 @@ ScoreboardCounts scoreboard_counts(fabric::Board& b) { return {b.scoreboard_erro
 
 // Which of the tenant's XPUs' lanes (and the spare's) left Active since the failure, on every
 // board, against the dead XPU's circuits' ends and the spare; the faults the boards' scoreboards
-// saw and the words they lost. Idle spares are left out: their lanes, without circuits, train with whatever unused port
-// their light reaches and leave Active on their own every few thousand cycles.
+// saw and the words they lost. Idle spares are left out: their lanes, without circuits, train
+// with whatever unused port their light reaches and leave Active on their own every few
+// thousand cycles.
 void measure_blast(std::vector<fabric::Board*>& boards, const protocol::RackPlacement& placed, int dead, const Events& events,
                    const std::vector<ScoreboardCounts>& before, const protocol::RackShape& shape, RackFailoverRecord& rec) {
   BlastRadius& b = rec.blast;

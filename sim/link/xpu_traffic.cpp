@@ -114,12 +114,13 @@ void Scoreboard::deliver(uint64_t data, bool last, uint64_t cycle) {
   if (!cache_ || !cache_->is(seed_, msg_)) cache_.emplace(seed_, msg_, cfg_.min_words, cfg_.max_words);
   ++words_;
   if (data != cache_->word(word_)) {
-    if (auto again = earlier_message(data)) {
-      error(cycle, fmt::format("message {} word {}: got message {}'s first word again", msg_, word_, *again));
+    const std::optional<uint64_t> named = named_message(data);
+    if (named && *named < msg_) {
+      error(cycle, fmt::format("message {} word {}: got message {}'s first word again", msg_, word_, *named));
       skipping_ = !last;
       return;
     }
-    if (auto named = later_message(data)) {
+    if (named) {
       // Messages lost (the one in progress cut short if words of it came): one error, their words
       // counted, and this word checked as the first of the message it names.
       uint64_t lost = cache_->length() - word_;
@@ -162,15 +163,10 @@ void Scoreboard::deliver(uint64_t data, bool last, uint64_t cycle) {
 // the expected one with probability 2^-43.
 constexpr uint64_t kMaxGap = uint64_t{1} << 20;
 
-std::optional<uint64_t> Scoreboard::later_message(uint64_t data) const {
+std::optional<uint64_t> Scoreboard::named_message(uint64_t data) const {
   const uint64_t named = data ^ mix(seed_);
-  if (named <= msg_ || named - msg_ > kMaxGap) return std::nullopt;
-  return named;
-}
-
-std::optional<uint64_t> Scoreboard::earlier_message(uint64_t data) const {
-  const uint64_t named = data ^ mix(seed_);
-  if (named >= msg_ || msg_ - named > kMaxGap) return std::nullopt;
+  const uint64_t distance = named > msg_ ? named - msg_ : msg_ - named;
+  if (named == msg_ || distance > kMaxGap) return std::nullopt;
   return named;
 }
 

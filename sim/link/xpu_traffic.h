@@ -125,9 +125,9 @@ class Scoreboard {
   uint64_t msg_ = 0;
   uint32_t word_ = 0;
   uint64_t messages_ = 0, words_ = 0, errors_ = 0, messages_lost_ = 0, words_lost_ = 0;
-  // Where another word was expected: a later message's first word, its number, else nullopt.
-  std::optional<uint64_t> later_message(uint64_t data) const;
-  std::optional<uint64_t> earlier_message(uint64_t data) const;  // the same for one already delivered
+  // Where another word was expected: the number of the other message (earlier or later) whose
+  // first word `data` is, else nullopt.
+  std::optional<uint64_t> named_message(uint64_t data) const;
   void error(uint64_t cycle, const std::string& what);
   std::string first_error_;
   std::optional<MessageWords> cache_;  // the expected message's

@@ -213,18 +213,20 @@ link::LinkState ServerSim::link_state(int i) const {
 
 EndpointIdentity ServerSim::link_peer(int i) const { return impl_->link_view(i).peer; }
 
-uint64_t ServerSim::scoreboard_errors() const {
+template <typename Count>
+uint64_t ServerSim::sum_over_living_links(Count count) const {
   uint64_t n = 0;
   for (int i = 0; i < links(); ++i)
-    if (st_->alive[static_cast<size_t>(i / st_->cfg.shape.lanes_per_xpu)]) n += impl_->scoreboard(i).errors();
+    if (st_->alive[static_cast<size_t>(i / st_->cfg.shape.lanes_per_xpu)]) n += count(impl_->scoreboard(i));
   return n;
 }
 
+uint64_t ServerSim::scoreboard_errors() const {
+  return sum_over_living_links([](const Scoreboard& sb) { return sb.errors(); });
+}
+
 uint64_t ServerSim::scoreboard_words_lost() const {
-  uint64_t n = 0;
-  for (int i = 0; i < links(); ++i)
-    if (st_->alive[static_cast<size_t>(i / st_->cfg.shape.lanes_per_xpu)]) n += impl_->scoreboard(i).words_lost();
-  return n;
+  return sum_over_living_links([](const Scoreboard& sb) { return sb.words_lost(); });
 }
 
 uint64_t ServerSim::messages_delivered() const {

@@ -210,6 +210,9 @@ class ServerSim {
   class Impl;  // an engine and its verilated models (sim/server/engine.h)
 
  private:
+  // A count of the scoreboards of living XPUs' links, summed (messages from a dead XPU may be cut short).
+  template <typename Count>
+  uint64_t sum_over_living_links(Count count) const;
   // What this server and its engine share (sim/server/server_state.h): the engine gets a
   // reference at construction; ServerSim's functions check what users ask and change it.
   std::unique_ptr<ServerState> st_;
