@@ -77,6 +77,10 @@ class Board {
   std::vector<int> active_map(int ports);  // ACTIVE_MAP[0..ports): target port, -1 where unused
   mxtb::ocs::State controller_state();
   bool controller_safe();  // STATUS.safe: the watchdog expired and SAFE_CLEAR has not been written
+  // LINK_HOLD: while held, links without a circuit or with one through a fibre expect no one, as
+  // while a commit runs; releasing retrains them as a commit's end does (a placement across boards).
+  void hold_links(bool hold);
+  bool links_held();
   void clear_safe();       // SAFE_CLEAR
   // The controller's host watchdog: expires `cycles` clock cycles after the last kick and sends the
   // controller to its safe state (0: off). Once enabled, the mailbox's polling kicks it too.

@@ -18,6 +18,8 @@ const char* to_string(RackStep s) {
   switch (s) {
     case RackStep::Check: return "check";
     case RackStep::Stage: return "stage";
+    case RackStep::Hold: return "hold";
+    case RackStep::Release: return "release";
     case RackStep::Phase1: return "phase1";
     case RackStep::Phase2: return "phase2";
     case RackStep::Verify: return "verify";
@@ -97,6 +99,8 @@ class Procedure {
                                     m == &b.after ? "map" : "first phase", outcome(st)));
       }
     }
+    // hold: no link of any board trains to light passing between two boards' commits.
+    if (std::string why = hold_links(true); !why.empty()) return recover(why);
     // commit: phase 1 on each board in turn, then phase 2.
     for (RackBoard& b : boards_) {
       const std::vector<int>& p1 = phase1[static_cast<size_t>(b.server)];
@@ -112,6 +116,7 @@ class Procedure {
       if (st != mb::FwStatus::Ok)
         return recover(fmt::format("server {}'s second phase: {}", b.server, outcome(st)));
     }
+    if (std::string why = hold_links(false); !why.empty()) return recover(why);
     if (std::string why = verify(); !why.empty()) return recover(why);
     return std::move(result_);
   }
@@ -135,6 +140,11 @@ class Procedure {
     }
     auto target = maps(&RackBoard::before);
     const auto phase1 = rack_phase1(o_.shape, o_.wiring, now, target);
+    for (size_t i = 0; i < boards_.size(); ++i)
+      if (known[i]) {
+        hold(boards_[i], true);
+        if (!answered_) known[i] = false;
+      }
     for (int phase = 1; phase <= 2; ++phase)
       for (size_t i = 0; i < boards_.size(); ++i) {
         RackBoard& b = boards_[i];
@@ -155,6 +165,12 @@ class Procedure {
         }
         now[s] = m;
       }
+    // Released wherever the board answers, whatever it runs (a board left held keeps its links out
+    // of training: rack_recover releases it later).
+    for (size_t i = 0; i < boards_.size(); ++i) {
+      hold(boards_[i], false);
+      if (!answered_) known[i] = false;
+    }
     for (size_t i = 0; i < boards_.size(); ++i) {
       RackBoard& b = boards_[i];
       if (known[i] && read_map(b, RackStep::Rollback) == b.before && answered_) continue;
@@ -200,9 +216,9 @@ class Procedure {
         return r;
       } catch (const std::exception& e) {  // a timeout, a mailbox with no answer, a refused connection
         last_error_ = e.what();
-        // Only a step that changes nothing is asked again: a commit that may have landed is read
-        // back by the rollback instead.
-        if (step != RackStep::Check && step != RackStep::Rollback) break;
+        // Only a step that changes nothing, or one that can be written again (the hold), is asked
+        // again: a commit that may have landed is read back by the rollback instead.
+        if (step == RackStep::Stage || step == RackStep::Phase1 || step == RackStep::Phase2 || step == RackStep::Verify) break;
         if (std::chrono::steady_clock::now() >= deadline) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
@@ -211,6 +227,24 @@ class Procedure {
     silent_.insert(b.server);
     record(b, step, false, "no answer: " + last_error_);
     return decltype(f(*b.board))();
+  }
+
+  // LINK_HOLD on one board (a step of its own: Hold or Release); answered_ says whether it took.
+  void hold(RackBoard& b, bool on) {
+    const RackStep step = on ? RackStep::Hold : RackStep::Release;
+    with_board(b, step, [&](fabric::Board& x) {
+      x.hold_links(on);
+      return true;
+    });
+    if (answered_) record(b, step, true, on ? "LINK_HOLD 1" : "LINK_HOLD 0");
+  }
+  // Every board of the transaction held or released; the first that did not answer, named.
+  std::string hold_links(bool on) {
+    for (RackBoard& b : boards_) {
+      hold(b, on);
+      if (!answered_) return fmt::format("server {} did not answer its {}: {}", b.server, on ? "hold" : "release", last_error_);
+    }
+    return {};
   }
 
   std::vector<int> read_map(RackBoard& b, RackStep step) {

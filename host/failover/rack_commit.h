@@ -6,15 +6,19 @@
 //   check     every board's active map is the one the host's journal holds (`before`)
 //   stage     every board routes and stages its first phase (StageMap), its whole map routed too:
 //             nothing commits anywhere unless every board staged
+//   hold      every board holds its links (LINK_HOLD): until the release, a link without a circuit
+//             or with one through a fibre expects no one, as while a commit runs, so that none
+//             trains to light that passes between two boards' commits
 //   commit    phase 1 on each board in turn (CommitStaged): the circuits inside the server and the
 //             lanes' light out into the fibres, every circuit arriving through a fibre whose far
 //             source changes left unused; then phase 2 on each board in turn, the whole map, once
 //             the far light is there (a controller verifies the light at every mapped output); a
 //             commit verify refused is committed again a dark window later (a far lane still
 //             training goes dark for its retrain hold now and then)
+//   release   every board releases its links: they retrain as at a commit's end
 //   verify    every board's ACTIVE_MAP is `after`, and every lane `after` maps trains to Active
 //   rollback  on any failure, or a board that stops answering: every board back to `before`, by
-//             the same two phases; a board that does not answer again within the deadline is
+//             the same two phases, held and released the same way; a board that does not answer again within the deadline is
 //             reported unresolved (its state unknown), and rack_recover() puts it back later
 //
 // One board commits at a time, so one board's rerouting never dims a circuit another board is
@@ -44,7 +48,7 @@ struct RackBoard {
   std::vector<int> after;   // the map to place
 };
 
-enum class RackStep { Check, Stage, Phase1, Phase2, Verify, Rollback };
+enum class RackStep { Check, Stage, Hold, Phase1, Phase2, Release, Verify, Rollback };
 const char* to_string(RackStep s);
 
 struct RackStepRecord {

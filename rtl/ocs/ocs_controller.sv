@@ -75,6 +75,7 @@ module ocs_controller #(
   logic [63:0]         time_q;
   logic [4:0]          irq_q;
   logic [5:0]          mask_q;
+  logic                hold_q;        // LINK_HOLD
   logic [31:0]         scratch_q [SCRATCH_WORDS];
 
   // Sequencer and event log.
@@ -99,7 +100,7 @@ module ocs_controller #(
   logic        wd_due, limits_locked;
   logic        pop, dropped_clear, time_latch;
   logic        we_dac_min, we_dac_max, we_safe_code, we_upd, we_settle, we_vmin, we_pdto;
-  logic        we_irq_clr, we_mask, we_wd_timeout;
+  logic        we_irq_clr, we_mask, we_wd_timeout, we_hold;
   logic [31:0] wval;          // write data merged with the register's value under wstrb
   logic [31:0] wr_old;        // that value
   logic [15:0] wa, ra;        // word-aligned addresses
@@ -149,6 +150,7 @@ module ocs_controller #(
     we_irq_clr    = 1'b0;
     we_mask       = 1'b0;
     we_wd_timeout = 1'b0;
+    we_hold       = 1'b0;
     w_off         = '0;
     unique case (wa)
       ocs_reg_pkg::DAC_MIN_OFFSET:           wr_old = 32'(dac_min_q);
@@ -160,6 +162,7 @@ module ocs_controller #(
       ocs_reg_pkg::PD_TIMEOUT_OFFSET:        wr_old = 32'(pdto_q);
       ocs_reg_pkg::IRQ_MASK_OFFSET:          wr_old = 32'(mask_q);
       ocs_reg_pkg::WATCHDOG_TIMEOUT_OFFSET:  wr_old = wd_timeout_q;
+      ocs_reg_pkg::LINK_HOLD_OFFSET:         wr_old = 32'(hold_q);
       default: begin
         // Table entries take whole words (wstrb ignored): no read port for a merge.
         if (in_window(wa, ocs_reg_pkg::STAGED_MAP_OFFSET, N_PORTS)) begin
@@ -191,6 +194,7 @@ module ocs_controller #(
         ocs_reg_pkg::IRQ_MASK_OFFSET:          we_mask = 1'b1;
         ocs_reg_pkg::WATCHDOG_TIMEOUT_OFFSET:  we_wd_timeout = 1'b1;
         ocs_reg_pkg::WATCHDOG_KICK_OFFSET:     kick = 1'b1;
+        ocs_reg_pkg::LINK_HOLD_OFFSET:         we_hold = 1'b1;
         default: begin
           if (in_window(wa, ocs_reg_pkg::STAGED_MAP_OFFSET, N_PORTS)) begin
             if (seq_busy) wr_err = 1'b1;
@@ -233,6 +237,7 @@ module ocs_controller #(
       ocs_reg_pkg::SETTLE_CYCLES_OFFSET:     rd_data = settle_q;
       ocs_reg_pkg::VERIFY_MIN_DBM_OFFSET:    rd_data = 32'(vmin_q);
       ocs_reg_pkg::PD_TIMEOUT_OFFSET:        rd_data = 32'(pdto_q);
+      ocs_reg_pkg::LINK_HOLD_OFFSET:         rd_data = 32'(hold_q);
       ocs_reg_pkg::WRITE_COUNT_OFFSET:       rd_data = {wr_rb, wr_prog};
       ocs_reg_pkg::WRITE_TOTAL_OFFSET:       rd_data = wr_total;
       ocs_reg_pkg::VERIFY_FAIL_OFFSET:       rd_data = {vfail_dbm, 8'h0, vfail_port};
@@ -309,6 +314,7 @@ module ocs_controller #(
       irq_q        <= '0;
       mask_q       <= 6'(IRQ_MASK_RESET);
       wd_timeout_q <= 32'(WATCHDOG_RESET);
+      hold_q       <= 1'b0;
       wd_cnt_q     <= '0;
       time_q       <= '0;
       time_hi_q    <= '0;
@@ -322,6 +328,9 @@ module ocs_controller #(
       if (we_pdto)       pdto_q       <= wval[15:0];
       if (we_mask)       mask_q       <= wval[5:0];
       if (we_wd_timeout) wd_timeout_q <= wval;
+      // A host that stopped kicking the watchdog will not end its hold either.
+      if (wd_expire)     hold_q       <= 1'b0;
+      else if (we_hold)  hold_q       <= wval[0];
       irq_q <= (irq_q & ~(we_irq_clr ? wr_data[4:0] : 5'h0))
              | {wd_expire, seq_fail, seq_done, link_up, link_down};
       wd_cnt_q  <= wd_restart ? 32'd0 : wd_cnt_q + 32'd1;
@@ -367,7 +376,7 @@ module ocs_controller #(
   // ---------------------------------------------------------------- link expectations
   ocs_link_map #(.N_PORTS(N_PORTS), .N_LINKS(N_LINKS), .LANES(LANES)) u_link_map (
     .clk_i, .rst_ni, .active_map_i(map_act), .xpu_base_i, .commit_end_i(seq_done || seq_fail),
-    .commit_busy_i(seq_busy && !seq_safe),
+    .commit_busy_i(seq_busy && !seq_safe), .hold_i(hold_q),
     .link_state_i, .link_reason_i,
     .link_check_o, .link_expect_xpu_o, .link_expect_lane_o, .link_retrain_o
   );
@@ -389,6 +398,7 @@ module ocs_controller #(
           seq_state == ocs_reg_pkg::StProgram) || {dac_min_q, dac_max_q} == f_past_range)
   `ASSERT(ctl_safe_code_still_sweeping, !f_past_rst_n || !(seq_safe && seq_busy) || safe_code_q == f_past_safe_code)
   `ASSERT(ctl_watchdog_to_safe, !f_past_rst_n || !f_past_expire || safe_o)
+  `ASSERT(ctl_watchdog_ends_hold, !f_past_rst_n || !f_past_expire || !hold_q)
   `ASSERT(ctl_watchdog_held_safe, !seq_safe || !wd_expire)
   `ASSERT(ctl_safe_writes_safe_code, !(safe_o && dac_valid_o) || dac_code_o == f_past_safe_code)
   `ASSERT(ctl_irq_level, irq_o == |({ev_count != 16'd0, irq_q} & ~mask_q))
@@ -402,7 +412,7 @@ module ocs_controller #(
                            safe_code_q == DAC_BITS'(SAFE_CODE_RESET) && upd_q == 16'(UPDATE_CYCLES_RESET) &&
                            settle_q == 32'(SETTLE_CYCLES_RESET) && vmin_q == 16'(VERIFY_MIN_RESET) &&
                            pdto_q == 16'(PD_TIMEOUT_RESET) && mask_q == 6'(IRQ_MASK_RESET) &&
-                           wd_timeout_q == 32'(WATCHDOG_RESET) && irq_q == '0 && wd_cnt_q == '0 &&
+                           wd_timeout_q == 32'(WATCHDOG_RESET) && irq_q == '0 && wd_cnt_q == '0 && !hold_q &&
                            dac_stg == {N_ELEMS{safe_code_q}} && dac_act == {N_ELEMS{safe_code_q}};
   `ASSERT(ctl_reset_values, f_past_rst_n || f_regs_at_reset)
   // The watchdog, from the bus: armed (WATCHDOG_TIMEOUT = T > 0) and not safe, it expires exactly
@@ -415,6 +425,7 @@ module ocs_controller #(
 `endif
   `COVER(cov_ctl_watchdog_expiry, wd_expire)
   `COVER(cov_ctl_safe_clear, safe_clear && seq_safe)
+  `COVER(cov_ctl_hold_ended_by_watchdog, wd_expire && hold_q)
   `COVER(cov_ctl_commit_busy_slverr, wr_req && wa == ocs_reg_pkg::COMMIT_OFFSET && wr_err)
   `COVER(cov_ctl_staged_busy_slverr, wr_req && seq_busy && wr_err)
   `COVER(cov_ctl_limits_locked_slverr, wr_req && limits_locked && wr_err && (wa == ocs_reg_pkg::DAC_MIN_OFFSET ||

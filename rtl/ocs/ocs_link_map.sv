@@ -33,6 +33,15 @@
 // refused by the link layer (blocks bound to their sender), which retrains it; the host's commit
 // across boards leaves such a link unmapped in its first phase anyway. Whoever sets the circuits
 // across boards checks the peer the link trained to (its LINK_PEER register).
+//
+// A placement across boards is several commits, one board after another, and between two of them
+// the light in a fibre can already be the new one at one end while the other end still routes it
+// along its old path, to a lane now without a circuit or to a fibre circuit; unchecked, such a
+// lane trained to the passing XPU, became Active with it, and flushed the frames its real peer
+// still expected (rack-2x1's failover to a spare in another server lost 7 messages so). The host
+// therefore holds the links (LINK_HOLD, hold_i) on every board of the placement from before the
+// first commit to after the last: while held, every link expects as while a commit runs, and the
+// hold's end retrains them as a commit's end does.
 `include "mxtb_assert.svh"
 
 module ocs_link_map #(
@@ -46,6 +55,7 @@ module ocs_link_map #(
   input  logic [7:0]           xpu_base_i,     // this board's first XPU number in its rack (straps; 0 alone)
   input  logic                 commit_end_i,   // pulse: a commit passed, was a no-op, failed or rolled back
   input  logic                 commit_busy_i,  // a commit is validating, programming, settling, verifying or rolling back
+  input  logic                 hold_i,         // LINK_HOLD: expect as while a commit runs; its end acts as a commit's
   input  logic [N_LINKS*4-1:0] link_state_i,   // link_pkg state of each link
   input  logic [N_LINKS*4-1:0] link_reason_i,  // link_pkg reason of each link
   output logic [N_LINKS-1:0]   link_check_o,   // a circuit is mapped: check the peer
@@ -58,6 +68,12 @@ module ocs_link_map #(
   localparam logic [7:0] NoOne = 8'hFF;  // no lane has this XPU id (at most 64 ports)
 
   logic [N_LINKS*7-1:0] prev_q;
+  logic                 hold_q;          // hold_i at the last edge
+  logic                 expecting_none;  // a commit runs or the host holds the links
+  logic                 ended;           // a commit ended or the hold did
+
+  assign expecting_none = commit_busy_i || hold_i;
+  assign ended          = commit_end_i || (hold_q && !hold_i);
 
   always_comb begin
     for (int i = 0; i < N_LINKS; i++) begin
@@ -70,23 +86,25 @@ module ocs_link_map #(
       target = {2'b00, entry[5:0]};
       to_fibre = entry[6] && target >= 8'(N_LINKS);
       checked  = entry[6] && !to_fibre;
-      link_check_o[i]           = checked || commit_busy_i;
+      link_check_o[i]           = checked || expecting_none;
       link_expect_xpu_o[i*8 +: 8]  = checked ? xpu_base_i + (target >> LaneBits) : NoOne;
       link_expect_lane_o[i*8 +: 8] = checked ? target & 8'(LANES - 1) : NoOne;
       wrong_peer                = link_state_i[4*i +: 4] == link_pkg::StDisabled &&
                                   link_reason_i[4*i +: 4] == link_pkg::RsnWrongPeer;
-      link_retrain_o[i]         = checked  ? (entry != prev_q[i*7 +: 7] || (commit_end_i && wrong_peer))
+      link_retrain_o[i]         = checked  ? (entry != prev_q[i*7 +: 7] || (ended && wrong_peer))
                                 : to_fibre ? (entry != prev_q[i*7 +: 7] ||
-                                              (commit_end_i && link_state_i[4*i +: 4] != link_pkg::StActive))
-                                           : commit_end_i;
+                                              (ended && link_state_i[4*i +: 4] != link_pkg::StActive))
+                                           : ended;
     end
   end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       prev_q <= '0;
+      hold_q <= 1'b0;
     end else begin
       prev_q <= active_map_i[N_LINKS*7-1:0];
+      hold_q <= hold_i;
     end
   end
 
@@ -97,11 +115,16 @@ module ocs_link_map #(
   // (checking while a commit runs, against no one); a circuit to a lane retrains exactly when it
   // changes or a commit ends while the link is held Disabled for a wrong peer; one to a fibre port
   // exactly when it changes or a commit ends while the link is not Active; a link without a
-  // circuit exactly when a commit ends.
+  // circuit exactly when a commit ends. The host's hold counts as a commit running, and its end
+  // (held at the last edge, not now) as a commit's end.
   `ASSERT_RESET_START
 `ifdef MXTB_ASSERT_ON
   `ASSERT_PAST_RESET
   `ASSERT_PAST(f_p_map, N_LINKS*7, active_map_i[N_LINKS*7-1:0])
+  `ASSERT_PAST(f_p_hold, 1, hold_i)
+  logic f_busy, f_end;
+  assign f_busy = commit_busy_i || hold_i;
+  assign f_end  = commit_end_i || (f_past_rst_n && f_p_hold && !hold_i);
   // Per link, in the rules' words: which links have a circuit to a lane, to a fibre port, none;
   // what each expects; when each must retrain. (Vectors, not a generate loop of assertions: Yosys
   // 0.23 names a loop's labelled assertions alike.)
@@ -123,12 +146,14 @@ module ocs_link_map #(
       f_lane_id[i*8 +: 8] = f_lane[i] ? 8'(32'(entry[5:0]) % LANES) : NoOne;
     end
   end
-  `ASSERT(map_check_only_lane_circuits, link_check_o == (f_lane | {N_LINKS{commit_busy_i}}))
+  `ASSERT(map_check_only_lane_circuits, link_check_o == (f_lane | {N_LINKS{f_busy}}))
   `ASSERT(map_expect_is_target_lane, link_expect_xpu_o == f_xpu && link_expect_lane_o == f_lane_id)
-  `ASSERT(map_retrain_lane_rule, ((link_retrain_o ^ (f_changed | ({N_LINKS{commit_end_i}} & f_held_wrong))) & f_lane) == '0)
-  `ASSERT(map_retrain_fibre_rule, ((link_retrain_o ^ (f_changed | ({N_LINKS{commit_end_i}} & ~f_active))) & f_fibre) == '0)
-  `ASSERT(map_retrain_unmapped_rule, ((link_retrain_o ^ {N_LINKS{commit_end_i}}) & f_none) == '0)
+  `ASSERT(map_retrain_lane_rule, ((link_retrain_o ^ (f_changed | ({N_LINKS{f_end}} & f_held_wrong))) & f_lane) == '0)
+  `ASSERT(map_retrain_fibre_rule, ((link_retrain_o ^ (f_changed | ({N_LINKS{f_end}} & ~f_active))) & f_fibre) == '0)
+  `ASSERT(map_retrain_unmapped_rule, ((link_retrain_o ^ {N_LINKS{f_end}}) & f_none) == '0)
   `COVER(cov_map_fibre_circuit, (f_fibre & link_retrain_o) != '0)
+  `COVER(cov_map_hold_ends, f_past_rst_n && f_p_hold && !hold_i && !commit_end_i && (f_none & link_retrain_o) != '0)
+  `COVER(cov_map_held_fibre_checks, hold_i && !commit_busy_i && (f_fibre & link_check_o) != '0)
 `endif
 
 endmodule

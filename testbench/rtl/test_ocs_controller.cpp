@@ -59,9 +59,9 @@ TEST_CASE("ocs: reset values, read-only and read/write registers, SLVERR, strobe
   CHECK(b.write_resp(reg::active_dac::addr(0), 5) == kSlverr);
   CHECK(b.write_resp(reg::status::kOffset, 0xFFFF) == kSlverr);
   // unmapped, and windows past the parameters
-  CHECK(b.read_resp(0x003C).first == kSlverr);
-  CHECK(b.read_resp(0x003C).second == 0);  // an error read returns no data
-  CHECK(b.write_resp(0x003C, 1) == kSlverr);
+  CHECK(b.read_resp(0x004C).first == kSlverr);
+  CHECK(b.read_resp(0x004C).second == 0);  // an error read returns no data
+  CHECK(b.write_resp(0x004C, 1) == kSlverr);
   CHECK(b.read_resp(0xFFFC).first == kSlverr);
   CHECK(b.read_resp(reg::staged_map::addr(kPorts)).first == kSlverr);
   CHECK(b.read_resp(0x8000 | reg::status::kOffset).first == kSlverr);  // all 16 address bits decoded
@@ -831,6 +831,77 @@ TEST_CASE("ocs: while a commit moves the elements, an unmapped link expects no o
   REQUIRE(b.wait_idle());
   CHECK(b.active_gen() == 3);
   CHECK(b.m.link_check_o == 0x7);
+}
+
+// LINK_HOLD (docs/ocs-controller.md): the host's placement across boards holds the links between
+// its boards' commits. Each rule both ways: held, the links without a circuit or with one through a
+// fibre check against no one and mapped lane circuits keep their peer, and nothing retrains;
+// released, they retrain exactly as at a commit's end (the fibre link only when not Active); the
+// watchdog's expiry releases it.
+TEST_CASE("ocs: LINK_HOLD: links without a circuit or through a fibre expect no one until released; the release retrains them as a commit's end") {
+  Small b;
+  for (int i = 0; i < 4; ++i) b.links[static_cast<size_t>(i)] = static_cast<int>(LinkState::Active);
+  commit_lane_baseline(b);
+  b.stage_map(0, 4);         // link 0 -> a fibre port
+  b.stage_map(7, 3);
+  b.stage_map(3, 0, false);  // link 3 loses its circuit
+  b.commit(2);
+  REQUIRE(b.last_err() == Error::None);
+  auto expect_xpu = [&](int link) { return (static_cast<uint32_t>(b.m.link_expect_xpu_o) >> (8 * link)) & 0xFF; };
+  auto expect_lane = [&](int link) { return (static_cast<uint32_t>(b.m.link_expect_lane_o) >> (8 * link)) & 0xFF; };
+  b.run(2);
+  CHECK(b.m.link_check_o == 0x6);
+  CHECK(b.rd(reg::link_hold::kOffset) == 0);
+  const uint32_t xpu1 = expect_xpu(1), lane1 = expect_lane(1);
+  REQUIRE(xpu1 != 0xFF);
+  b.links[0] = static_cast<int>(LinkState::Ts2);  // the fibre link still training
+  b.retrain_seen = 0;
+  b.wr(reg::link_hold::kOffset, 1);
+  b.run(2);
+  CHECK(b.rd(reg::link_hold::kOffset) == 1);
+  CHECK(b.m.link_check_o == 0xF);
+  CHECK(expect_xpu(0) == 0xFF);
+  CHECK(expect_lane(0) == 0xFF);
+  CHECK(expect_xpu(3) == 0xFF);
+  CHECK(expect_lane(3) == 0xFF);
+  CHECK(expect_xpu(1) == xpu1);
+  CHECK(expect_lane(1) == lane1);
+  b.run(300);
+  CHECK(b.retrain_seen == 0);  // holding retrains nothing
+  CHECK(b.m.link_check_o == 0xF);
+  // A commit during the hold: its end retrains as always, and the hold goes on after it.
+  b.stage_dac(9, 2222);
+  b.wr(reg::commit::kOffset, 3);
+  REQUIRE(b.wait_idle());
+  b.run(2);
+  CHECK(b.retrain_seen == 0x9);
+  CHECK(b.m.link_check_o == 0xF);
+  b.retrain_seen = 0;
+  b.run(50);
+  CHECK(b.retrain_seen == 0);
+  // Released: the unmapped link and the fibre link that is not Active retrain, once.
+  b.wr(reg::link_hold::kOffset, 0);
+  b.run(2);
+  CHECK(b.retrain_seen == 0x9);
+  CHECK(b.m.link_check_o == 0x6);
+  b.retrain_seen = 0;
+  b.run(50);
+  CHECK(b.retrain_seen == 0);
+  // The other way: an Active fibre link keeps running through a hold and its release.
+  b.links[0] = static_cast<int>(LinkState::Active);
+  b.wr(reg::link_hold::kOffset, 1);
+  b.run(5);
+  b.wr(reg::link_hold::kOffset, 0);
+  b.run(2);
+  CHECK(b.retrain_seen == 0x8);
+  // The watchdog's expiry ends a hold its host will not end.
+  b.wr(reg::link_hold::kOffset, 1);
+  b.retrain_seen = 0;
+  b.wr(reg::watchdog_timeout::kOffset, 100);
+  b.run(150);
+  CHECK(b.m.safe_o);
+  CHECK(b.rd(reg::link_hold::kOffset) == 0);
+  CHECK((b.retrain_seen & 0x8) != 0);
 }
 
 TEST_CASE("ocs: watchdog expiry drives the safe state; only SAFE_CLEAR leaves it") {

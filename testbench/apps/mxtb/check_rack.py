@@ -292,8 +292,10 @@ def failover(mxtb, out, scenario):
             fail(f"{rec['failed']}: the dead XPU is not among those whose links left Active")
         if not 0 < rec["detect_ns"] < rec["total_ns"]:
             fail(f"{rec['failed']}: detect {rec['detect_ns']} ns, total {rec['total_ns']} ns")
-    if same_server["blast_radius"]["words_lost"] != 0:
-        fail(f"the same-server failover lost {same_server['blast_radius']['words_lost']} words")
+    for rec in (same_server, other):  # the cross-board transaction holds the links between its commits
+        lost, errors = rec["blast_radius"]["words_lost"], rec["blast_radius"]["scoreboard_errors"]
+        if lost != 0 or errors != 0:
+            fail(f"{rec['failed']}: {errors} scoreboard errors, {lost} words lost (want 0 and 0)")
     if none["spare"] is not None or none["problems"] != ["server 1 XPU 0 died and no spare can take its place (none left)"]:
         fail(f"the third death: spare {none['spare']}, problems {none['problems']}")
     # Bad --fail values: exit 2, the value named, nothing started or written.
