@@ -77,7 +77,7 @@ RackPlacement whole_rack_placement(const RackShape& r) {
   return t;
 }
 
-RackMap rack_torus_map(const RackShape& r, const std::vector<RackFibre>& wiring, const RackPlacement& t) {
+RackMap rack_torus_map(const RackShape& r, const std::vector<RackFibre>& wiring, const RackPlacement& t, const RackMap* keep) {
   const ServerShape& s = r.server;
   const int positions = t.dim_x * t.dim_y;
   if (t.dim_x == 0 && t.dim_y == 0 && t.xpu_of_position.empty()) {  // no tenant: every port unused
@@ -121,13 +121,22 @@ RackMap rack_torus_map(const RackShape& r, const std::vector<RackFibre>& wiring,
     }
     return any;
   };
-  auto connect = [&](RackLane a, RackLane b, int d) {
+  // The fibre `keep` gives the circuit between these two lanes, when it is still free (-1: none).
+  auto kept_fibre = [&](const RackLane& a, const RackLane& b) {
+    if (!keep) return -1;
+    for (const RackCircuit& c : keep->circuits)
+      if (c.fibre >= 0 && static_cast<size_t>(c.fibre) < wiring.size() && !fibre_used[static_cast<size_t>(c.fibre)] &&
+          ((c.a == a && c.b == b) || (c.a == b && c.b == a)))
+        return c.fibre;
+    return -1;
+  };
+  auto connect = [&](RackLane a, RackLane b, int d, int fibre) {
     const int pa = port_of(s, LaneId{a.xpu, a.lane}), pb = port_of(s, LaneId{b.xpu, b.lane});
     RackCircuit c{a, b, -1};
     if (a.server == b.server) {
       join(a.server, pa, pb);
     } else {
-      c.fibre = free_fibre(a.server, b.server, d);
+      c.fibre = fibre >= 0 ? fibre : free_fibre(a.server, b.server, d);
       if (c.fibre < 0) {
         int joining = 0;
         for (const RackFibre& f : wiring)
@@ -148,15 +157,37 @@ RackMap rack_torus_map(const RackShape& r, const std::vector<RackFibre>& wiring,
     m.circuits.push_back(c);
   };
   auto at = [&](int x, int y) { return t.xpu_of_position[static_cast<size_t>(((x % t.dim_x) + t.dim_x) % t.dim_x + t.dim_x * (y % t.dim_y))]; };
+  struct Wanted {
+    RackLane a, b;
+    int d;
+  };
+  std::vector<Wanted> wanted;
   for (int y = 0; y < t.dim_y; ++y)
     for (int x = 0; x < t.dim_x; ++x) {
       const RackXpu here = at(x, y), east = at(x + 1, y);
-      connect(RackLane{here.server, here.xpu, 0}, RackLane{east.server, east.xpu, 1}, kPlusX);
+      wanted.push_back({RackLane{here.server, here.xpu, 0}, RackLane{east.server, east.xpu, 1}, kPlusX});
       if (t.dim_y > 1) {
         const RackXpu north = at(x, y + 1);
-        connect(RackLane{here.server, here.xpu, 2}, RackLane{north.server, north.xpu, 3}, kPlusY);
+        wanted.push_back({RackLane{here.server, here.xpu, 2}, RackLane{north.server, north.xpu, 3}, kPlusY});
       }
     }
+  // The circuits `keep` has first, on their fibres (a placement that changes moves no circuit
+  // between the same two lanes to another fibre: it would retrain for nothing), then the rest.
+  std::vector<bool> placed(wanted.size(), false);
+  for (size_t i = 0; i < wanted.size(); ++i)
+    if (wanted[i].a.server != wanted[i].b.server)
+      if (const int f = kept_fibre(wanted[i].a, wanted[i].b); f >= 0) {
+        connect(wanted[i].a, wanted[i].b, wanted[i].d, f);
+        placed[i] = true;
+      }
+  for (size_t i = 0; i < wanted.size(); ++i)
+    if (!placed[i]) connect(wanted[i].a, wanted[i].b, wanted[i].d, -1);
+  // Circuits in the torus's order, whichever pass placed them.
+  std::vector<RackCircuit> ordered;
+  for (const Wanted& w : wanted)
+    for (const RackCircuit& c : m.circuits)
+      if (c.a == w.a && c.b == w.b) ordered.push_back(c);
+  m.circuits = std::move(ordered);
   return m;
 }
 

@@ -94,7 +94,9 @@ struct RackMap {
 // likewise for y), each server's port map with both directions of each, a cross-server circuit on a
 // free fibre joining the two servers (the one on the matching side first). Throws RackMapError
 // naming the problem: an XPU used twice or not there, two neighbours in servers no fibre joins, more
-// circuits between two servers than fibres.
-RackMap rack_torus_map(const RackShape& r, const std::vector<RackFibre>& wiring, const RackPlacement& t);
+// circuits between two servers than fibres. With `keep` (the map running now), a circuit between
+// the same two lanes as one of `keep`'s stays on its fibre.
+RackMap rack_torus_map(const RackShape& r, const std::vector<RackFibre>& wiring, const RackPlacement& t,
+                       const RackMap* keep = nullptr);
 
 }  // namespace mxtb::protocol

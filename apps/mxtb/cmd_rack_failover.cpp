@@ -10,6 +10,8 @@
 #include "host/fabric/client.h"
 #include "host/fabric/emulator_process.h"
 #include "host/failover/rack_failover.h"
+#include "host/report/report.h"
+#include "protocol/board_map.h"
 #include "protocol/rack_map.h"
 
 #include <fmt/format.h>
@@ -20,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <tuple>
 
 namespace mxtb::app {
@@ -94,21 +97,155 @@ json record_json(const host::failover::RackFailoverRecord& r) {
           {"problems", r.problems}};
 }
 
+// The first failover's timeline (report.json's "failover", as mxtb regress reads it): the host
+// seeing the death, then every step of the transaction in board time, each naming its board.
+host::report::Timeline rack_timeline(const host::failover::RackFailoverRecord& r, const std::string& scenario, uint64_t seed) {
+  using host::failover::RackStep;
+  host::report::Timeline t;
+  t.scenario = scenario;
+  t.seed = seed;
+  t.time_mode = "lockstep";
+  t.failure_ns = r.failure_ns;
+  t.phases.push_back({"detect", r.failure_ns, r.detected_ns, "host", "the host's looks at every board's LINK_STATUS until one XPU has no lane Active"});
+  double end = r.detected_ns;
+  for (const auto& s : r.commit.steps) {
+    // Each step from where the last ended (the host's own time between two steps is its own).
+    const double to = std::max(end, static_cast<double>(s.end_ns));
+    const bool commits = s.step == RackStep::Phase1 || s.step == RackStep::Phase2 || s.step == RackStep::Rollback;
+    t.phases.push_back({to_string(s.step), end, to, commits ? "firmware" : s.step == RackStep::Verify ? "rtl" : "host",
+                        (s.ok ? "" : "FAILED: ") + s.detail, s.server});
+    end = to;
+  }
+  t.total_ns = end - r.failure_ns;
+  t.hardware_ns = t.total_ns;  // the transaction ends when every lane of the placement is Active
+  t.degraded = r.spare.server < 0;
+  if (t.degraded) t.notes.push_back("no spare: " + (r.problems.empty() ? std::string() : r.problems.front()));
+  return t;
+}
+
+// `--scenario-seed N` (mxtb regress --rack): the deaths and faults the seed draws, each death
+// failed over; every rule of docs/rack.md's campaign checked, each broken one a failure.
+std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, std::vector<host::fabric::Board*>& boards,
+                                    host::failover::RackTenant& tenant, const host::failover::RackFailoverOptions& o,
+                                    const sim::rack::RackConfig& cfg, json& records, std::optional<host::report::Timeline>& first) {
+  using host::failover::RackOutcome;
+  using host::failover::RackStep;
+  const protocol::RackShape& shape = cfg.shape;
+  std::vector<std::string> failures;
+  // The host's journal: the maps the boards run (the bring-up's until a failover placed others).
+  auto journal_now = [&]() {
+    return tenant.running.port_target.empty() ? protocol::rack_torus_map(shape, cfg.wiring, tenant.placement).port_target
+                                              : tenant.running.port_target;
+  };
+  auto read_maps = [&]() {
+    std::vector<std::vector<int>> m;
+    for (auto* b : boards) m.push_back(b->active_map(shape.server.mesh_ports));
+    return m;
+  };
+  const RackStep second_steps[] = {RackStep::Hold, RackStep::Phase1, RackStep::Phase2, RackStep::Release, RackStep::Verify};
+  bool all_replaced = true, second_died = false;
+  for (size_t i = 0; i < plan.pick.size(); ++i) {
+    for (auto* b : boards) b->pop_events();
+    const std::vector<RackXpu> placed = tenant.placement.xpu_of_position;
+    const auto journal = journal_now();
+    const RackXpu victim = placed[std::min(placed.size() - 1, static_cast<size_t>(plan.pick[i] * static_cast<double>(placed.size())))];
+    const uint64_t at = boards[0]->clock().now_ns() + plan.gap_ns[i];
+    boards[static_cast<size_t>(victim.server)]->arm_fault(emu::FaultKind::KillXpu, static_cast<uint32_t>(victim.xpu), 0, at);
+    host::failover::RackFailoverOptions oi = o;
+    RackXpu second{-1, -1};
+    if (static_cast<int>(i) == plan.second_during)
+      oi.commit.before_step = [&](int, RackStep step) {
+        if (second.server >= 0 || step != second_steps[plan.second_step]) return;
+        std::vector<RackXpu> others;
+        for (const auto& x : placed)
+          if (!(x == victim)) others.push_back(x);
+        second = others[std::min(others.size() - 1, static_cast<size_t>(plan.second_xpu * static_cast<double>(others.size())))];
+        boards[static_cast<size_t>(second.server)]->arm_fault(emu::FaultKind::KillXpu, static_cast<uint32_t>(second.xpu), 0,
+                                                              boards[0]->clock().now_ns() + plan.second_delay_ns);
+      };
+    const auto rec = host::failover::rack_failover(boards, tenant, static_cast<double>(at), oi);
+    json rj = record_json(rec);
+    rj["killed"] = name(victim);
+    if (second.server >= 0) rj["killed_during_transaction"] = name(second);
+    records.push_back(rj);
+    if (!first) first = rack_timeline(rec, plan.scenario.at("name").get<std::string>(), seed);
+    const std::string who = fmt::format("death {} ({})", i + 1, name(victim));
+    if (!(rec.failed == victim)) {
+      failures.push_back(fmt::format("{}: the host took {} for the dead XPU", who, rec.failed.server < 0 ? "none" : name(rec.failed)));
+      all_replaced = false;
+      break;
+    }
+    second_died = second.server >= 0;
+    if (rec.spare.server < 0) {  // no spare the fibres reach: named, nothing placed anywhere
+      if (read_maps() != journal) failures.push_back(fmt::format("{}: no spare, yet a board's map changed", who));
+      all_replaced = false;
+      break;
+    }
+    const auto after = journal_now();
+    switch (rec.commit.outcome) {
+      case RackOutcome::Committed:
+        if (read_maps() != after) failures.push_back(fmt::format("{}: committed, but a board runs another map", who));
+        if (!second_died && (rec.blast.words_lost != 0 || rec.blast.scoreboard_errors != 0))
+          failures.push_back(fmt::format("{}: {} scoreboard errors, {} words lost", who, rec.blast.scoreboard_errors, rec.blast.words_lost));
+        break;
+      case RackOutcome::RolledBack:
+      case RackOutcome::Refused: {
+        // Not placed (a second death, a cut fibre the placement needs): every board as before,
+        // but for the circuits the rollback found dark and left out.
+        auto expected = journal;
+        for (const auto& [server, input] : rec.commit.left_out) expected[static_cast<size_t>(server)][static_cast<size_t>(input)] = -1;
+        rj["left_out"] = rec.commit.left_out;
+        records.back() = rj;
+        if (read_maps() != expected)
+          failures.push_back(fmt::format("{}: {} ({}), but a board's map is not the journal's: half-configured", who,
+                                         to_string(rec.commit.outcome), rec.commit.why));
+        if (!second_died && plan.cut_fibre < 0)
+          failures.push_back(fmt::format("{}: {} with no second death and no cut fibre: {}", who, to_string(rec.commit.outcome), rec.commit.why));
+        all_replaced = false;
+        break;
+      }
+      case RackOutcome::Unresolved:
+        failures.push_back(fmt::format("{}: unresolved ({}) with every board answering", who, rec.commit.why));
+        all_replaced = false;
+        break;
+    }
+    if (!all_replaced || second_died) break;  // the tenant has an XPU dead and unreplaced: the host's rack path stops here
+  }
+  // Every death replaced and nothing cut: every lane of the tenant's placement runs again.
+  if (all_replaced && !second_died && plan.cut_fibre < 0 &&
+      !host::failover::lanes_active(boards, journal_now(), shape.server.links(), 1'000'000))
+    failures.push_back("the tenant's lanes are not all Active 1 ms after the last failover");
+  return failures;
+}
+
 }  // namespace
 
 int cmd_rack_failover(const ArgList& argv) {
-  Args args(argv, ArgSpec{{"--scenario", "--out", "--json", "--calibration"}, {}, {"--fail"}, false});
-  if (!args.has("--scenario")) throw UsageError("--scenario FILE is required (a rack scenario, traces/scenarios/rack/)");
-  if (args.list("--fail").empty()) throw UsageError("--fail S.X[,S.X...] is required: the XPUs that die, in order");
-  const std::string path = args.str("--scenario");
+  Args args(argv, ArgSpec{{"--scenario", "--out", "--json", "--calibration", "--scenario-seed"}, {}, {"--fail"}, false});
+  const bool seeded = args.has("--scenario-seed");
+  if (seeded && (args.has("--scenario") || !args.list("--fail").empty()))
+    throw UsageError("--scenario-seed N draws the rack and its deaths: it takes no --scenario or --fail");
+  if (!seeded && !args.has("--scenario")) throw UsageError("--scenario FILE is required (a rack scenario, traces/scenarios/rack/)");
+  if (!seeded && args.list("--fail").empty()) throw UsageError("--fail S.X[,S.X...] is required: the XPUs that die, in order");
+  const uint64_t seed = args.u64("--scenario-seed", 0);
+  const std::string out = args.str("--out", seeded ? fmt::format("out/rack-failover-seed-{}", seed) : "out/rack-failover");
+  const std::string json_path = args.str("--json", out + "/rack-failover.json");
+  std::optional<RackSeedPlan> plan;
+  std::string path = args.str("--scenario", "");
+  if (seeded) plan = rack_seed_plan(seed, source_root() + "/traces/scenarios/rack");
   const std::string calibration = args.str("--calibration", source_root() + "/traces/calibration/mesh32.json");
-  const sim::rack::RackConfig cfg = load_rack_scenario(path, calibration);
+  const sim::rack::RackConfig cfg = seeded ? parse_rack_scenario(plan->scenario, fmt::format("seed {}'s rack", seed), calibration)
+                                           : load_rack_scenario(path, calibration);
   const protocol::RackShape& shape = cfg.shape;
   std::vector<RackXpu> deaths;
   for (const auto& f : args.list("--fail")) deaths.push_back(parse_rack_xpu(f, shape));
-  const std::string out = args.str("--out", "out/rack-failover");
-  const std::string json_path = args.str("--json", out + "/rack-failover.json");
+  // Everything checked: nothing is written before.
   std::filesystem::create_directories(out);
+  if (seeded) {
+    path = out + "/scenario.json";  // the drawn rack, as the served rack reads it
+    std::ofstream f(path);
+    if (!(f << plan->scenario.dump(2) << "\n")) throw InputError(fmt::format("cannot write {}", path));
+  }
 
   host::failover::RackTenant tenant;
   tenant.placement = cfg.tenant;
@@ -138,6 +275,27 @@ int cmd_rack_failover(const ArgList& argv) {
 
   fmt::print("# {} ({} servers), tenant of {} XPUs, spares {}\n", cfg.name, shape.servers(), tenant.placement.xpu_of_position.size(),
              fmt::join(names(tenant.spares), ","));
+  if (seeded) {
+    json records = json::array();
+    std::optional<host::report::Timeline> first;
+    const auto failures = run_seeded(*plan, seed, boards, tenant, o, cfg, records, first);
+    for (const auto& r : records)
+      fmt::print("  killed {}{}: spare {}, {}; boards {}; {} errors, {} words lost{}\n", r["killed"].get<std::string>(),
+                 r.contains("killed_during_transaction") ? " (and " + r["killed_during_transaction"].get<std::string>() + " during its transaction)" : "",
+                 r["spare"].is_null() ? "none" : r["spare"].get<std::string>(), r["outcome"].is_null() ? "nothing placed" : r["outcome"].get<std::string>(),
+                 r["blast_radius"]["boards_touched"].dump(), r["blast_radius"]["scoreboard_errors"].get<uint64_t>(),
+                 r["blast_radius"]["words_lost"].get<uint64_t>(), r["problems"].empty() ? "" : "; " + r["problems"][0].get<std::string>());
+    for (const auto& f : failures) fmt::print("  FAILURE: {}\n", f);
+    json plan_json{{"rack", plan->base}, {"deaths", plan->pick.size()}, {"cut_fibre", plan->cut_fibre}, {"cut_at_us", plan->cut_at_us},
+                   {"second_during", plan->second_during}};
+    json report{{"scenario", path}, {"rack", cfg.name}, {"servers", shape.servers()}, {"seed", seed}, {"plan", plan_json},
+                {"failovers", records}, {"failures", failures}};
+    if (first) report["report"] = host::report::to_json(*first);
+    std::ofstream f(json_path);
+    if (!(f << report.dump(2) << "\n")) throw InputError(fmt::format("cannot write {}", json_path));
+    fmt::print("# wrote {}\n{}\n", json_path, failures.empty() ? "PASS" : "FAIL");
+    return failures.empty() ? 0 : 1;
+  }
   fmt::print("#  failed  spare  case           outcome    boards  XPUs whose links left Active   lanes  errors   lost   detect(us)   total(us)\n");
   json records = json::array();
   bool clean = true;

@@ -54,7 +54,7 @@ int cmd_regress(const ArgList& argv) {
   Args args(argv,
             {"--seeds", "--jobs", "--first-seed", "--json", "--junit", "--out", "--launcher", "--seeds-per-task",
              "--partition", "--time-limit", "--sbatch-args", "--poll-s", "--collect", "--restart"},
-            {"--quiet", "--no-wait"});
+            {"--quiet", "--no-wait", "--rack"});
   const bool quiet = args.has("--quiet");
   if (args.has("--collect")) {
     for (const char* f : {"--seeds", "--jobs", "--first-seed", "--out", "--launcher", "--seeds-per-task", "--partition",
@@ -103,8 +103,14 @@ int cmd_regress(const ArgList& argv) {
     slurm.max_running = cfg.jobs;
   }
   const double poll_s = args.real("--poll-s", 10, 0.1, 3600);
-  cfg.child_template = {host::fabric::self_executable(), "demo", "--scenario-seed", "{seed}", "--json", "{json}",
-                        "--out", cfg.work_dir + "/seed-{seed}", "--no-waves"};
+  if (args.has("--rack") && args.has("--restart")) throw UsageError("--restart is for the single server's demo; --rack runs no job");
+  // --rack: random rack failovers (docs/rack.md, "The rack campaign"), each a served rack of its own.
+  if (args.has("--rack"))
+    cfg.child_template = {host::fabric::self_executable(), "rack-failover", "--scenario-seed", "{seed}", "--json", "{json}",
+                          "--out", cfg.work_dir + "/seed-{seed}"};
+  else
+    cfg.child_template = {host::fabric::self_executable(), "demo", "--scenario-seed", "{seed}", "--json", "{json}",
+                          "--out", cfg.work_dir + "/seed-{seed}", "--no-waves"};
   // Every seed measures what the demo measures: its default (the job's ranks as processes, the hot
   // spare on the path and the relaunch beside it) unless --restart names another strategy or none.
   if (args.has("--restart"))

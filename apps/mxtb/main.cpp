@@ -49,13 +49,14 @@ const Command kCommands[] = {
     {"regress", mxtb::app::cmd_regress,
      R"(regress --seeds N [--jobs J] [--first-seed S] [--out DIR] [--json FILE] [--junit FILE] [--quiet]
     [--launcher local|slurm] [--seeds-per-task K] [--partition P] [--time-limit T]
-    [--sbatch-args "ARGS"] [--poll-s S] [--no-wait] [--restart hot-spare|relaunch|both]
+    [--sbatch-args "ARGS"] [--poll-s S] [--no-wait] [--restart hot-spare|relaunch|both] [--rack]
 regress --collect DIR [--json FILE] [--junit FILE]
     N random failover scenarios through the demo (--restart: with the job's ranks as processes
     in every seed, as demo --restart), J at a time: p50/p99/max of every phase, JSON,
     JUnit XML, and the command that reruns each failing seed. --launcher slurm submits one job
     array (K seeds per task, at most J tasks at once) and waits, or --no-wait and --collect DIR
-    later; cancelled, timed-out and never-started seeds are reported as such)"},
+    later; cancelled, timed-out and never-started seeds are reported as such. --rack: random rack
+    failovers instead (rack-failover --scenario-seed), each seed a served rack of its own)"},
     {"cover", mxtb::app::cmd_cover,
      R"(cover [--seeds N] [--build DIR] [--no-build] [--tests PROG,..] [--jobs J] [--first-seed S]
     [--waivers FILE] [--out DIR] [--json FILE] [--no-html] [--min-line PCT] [--keep]
@@ -100,7 +101,11 @@ rack --scenario FILE --serve [--time-mode lockstep|paced|free] [--rtf R] [--list
     placed on every board whose map changes as one transaction; prints one line a failure (spare,
     outcome, boards touched, the XPUs whose links left Active, words lost, time from the failure)
     and writes DIR/rack-failover.json (docs/rack.md). Exit 1 when a failure found no spare or its
-    placement did not verify (default DIR: out/rack-failover))"},
+    placement did not verify (default DIR: out/rack-failover)
+rack-failover --scenario-seed N [--out DIR] [--json FILE] [--calibration FILE]
+    one seed of the rack campaign (mxtb regress --rack): the rack, the deaths, a fibre cut and a
+    death during a transaction drawn from N; checks the campaign's rules (docs/rack.md) and writes
+    the first failover's timeline as report.json's; exit 1 when a rule broke)"},
     {"reg", mxtb::app::cmd_reg,
      R"(reg read|write|dump --target udp://ADDR:PORT [NAME|ADDRESS [VALUE]] [--count N] [--timeout-ms MS]
     registers by name: controller (STATUS, LINK_STATUS[3]), emulator (emu.TIME_NS_LO), ram[i]

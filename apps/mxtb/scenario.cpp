@@ -1,5 +1,6 @@
 #include "apps/mxtb/scenario.h"
 
+#include "protocol/rack_map.h"
 #include "sim/collective/tenant_job.h"
 #include "sim/common/json_file.h"
 #include "sim/server/server_sim.h"
@@ -302,6 +303,45 @@ LinkPairConfig random_link_pair_scenario(uint64_t seed) {
   }
   j["faults"] = faults;
   return parse_link_pair_scenario(j, fmt::format("random scenario (seed {})", seed));
+}
+
+RackSeedPlan rack_seed_plan(uint64_t seed, const std::string& racks_dir) {
+  std::mt19937_64 rng(seed * 104729 + 71);
+  auto uni = [&](uint64_t lo, uint64_t hi) { return std::uniform_int_distribution<uint64_t>(lo, hi)(rng); };
+  auto real = [&]() { return std::uniform_real_distribution<double>(0, 1)(rng); };
+  auto chance = [&](double p) { return real() < p; };
+  RackSeedPlan p;
+  // Two servers (one spare each) most of the time; four servers (a 4x4 tenant) one seed in four.
+  p.base = chance(0.25) ? "rack-2x2.json" : "rack-2x1.json";
+  const std::string path = racks_dir + "/" + p.base;
+  p.scenario = read_json_file<ScenarioError>(path, "rack file");
+  p.scenario["name"] = fmt::format("rack-random-{}", seed);
+  p.scenario["seed"] = seed;
+  const int servers = p.scenario.at("rack").at("servers_x").get<int>() * p.scenario.at("rack").at("servers_y").get<int>();
+  // Up to one death more than the rack has spares: the last may find none left.
+  const int deaths = static_cast<int>(uni(1, static_cast<uint64_t>(servers) + 1));
+  for (int i = 0; i < deaths; ++i) {
+    p.pick.push_back(real());
+    p.gap_ns.push_back(uni(1, 30) * 1000);
+  }
+  if (chance(0.3)) {
+    p.second_during = static_cast<int>(uni(0, static_cast<uint64_t>(deaths - 1)));
+    p.second_step = static_cast<int>(uni(0, 4));
+    p.second_board = real();
+    p.second_xpu = real();
+    p.second_delay_ns = uni(0, 20) * 1000;
+  }
+  if (chance(0.2)) {
+    // A fibre of the wiring, cut once the tenant's lanes are up, during the failovers or before them.
+    protocol::RackShape shape;
+    shape.servers_x = p.scenario.at("rack").at("servers_x").get<int>();
+    shape.servers_y = p.scenario.at("rack").at("servers_y").get<int>();
+    const auto fibres = static_cast<int>(protocol::torus_wiring(shape).size());
+    p.cut_fibre = static_cast<int>(uni(0, static_cast<uint64_t>(fibres - 1)));
+    p.cut_at_us = static_cast<double>(uni(200, 600));
+    p.scenario["faults"] = json::array({{{"kind", "fibre_cut"}, {"fibre", p.cut_fibre}, {"at_us", p.cut_at_us}}});
+  }
+  return p;
 }
 
 // ---- Failover scenarios ----

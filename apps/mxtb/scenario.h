@@ -13,7 +13,7 @@
 #include "sim/rack/rack_config.h"
 #include "sim/mesh/photonic_mesh.h"
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 #include <map>
 #include <optional>
@@ -129,5 +129,29 @@ sim::rack::RackConfig parse_rack_scenario(const nlohmann::json& j, const std::st
 // The rack's configuration as the report names it (name, seed, servers, wiring with each fibre's
 // latency and loss, tenant, run).
 nlohmann::json to_json(const sim::rack::RackConfig& cfg);
+
+// A random rack failover for `mxtb regress --rack` (docs/rack.md, "The rack campaign"), drawn from
+// its seed alone: a rack file of traces/scenarios/rack/ with the seed for its traffic and perhaps
+// a fibre cut, the XPUs that die one after another, and perhaps another XPU dying during one of
+// the host's transactions.
+struct RackSeedPlan {
+  nlohmann::json scenario;         // the rack file's JSON with "seed" (and "faults") drawn
+  std::string base;                // the rack file it starts from (its name in traces/scenarios/rack/)
+  // Per death, in order: which of the tenant's XPUs at that moment (a fraction of the placement's
+  // size), and the board time from the last failover's end to it.
+  std::vector<double> pick;
+  std::vector<uint64_t> gap_ns;
+  // The death (index) during whose transaction another XPU dies (-1: none), before which of the
+  // transaction's steps (0 hold, 1 phase 1, 2 phase 2, 3 release, 4 verify), on which of its
+  // boards (a fraction of their count), which XPU (a fraction of the other tenant XPUs) and how
+  // long after the step begins.
+  int second_during = -1;
+  int second_step = 0;
+  double second_board = 0, second_xpu = 0;
+  uint64_t second_delay_ns = 0;
+  int cut_fibre = -1;              // a fibre cut at cut_at_us (-1: none)
+  double cut_at_us = 0;
+};
+RackSeedPlan rack_seed_plan(uint64_t seed, const std::string& racks_dir);
 
 }  // namespace mxtb::app

@@ -55,6 +55,9 @@ mxtb::ocs::State Board::controller_state() {
 
 bool Board::controller_safe() { return (c_.read(controller(reg::status::kOffset)) & reg::status::kSafeMask) != 0; }
 void Board::hold_links(bool hold) { c_.write(controller(reg::link_hold::kOffset), hold ? reg::link_hold::kHoldMask : 0u); }
+int Board::verify_fail_port() {
+  return static_cast<int>(c_.read(controller(reg::verify_fail::kOffset)) & reg::verify_fail::kPortMask);
+}
 bool Board::links_held() { return (c_.read(controller(reg::link_hold::kOffset)) & reg::link_hold::kHoldMask) != 0; }
 
 void Board::clear_safe() { c_.write(controller(reg::safe_clear::kOffset), reg::safe_clear::kClearMask); }

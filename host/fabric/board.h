@@ -81,6 +81,7 @@ class Board {
   // while a commit runs; releasing retrains them as a commit's end does (a placement across boards).
   void hold_links(bool hold);
   bool links_held();
+  int verify_fail_port();  // VERIFY_FAIL.port: the output whose photodiode failed the last verify
   void clear_safe();       // SAFE_CLEAR
   // The controller's host watchdog: expires `cycles` clock cycles after the last kick and sends the
   // controller to its safe state (0: off). Once enabled, the mailbox's polling kicks it too.

@@ -139,7 +139,7 @@ class Procedure {
       now[static_cast<size_t>(b.server)] = active;
     }
     auto target = maps(&RackBoard::before);
-    const auto phase1 = rack_phase1(o_.shape, o_.wiring, now, target);
+    auto phase1 = rack_phase1(o_.shape, o_.wiring, now, target);
     for (size_t i = 0; i < boards_.size(); ++i)
       if (known[i]) {
         hold(boards_[i], true);
@@ -149,9 +149,24 @@ class Procedure {
       for (size_t i = 0; i < boards_.size(); ++i) {
         RackBoard& b = boards_[i];
         const auto s = static_cast<size_t>(b.server);
-        const std::vector<int>& m = phase == 1 ? phase1[s] : b.before;
+        std::vector<int>& m = phase == 1 ? phase1[s] : target[s];
         if (!known[i] || now[s] == m) continue;
-        const auto st = committed(b, RackStep::Rollback, m, [&](fabric::Board& x) { return x.set_port_map(m); });
+        auto st = committed(b, RackStep::Rollback, m, [&](fabric::Board& x) { return x.set_port_map(m); });
+        // Dark after every dark window: the circuit onto the output the controller names has lost
+        // its source since `before` ran (a second XPU died, a fibre was cut). Left out, the rest
+        // goes back; at most one circuit a lane of the board.
+        for (int left = 0; answered_ && st == mb::FwStatus::VerifyFailed && left < o_.shape.server.links(); ++left) {
+          const int port = with_board(b, RackStep::Rollback, [](fabric::Board& x) { return x.verify_fail_port(); });
+          if (!answered_) break;
+          const auto it = std::find(m.begin(), m.end(), port);
+          if (it == m.end()) break;
+          const int input = static_cast<int>(it - m.begin());
+          for (auto* mm : {&phase1[s], &target[s]})
+            if ((*mm)[static_cast<size_t>(input)] == port) (*mm)[static_cast<size_t>(input)] = -1;
+          result_.left_out.push_back({b.server, input});
+          record(b, RackStep::Rollback, false, fmt::format("output {} dark: the circuit from input {} left out", port, input));
+          st = committed(b, RackStep::Rollback, m, [&](fabric::Board& x) { return x.set_port_map(m); });
+        }
         if (!answered_) {
           known[i] = false;
           continue;
@@ -160,7 +175,7 @@ class Procedure {
           // Its controller kept what it ran (a rollback of its own): read what that is.
           now[s] = read_map(b, RackStep::Rollback);
           if (!answered_) known[i] = false;
-          if (now[s] != b.before) result_.why += fmt::format("; server {}'s rollback: {}", b.server, mb::describe(st));
+          if (now[s] != target[s]) result_.why += fmt::format("; server {}'s rollback: {}", b.server, mb::describe(st));
           continue;
         }
         now[s] = m;
@@ -173,8 +188,13 @@ class Procedure {
     }
     for (size_t i = 0; i < boards_.size(); ++i) {
       RackBoard& b = boards_[i];
-      if (known[i] && read_map(b, RackStep::Rollback) == b.before && answered_) continue;
+      if (known[i] && read_map(b, RackStep::Rollback) == target[static_cast<size_t>(b.server)] && answered_) continue;
       result_.unresolved.push_back(b.server);
+    }
+    if (!result_.left_out.empty()) {
+      std::string dark;
+      for (const auto& [server, input] : result_.left_out) dark += fmt::format("{}server {} input {}", dark.empty() ? "" : ", ", server, input);
+      result_.why += fmt::format("; rolled back without the circuits gone dark since ({})", dark);
     }
     result_.outcome = result_.unresolved.empty() ? RackOutcome::RolledBack : RackOutcome::Unresolved;
     return std::move(result_);

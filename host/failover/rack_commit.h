@@ -18,7 +18,10 @@
 //   release   every board releases its links: they retrain as at a commit's end
 //   verify    every board's ACTIVE_MAP is `after`, and every lane `after` maps trains to Active
 //   rollback  on any failure, or a board that stops answering: every board back to `before`, by
-//             the same two phases, held and released the same way; a board that does not answer again within the deadline is
+//             the same two phases, held and released the same way; a rollback whose verify still
+//             fails after its dark windows leaves out the circuit onto the output its controller
+//             names dark (its source died, or its fibre was cut, meanwhile: `before` cannot be
+//             lit whole any more) and commits again; a board that does not answer again within the deadline is
 //             reported unresolved (its state unknown), and rack_recover() puts it back later
 //
 // One board commits at a time, so one board's rerouting never dims a circuit another board is
@@ -72,6 +75,9 @@ struct RackCommitResult {
   std::string why;              // what stopped it (empty when committed)
   std::vector<RackStepRecord> steps;
   std::vector<int> unresolved;  // servers whose map is not known to be `before`
+  // Circuits the rollback left out, dark (server, input port): every board runs its `before`
+  // without them.
+  std::vector<std::pair<int, int>> left_out;
 };
 
 struct RackCommitOptions {

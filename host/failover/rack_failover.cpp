@@ -94,15 +94,15 @@ int detect_death(std::vector<fabric::Board*>& boards, const RackTenant& t, const
   }
 }
 
-// The first spare in the host's order whose circuits the fibres can carry, and the maps with it
-// at `dead` (empty: none).
-std::vector<std::vector<int>> choose_spare(const RackTenant& t, int dead, const RackFailoverOptions& o, RackFailoverRecord& rec,
-                                           protocol::RackPlacement& next) {
+// The first spare in the host's order whose circuits the fibres can carry, and the map with it at
+// `dead` (no port_target: none). Circuits that stay keep their fibres.
+protocol::RackMap choose_spare(const RackTenant& t, int dead, const RackFailoverOptions& o, RackFailoverRecord& rec,
+                               protocol::RackPlacement& next) {
   next = t.placement;
   for (const protocol::RackXpu& s : spare_order(o.commit.shape, rec.failed, t.spares)) {
     next.xpu_of_position[static_cast<size_t>(dead)] = s;
     try {
-      auto maps = protocol::rack_torus_map(o.commit.shape, o.commit.wiring, next).port_target;
+      auto maps = protocol::rack_torus_map(o.commit.shape, o.commit.wiring, next, &t.running);
       rec.spare = s;
       rec.same_server = s.server == rec.failed.server;
       rec.spare_reason += fmt::format("server {} XPU {}: {}", s.server, s.xpu,
@@ -183,9 +183,11 @@ RackFailoverRecord rack_failover(std::vector<fabric::Board*>& boards, RackTenant
   take_events(boards, events);
 
   const protocol::RackPlacement placed = t.placement;  // as the failure found it
-  const auto before = protocol::rack_torus_map(shape, o.commit.wiring, placed).port_target;
+  if (t.running.port_target.empty()) t.running = protocol::rack_torus_map(shape, o.commit.wiring, placed);
+  const auto before = t.running.port_target;
   protocol::RackPlacement next;
-  const auto after = choose_spare(t, dead, o, rec, next);
+  const protocol::RackMap next_map = choose_spare(t, dead, o, rec, next);
+  const auto& after = next_map.port_target;
   if (after.empty()) {
     rec.problems.push_back(fmt::format("server {} XPU {} died and no spare can take its place{}", rec.failed.server, rec.failed.xpu,
                                        t.spares.empty() ? " (none left)" : ": " + rec.spare_reason));
@@ -204,6 +206,7 @@ RackFailoverRecord rack_failover(std::vector<fabric::Board*>& boards, RackTenant
     rec.problems.push_back(fmt::format("the placement across boards {}: {}", to_string(rec.commit.outcome), rec.commit.why));
   else {
     t.placement = next;
+    t.running = next_map;
     t.spares.erase(std::find(t.spares.begin(), t.spares.end(), rec.spare));
   }
   t.failed.push_back(rec.failed);

@@ -21,6 +21,9 @@ struct RackTenant {
   protocol::RackPlacement placement;
   std::vector<protocol::RackXpu> spares;  // free, any server
   std::vector<protocol::RackXpu> failed;
+  // The map the boards run (the host's journal); empty: the placement's fresh map, as the rack's
+  // bring-up placed it. A failover keeps every circuit that stays on its fibre.
+  protocol::RackMap running;
 };
 
 struct BlastRadius {

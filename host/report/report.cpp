@@ -161,8 +161,8 @@ std::string format_table(const Timeline& t) {
                                 t.scenario, t.seed, t.time_mode);
   out += fmt::format("  {:<22} {:>10} {:>10}  {}\n", "phase", "start", "duration", "source");
   for (const auto& p : t.phases)
-    out += fmt::format("  {:<22} {:>10} {:>10}  {}\n", p.name, human_duration(p.start_ns - t.failure_ns),
-                       human_duration(p.duration_ns()), p.source);
+    out += fmt::format("  {:<22} {:>10} {:>10}  {}{}\n", p.name, human_duration(p.start_ns - t.failure_ns),
+                       human_duration(p.duration_ns()), p.source, p.board >= 0 ? fmt::format(", server {}", p.board) : "");
   std::vector<TimelinePhase> beside = t.beside;  // in the order they started
   std::stable_sort(beside.begin(), beside.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
   for (const auto& p : beside)
@@ -196,8 +196,12 @@ json to_json(const Timeline& t) {
   auto phase_list = [](const std::vector<TimelinePhase>& list) {
     json out = json::array();
     for (const auto& p : list)
-      out.push_back({{"name", p.name}, {"start_ns", p.start_ns}, {"end_ns", p.end_ns}, {"duration_ns", p.duration_ns()},
-                     {"source", p.source}, {"detail", p.detail}});
+    {
+      json ph{{"name", p.name}, {"start_ns", p.start_ns}, {"end_ns", p.end_ns}, {"duration_ns", p.duration_ns()},
+              {"source", p.source}, {"detail", p.detail}};
+      if (p.board >= 0) ph["board"] = p.board;
+      out.push_back(ph);
+    }
     return out;
   };
   json alternatives = json::array();
@@ -245,7 +249,7 @@ Timeline timeline_from_json(const json& j, const std::string& source) {
         std::string where = fmt::format("$.failover.{}[{}]", key, i);
         into.push_back({need(ps[i], "name", where).get<std::string>(), need(ps[i], "start_ns", where).get<double>(),
                         need(ps[i], "end_ns", where).get<double>(), need(ps[i], "source", where).get<std::string>(),
-                        ps[i].value("detail", "")});
+                        ps[i].value("detail", ""), ps[i].value("board", -1)});
       }
     };
     read_phases(need(f, "phases", "$.failover"), "phases", t.phases);

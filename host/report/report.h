@@ -25,6 +25,7 @@ struct TimelinePhase {
   double start_ns = 0, end_ns = 0;  // simulated time since the emulator's reset
   std::string source;               // one of kSources
   std::string detail;               // what bounds it, or a modeled constant's source
+  int board = -1;                   // in a rack, the server whose board ran it (-1: one board, or every board)
   double duration_ns() const { return end_ns - start_ns; }
 };
 

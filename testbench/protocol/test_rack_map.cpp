@@ -97,6 +97,64 @@ TEST_CASE("rack_map: the whole rack's tenant crosses servers on free fibres, eac
   for (int l = 0; l < 4; ++l) CHECK(m.port_target[0][static_cast<size_t>(16 + l)] == -1);
 }
 
+// A placement that changes (a failover to a spare in another server) keeps every circuit between
+// the same two lanes on its fibre when given the map running now; a fresh map moves some.
+TEST_CASE("rack_map: with the running map kept, a circuit that stays keeps its fibre; a fresh map moves some") {
+  int moved_fresh = 0, moved_kept = 0, stayed = 0, refused = 0;
+  for (auto [sx, sy] : {std::pair{2, 1}, std::pair{2, 2}}) {
+    CAPTURE(sx);
+    CAPTURE(sy);
+    RackShape r = rack(sx, sy);
+    auto w = torus_wiring(r);
+    RackPlacement t = whole_rack_placement(r);
+    const RackMap running = rack_torus_map(r, w, t);
+    for (size_t pos = 0; pos < t.xpu_of_position.size(); ++pos) {
+      RackPlacement next = t;
+      next.xpu_of_position[pos] = RackXpu{(t.xpu_of_position[pos].server + 1) % r.servers(), 4};  // another server's spare
+      RackMap fresh;
+      try {
+        fresh = rack_torus_map(r, w, next);
+      } catch (const RackMapError&) {  // more circuits between two servers than fibres: refused either way
+        CHECK_THROWS_AS(rack_torus_map(r, w, next, &running), RackMapError);
+        ++refused;
+        continue;
+      }
+      const RackMap kept = rack_torus_map(r, w, next, &running);
+      check_duplex(kept);
+      REQUIRE(kept.circuits.size() == fresh.circuits.size());
+      for (size_t i = 0; i < kept.circuits.size(); ++i) {
+        CHECK(kept.circuits[i].a == fresh.circuits[i].a);  // the same circuits, in the torus's order
+        CHECK(kept.circuits[i].b == fresh.circuits[i].b);
+      }
+      // Every circuit between the same two lanes as a running one, across servers.
+      for (const RackCircuit& old : running.circuits) {
+        if (old.fibre < 0) continue;
+        auto same = [&](const RackMap& m) -> const RackCircuit* {
+          for (const auto& c : m.circuits)
+            if ((c.a == old.a && c.b == old.b) || (c.a == old.b && c.b == old.a)) return &c;
+          return nullptr;
+        };
+        const RackCircuit* k = same(kept);
+        if (!k) continue;
+        ++stayed;
+        moved_kept += k->fibre != old.fibre;
+        moved_fresh += same(fresh)->fibre != old.fibre;
+      }
+      // Where the spare's new circuits found their fibres, the kept map's port maps agree with its circuits.
+      for (const RackCircuit& c : kept.circuits)
+        if (c.fibre >= 0) {
+          const RackFibre& f = w[static_cast<size_t>(c.fibre)];
+          const int port_a = f.a.server == c.a.server ? f.a.port : f.b.port;
+          CHECK(kept.port_target[static_cast<size_t>(c.a.server)][static_cast<size_t>(c.a.xpu * 4 + c.a.lane)] == port_a);
+        }
+    }
+  }
+  MESSAGE("circuits that stayed: " << stayed << ", moved by a fresh map: " << moved_fresh << ", placements refused: " << refused);
+  CHECK(stayed > 0);
+  CHECK(moved_kept == 0);
+  CHECK(moved_fresh > 0);  // what the kept map avoids (rack-2x1's 0.3-1.2 circuit, issue 42)
+}
+
 TEST_CASE("rack_map: a rack of one keeps its torus inside the server") {
   RackShape r = rack(1, 1);
   RackMap m = rack_torus_map(r, torus_wiring(r), whole_rack_placement(r));

@@ -304,6 +304,32 @@ TEST_CASE("rack commit: its rules, each both ways, on a served rack of two serve
     CHECK(r.lanes_active(M0, 500'000));
   }
 
+  SUBCASE("a rollback that cannot light its old map whole: the circuits gone dark left out, the rest back") {
+    // A tenant XPU of server 1 (XPU 0) dies during server 1's second phase: that phase's verify
+    // fails, and `before` itself now has dark circuits (the dead XPU's lanes). The rollback leaves
+    // those out and puts the rest back; nothing is unresolved.
+    o.before_step = [&](int server, RackStep step) {
+      if (server == 1 && step == RackStep::Phase2) r.b1->arm_fault(emu::FaultKind::KillXpu, 0, 0);
+    };
+    auto bs = r.boards(M0, M1);
+    const RackCommitResult res = rack_commit(bs, o);
+    INFO(steps(res));
+    CHECK(res.outcome == RackOutcome::RolledBack);
+    CHECK(res.unresolved.empty());
+    REQUIRE_FALSE(res.left_out.empty());
+    Maps expected = M0;
+    for (const auto& [server, input] : res.left_out) {
+      CHECK(M0[static_cast<size_t>(server)][static_cast<size_t>(input)] >= 0);
+      expected[static_cast<size_t>(server)][static_cast<size_t>(input)] = -1;
+    }
+    // Every dark circuit is one the dead XPU's light fed: its own lanes (server 1's inputs 0-3),
+    // or a fibre from it.
+    for (const auto& [server, input] : res.left_out)
+      if (server == 1 && input < r.shape.server.links()) CHECK(input / r.shape.server.lanes_per_xpu == 0);
+    CHECK(r.active() == expected);
+    CHECK(res.why.find("rolled back without the circuits gone dark since") != std::string::npos);
+  }
+
   SUBCASE("a commit that fails its verify (the spare dead): rolled back on every board") {
     r.b1->arm_fault(emu::FaultKind::KillXpu, 4, 0);
     r.b0->clock().wait_ns(5'000);
@@ -317,6 +343,7 @@ TEST_CASE("rack commit: its rules, each both ways, on a served rack of two serve
     CHECK(has_step(res, 0, RackStep::Rollback));
     CHECK(r.active() == M0);
     CHECK(r.generations()[0] >= gens[0] + 2);  // committed, then committed back
+    CHECK(res.left_out.empty());  // the dead spare is in no circuit of `before`: nothing left out
     CHECK(r.lanes_active(M0, 500'000));
   }
 }

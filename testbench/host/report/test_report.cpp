@@ -34,6 +34,20 @@ TEST_CASE("report: a consistent timeline has no problems, and report.json has th
   CHECK_THROWS_WITH(timeline_from_json(json{{"scenario", "x"}}, "r.json"), "r.json: $.time_mode: missing");
 }
 
+TEST_CASE("report: a rack's phase names its board, in report.json, read back and in the table; one board's names none") {
+  Timeline t = sample();
+  CHECK(to_json(t)["failover"]["phases"][2].contains("board") == false);
+  t.phases[2].board = 3;
+  json j = to_json(t);
+  CHECK(j["failover"]["phases"][2]["board"] == 3);
+  CHECK(j["failover"]["phases"][1].contains("board") == false);
+  Timeline back = timeline_from_json(j, "mem");
+  CHECK(back.phases[2].board == 3);
+  CHECK(back.phases[1].board == -1);
+  const std::string table = format_table(t);
+  CHECK(table.find(t.phases[2].source + ", server 3") != std::string::npos);
+}
+
 TEST_CASE("report: check_timeline names gaps, overlaps, negative durations, disorder and wrong totals") {
   Timeline t = sample();
   t.phases[2].start_ns += 500;  // program starts 500 ns after firmware ended, and ends as before
