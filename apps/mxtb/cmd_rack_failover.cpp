@@ -218,6 +218,33 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, std
   return failures;
 }
 
+// One seed of the campaign: its deaths failed over, a line each, its rules' failures, and its JSON
+// (the first failover's timeline as report.json's). Exit 0 when no rule broke.
+int run_seed(const RackSeedPlan& plan, uint64_t seed, const std::string& path, const std::string& json_path,
+             std::vector<host::fabric::Board*>& boards, host::failover::RackTenant& tenant,
+             const host::failover::RackFailoverOptions& o, const sim::rack::RackConfig& cfg) {
+  const protocol::RackShape& shape = cfg.shape;
+  json records = json::array();
+  std::optional<host::report::Timeline> first;
+  const auto failures = run_seeded(plan, seed, boards, tenant, o, cfg, records, first);
+  for (const auto& r : records)
+    fmt::print("  killed {}{}: spare {}, {}; boards {}; {} errors, {} words lost{}\n", r["killed"].get<std::string>(),
+               r.contains("killed_during_transaction") ? " (and " + r["killed_during_transaction"].get<std::string>() + " during its transaction)" : "",
+               r["spare"].is_null() ? "none" : r["spare"].get<std::string>(), r["outcome"].is_null() ? "nothing placed" : r["outcome"].get<std::string>(),
+               r["blast_radius"]["boards_touched"].dump(), r["blast_radius"]["scoreboard_errors"].get<uint64_t>(),
+               r["blast_radius"]["words_lost"].get<uint64_t>(), r["problems"].empty() ? "" : "; " + r["problems"][0].get<std::string>());
+  for (const auto& f : failures) fmt::print("  FAILURE: {}\n", f);
+  json plan_json{{"rack", plan.base}, {"deaths", plan.pick.size()}, {"cut_fibre", plan.cut_fibre}, {"cut_at_us", plan.cut_at_us},
+                 {"second_during", plan.second_during}};
+  json report{{"scenario", path}, {"rack", cfg.name}, {"servers", shape.servers()}, {"seed", seed}, {"plan", plan_json},
+              {"failovers", records}, {"failures", failures}};
+  if (first) report["report"] = host::report::to_json(*first);
+  std::ofstream f(json_path);
+  if (!(f << report.dump(2) << "\n")) throw InputError(fmt::format("cannot write {}", json_path));
+  fmt::print("# wrote {}\n{}\n", json_path, failures.empty() ? "PASS" : "FAIL");
+  return failures.empty() ? 0 : 1;
+}
+
 }  // namespace
 
 int cmd_rack_failover(const ArgList& argv) {
@@ -275,27 +302,7 @@ int cmd_rack_failover(const ArgList& argv) {
 
   fmt::print("# {} ({} servers), tenant of {} XPUs, spares {}\n", cfg.name, shape.servers(), tenant.placement.xpu_of_position.size(),
              fmt::join(names(tenant.spares), ","));
-  if (seeded) {
-    json records = json::array();
-    std::optional<host::report::Timeline> first;
-    const auto failures = run_seeded(*plan, seed, boards, tenant, o, cfg, records, first);
-    for (const auto& r : records)
-      fmt::print("  killed {}{}: spare {}, {}; boards {}; {} errors, {} words lost{}\n", r["killed"].get<std::string>(),
-                 r.contains("killed_during_transaction") ? " (and " + r["killed_during_transaction"].get<std::string>() + " during its transaction)" : "",
-                 r["spare"].is_null() ? "none" : r["spare"].get<std::string>(), r["outcome"].is_null() ? "nothing placed" : r["outcome"].get<std::string>(),
-                 r["blast_radius"]["boards_touched"].dump(), r["blast_radius"]["scoreboard_errors"].get<uint64_t>(),
-                 r["blast_radius"]["words_lost"].get<uint64_t>(), r["problems"].empty() ? "" : "; " + r["problems"][0].get<std::string>());
-    for (const auto& f : failures) fmt::print("  FAILURE: {}\n", f);
-    json plan_json{{"rack", plan->base}, {"deaths", plan->pick.size()}, {"cut_fibre", plan->cut_fibre}, {"cut_at_us", plan->cut_at_us},
-                   {"second_during", plan->second_during}};
-    json report{{"scenario", path}, {"rack", cfg.name}, {"servers", shape.servers()}, {"seed", seed}, {"plan", plan_json},
-                {"failovers", records}, {"failures", failures}};
-    if (first) report["report"] = host::report::to_json(*first);
-    std::ofstream f(json_path);
-    if (!(f << report.dump(2) << "\n")) throw InputError(fmt::format("cannot write {}", json_path));
-    fmt::print("# wrote {}\n{}\n", json_path, failures.empty() ? "PASS" : "FAIL");
-    return failures.empty() ? 0 : 1;
-  }
+  if (seeded) return run_seed(*plan, seed, path, json_path, boards, tenant, o, cfg);
   fmt::print("#  failed  spare  case           outcome    boards  XPUs whose links left Active   lanes  errors   lost   detect(us)   total(us)\n");
   json records = json::array();
   bool clean = true;

@@ -869,24 +869,23 @@ TEST_CASE("ocs: LINK_HOLD: links without a circuit or through a fibre expect no 
   b.run(300);
   CHECK(b.retrain_seen == 0);  // holding retrains nothing
   CHECK(b.m.link_check_o == 0xF);
+  // What an end (a commit's or the hold's) retrains, exactly once; the checks it leaves.
+  auto retrained_once = [&](uint32_t links, uint32_t checked) {
+    b.run(2);
+    CHECK(b.retrain_seen == links);
+    CHECK(b.m.link_check_o == checked);
+    b.retrain_seen = 0;
+    b.run(50);
+    CHECK(b.retrain_seen == 0);
+  };
   // A commit during the hold: its end retrains as always, and the hold goes on after it.
   b.stage_dac(9, 2222);
   b.wr(reg::commit::kOffset, 3);
   REQUIRE(b.wait_idle());
-  b.run(2);
-  CHECK(b.retrain_seen == 0x9);
-  CHECK(b.m.link_check_o == 0xF);
-  b.retrain_seen = 0;
-  b.run(50);
-  CHECK(b.retrain_seen == 0);
+  retrained_once(0x9, 0xF);
   // Released: the unmapped link and the fibre link that is not Active retrain, once.
   b.wr(reg::link_hold::kOffset, 0);
-  b.run(2);
-  CHECK(b.retrain_seen == 0x9);
-  CHECK(b.m.link_check_o == 0x6);
-  b.retrain_seen = 0;
-  b.run(50);
-  CHECK(b.retrain_seen == 0);
+  retrained_once(0x9, 0x6);
   // The other way: an Active fibre link keeps running through a hold and its release.
   b.links[0] = static_cast<int>(LinkState::Active);
   b.wr(reg::link_hold::kOffset, 1);
