@@ -6,6 +6,16 @@ function(mxtb_warnings target)
     $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Werror>)
 endfunction()
 
+# The suite's longest tests, with their seconds on two cores (a fresh clone's .ci/run). ctest -j
+# starts the costliest first, but a fresh clone has no Testing/Temporary/CTestCostData.txt: without
+# these it started formal_link_pair_bmc (about 200 s) near the end, with one core idle beside it.
+set(MXTB_TEST_COSTS
+  formal_link_pair_bmc=205 rtl_synth_yosys_ocs=145 coverage_ipbus=90 formal_board_bus_board=72
+  formal_board_bus_small=71 rtl_pnr_ice40_ipbus=66 bench_mutate_sample=66 formal_link_pair_live=59
+  formal_ocs_ctl_small=57 formal_ipbus_small=56 bench_reconfig=53 formal_link_train_default=48
+  bench_mutate_reviewer_sample=48 formal_catches_broken_rtl=43 formal_link_rx_small=43
+  integration_bridge=37 integration_rack_commit=36 fuzz_ipbus_target_1m=36)
+
 # mxtb_test(NAME n COMMAND cmd... LABELS l... [TIMEOUT s] [SKIP_GPU] [ENVIRONMENT VAR=value...])
 # Labels follow docs/testing.md: unit, rtl, sim, integration, gpu, bench.
 # SKIP_GPU: the test exits 77 when no GPU is present; ctest reports it skipped.
@@ -19,6 +29,11 @@ function(mxtb_test)
   endif()
   add_test(NAME ${T_NAME} COMMAND ${T_COMMAND} WORKING_DIRECTORY ${T_WORKING_DIRECTORY})
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT})
+  foreach(cost ${MXTB_TEST_COSTS})
+    if(cost MATCHES "^${T_NAME}=([0-9]+)$")
+      set_tests_properties(${T_NAME} PROPERTIES COST ${CMAKE_MATCH_1})
+    endif()
+  endforeach()
   if(T_ENVIRONMENT)
     set_tests_properties(${T_NAME} PROPERTIES ENVIRONMENT "${T_ENVIRONMENT}")
   endif()
