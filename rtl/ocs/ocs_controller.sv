@@ -399,6 +399,11 @@ module ocs_controller #(
   `ASSERT(ctl_safe_code_still_sweeping, !f_past_rst_n || !(seq_safe && seq_busy) || safe_code_q == f_past_safe_code)
   `ASSERT(ctl_watchdog_to_safe, !f_past_rst_n || !f_past_expire || safe_o)
   `ASSERT(ctl_watchdog_ends_hold, !f_past_rst_n || !f_past_expire || !hold_q)
+  // LINK_HOLD changes only by a write to it or by the watchdog's expiry: a commit, a rollback or a
+  // safe state leaves the host's hold as it was (rack_commit releases every board itself).
+  `ASSERT_PAST(f_past_hold, 1, hold_q)
+  `ASSERT_PAST(f_past_hold_write, 1, wr_req && wa == ocs_reg_pkg::LINK_HOLD_OFFSET)
+  `ASSERT(ctl_hold_by_write_or_expiry, !f_past_rst_n || hold_q == f_past_hold || f_past_hold_write || f_past_expire)
   `ASSERT(ctl_watchdog_held_safe, !seq_safe || !wd_expire)
   `ASSERT(ctl_safe_writes_safe_code, !(safe_o && dac_valid_o) || dac_code_o == f_past_safe_code)
   `ASSERT(ctl_irq_level, irq_o == |({ev_count != 16'd0, irq_q} & ~mask_q))
@@ -426,6 +431,7 @@ module ocs_controller #(
   `COVER(cov_ctl_watchdog_expiry, wd_expire)
   `COVER(cov_ctl_safe_clear, safe_clear && seq_safe)
   `COVER(cov_ctl_hold_ended_by_watchdog, wd_expire && hold_q)
+  `COVER(cov_ctl_hold_kept_through_commit, hold_q && commit)
   `COVER(cov_ctl_commit_busy_slverr, wr_req && wa == ocs_reg_pkg::COMMIT_OFFSET && wr_err)
   `COVER(cov_ctl_staged_busy_slverr, wr_req && seq_busy && wr_err)
   `COVER(cov_ctl_limits_locked_slverr, wr_req && limits_locked && wr_err && (wa == ocs_reg_pkg::DAC_MIN_OFFSET ||

@@ -883,6 +883,7 @@ TEST_CASE("ocs: LINK_HOLD: links without a circuit or through a fibre expect no 
   b.wr(reg::commit::kOffset, 3);
   REQUIRE(b.wait_idle());
   retrained_once(0x9, 0xF);
+  CHECK(b.rd(reg::link_hold::kOffset) == 1);  // the commit left the host's hold alone
   // Released: the unmapped link and the fibre link that is not Active retrain, once.
   b.wr(reg::link_hold::kOffset, 0);
   retrained_once(0x9, 0x6);
