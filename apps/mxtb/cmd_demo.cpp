@@ -8,11 +8,18 @@
 #include "apps/mxtb/demo_sweep.h"
 #include "apps/mxtb/engine_options.h"
 #include "apps/mxtb/plot.h"
+#include "apps/mxtb/scenario.h"
+#include "apps/mxtb/served_rack.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <optional>
 
 namespace mxtb::app {
 
@@ -50,13 +57,107 @@ bool plot_sweep(const SweepInputs& in, const std::vector<SweepPoint>& points, co
                      series, "linespoints lw 2");
 }
 
+// The rack rows: the same death on a rack of boards (its settle preset the run's), once with a
+// spare in the dead XPU's own server and once with that server's spares used up, so the spare is
+// in another one; the host's rack path (host/failover/rack_failover.h) each time.
+struct RackRows {
+  std::string source;                    // the rack file
+  nlohmann::json file;                   // as the served rack will read it
+  sim::rack::RackConfig cfg;
+  std::vector<protocol::RackXpu> victims;  // in the order they die
+};
+
+// Read, checked and the deaths chosen before anything starts: a bad rack file stops the demo here.
+RackRows prepare_rack_rows(const FailoverScenario& s, const std::string& rack_path) {
+  using protocol::RackXpu;
+  RackRows rows{rack_path, read_rack_file(rack_path), {}, {}};
+  rows.file["settle"] = sim::to_string(s.settle);
+  rows.cfg = parse_rack_scenario(rows.file, rack_path, source_root() + "/traces/calibration/mesh32.json");
+  const sim::rack::RackConfig& cfg = rows.cfg;
+  // The first server with a spare and two tenant XPUs; its XPU of the run's first failure if that
+  // one is the tenant's there, else its first.
+  const auto& placed = cfg.tenant.xpu_of_position;
+  const auto spares = spares_of(cfg.shape, cfg.tenant);
+  std::vector<RackXpu> victims;
+  for (int server = 0; server < cfg.shape.servers() && victims.empty(); ++server) {
+    std::vector<RackXpu> mine;
+    for (const auto& x : placed)
+      if (x.server == server) mine.push_back(x);
+    const auto own_spares = std::count_if(spares.begin(), spares.end(), [&](const RackXpu& x) { return x.server == server; });
+    if (own_spares == 0 || mine.size() < static_cast<size_t>(own_spares) + 1) continue;
+    const RackXpu first_failure{server, s.failures.front().xpu};
+    auto it = std::find(mine.begin(), mine.end(), first_failure);
+    if (it != mine.end()) std::rotate(mine.begin(), it, mine.end());
+    victims.assign(mine.begin(), mine.begin() + own_spares + 1);  // the last one finds its server's spares used
+  }
+  if (victims.empty())
+    throw InputError(fmt::format("--rack {}: no server has a spare and more tenant XPUs than spares, so neither case can be shown", rack_path));
+  rows.victims = victims;
+  return rows;
+}
+
+nlohmann::json run_rack_rows(const RackRows& prepared, const std::string& out_dir) {
+  const std::string out = out_dir + "/rack", path = out + "/scenario.json";
+  std::filesystem::create_directories(out);
+  {
+    std::ofstream f(path);  // closed before the served rack reads it
+    if (!(f << prepared.file.dump(2) << "\n")) throw std::runtime_error("cannot write " + path);
+  }
+  const sim::rack::RackConfig& cfg = prepared.cfg;
+  ServedRack served(cfg, path, source_root() + "/traces/calibration/mesh32.json", out, false);
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& v : prepared.victims) {
+    const auto rec = served.fail(v);
+    const bool placed_spare = rec.spare.server >= 0;
+    rows.push_back({{"case", !placed_spare ? "no spare" : rec.same_server ? "spare in the same server" : "spare in another server"},
+                    {"failed", rack_xpu_name(rec.failed)},
+                    {"spare", placed_spare ? nlohmann::json(rack_xpu_name(rec.spare)) : nlohmann::json(nullptr)},
+                    {"outcome", placed_spare ? nlohmann::json(to_string(rec.commit.outcome)) : nlohmann::json(nullptr)},
+                    {"boards_touched", rec.blast.boards_touched},
+                    {"xpus_left_active", rack_xpu_names(rec.blast.left_active)},
+                    {"words_lost", rec.blast.words_lost},
+                    {"scoreboard_errors", rec.blast.scoreboard_errors},
+                    {"lanes_active_ns", rec.done_ns > 0 ? nlohmann::json(rec.done_ns - rec.failure_ns) : nlohmann::json(nullptr)},
+                    {"problems", rec.problems}});
+  }
+  return {{"rack", cfg.name}, {"file", prepared.source}, {"servers", cfg.shape.servers()}, {"settle", prepared.file["settle"]}, {"rows", rows}};
+}
+
+// The demo's table beside the rack's rows and the prototype's 1.2 s: the same two ends for each,
+// every lane of the placement Active and the job's first verified collective.
+void print_rack_table(const DemoRun& r, const nlohmann::json& rack) {
+  const auto& t = r.failover.timeline;
+  const bool fast = !r.failover.records.empty() && r.failover.records.front().fast_path;
+  fmt::print("# the failover path, one server against a rack ({}, {} servers, settle {} as this run; docs/failover.md, \"The rack rows\")\n",
+             rack["rack"].get<std::string>(), rack["servers"].get<int>(), rack["settle"].get<std::string>());
+  fmt::print("  {:<30} {:>6} {:>6} {:<9} {:<7} {:>22} {:>34} {:>6}\n", "case", "failed", "spare", "path", "boards", "to every lane Active",
+             "to the first verified collective", "lost");
+  const auto& first = r.failover.records.front();
+  fmt::print("  {:<30} {:>6} {:>6} {:<9} {:<7} {:>19.1f} us {:>31.3f} ms {:>6}\n", "one server (this run)", first.failed,
+             first.spare ? std::to_string(*first.spare) : "-", fast ? "firmware" : "host", "0", t.hardware_ns / 1e3, t.total_ns / 1e6,
+             r.failover.passed() ? "0" : "-");
+  for (const auto& row : rack["rows"]) {
+    const bool done = !row["lanes_active_ns"].is_null();
+    fmt::print("  {:<30} {:>6} {:>6} {:<9} {:<7} {:>22} {:>34} {:>6}\n", "rack, " + row["case"].get<std::string>(),
+               row["failed"].get<std::string>(), row["spare"].is_null() ? "-" : row["spare"].get<std::string>(), "host",
+               fmt::format("{}", fmt::join(row["boards_touched"].get<std::vector<int>>(), ",")),
+               done ? fmt::format("{:.1f} us", row["lanes_active_ns"].get<double>() / 1e3) : "-",
+               "not run: no job on a rack tenant", row["words_lost"].get<uint64_t>());
+  }
+  fmt::print("  {:<30} {:>6} {:>6} {:<9} {:<7} {:>22} {:>34}\n", "the Morphlux prototype", "", "", "", "", "", "1.2 s (measured)");
+}
+
 }  // namespace
 
 int cmd_demo(const ArgList& argv) {
   Args args(argv, {"--scenario", "--scenario-seed", "--seed", "--out", "--json", "--time-mode", "--ipbus-timeout-ms", "--inject-stall",
-                   "--ipbus-target", "--restart", "--host-decide-ns"},
-            {"--no-waves", "--sweep"});
+                   "--ipbus-target", "--restart", "--host-decide-ns", "--rack"},
+            {"--no-waves", "--sweep", "--no-rack"});
   args.exclusive("--scenario", "--scenario-seed");
+  args.exclusive("--rack", "--no-rack");
+  // The rack rows: asked for, or by default for the main job (no scenario named).
+  const bool with_rack = args.has("--rack") || (!args.has("--no-rack") && !args.has("--scenario") && !args.has("--scenario-seed"));
+  const std::string rack_path = args.str("--rack", source_root() + "/traces/scenarios/rack/rack-2x1.json");
   FailoverScenario s =
       args.has("--scenario-seed")
           ? random_failover_scenario(args.u64("--scenario-seed", 1))
@@ -87,6 +188,8 @@ int cmd_demo(const ArgList& argv) {
     o.inject_stall = args.str("--inject-stall");
   }
   o.progress = [](const std::string& line) { fmt::print("  {}\n", line); };
+  std::optional<RackRows> rack_rows;
+  if (with_rack) rack_rows = prepare_rack_rows(s, rack_path);
   if (s.time_mode == "lockstep")
     fmt::print("mxtb demo: scenario {} (seed {}), time mode {}, {} XPUs x {} lanes, {}-port mesh, {} settle\n", s.name,
                s.seed, s.time_mode, s.shape.xpus, s.shape.lanes_per_xpu, s.shape.mesh_ports, sim::to_string(s.settle));
@@ -96,9 +199,27 @@ int cmd_demo(const ArgList& argv) {
              "executing the packet, {} status rounds while its process was silent), slowest answer {:.1f} ms\n", r.sim_ns / 1000.0,
              r.wall_s, r.client.packets_sent, r.client.timeouts, r.client.busy_waits, r.client.silent_waits, r.client.worst_answer_ms);
   for (const auto& p : r.written) fmt::print("  wrote {}\n", p);
+  std::vector<std::string> failures = r.failover.failures;
+  nlohmann::json rack;
+  if (rack_rows && r.failover.passed()) {
+    rack = run_rack_rows(*rack_rows, o.out_dir);
+    print_rack_table(r, rack);
+    for (const auto& row : rack["rows"]) {
+      const std::string who = fmt::format("rack {}, XPU {} ({})", rack["rack"].get<std::string>(), row["failed"].get<std::string>(),
+                                          row["case"].get<std::string>());
+      if (row["words_lost"] != 0 || row["scoreboard_errors"] != 0)
+        failures.push_back(fmt::format("{}: {} words lost, {} scoreboard errors", who, row["words_lost"].dump(), row["scoreboard_errors"].dump()));
+      if (!row["spare"].is_null() && row["outcome"] != "committed")
+        failures.push_back(fmt::format("{}: the placement was {}", who, row["outcome"].get<std::string>()));
+    }
+  } else if (rack_rows) {
+    fmt::print("no rack rows: the run they stand beside failed\n");
+  }
   if (args.has("--json")) {
+    nlohmann::json j = demo_json(s, r);
+    if (!rack.is_null()) j["rack"] = rack;
     std::ofstream f(args.str("--json"));
-    if (!(f << demo_json(s, r).dump(2) << "\n")) throw std::runtime_error("cannot write " + args.str("--json"));
+    if (!(f << j.dump(2) << "\n")) throw std::runtime_error("cannot write " + args.str("--json"));
   }
   if (sweep && r.failover.passed()) {
     SweepInputs in;
@@ -116,11 +237,11 @@ int cmd_demo(const ArgList& argv) {
     plot_sweep(in, points, svg);  // says what it wrote, or why it could not
   }
   if (sweep && !r.failover.passed()) fmt::print("no what-if sweep: the run it would start from failed\n");
-  if (r.failover.passed()) {
+  if (failures.empty()) {
     fmt::print("PASS\n");
     return 0;
   }
-  for (const auto& f : r.failover.failures) fmt::print("FAIL: {}\n", f);
+  for (const auto& f : failures) fmt::print("FAIL: {}\n", f);
   return 1;
 }
 

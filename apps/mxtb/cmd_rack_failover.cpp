@@ -5,6 +5,7 @@
 #include "apps/mxtb/args.h"
 #include "apps/mxtb/commands.h"
 #include "apps/mxtb/scenario.h"
+#include "apps/mxtb/served_rack.h"
 
 #include "host/fabric/board.h"
 #include "host/fabric/client.h"
@@ -32,16 +33,6 @@ using protocol::RackXpu;
 
 namespace {
 
-std::string name(const RackXpu& x) { return fmt::format("{}.{}", x.server, x.xpu); }
-
-// XPU names in (server, XPU) order.
-std::vector<std::string> names(std::vector<RackXpu> xs) {
-  std::sort(xs.begin(), xs.end(), [](const RackXpu& a, const RackXpu& b) { return std::tie(a.server, a.xpu) < std::tie(b.server, b.xpu); });
-  std::vector<std::string> out;
-  for (const auto& x : xs) out.push_back(name(x));
-  return out;
-}
-
 // "S.X": server S's XPU X, checked against the rack.
 RackXpu parse_rack_xpu(const std::string& text, const protocol::RackShape& shape) {
   const auto dot = text.find('.');
@@ -63,23 +54,13 @@ RackXpu parse_rack_xpu(const std::string& text, const protocol::RackShape& shape
   return x;
 }
 
-// The rack's XPUs outside the tenant: its spares.
-std::vector<RackXpu> spares_of(const protocol::RackShape& shape, const protocol::RackPlacement& p) {
-  std::vector<RackXpu> out;
-  for (int s = 0; s < shape.servers(); ++s)
-    for (int x = 0; x < shape.server.xpus; ++x)
-      if (std::find(p.xpu_of_position.begin(), p.xpu_of_position.end(), RackXpu{s, x}) == p.xpu_of_position.end())
-        out.push_back({s, x});
-  return out;
-}
-
 json record_json(const host::failover::RackFailoverRecord& r) {
   json steps = json::array();
   for (const auto& s : r.commit.steps)
     steps.push_back({{"server", s.server}, {"step", to_string(s.step)}, {"ns", s.end_ns - s.start_ns}, {"ok", s.ok}, {"detail", s.detail}});
   const bool placed = r.spare.server >= 0;
-  return {{"failed", name(r.failed)},
-          {"spare", placed ? json(name(r.spare)) : json(nullptr)},
+  return {{"failed", rack_xpu_name(r.failed)},
+          {"spare", placed ? json(rack_xpu_name(r.spare)) : json(nullptr)},
           {"same_server", r.same_server},
           {"spare_reason", r.spare_reason},
           {"outcome", placed ? json(to_string(r.commit.outcome)) : json(nullptr)},
@@ -87,8 +68,8 @@ json record_json(const host::failover::RackFailoverRecord& r) {
           {"steps", steps},
           {"blast_radius",
            {{"boards_touched", r.blast.boards_touched},
-            {"xpus_left_active", names(r.blast.left_active)},
-            {"xpus_left_active_outside_circuits", names(r.blast.outside())},
+            {"xpus_left_active", rack_xpu_names(r.blast.left_active)},
+            {"xpus_left_active_outside_circuits", rack_xpu_names(r.blast.outside())},
             {"lanes_left_active_by_server", r.blast.lanes_left_active},
             {"scoreboard_errors", r.blast.scoreboard_errors},
             {"words_lost", r.blast.words_lost}}},
@@ -165,13 +146,13 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, std
       };
     const auto rec = host::failover::rack_failover(boards, tenant, static_cast<double>(at), oi);
     json rj = record_json(rec);
-    rj["killed"] = name(victim);
-    if (second.server >= 0) rj["killed_during_transaction"] = name(second);
+    rj["killed"] = rack_xpu_name(victim);
+    if (second.server >= 0) rj["killed_during_transaction"] = rack_xpu_name(second);
     records.push_back(rj);
     if (!first) first = rack_timeline(rec, plan.scenario.at("name").get<std::string>(), seed);
-    const std::string who = fmt::format("death {} ({})", i + 1, name(victim));
+    const std::string who = fmt::format("death {} ({})", i + 1, rack_xpu_name(victim));
     if (!(rec.failed == victim)) {
-      failures.push_back(fmt::format("{}: the host took {} for the dead XPU", who, rec.failed.server < 0 ? "none" : name(rec.failed)));
+      failures.push_back(fmt::format("{}: the host took {} for the dead XPU", who, rec.failed.server < 0 ? "none" : rack_xpu_name(rec.failed)));
       all_replaced = false;
       break;
     }
@@ -274,49 +255,24 @@ int cmd_rack_failover(const ArgList& argv) {
     if (!(f << plan->scenario.dump(2) << "\n")) throw InputError(fmt::format("cannot write {}", path));
   }
 
-  host::failover::RackTenant tenant;
-  tenant.placement = cfg.tenant;
-  tenant.spares = spares_of(shape, cfg.tenant);
-  host::failover::RackFailoverOptions o;
-  o.commit.shape = shape;
-  o.commit.wiring = cfg.wiring;
-
-  std::vector<std::string> rack_args{"--scenario", path, "--calibration", calibration, "--serve", "--time-mode", "lockstep",
-                                     "--listen", "127.0.0.1:0", "--out", out};
-  host::fabric::EmulatorProcess emulator(host::fabric::self_executable(), rack_args, out + "/rack.log", std::chrono::seconds(300), "rack",
-                                         shape.servers());
-  host::fabric::ClientOptions co;
-  co.timeout = std::chrono::milliseconds(10'000);
-  std::vector<std::unique_ptr<host::fabric::Client>> clients;
-  std::vector<std::unique_ptr<host::fabric::Board>> owned;
-  std::vector<host::fabric::Board*> boards;
-  for (const auto& t : emulator.targets()) {
-    fmt::print("server {} at {}\n", clients.size(), t);
-    clients.push_back(std::make_unique<host::fabric::Client>(t, co));
-    owned.push_back(std::make_unique<host::fabric::Board>(*clients.back()));
-    boards.push_back(owned.back().get());
-  }
-  const auto maps = protocol::rack_torus_map(shape, cfg.wiring, cfg.tenant).port_target;
-  if (!host::failover::lanes_active(boards, maps, shape.server.links(), 500'000))
-    throw InputError(fmt::format("{}: the tenant's lanes are not all Active 500 us after bring-up (see {}/rack.log)", path, out));
-
+  ServedRack rack(cfg, path, calibration, out, true);
+  std::vector<host::fabric::Board*>& boards = rack.boards;
+  host::failover::RackTenant& tenant = rack.tenant;
+  const host::failover::RackFailoverOptions& o = rack.options;
   fmt::print("# {} ({} servers), tenant of {} XPUs, spares {}\n", cfg.name, shape.servers(), tenant.placement.xpu_of_position.size(),
-             fmt::join(names(tenant.spares), ","));
+             fmt::join(rack_xpu_names(tenant.spares), ","));
   if (seeded) return run_seed(*plan, seed, path, json_path, boards, tenant, o, cfg);
   fmt::print("#  failed  spare  case           outcome    boards  XPUs whose links left Active   lanes  errors   lost   detect(us)   total(us)\n");
   json records = json::array();
   bool clean = true;
   for (const RackXpu& x : deaths) {
-    for (auto* b : boards) b->pop_events();
-    const uint64_t at = boards[0]->clock().now_ns() + 5'000;
-    boards[static_cast<size_t>(x.server)]->arm_fault(emu::FaultKind::KillXpu, static_cast<uint32_t>(x.xpu), 0, at);
-    const auto rec = host::failover::rack_failover(boards, tenant, static_cast<double>(at), o);
-    const std::vector<std::string> left = names(rec.blast.left_active);
+    const auto rec = rack.fail(x);
+    const std::vector<std::string> left = rack_xpu_names(rec.blast.left_active);
     int lanes = 0;
     for (int n : rec.blast.lanes_left_active) lanes += n;
     const bool placed = rec.spare.server >= 0;
-    fmt::print("  {:>6}  {:>5}  {:<13}  {:<9}  {:<6}  {:<28}  {:>5}  {:>6}  {:>5}  {:>11.1f}  {:>10}\n", name(rec.failed),
-               placed ? name(rec.spare) : "-", !placed ? "no spare" : rec.same_server ? "same server" : "other server",
+    fmt::print("  {:>6}  {:>5}  {:<13}  {:<9}  {:<6}  {:<28}  {:>5}  {:>6}  {:>5}  {:>11.1f}  {:>10}\n", rack_xpu_name(rec.failed),
+               placed ? rack_xpu_name(rec.spare) : "-", !placed ? "no spare" : rec.same_server ? "same server" : "other server",
                placed ? to_string(rec.commit.outcome) : "-", fmt::format("{}", fmt::join(rec.blast.boards_touched, ",")),
                fmt::format("{}", fmt::join(left, ",")), lanes, rec.blast.scoreboard_errors, rec.blast.words_lost, (rec.detected_ns - rec.failure_ns) / 1000,
                rec.done_ns > 0 ? fmt::format("{:.1f}", (rec.done_ns - rec.failure_ns) / 1000) : "-");

@@ -28,7 +28,7 @@ const Command kCommands[] = {
     {"demo", mxtb::app::cmd_demo,
      R"(demo [--scenario FILE | --scenario-seed N] [--seed N] [--out DIR] [--json FILE] [--no-waves]
     [--ipbus-timeout-ms MS] [--inject-stall MS/EVERY] [--restart hot-spare|relaunch|both|none]
-    [--sweep] [--host-decide-ns NS] [--ipbus-target rtl|cpp]
+    [--sweep] [--host-decide-ns NS] [--ipbus-target rtl|cpp] [--rack FILE | --no-rack]
     the main job: the emulator on loopback, the failover manager over IPbus, an XPU killed and
     replaced by a spare; phase table against 1.2 s, report.json, timeline.json/.svg, waves.fst.
     The IPbus client waits MS per attempt (default 1000); --inject-stall is the stress harness's
@@ -41,7 +41,9 @@ const Command kCommands[] = {
     run's measured phases (sweep.json, sweep.svg)). --host-decide-ns charges the host's decide
     compute as NS instead of measuring it: a report's figure host_decide_ns replays that run.
     --ipbus-target: the emulator's IPbus target (see sim; default: the scenario's ipbus_target,
-    else MXTB_IPBUS_TARGET, else rtl))"},
+    else MXTB_IPBUS_TARGET, else rtl). --rack: the rack rows beside the run's (default with no
+    scenario named: traces/scenarios/rack/rack-2x1.json): the same death on a rack of boards at
+    the run's settle, its spare in the same server and then in another, by the host's rack path)"},
     {"rank", mxtb::app::cmd_rank,
      R"(rank --store DIR [--library gloo|nccl] [--timeout-ms MS]
     one rank of the job, driven over stdin/stdout by the failover manager (host/comm/rank.h);

@@ -985,8 +985,10 @@ sim::rack::RackConfig parse_rack_scenario(const json& j, const std::string& sour
   return c;
 }
 
+nlohmann::json read_rack_file(const std::string& path) { return read_json_file<ScenarioError>(path, "rack file"); }
+
 sim::rack::RackConfig load_rack_scenario(const std::string& path, const std::string& calibration_file) {
-  return parse_rack_scenario(read_json_file<ScenarioError>(path, "rack file"), path, calibration_file);
+  return parse_rack_scenario(read_rack_file(path), path, calibration_file);
 }
 
 json to_json(const sim::rack::RackConfig& c) {

@@ -125,6 +125,8 @@ host::failover::FailoverRun failover_run(const FailoverScenario& s);
 // and the fibres' faults, checked whole (sim::rack::check_rack) before anything starts: errors
 // name the file and the field or the fibre. `calibration_file`: every server's mesh calibration.
 sim::rack::RackConfig load_rack_scenario(const std::string& path, const std::string& calibration_file);
+// A rack file's JSON as read, before parse_rack_scenario (ScenarioError naming it if unreadable).
+nlohmann::json read_rack_file(const std::string& path);
 sim::rack::RackConfig parse_rack_scenario(const nlohmann::json& j, const std::string& source, const std::string& calibration_file);
 // The rack's configuration as the report names it (name, seed, servers, wiring with each fibre's
 // latency and loss, tenant, run).

@@ -1,0 +1,65 @@
+#include "apps/mxtb/served_rack.h"
+
+#include "apps/mxtb/args.h"
+#include "protocol/rack_map.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <tuple>
+
+namespace mxtb::app {
+
+using protocol::RackXpu;
+
+std::string rack_xpu_name(const RackXpu& x) { return fmt::format("{}.{}", x.server, x.xpu); }
+
+std::vector<std::string> rack_xpu_names(std::vector<RackXpu> xs) {
+  std::sort(xs.begin(), xs.end(), [](const RackXpu& a, const RackXpu& b) { return std::tie(a.server, a.xpu) < std::tie(b.server, b.xpu); });
+  std::vector<std::string> out;
+  for (const auto& x : xs) out.push_back(rack_xpu_name(x));
+  return out;
+}
+
+std::vector<RackXpu> spares_of(const protocol::RackShape& shape, const protocol::RackPlacement& p) {
+  std::vector<RackXpu> out;
+  for (int s = 0; s < shape.servers(); ++s)
+    for (int x = 0; x < shape.server.xpus; ++x)
+      if (std::find(p.xpu_of_position.begin(), p.xpu_of_position.end(), RackXpu{s, x}) == p.xpu_of_position.end())
+        out.push_back({s, x});
+  return out;
+}
+
+ServedRack::ServedRack(sim::rack::RackConfig config, const std::string& scenario_path, const std::string& calibration,
+                       const std::string& out, bool announce)
+    : cfg(std::move(config)) {
+  const protocol::RackShape& shape = cfg.shape;
+  tenant.placement = cfg.tenant;
+  tenant.spares = spares_of(shape, cfg.tenant);
+  options.commit.shape = shape;
+  options.commit.wiring = cfg.wiring;
+  const std::vector<std::string> rack_args{"--scenario", scenario_path, "--calibration", calibration, "--serve", "--time-mode",
+                                           "lockstep",   "--listen",     "127.0.0.1:0",   "--out",       out};
+  emulator_ = std::make_unique<host::fabric::EmulatorProcess>(host::fabric::self_executable(), rack_args, out + "/rack.log",
+                                                              std::chrono::seconds(300), "rack", shape.servers());
+  host::fabric::ClientOptions co;
+  co.timeout = std::chrono::milliseconds(10'000);
+  for (const auto& t : emulator_->targets()) {
+    if (announce) fmt::print("server {} at {}\n", clients_.size(), t);
+    clients_.push_back(std::make_unique<host::fabric::Client>(t, co));
+    owned_.push_back(std::make_unique<host::fabric::Board>(*clients_.back()));
+    boards.push_back(owned_.back().get());
+  }
+  const auto maps = protocol::rack_torus_map(shape, cfg.wiring, cfg.tenant).port_target;
+  if (!host::failover::lanes_active(boards, maps, shape.server.links(), 500'000))
+    throw InputError(fmt::format("{}: the tenant's lanes are not all Active 500 us after bring-up (see {}/rack.log)", scenario_path, out));
+}
+
+host::failover::RackFailoverRecord ServedRack::fail(const RackXpu& x, uint64_t after_ns) {
+  for (auto* b : boards) b->pop_events();
+  const uint64_t at = boards[0]->clock().now_ns() + after_ns;
+  boards[static_cast<size_t>(x.server)]->arm_fault(emu::FaultKind::KillXpu, static_cast<uint32_t>(x.xpu), 0, at);
+  return host::failover::rack_failover(boards, tenant, static_cast<double>(at), options);
+}
+
+}  // namespace mxtb::app

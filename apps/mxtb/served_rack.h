@@ -1,0 +1,47 @@
+// A rack served as `mxtb rack --serve` in lockstep (a child process on loopback) and the host's
+// boards on it, one IPbus client a server, as the host would reach S boards: what `mxtb
+// rack-failover` and the demo's rack rows fail XPUs on (docs/rack.md, "Failover in a rack").
+#pragma once
+
+#include "host/fabric/board.h"
+#include "host/fabric/client.h"
+#include "host/fabric/emulator_process.h"
+#include "host/failover/rack_failover.h"
+#include "sim/rack/rack_config.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mxtb::app {
+
+class ServedRack {
+ public:
+  // Starts the rack of `scenario_path` (already parsed into cfg) with its log in out/rack.log and
+  // waits until every lane of the tenant's placement is Active; throws InputError otherwise.
+  // `announce`: print each server's address as it is reached.
+  ServedRack(sim::rack::RackConfig cfg, const std::string& scenario_path, const std::string& calibration, const std::string& out,
+             bool announce);
+
+  // Kills XPU x `after_ns` of board time from now and fails it over by the host's rack path.
+  host::failover::RackFailoverRecord fail(const protocol::RackXpu& x, uint64_t after_ns = 5'000);
+
+  const sim::rack::RackConfig cfg;
+  host::failover::RackTenant tenant;
+  host::failover::RackFailoverOptions options;
+  std::vector<host::fabric::Board*> boards;
+
+ private:
+  std::unique_ptr<host::fabric::EmulatorProcess> emulator_;
+  std::vector<std::unique_ptr<host::fabric::Client>> clients_;
+  std::vector<std::unique_ptr<host::fabric::Board>> owned_;
+};
+
+// The rack's XPUs outside the tenant: its spares.
+std::vector<protocol::RackXpu> spares_of(const protocol::RackShape& shape, const protocol::RackPlacement& p);
+
+// "S.X", and names in (server, XPU) order.
+std::string rack_xpu_name(const protocol::RackXpu& x);
+std::vector<std::string> rack_xpu_names(std::vector<protocol::RackXpu> xs);
+
+}  // namespace mxtb::app
