@@ -177,5 +177,18 @@ module link_endpoint
   `ASSERT_PAST(f_past_exhausted, 1, active && replay_exhausted)
   `ASSERT(link_replays_bounded, !f_past_rst_n || !f_past_exhausted || !active)
   `ASSERT(link_flush_outside_active, !(flush && active))
+`ifdef MXTB_ASSERT_ON
+  // The block lock this endpoint was given: under light, the lock rises exactly the cycle after
+  // the LOCK_GOOD-th valid header in a row (docs/link-layer.md), counted here from the lock's own
+  // outputs, so that the parameter passed to it is checked where the endpoint passes it.
+  logic [15:0] f_good_run;
+  always_ff @(posedge clk_i or negedge rst_ni)
+    if (!rst_ni) f_good_run <= '0;
+    else if (!lane_sd_i || lock || !hdr_valid) f_good_run <= '0;
+    else f_good_run <= f_good_run + 16'd1;
+  `ASSERT_PAST(f_past_lock, 1, lock)
+  `ASSERT_PAST(f_past_lock_due, 1, lane_sd_i && !lock && hdr_valid && f_good_run == 16'(LOCK_GOOD - 1))
+  `ASSERT(link_lock_after_lock_good, !f_past_rst_n || (lock && !f_past_lock) == f_past_lock_due)
+`endif
 
 endmodule
