@@ -75,6 +75,10 @@ struct Client::Impl {
   udp::socket sock{io};
   udp::endpoint remote;
   uint16_t next_id = 1;
+  // An exchange gave up (TimeoutError): packets it numbered may never have reached the target,
+  // which then still expects the first of them. The next exchange takes its first id from the
+  // target's status instead of going on from next_id.
+  bool out_of_step = false;
   uint16_t next_tx_id = 0;
   uint32_t window = 1;
   std::vector<Tx> queue;
@@ -208,8 +212,18 @@ void Client::dispatch(std::chrono::milliseconds timeout) {
   std::vector<Tx> queued = std::move(impl_->queue);
   impl_->queue.clear();
   if (queued.empty()) return;
+  if (opts_.sequenced && impl_->out_of_step) {
+    StatusReply s = status();  // throws while the target still does not answer: out of step still
+    impl_->next_id = s.next_expected_id == 0 ? 1 : s.next_expected_id;
+    impl_->out_of_step = false;
+  }
   Impl::Exchange x(*this, queued);
-  x.run(timeout);
+  try {
+    x.run(timeout);
+  } catch (const TimeoutError&) {
+    impl_->out_of_step = true;
+    throw;
+  }
   x.deliver();
 }
 
@@ -353,9 +367,18 @@ void Client::Impl::Exchange::recover(std::chrono::milliseconds timeout) {
   // the sent history (4 deep) would hold it or a packet sent after it (answered since or not);
   // the received history alone may have lost it behind those.
   const Packet& oldest = packets[in_flight.front()];
+  // How far the target is past the oldest packet waiting for its reply: 0, it never got it; up to
+  // the packets sent since, it got that many. Anything else (it expects an id before this
+  // exchange's) is a target out of step with the client, never a packet it is executing.
+  const uint16_t expected = s.next_expected_id == 0 ? 1 : s.next_expected_id;  // 0: a target that took none yet
+  const uint32_t past = (uint32_t{expected} + 0xFFFF - oldest.id) % 0xFFFF;
+  if (past > next_to_send - in_flight.front())
+    throw TimeoutError(fmt::format("IPbus target {}: expects packet {}, but the oldest packet waiting for a reply is {}: out of "
+                                   "step with this client; its next request starts from the target's id", c.target_,
+                                   expected, oldest.id));
   bool replied = false;
   for (size_t k = in_flight.front(); k < next_to_send && !replied; ++k) replied = has_packet_id(s.sent_headers, packets[k].id);
-  if (oldest.id != s.next_expected_id && !replied) {
+  if (past != 0 && !replied) {
     --rounds;
     ++c.stats_.busy_waits;
     auto now = std::chrono::steady_clock::now();
@@ -367,7 +390,7 @@ void Client::Impl::Exchange::recover(std::chrono::milliseconds timeout) {
   }
   bool received = true;
   for (size_t k : in_flight) {
-    if (packets[k].id == s.next_expected_id) received = false;
+    if (packets[k].id == expected) received = false;
     if (received) {
       std::vector<uint32_t> r{encode(PacketHeader{PacketType::Resend, packets[k].id})};
       c.impl_->send(to_bytes(r, c.opts_.order));

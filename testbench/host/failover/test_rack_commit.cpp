@@ -262,7 +262,9 @@ TEST_CASE("rack commit: its rules, each both ways, on a served rack of two serve
       if (server == 1 && step == RackStep::Phase2 && !restore.joinable()) {
         r.shim.set_down(true);
         restore = std::thread([&] {
-          std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+          // Well past what the far client gives a board (an attempt of 300 ms and a status of
+          // 3 x 300 ms: 1.2 s, which 1.2 s of silence only just passed), within the deadline.
+          std::this_thread::sleep_for(std::chrono::milliseconds(2500));
           r.shim.set_down(false);
         });
       }
