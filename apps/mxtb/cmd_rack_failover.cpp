@@ -24,6 +24,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <tuple>
 
 namespace mxtb::app {
@@ -32,6 +33,10 @@ using nlohmann::json;
 using protocol::RackXpu;
 
 namespace {
+
+// How long the host asks a board that stopped answering again before it is unresolved (wall
+// time), in the campaign: the client's own budget is ServedRack::kSilentClientBudget.
+constexpr std::chrono::milliseconds kSilentAnswerDeadline{4'000};
 
 // "S.X": server S's XPU X, checked against the rack.
 RackXpu parse_rack_xpu(const std::string& text, const protocol::RackShape& shape) {
@@ -59,6 +64,8 @@ json record_json(const host::failover::RackFailoverRecord& r) {
   for (const auto& s : r.commit.steps)
     steps.push_back({{"server", s.server}, {"step", to_string(s.step)}, {"ns", s.end_ns - s.start_ns}, {"ok", s.ok}, {"detail", s.detail}});
   const bool placed = r.spare.server >= 0;
+  // Unresolved: a board did not answer to the end, so nothing after the transaction was measured.
+  const bool measured = r.commit.outcome != host::failover::RackOutcome::Unresolved;
   return {{"failed", rack_xpu_name(r.failed)},
           {"spare", placed ? json(rack_xpu_name(r.spare)) : json(nullptr)},
           {"same_server", r.same_server},
@@ -67,12 +74,13 @@ json record_json(const host::failover::RackFailoverRecord& r) {
           {"why", r.commit.why},
           {"steps", steps},
           {"blast_radius",
-           {{"boards_touched", r.blast.boards_touched},
-            {"xpus_left_active", rack_xpu_names(r.blast.left_active)},
-            {"xpus_left_active_outside_circuits", rack_xpu_names(r.blast.outside())},
-            {"lanes_left_active_by_server", r.blast.lanes_left_active},
-            {"scoreboard_errors", r.blast.scoreboard_errors},
-            {"words_lost", r.blast.words_lost}}},
+           measured ? json{{"boards_touched", r.blast.boards_touched},
+                           {"xpus_left_active", rack_xpu_names(r.blast.left_active)},
+                           {"xpus_left_active_outside_circuits", rack_xpu_names(r.blast.outside())},
+                           {"lanes_left_active_by_server", r.blast.lanes_left_active},
+                           {"scoreboard_errors", r.blast.scoreboard_errors},
+                           {"words_lost", r.blast.words_lost}}
+                    : json(nullptr)},
           {"detect_ns", r.detected_ns - r.failure_ns},
           {"total_ns", r.done_ns > 0 ? json(r.done_ns - r.failure_ns) : json(nullptr)},
           {"problems", r.problems}};
@@ -106,11 +114,14 @@ host::report::Timeline rack_timeline(const host::failover::RackFailoverRecord& r
 
 // `--scenario-seed N` (mxtb regress --rack): the deaths and faults the seed draws, each death
 // failed over; every rule of docs/rack.md's campaign checked, each broken one a failure.
-std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, std::vector<host::fabric::Board*>& boards,
-                                    host::failover::RackTenant& tenant, const host::failover::RackFailoverOptions& o,
-                                    const sim::rack::RackConfig& cfg, json& records, std::optional<host::report::Timeline>& first) {
+std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, ServedRack& rack, json& records,
+                                    std::optional<host::report::Timeline>& first) {
   using host::failover::RackOutcome;
   using host::failover::RackStep;
+  std::vector<host::fabric::Board*>& boards = rack.boards;
+  host::failover::RackTenant& tenant = rack.tenant;
+  const host::failover::RackFailoverOptions& o = rack.options;
+  const sim::rack::RackConfig& cfg = rack.cfg;
   const protocol::RackShape& shape = cfg.shape;
   std::vector<std::string> failures;
   // The host's journal: the maps the boards run (the bring-up's until a failover placed others).
@@ -124,7 +135,7 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, std
     return m;
   };
   const RackStep second_steps[] = {RackStep::Hold, RackStep::Phase1, RackStep::Phase2, RackStep::Release, RackStep::Verify};
-  bool all_replaced = true, second_died = false;
+  bool all_replaced = true, second_died = false, went_silent = false;
   for (size_t i = 0; i < plan.pick.size(); ++i) {
     for (auto* b : boards) b->pop_events();
     const std::vector<RackXpu> placed = tenant.placement.xpu_of_position;
@@ -144,10 +155,43 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, std
         boards[static_cast<size_t>(second.server)]->arm_fault(emu::FaultKind::KillXpu, static_cast<uint32_t>(second.xpu), 0,
                                                               boards[0]->clock().now_ns() + plan.second_delay_ns);
       };
-    const auto rec = host::failover::rack_failover(boards, tenant, static_cast<double>(at), oi);
+    // A board that stops answering: its network unplugged at the step, plugged back silent_ms later.
+    int silent = -1;
+    std::thread plug_back;
+    if (static_cast<int>(i) == plan.silent_during) {
+      oi.commit.answer_deadline = kSilentAnswerDeadline;
+      oi.commit.before_step = [&](int server, RackStep step) {
+        if (silent >= 0 || step != second_steps[plan.silent_step]) return;
+        silent = server;
+        rack.unplug(server, true);
+        plug_back = std::thread([&rack, server, ms = plan.silent_ms] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+          rack.unplug(server, false);
+        });
+      };
+    }
+    auto rec = host::failover::rack_failover(boards, tenant, static_cast<double>(at), oi);
+    if (plug_back.joinable()) plug_back.join();
+    went_silent = silent >= 0;
     json rj = record_json(rec);
     rj["killed"] = rack_xpu_name(victim);
     if (second.server >= 0) rj["killed_during_transaction"] = rack_xpu_name(second);
+    if (went_silent) rj["silent_board"] = {{"server", silent}, {"step", to_string(second_steps[plan.silent_step])}, {"ms", plan.silent_ms}};
+    if (rec.commit.outcome == RackOutcome::Unresolved && went_silent) {
+      // Answering again: every board the transaction touched back to the journal's map.
+      std::vector<host::failover::RackBoard> part;
+      for (int s : rec.blast.boards_touched) {
+        const auto su = static_cast<size_t>(s);
+        part.push_back({s, boards[su], [&rack, s] { return rack.reconnect(s); }, journal[su], journal[su]});
+      }
+      const auto recovery = host::failover::rack_recover(part, oi.commit);
+      rj["recovery"] = {{"outcome", to_string(recovery.outcome)}, {"why", recovery.why}, {"left_out", recovery.left_out}};
+      rec.commit.left_out.insert(rec.commit.left_out.end(), recovery.left_out.begin(), recovery.left_out.end());
+      if (recovery.outcome != RackOutcome::RolledBack || !recovery.unresolved.empty())
+        failures.push_back(fmt::format("death {} ({}): the silent board answers again, but its recovery was {}: {}", i + 1,
+                                       rack_xpu_name(victim), to_string(recovery.outcome), recovery.why));
+      rec.commit.outcome = RackOutcome::RolledBack;  // judged below as a rollback: every board as before
+    }
     records.push_back(rj);
     if (!first) first = rack_timeline(rec, plan.scenario.at("name").get<std::string>(), seed);
     const std::string who = fmt::format("death {} ({})", i + 1, rack_xpu_name(victim));
@@ -180,7 +224,7 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, std
         if (read_maps() != expected)
           failures.push_back(fmt::format("{}: {} ({}), but a board's map is not the journal's: half-configured", who,
                                          to_string(rec.commit.outcome), rec.commit.why));
-        if (!second_died && plan.cut_fibre < 0)
+        if (!second_died && plan.cut_fibre < 0 && !went_silent)
           failures.push_back(fmt::format("{}: {} with no second death and no cut fibre: {}", who, to_string(rec.commit.outcome), rec.commit.why));
         all_replaced = false;
         break;
@@ -201,22 +245,29 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, std
 
 // One seed of the campaign: its deaths failed over, a line each, its rules' failures, and its JSON
 // (the first failover's timeline as report.json's). Exit 0 when no rule broke.
-int run_seed(const RackSeedPlan& plan, uint64_t seed, const std::string& path, const std::string& json_path,
-             std::vector<host::fabric::Board*>& boards, host::failover::RackTenant& tenant,
-             const host::failover::RackFailoverOptions& o, const sim::rack::RackConfig& cfg) {
-  const protocol::RackShape& shape = cfg.shape;
+int run_seed(const RackSeedPlan& plan, uint64_t seed, const std::string& path, const std::string& json_path, ServedRack& rack) {
+  const protocol::RackShape& shape = rack.cfg.shape;
+  const sim::rack::RackConfig& cfg = rack.cfg;
   json records = json::array();
   std::optional<host::report::Timeline> first;
-  const auto failures = run_seeded(plan, seed, boards, tenant, o, cfg, records, first);
-  for (const auto& r : records)
-    fmt::print("  killed {}{}: spare {}, {}; boards {}; {} errors, {} words lost{}\n", r["killed"].get<std::string>(),
+  const auto failures = run_seeded(plan, seed, rack, records, first);
+  for (const auto& r : records) {
+    const json& blast = r["blast_radius"];
+    fmt::print("  killed {}{}{}: spare {}, {}{}; {}{}\n", r["killed"].get<std::string>(),
                r.contains("killed_during_transaction") ? " (and " + r["killed_during_transaction"].get<std::string>() + " during its transaction)" : "",
+               r.contains("silent_board") ? fmt::format(" (server {} silent {} ms from its {})", r["silent_board"]["server"].get<int>(),
+                                                        r["silent_board"]["ms"].get<uint64_t>(), r["silent_board"]["step"].get<std::string>())
+                                          : "",
                r["spare"].is_null() ? "none" : r["spare"].get<std::string>(), r["outcome"].is_null() ? "nothing placed" : r["outcome"].get<std::string>(),
-               r["blast_radius"]["boards_touched"].dump(), r["blast_radius"]["scoreboard_errors"].get<uint64_t>(),
-               r["blast_radius"]["words_lost"].get<uint64_t>(), r["problems"].empty() ? "" : "; " + r["problems"][0].get<std::string>());
+               r.contains("recovery") ? ", recovered: " + r["recovery"]["outcome"].get<std::string>() : "",
+               blast.is_null() ? "blast radius not measured (a board did not answer)"
+                               : fmt::format("boards {}; {} errors, {} words lost", blast["boards_touched"].dump(),
+                                             blast["scoreboard_errors"].get<uint64_t>(), blast["words_lost"].get<uint64_t>()),
+               r["problems"].empty() ? "" : "; " + r["problems"][0].get<std::string>());
+  }
   for (const auto& f : failures) fmt::print("  FAILURE: {}\n", f);
   json plan_json{{"rack", plan.base}, {"deaths", plan.pick.size()}, {"cut_fibre", plan.cut_fibre}, {"cut_at_us", plan.cut_at_us},
-                 {"second_during", plan.second_during}};
+                 {"second_during", plan.second_during}, {"silent_during", plan.silent_during}, {"silent_ms", plan.silent_ms}};
   json report{{"scenario", path}, {"rack", cfg.name}, {"servers", shape.servers()}, {"seed", seed}, {"plan", plan_json},
               {"failovers", records}, {"failures", failures}};
   if (first) report["report"] = host::report::to_json(*first);
@@ -255,13 +306,11 @@ int cmd_rack_failover(const ArgList& argv) {
     if (!(f << plan->scenario.dump(2) << "\n")) throw InputError(fmt::format("cannot write {}", path));
   }
 
-  ServedRack rack(cfg, path, calibration, out, true);
-  std::vector<host::fabric::Board*>& boards = rack.boards;
-  host::failover::RackTenant& tenant = rack.tenant;
-  const host::failover::RackFailoverOptions& o = rack.options;
+  ServedRack rack(cfg, path, calibration, out, true, seeded && plan->silent_during >= 0);
+  const host::failover::RackTenant& tenant = rack.tenant;
   fmt::print("# {} ({} servers), tenant of {} XPUs, spares {}\n", cfg.name, shape.servers(), tenant.placement.xpu_of_position.size(),
              fmt::join(rack_xpu_names(tenant.spares), ","));
-  if (seeded) return run_seed(*plan, seed, path, json_path, boards, tenant, o, cfg);
+  if (seeded) return run_seed(*plan, seed, path, json_path, rack);
   fmt::print("#  failed  spare  case           outcome    boards  XPUs whose links left Active   lanes  errors   lost   detect(us)   total(us)\n");
   json records = json::array();
   bool clean = true;

@@ -341,6 +341,15 @@ RackSeedPlan rack_seed_plan(uint64_t seed, const std::string& racks_dir) {
     p.cut_at_us = static_cast<double>(uni(200, 600));
     p.scenario["faults"] = json::array({{{"kind", "fibre_cut"}, {"fibre", p.cut_fibre}, {"at_us", p.cut_at_us}}});
   }
+  // A board that stops answering, one seed in eight, not in one whose transaction sees a second
+  // death (the rules could not tell which of the two the outcome answers).
+  if (chance(0.125) && p.second_during < 0) {
+    p.silent_during = static_cast<int>(uni(0, static_cast<uint64_t>(deaths - 1)));
+    p.silent_step = static_cast<int>(uni(1, 3));
+    // Within the client's 3 s; past it; past it, the host's 4 s of asking again and its last try.
+    const uint64_t kind = uni(0, 2);
+    p.silent_ms = kind == 0 ? uni(300, 1500) : kind == 1 ? uni(4000, 7000) : uni(13000, 15000);
+  }
   return p;
 }
 

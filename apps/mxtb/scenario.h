@@ -153,6 +153,15 @@ struct RackSeedPlan {
   uint64_t second_delay_ns = 0;
   int cut_fibre = -1;              // a fibre cut at cut_at_us (-1: none)
   double cut_at_us = 0;
+  // The death (index) during whose transaction a board stops answering (-1: none): the first
+  // board to reach the step (1 phase 1, 2 phase 2, 3 release) goes silent for silent_ms of wall
+  // time: shorter than the host's client gives a board (the transaction goes on), longer (rolled
+  // back on every board), or longer than that and the host's answer deadline together
+  // (unresolved, then recovered once it answers). Drawn after everything above, so a seed's other
+  // draws are what they were before it existed.
+  int silent_during = -1;
+  int silent_step = 0;
+  uint64_t silent_ms = 0;
 };
 RackSeedPlan rack_seed_plan(uint64_t seed, const std::string& racks_dir);
 

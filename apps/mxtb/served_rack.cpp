@@ -31,7 +31,7 @@ std::vector<RackXpu> spares_of(const protocol::RackShape& shape, const protocol:
 }
 
 ServedRack::ServedRack(sim::rack::RackConfig config, const std::string& scenario_path, const std::string& calibration,
-                       const std::string& out, bool announce)
+                       const std::string& out, bool announce, bool unpluggable)
     : cfg(std::move(config)) {
   const protocol::RackShape& shape = cfg.shape;
   tenant.placement = cfg.tenant;
@@ -42,17 +42,38 @@ ServedRack::ServedRack(sim::rack::RackConfig config, const std::string& scenario
                                            "lockstep",   "--listen",     "127.0.0.1:0",   "--out",       out};
   emulator_ = std::make_unique<host::fabric::EmulatorProcess>(host::fabric::self_executable(), rack_args, out + "/rack.log",
                                                               std::chrono::seconds(300), "rack", shape.servers());
-  host::fabric::ClientOptions co;
-  co.timeout = std::chrono::milliseconds(10'000);
+  client_options_.timeout = std::chrono::milliseconds(10'000);
+  if (unpluggable) {  // an attempt and two retries: a silent board named within the budget
+    client_options_.timeout = kSilentClientBudget / 3;
+    client_options_.retries = 2;
+  }
   for (const auto& t : emulator_->targets()) {
     if (announce) fmt::print("server {} at {}\n", clients_.size(), t);
-    clients_.push_back(std::make_unique<host::fabric::Client>(t, co));
+    if (unpluggable) shims_.push_back(std::make_unique<host::fabric::LossyShim>(t, 0, 0, 0, shims_.size()));
+    targets_.push_back(unpluggable ? shims_.back()->target() : t);
+    clients_.push_back(std::make_unique<host::fabric::Client>(targets_.back(), client_options_));
     owned_.push_back(std::make_unique<host::fabric::Board>(*clients_.back()));
     boards.push_back(owned_.back().get());
   }
+  options.reconnect = [this](int server) { return reconnect(server); };
   const auto maps = protocol::rack_torus_map(shape, cfg.wiring, cfg.tenant).port_target;
   if (!host::failover::lanes_active(boards, maps, shape.server.links(), 500'000))
     throw InputError(fmt::format("{}: the tenant's lanes are not all Active 500 us after bring-up (see {}/rack.log)", scenario_path, out));
+}
+
+void ServedRack::unplug(int server, bool down) {
+  if (shims_.empty()) throw std::logic_error("ServedRack::unplug on a rack started without its shims");
+  shims_.at(static_cast<size_t>(server))->set_down(down);
+}
+
+host::fabric::Board* ServedRack::reconnect(int server) {
+  const auto s = static_cast<size_t>(server);
+  auto client = std::make_unique<host::fabric::Client>(targets_.at(s), client_options_);
+  auto board = std::make_unique<host::fabric::Board>(*client);
+  boards[s] = board.get();
+  owned_[s] = std::move(board);
+  clients_[s] = std::move(client);
+  return boards[s];
 }
 
 host::failover::RackFailoverRecord ServedRack::fail(const RackXpu& x, uint64_t after_ns) {

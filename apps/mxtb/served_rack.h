@@ -6,6 +6,7 @@
 #include "host/fabric/board.h"
 #include "host/fabric/client.h"
 #include "host/fabric/emulator_process.h"
+#include "host/fabric/udp_shim.h"
 #include "host/failover/rack_failover.h"
 #include "sim/rack/rack_config.h"
 
@@ -19,12 +20,23 @@ class ServedRack {
  public:
   // Starts the rack of `scenario_path` (already parsed into cfg) with its log in out/rack.log and
   // waits until every lane of the tenant's placement is Active; throws InputError otherwise.
-  // `announce`: print each server's address as it is reached.
+  // `announce`: print each server's address as it is reached. `unpluggable`: each server's client
+  // talks through a UDP shim that unplug() takes down, and gives up on a silent board after
+  // kSilentClientBudget (a board's own client waits 10 s an attempt).
   ServedRack(sim::rack::RackConfig cfg, const std::string& scenario_path, const std::string& calibration, const std::string& out,
-             bool announce);
+             bool announce, bool unpluggable = false);
 
   // Kills XPU x `after_ns` of board time from now and fails it over by the host's rack path.
   host::failover::RackFailoverRecord fail(const protocol::RackXpu& x, uint64_t after_ns = 5'000);
+  ServedRack(const ServedRack&) = delete;  // options.reconnect refers to this one
+  ServedRack& operator=(const ServedRack&) = delete;
+
+  // Server s's network down (nothing reaches its board, nothing comes back) or up again.
+  // Unpluggable racks only.
+  void unplug(int server, bool down);
+  // A fresh client of server s in place of boards[s] (throws while its board does not answer).
+  host::fabric::Board* reconnect(int server);
+  static constexpr std::chrono::milliseconds kSilentClientBudget{3'000};
 
   const sim::rack::RackConfig cfg;
   host::failover::RackTenant tenant;
@@ -33,6 +45,9 @@ class ServedRack {
 
  private:
   std::unique_ptr<host::fabric::EmulatorProcess> emulator_;
+  std::vector<std::unique_ptr<host::fabric::LossyShim>> shims_;
+  host::fabric::ClientOptions client_options_;
+  std::vector<std::string> targets_;  // each server's, through its shim where unpluggable
   std::vector<std::unique_ptr<host::fabric::Client>> clients_;
   std::vector<std::unique_ptr<host::fabric::Board>> owned_;
 };

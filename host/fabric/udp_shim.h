@@ -1,5 +1,7 @@
-// A UDP shim between a host client and an IPbus target on loopback, for tests: datagrams lost,
-// duplicated and reordered, or none at all while it is down.
+// A UDP shim between a host client and an IPbus target on loopback: datagrams lost, duplicated
+// and reordered, or none at all while it is down (a board's network unplugged). The network's
+// fault injector: the bridge's tests put loss on it; the rack commit's tests and the rack campaign
+// (`mxtb rack-failover --scenario-seed`) unplug a board with it in the middle of a transaction.
 #pragma once
 
 #include "host/fabric/client.h"
@@ -15,22 +17,20 @@
 #include <thread>
 #include <vector>
 
-namespace test_shim {
-
-namespace asio = boost::asio;
-using asio::ip::udp;
-using mxtb::host::fabric::parse_target;
+namespace mxtb::host::fabric {
 
 // A UDP proxy that drops, duplicates and reorders datagrams both ways, from a seed; set_down(true)
 // drops every datagram both ways until set_down(false) (a board's network unplugged).
 class LossyShim {
+  using udp = boost::asio::ip::udp;
+
  public:
   LossyShim(const std::string& target, double drop, double dup, double reorder, uint64_t seed)
-      : front_(io_, udp::endpoint(asio::ip::make_address_v4("127.0.0.1"), 0)),
-        back_(io_, udp::endpoint(asio::ip::make_address_v4("127.0.0.1"), 0)),
+      : front_(io_, udp::endpoint(boost::asio::ip::make_address_v4("127.0.0.1"), 0)),
+        back_(io_, udp::endpoint(boost::asio::ip::make_address_v4("127.0.0.1"), 0)),
         drop_(drop), dup_(dup), reorder_(reorder), rng_(seed) {
     auto [host, port] = parse_target(target);
-    board_ = udp::endpoint(asio::ip::make_address_v4(host), port);
+    board_ = udp::endpoint(boost::asio::ip::make_address_v4(host), port);
     receive_front();
     receive_back();
     thread_ = std::thread([this] { io_.run(); });
@@ -58,31 +58,31 @@ class LossyShim {
       ++reordered;
       return;
     }
-    out.send_to(asio::buffer(b), to);
+    out.send_to(boost::asio::buffer(b), to);
     if (r < drop_ + reorder_ + dup_) {
-      out.send_to(asio::buffer(b), to);
+      out.send_to(boost::asio::buffer(b), to);
       ++duplicated;
     }
     if (held.bytes) {
-      out.send_to(asio::buffer(*held.bytes), to);
+      out.send_to(boost::asio::buffer(*held.bytes), to);
       held.bytes.reset();
     }
   }
   void receive_front() {
-    front_.async_receive_from(asio::buffer(buf_f_), client_, [this](const boost::system::error_code& ec, size_t n) {
+    front_.async_receive_from(boost::asio::buffer(buf_f_), client_, [this](const boost::system::error_code& ec, size_t n) {
       if (ec) return;
       pass(back_, board_, std::vector<uint8_t>(buf_f_.begin(), buf_f_.begin() + static_cast<long>(n)), held_up_);
       receive_front();
     });
   }
   void receive_back() {
-    back_.async_receive_from(asio::buffer(buf_b_), from_board_, [this](const boost::system::error_code& ec, size_t n) {
+    back_.async_receive_from(boost::asio::buffer(buf_b_), from_board_, [this](const boost::system::error_code& ec, size_t n) {
       if (ec) return;
       pass(front_, client_, std::vector<uint8_t>(buf_b_.begin(), buf_b_.begin() + static_cast<long>(n)), held_down_);
       receive_back();
     });
   }
-  asio::io_context io_;
+  boost::asio::io_context io_;
   udp::socket front_, back_;
   udp::endpoint board_, client_, from_board_;
   std::array<uint8_t, 65536> buf_f_{}, buf_b_{};
@@ -93,4 +93,4 @@ class LossyShim {
   std::thread thread_;
 };
 
-}  // namespace test_shim
+}  // namespace mxtb::host::fabric

@@ -198,9 +198,15 @@ RackFailoverRecord rack_failover(std::vector<fabric::Board*>& boards, RackTenant
   for (size_t s = 0; s < boards.size(); ++s)
     if (before[s] != after[s]) {
       part.push_back(RackBoard{static_cast<int>(s), boards[s], {}, before[s], after[s]});
+      if (o.reconnect) part.back().reconnect = [&o, s] { return o.reconnect(static_cast<int>(s)); };
       rec.blast.boards_touched.push_back(static_cast<int>(s));
     }
   rec.commit = rack_commit(part, o.commit);
+  if (rec.commit.outcome == RackOutcome::Unresolved) {  // some board is not answering: nothing more to ask it
+    rec.problems.push_back(fmt::format("the placement across boards unresolved: {}", rec.commit.why));
+    t.failed.push_back(rec.failed);
+    return rec;
+  }
   rec.done_ns = static_cast<double>(boards[0]->clock().now_ns());
   if (rec.commit.outcome != RackOutcome::Committed)
     rec.problems.push_back(fmt::format("the placement across boards {}: {}", to_string(rec.commit.outcome), rec.commit.why));

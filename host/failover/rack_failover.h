@@ -53,6 +53,9 @@ struct RackFailoverOptions {
   RackCommitOptions commit;  // the rack's shape and wiring, the verify's timeout
   uint64_t poll_ns = 2'000;
   uint64_t detect_timeout_ns = 2'000'000;
+  // A fresh client of server s after its board stopped answering (RackBoard::reconnect), which
+  // also takes the place of boards[s]; empty: keep asking the old one.
+  std::function<fabric::Board*(int server)> reconnect;
 };
 
 // The host's looks at every board, by server, until one tenant XPU has no lane Active in two
@@ -72,7 +75,9 @@ std::vector<protocol::RackXpu> spare_order(const protocol::RackShape& shape, con
 
 // The failover of the XPU that dies at `failure_ns` (the caller armed it): `boards[s]` is server
 // s's client; the boards' event queues were drained before the failure. `t` follows (placement,
-// spares, failed).
+// spares, failed). An unresolved transaction (a board that did not answer to the end) returns at
+// once, its blast radius not measured and done_ns 0: the caller puts the boards back with
+// rack_recover() once they answer.
 RackFailoverRecord rack_failover(std::vector<fabric::Board*>& boards, RackTenant& t, double failure_ns,
                                  const RackFailoverOptions& o);
 

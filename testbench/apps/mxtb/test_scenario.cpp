@@ -113,3 +113,34 @@ TEST_CASE("move_peer: dark, the planned move, light again; random scenarios stee
   CHECK(with_moves >= 10);  // about one seed in three
   CHECK(with_moves <= 35);
 }
+
+// The rack campaign's draws (mxtb rack-failover --scenario-seed, docs/rack.md): a function of the
+// seed; a silent board in about one seed in eight, never beside a second death in a transaction,
+// at a step of the commit and for each of its three lengths.
+TEST_CASE("rack campaign plans: a silent board one seed in eight, of each length, never beside a second death") {
+  const std::string racks = std::string(MXTB_SOURCE_DIR) + "/traces/scenarios/rack";
+  int silent = 0, second = 0;
+  int kinds[3] = {0, 0, 0};
+  std::string first_of_kind[3];
+  for (uint64_t seed = 1; seed <= 800; ++seed) {
+    const RackSeedPlan p = rack_seed_plan(seed, racks);
+    const RackSeedPlan again = rack_seed_plan(seed, racks);
+    REQUIRE(p.scenario == again.scenario);
+    REQUIRE(p.silent_during == again.silent_during);
+    REQUIRE(p.silent_ms == again.silent_ms);
+    second += p.second_during >= 0;
+    if (p.silent_during < 0) continue;
+    ++silent;
+    CHECK(p.second_during < 0);
+    CHECK(p.silent_during < static_cast<int>(p.pick.size()));
+    CHECK((p.silent_step >= 1 && p.silent_step <= 3));
+    const int kind = p.silent_ms <= 1500 ? 0 : p.silent_ms <= 7000 ? 1 : 2;
+    CHECK(p.silent_ms >= (kind == 0 ? 300u : kind == 1 ? 4000u : 13000u));
+    if (kinds[kind]++ == 0) first_of_kind[kind] = std::to_string(seed);
+  }
+  MESSAGE("silent seeds: " << silent << " of 800 (first short " << first_of_kind[0] << ", past the client " << first_of_kind[1]
+                           << ", past the deadline " << first_of_kind[2] << "); second deaths " << second);
+  CHECK(silent > 60);
+  CHECK(silent < 140);
+  for (int k : kinds) CHECK(k > 10);
+}

@@ -6,7 +6,7 @@
 #include "host/fabric/emulator_process.h"
 #include "protocol/board_map.h"
 #include "protocol/fabric_map.h"
-#include "testbench/host/fabric/udp_shim.h"
+#include "host/fabric/udp_shim.h"
 
 #include <boost/asio.hpp>
 #include <doctest/doctest.h>
@@ -35,7 +35,7 @@ namespace reg = mxtb::ocs::reg;
 
 namespace {
 
-using test_shim::LossyShim;
+using mxtb::host::fabric::LossyShim;
 
 EmulatorProcess& shared_emulator() {
   static EmulatorProcess emu(MXTB_EXE, {"--preset", "electro_optic", "--seed", "3"});
@@ -232,6 +232,32 @@ TEST_CASE("through a lossy network every write lands exactly once and every read
                           << lossy.stats().packets_resent);
   CHECK(shim.dropped > 0);
   CHECK(lossy.stats().resend_requests + lossy.stats().packets_resent > 0);
+}
+
+// A request that ran out of retries while the board's network was down never reached the board,
+// which still expects its packet id. The client's next request must take its id from the board
+// (before the fix it went on from the abandoned id, the board dropped every packet as out of
+// sequence, and the client took the board's wait for the old id for a packet it was executing,
+// until busy_limit: 120 s by default, and the rack campaign's silent boards hit it).
+TEST_CASE("after a request that timed out, the client's next one goes through: it takes its packet id from the board") {
+  LossyShim shim(shared_emulator().target(), 0, 0, 0, 3);
+  ClientOptions o = quick();
+  o.timeout = std::chrono::milliseconds(100);
+  o.retries = 1;
+  o.busy_limit = std::chrono::milliseconds(2000);
+  Client c(shim.target(), o);
+  c.write(kRamBase + 40, 7);
+  for (int outage = 0; outage < 3; ++outage) {
+    shim.set_down(true);
+    CHECK_THROWS_AS(c.write(kRamBase + 40, 8), TimeoutError);  // lost on the way: never executed
+    CHECK_THROWS_AS(c.read(kRamBase + 40), TimeoutError);      // still down: out of step still
+    shim.set_down(false);
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK(c.read(kRamBase + 40) == static_cast<uint32_t>(7 + outage));
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(1000));
+    c.write(kRamBase + 40, static_cast<uint32_t>(8 + outage));
+  }
+  CHECK(c.read(kRamBase + 40) == 10);
 }
 
 TEST_CASE("sequenced path at 10 % loss both ways: every write executed exactly once") {

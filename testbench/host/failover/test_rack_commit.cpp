@@ -9,7 +9,7 @@
 
 #include "host/fabric/emulator_process.h"
 #include "testbench/host/fabric/loopback_ports.h"
-#include "testbench/host/fabric/udp_shim.h"
+#include "host/fabric/udp_shim.h"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -62,7 +62,7 @@ struct ServedRack {
   int port = test_ports::free_port_pair();
   std::string out = std::string(MXTB_BINARY_DIR) + "/rack-commit";
   EmulatorProcess emulator;
-  test_shim::LossyShim shim;  // server 1's network
+  mxtb::host::fabric::LossyShim shim;  // server 1's network
   ClientOptions near, far;
   std::unique_ptr<Client> c0, c1;
   std::unique_ptr<Board> b0, b1;
