@@ -112,6 +112,54 @@ host::report::Timeline rack_timeline(const host::failover::RackFailoverRecord& r
   return t;
 }
 
+// The transaction's steps a plan names by number (RackSeedPlan::second_step, silent_step).
+const host::failover::RackStep kPlanSteps[] = {host::failover::RackStep::Hold, host::failover::RackStep::Phase1,
+                                              host::failover::RackStep::Phase2, host::failover::RackStep::Release,
+                                              host::failover::RackStep::Verify};
+
+// A board that stops answering (RackSeedPlan::silent_during): the first board of the transaction
+// to reach the plan's step has its network unplugged, and plugged back silent_ms later.
+struct Silence {
+  int server = -1;
+  std::thread plug_back;
+  void arm(const RackSeedPlan& plan, ServedRack& rack, host::failover::RackCommitOptions& commit) {
+    commit.answer_deadline = kSilentAnswerDeadline;
+    commit.before_step = [this, &plan, &rack](int s, host::failover::RackStep step) {
+      if (server >= 0 || step != kPlanSteps[plan.silent_step]) return;
+      server = s;
+      rack.unplug(s, true);
+      plug_back = std::thread([&rack, s, ms = plan.silent_ms] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+        rack.unplug(s, false);
+      });
+    };
+  }
+  ~Silence() {
+    if (plug_back.joinable()) plug_back.join();
+  }
+};
+
+// An unresolved transaction whose board went silent, once it answers again: every board it
+// touched back to the journal's map by rack_recover, recorded in `rj`; a recovery that does not
+// roll back is a failure. The record is judged as a rollback from then on.
+void recover_silent(ServedRack& rack, host::failover::RackFailoverRecord& rec, const std::vector<std::vector<int>>& journal,
+                    const host::failover::RackCommitOptions& commit, const std::string& who, json& rj,
+                    std::vector<std::string>& failures) {
+  using host::failover::RackOutcome;
+  std::vector<host::failover::RackBoard> part;
+  for (int s : rec.blast.boards_touched) {
+    const auto su = static_cast<size_t>(s);
+    part.push_back({s, rack.boards[su], [&rack, s] { return rack.reconnect(s); }, journal[su], journal[su]});
+  }
+  const auto recovery = host::failover::rack_recover(part, commit);
+  rj["recovery"] = {{"outcome", to_string(recovery.outcome)}, {"why", recovery.why}, {"left_out", recovery.left_out}};
+  rec.commit.left_out.insert(rec.commit.left_out.end(), recovery.left_out.begin(), recovery.left_out.end());
+  if (recovery.outcome != RackOutcome::RolledBack || !recovery.unresolved.empty())
+    failures.push_back(fmt::format("{}: the silent board answers again, but its recovery was {}: {}", who,
+                                   to_string(recovery.outcome), recovery.why));
+  rec.commit.outcome = RackOutcome::RolledBack;
+}
+
 // `--scenario-seed N` (mxtb regress --rack): the deaths and faults the seed draws, each death
 // failed over; every rule of docs/rack.md's campaign checked, each broken one a failure.
 std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, ServedRack& rack, json& records,
@@ -120,13 +168,11 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, Ser
   using host::failover::RackStep;
   std::vector<host::fabric::Board*>& boards = rack.boards;
   host::failover::RackTenant& tenant = rack.tenant;
-  const host::failover::RackFailoverOptions& o = rack.options;
-  const sim::rack::RackConfig& cfg = rack.cfg;
-  const protocol::RackShape& shape = cfg.shape;
+  const protocol::RackShape& shape = rack.cfg.shape;
   std::vector<std::string> failures;
   // The host's journal: the maps the boards run (the bring-up's until a failover placed others).
   auto journal_now = [&]() {
-    return tenant.running.port_target.empty() ? protocol::rack_torus_map(shape, cfg.wiring, tenant.placement).port_target
+    return tenant.running.port_target.empty() ? protocol::rack_torus_map(shape, rack.cfg.wiring, tenant.placement).port_target
                                               : tenant.running.port_target;
   };
   auto read_maps = [&]() {
@@ -134,7 +180,6 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, Ser
     for (auto* b : boards) m.push_back(b->active_map(shape.server.mesh_ports));
     return m;
   };
-  const RackStep second_steps[] = {RackStep::Hold, RackStep::Phase1, RackStep::Phase2, RackStep::Release, RackStep::Verify};
   bool all_replaced = true, second_died = false, went_silent = false;
   for (size_t i = 0; i < plan.pick.size(); ++i) {
     for (auto* b : boards) b->pop_events();
@@ -143,11 +188,11 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, Ser
     const RackXpu victim = placed[std::min(placed.size() - 1, static_cast<size_t>(plan.pick[i] * static_cast<double>(placed.size())))];
     const uint64_t at = boards[0]->clock().now_ns() + plan.gap_ns[i];
     boards[static_cast<size_t>(victim.server)]->arm_fault(emu::FaultKind::KillXpu, static_cast<uint32_t>(victim.xpu), 0, at);
-    host::failover::RackFailoverOptions oi = o;
+    host::failover::RackFailoverOptions oi = rack.options;
     RackXpu second{-1, -1};
     if (static_cast<int>(i) == plan.second_during)
       oi.commit.before_step = [&](int, RackStep step) {
-        if (second.server >= 0 || step != second_steps[plan.second_step]) return;
+        if (second.server >= 0 || step != kPlanSteps[plan.second_step]) return;
         std::vector<RackXpu> others;
         for (const auto& x : placed)
           if (!(x == victim)) others.push_back(x);
@@ -155,46 +200,20 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, Ser
         boards[static_cast<size_t>(second.server)]->arm_fault(emu::FaultKind::KillXpu, static_cast<uint32_t>(second.xpu), 0,
                                                               boards[0]->clock().now_ns() + plan.second_delay_ns);
       };
-    // A board that stops answering: its network unplugged at the step, plugged back silent_ms later.
-    int silent = -1;
-    std::thread plug_back;
-    if (static_cast<int>(i) == plan.silent_during) {
-      oi.commit.answer_deadline = kSilentAnswerDeadline;
-      oi.commit.before_step = [&](int server, RackStep step) {
-        if (silent >= 0 || step != second_steps[plan.silent_step]) return;
-        silent = server;
-        rack.unplug(server, true);
-        plug_back = std::thread([&rack, server, ms = plan.silent_ms] {
-          std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-          rack.unplug(server, false);
-        });
-      };
-    }
+    Silence silence;
+    if (static_cast<int>(i) == plan.silent_during) silence.arm(plan, rack, oi.commit);
     auto rec = host::failover::rack_failover(boards, tenant, static_cast<double>(at), oi);
-    if (plug_back.joinable()) plug_back.join();
-    went_silent = silent >= 0;
+    if (silence.plug_back.joinable()) silence.plug_back.join();
+    went_silent = silence.server >= 0;
+    const std::string who = fmt::format("death {} ({})", i + 1, rack_xpu_name(victim));
     json rj = record_json(rec);
     rj["killed"] = rack_xpu_name(victim);
     if (second.server >= 0) rj["killed_during_transaction"] = rack_xpu_name(second);
-    if (went_silent) rj["silent_board"] = {{"server", silent}, {"step", to_string(second_steps[plan.silent_step])}, {"ms", plan.silent_ms}};
-    if (rec.commit.outcome == RackOutcome::Unresolved && went_silent) {
-      // Answering again: every board the transaction touched back to the journal's map.
-      std::vector<host::failover::RackBoard> part;
-      for (int s : rec.blast.boards_touched) {
-        const auto su = static_cast<size_t>(s);
-        part.push_back({s, boards[su], [&rack, s] { return rack.reconnect(s); }, journal[su], journal[su]});
-      }
-      const auto recovery = host::failover::rack_recover(part, oi.commit);
-      rj["recovery"] = {{"outcome", to_string(recovery.outcome)}, {"why", recovery.why}, {"left_out", recovery.left_out}};
-      rec.commit.left_out.insert(rec.commit.left_out.end(), recovery.left_out.begin(), recovery.left_out.end());
-      if (recovery.outcome != RackOutcome::RolledBack || !recovery.unresolved.empty())
-        failures.push_back(fmt::format("death {} ({}): the silent board answers again, but its recovery was {}: {}", i + 1,
-                                       rack_xpu_name(victim), to_string(recovery.outcome), recovery.why));
-      rec.commit.outcome = RackOutcome::RolledBack;  // judged below as a rollback: every board as before
-    }
+    if (went_silent)
+      rj["silent_board"] = {{"server", silence.server}, {"step", to_string(kPlanSteps[plan.silent_step])}, {"ms", plan.silent_ms}};
+    if (rec.commit.outcome == RackOutcome::Unresolved && went_silent) recover_silent(rack, rec, journal, oi.commit, who, rj, failures);
     records.push_back(rj);
     if (!first) first = rack_timeline(rec, plan.scenario.at("name").get<std::string>(), seed);
-    const std::string who = fmt::format("death {} ({})", i + 1, rack_xpu_name(victim));
     if (!(rec.failed == victim)) {
       failures.push_back(fmt::format("{}: the host took {} for the dead XPU", who, rec.failed.server < 0 ? "none" : rack_xpu_name(rec.failed)));
       all_replaced = false;
