@@ -182,12 +182,9 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, Ser
   };
   bool all_replaced = true, second_died = false, went_silent = false;
   for (size_t i = 0; i < plan.pick.size(); ++i) {
-    for (auto* b : boards) b->pop_events();
     const std::vector<RackXpu> placed = tenant.placement.xpu_of_position;
     const auto journal = journal_now();
     const RackXpu victim = placed[std::min(placed.size() - 1, static_cast<size_t>(plan.pick[i] * static_cast<double>(placed.size())))];
-    const uint64_t at = boards[0]->clock().now_ns() + plan.gap_ns[i];
-    boards[static_cast<size_t>(victim.server)]->arm_fault(emu::FaultKind::KillXpu, static_cast<uint32_t>(victim.xpu), 0, at);
     host::failover::RackFailoverOptions oi = rack.options;
     RackXpu second{-1, -1};
     if (static_cast<int>(i) == plan.second_during)
@@ -202,7 +199,7 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, Ser
       };
     Silence silence;
     if (static_cast<int>(i) == plan.silent_during) silence.arm(plan, rack, oi.commit);
-    auto rec = host::failover::rack_failover(boards, tenant, static_cast<double>(at), oi);
+    auto rec = rack.fail(victim, plan.gap_ns[i], oi);
     if (silence.plug_back.joinable()) silence.plug_back.join();
     went_silent = silence.server >= 0;
     const std::string who = fmt::format("death {} ({})", i + 1, rack_xpu_name(victim));

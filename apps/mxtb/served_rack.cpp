@@ -76,11 +76,13 @@ host::fabric::Board* ServedRack::reconnect(int server) {
   return boards[s];
 }
 
-host::failover::RackFailoverRecord ServedRack::fail(const RackXpu& x, uint64_t after_ns) {
+host::failover::RackFailoverRecord ServedRack::fail(const RackXpu& x, uint64_t after_ns) { return fail(x, after_ns, options); }
+
+host::failover::RackFailoverRecord ServedRack::fail(const RackXpu& x, uint64_t after_ns, const host::failover::RackFailoverOptions& o) {
   for (auto* b : boards) b->pop_events();
   const uint64_t at = boards[0]->clock().now_ns() + after_ns;
   boards[static_cast<size_t>(x.server)]->arm_fault(emu::FaultKind::KillXpu, static_cast<uint32_t>(x.xpu), 0, at);
-  return host::failover::rack_failover(boards, tenant, static_cast<double>(at), options);
+  return host::failover::rack_failover(boards, tenant, static_cast<double>(at), o);
 }
 
 }  // namespace mxtb::app

@@ -26,8 +26,10 @@ class ServedRack {
   ServedRack(sim::rack::RackConfig cfg, const std::string& scenario_path, const std::string& calibration, const std::string& out,
              bool announce, bool unpluggable = false);
 
-  // Kills XPU x `after_ns` of board time from now and fails it over by the host's rack path.
+  // Kills XPU x `after_ns` of board time from now and fails it over by the host's rack path,
+  // with `options` (the campaign's faults in its steps) or, by default, this rack's.
   host::failover::RackFailoverRecord fail(const protocol::RackXpu& x, uint64_t after_ns = 5'000);
+  host::failover::RackFailoverRecord fail(const protocol::RackXpu& x, uint64_t after_ns, const host::failover::RackFailoverOptions& o);
   ServedRack(const ServedRack&) = delete;  // options.reconnect refers to this one
   ServedRack& operator=(const ServedRack&) = delete;
 
