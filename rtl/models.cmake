@@ -87,6 +87,10 @@ mxtb_model(mxtb_rtl_units         Vlink_block_lock        link_block_lock   BLOC
 # The board's IPbus 2.0 target, for the differential harness against the C++ target
 # (testbench/protocol).
 mxtb_model(mxtb_rtl_ipbus         Vipbus_transactor       ipbus_transactor  IPBUS_SV          VL_ARGS          VL_OPTS)
+# Three reply buffers: the ring of kept replies wraps at a count that is not a power of two,
+# which no other model or proof has (2, 4 and 16 wrap by overflow alone, so a wrong wrap passes).
+mxtb_model(mxtb_rtl_ipbus_b3      Vipbus_transactor_b3    ipbus_transactor  IPBUS_SV          VL_ARGS          VL_OPTS
+  PARAMS N_BUFFERS=3)
 
 # ---- Optical switch controller (docs/ocs-controller.md) ----
 # Default parameters (32 ports, 144 elements, 20 links): the SystemC integration; rtl_ocs's smoke

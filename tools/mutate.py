@@ -76,8 +76,11 @@ GROUPS = {
     # The IPbus transactor, killed by the differential fuzzing against the C++ target.
     "ipbus": {
         "files": ["rtl/ipbus/ipbus_transactor.sv"],
+        # and the 3-buffer model, whose ring of kept replies does not wrap at a power of two
         "models": [{"model_dir": "rtl/CMakeFiles/mxtb_rtl_ipbus.dir/Vipbus_transactor.dir",
-                    "prefix": "Vipbus_transactor", "archive": "../../rtl/libmxtb_rtl_ipbus.a"}],
+                    "prefix": "Vipbus_transactor", "archive": "../../rtl/libmxtb_rtl_ipbus.a"},
+                   {"model_dir": "rtl/CMakeFiles/mxtb_rtl_ipbus_b3.dir/Vipbus_transactor_b3.dir",
+                    "prefix": "Vipbus_transactor_b3", "archive": "../../rtl/libmxtb_rtl_ipbus_b3.a"}],
         "test_dir": "testbench/protocol",
         "test": "ipbus_rtl_diff_tests",
         # ipbus_small: the transactor as the emulator has it; board_bus_board: as a board has it

@@ -764,6 +764,9 @@ module ipbus_transactor #(
   // The reply FIFO never overflows; it holds words only while a reply goes out.
   `ASSERT(ipb_reply_fifo_room, {1'b0, fifo_n_q} + {2'b0, pend_q} <= 3'd3 && (fifo_n_q == 2'd0 || state_q == S_TX))
   `ASSERT(ipb_resend_of_kept_slot, !(state_q == S_TX && kind_q == 2'd2) || (tx_slot_q != SW'(N_BUFFERS) && !tx_status_q))
+  // The kept replies are a ring of N_BUFFERS slots: the newest is one of them, whatever N_BUFFERS
+  // (one that is not a power of two wraps by the comparison, not by overflow).
+  `ASSERT(ipb_newest_slot_in_ring, 32'(newest_q) < N_BUFFERS)
 
   `COVER(cov_ipb_rx, state_q == S_RX && s_axis_tvalid)
   `COVER(cov_ipb_decide, state_q == S_DECIDE)

@@ -9,6 +9,9 @@
 #include <stdexcept>
 
 #include "Vipbus_transactor.h"
+#ifdef MXTB_IPBUS_THREE_BUFFERS
+#include "Vipbus_transactor_b3.h"
+#endif
 #include "verilated.h"
 
 namespace mxtb::testbench::ipbus_diff {
@@ -266,12 +269,29 @@ Answer CppSide::handle(const std::vector<uint8_t>& datagram) {
 // RtlSide: the verilated transactor, one clock cycle at a time.
 
 
+// What RtlSide asks of its model, whichever N_BUFFERS the model was verilated with.
 struct RtlSide::Impl {
+  virtual ~Impl() = default;
+  virtual Answer handle(const std::vector<uint8_t>& d) = 0;
+  virtual void reset() = 0;
+  virtual BoardRegisters& registers() = 0;
+  virtual uint64_t cycles() const = 0;
+  virtual std::string idle(uint64_t n) = 0;
+  virtual bool bus_outstanding() const = 0;
+};
+
+namespace {
+
+// The verilated transactor and its AXI4-Lite slave. Model: a class Verilator made of
+// ipbus_transactor (the ports are the same at any N_BUFFERS). kCoverage: whether the model's
+// counters are written (the 3-buffer model is never built for coverage).
+template <class Model, bool kCoverage>
+struct RtlModel final : RtlSide::Impl {
   RtlTiming timing;
   BoardRegisters board;
   std::mt19937_64 rng;
   std::unique_ptr<VerilatedContext> ctx;
-  std::unique_ptr<Vipbus_transactor> top;
+  std::unique_ptr<Model> top;
   uint64_t cycle = 0;
 
   // The AXI4-Lite slave: at most one access in its hands, answered after a drawn delay.
@@ -292,23 +312,31 @@ struct RtlSide::Impl {
   } aw_wait, w_wait, ar_wait, out_wait;
   std::string violation;  // the first AXI rule broken in this datagram
 
-  Impl(uint64_t fill_seed, RtlTiming t) : timing(t), board(fill_seed), rng(t.seed) { build(); }
+  RtlModel(uint64_t fill_seed, RtlTiming t) : timing(t), board(fill_seed), rng(t.seed) { build(); }
   // A coverage build's counters live in the model: written while it still exists (a no-op in the
   // ordinary build; the coverage variant, ipbus_rtl_diff_tests_cov, links mxtb_rtl_coverage_on).
-  ~Impl() { dump_coverage(); }
-  Impl(const Impl&) = delete;
-  Impl& operator=(const Impl&) = delete;
+  // Verilator 5.006 erases a model's scopes from the thread's current context, not the model's
+  // own: with a second model alive (built, run or destroyed since), that is another context, or
+  // a freed one. So the model's own context is made current before it goes.
+  ~RtlModel() override {
+    dump_coverage();
+    if (ctx) own_thread_context();
+    top.reset();
+  }
+  RtlModel(const RtlModel&) = delete;
+  RtlModel& operator=(const RtlModel&) = delete;
   void dump_coverage() {
-    if (ctx && top) mxtb::rtl::write_coverage(*ctx, "ipbus_rtl_diff");
+    if (kCoverage && ctx && top) mxtb::rtl::write_coverage(*ctx, "ipbus_rtl_diff");
   }
 
   void build() {
     dump_coverage();
+    if (ctx) own_thread_context();
     top.reset();  // the model before its context
     ctx.reset();
     ctx = std::make_unique<VerilatedContext>();
     ctx->fatalOnError(false);  // a failed assertion sets gotError(): reported as the datagram's failure
-    top = std::make_unique<Vipbus_transactor>(ctx.get(), "ipbus_transactor");
+    top = std::make_unique<Model>(ctx.get(), "ipbus_transactor");
     cycle = 0;
     pulse_reset();
   }
@@ -465,7 +493,17 @@ struct RtlSide::Impl {
 
   // Cycles with no datagram: the source idle, the reply sink ready, the slave answering as ever
   // (a silent word's late response among them). Nothing may come out.
-  std::string idle(uint64_t n) {
+  // RtlSide::Impl
+  void reset() override {
+    // A model that failed an assertion keeps its context's error: only a fresh one goes on.
+    if (ctx->gotError()) build();
+    else pulse_reset();
+  }
+  BoardRegisters& registers() override { return board; }
+  uint64_t cycles() const override { return cycle; }
+  bool bus_outstanding() const override { return slave.aw_taken || slave.w_taken || slave.b_pending || slave.r_pending; }
+
+  std::string idle(uint64_t n) override {
     own_thread_context();
     violation.clear();
     std::string failure;
@@ -499,7 +537,7 @@ struct RtlSide::Impl {
   // another side's context, or in a freed one (a deadlock in errorCountInc). Ours, before any eval.
   void own_thread_context() { Verilated::threadContextp(ctx.get()); }
 
-  Answer handle(const std::vector<uint8_t>& d) {
+  Answer handle(const std::vector<uint8_t>& d) override {
     own_thread_context();
     Answer ans;
     violation.clear();
@@ -600,24 +638,34 @@ struct RtlSide::Impl {
   }
 };
 
-RtlSide::RtlSide(uint64_t fill_seed, RtlTiming timing) : impl_(std::make_unique<Impl>(fill_seed, timing)) {}
+std::unique_ptr<RtlSide::Impl> make_model(uint64_t fill_seed, RtlTiming timing, uint32_t n_buffers) {
+  if (n_buffers == 16) return std::make_unique<RtlModel<Vipbus_transactor, true>>(fill_seed, timing);
+#ifdef MXTB_IPBUS_THREE_BUFFERS
+  if (n_buffers == 3) return std::make_unique<RtlModel<Vipbus_transactor_b3, false>>(fill_seed, timing);
+#endif
+  throw std::invalid_argument(fmt::format("RtlSide: no transactor model with N_BUFFERS {} in this build (16{})", n_buffers,
+                                          RtlSide::has_model(3) ? " and 3" : ""));
+}
+
+}  // namespace
+
+bool RtlSide::has_model(uint32_t n_buffers) {
+#ifdef MXTB_IPBUS_THREE_BUFFERS
+  if (n_buffers == 3) return true;
+#endif
+  return n_buffers == 16;
+}
+RtlSide::RtlSide(uint64_t fill_seed, RtlTiming timing, uint32_t n_buffers) : impl_(make_model(fill_seed, timing, n_buffers)) {}
 RtlSide::~RtlSide() = default;
 Answer RtlSide::handle(const std::vector<uint8_t>& datagram) {
   if (datagram.empty()) throw std::invalid_argument("RtlSide::handle: an empty datagram cannot travel on AXI4-Stream");
   return impl_->handle(datagram);
 }
-void RtlSide::reset() {
-  // A model that failed an assertion keeps its context's error: only a fresh one goes on.
-  if (impl_->ctx->gotError()) impl_->build();
-  else impl_->pulse_reset();
-}
-BoardRegisters& RtlSide::board() { return impl_->board; }
-uint64_t RtlSide::cycles() const { return impl_->cycle; }
+void RtlSide::reset() { impl_->reset(); }
+BoardRegisters& RtlSide::board() { return impl_->registers(); }
+uint64_t RtlSide::cycles() const { return impl_->cycles(); }
 std::string RtlSide::idle(uint64_t cycles) { return impl_->idle(cycles); }
-bool RtlSide::bus_outstanding() const {
-  const auto& s = impl_->slave;
-  return s.aw_taken || s.w_taken || s.b_pending || s.r_pending;
-}
+bool RtlSide::bus_outstanding() const { return impl_->bus_outstanding(); }
 
 
 // ---------------------------------------------------------------------------------------------

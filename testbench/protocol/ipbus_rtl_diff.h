@@ -172,7 +172,10 @@ struct RtlTiming {
 
 class RtlSide : public Side {
  public:
-  explicit RtlSide(uint64_t fill_seed = 1, RtlTiming timing = {});
+  // n_buffers: the model's N_BUFFERS, 16 (the board's) or 3 (where the ring of kept replies
+  // does not wrap at a power of two); another is refused (std::invalid_argument).
+  explicit RtlSide(uint64_t fill_seed = 1, RtlTiming timing = {}, uint32_t n_buffers = 16);
+  static bool has_model(uint32_t n_buffers);  // built into this program
   ~RtlSide() override;
   Answer handle(const std::vector<uint8_t>& datagram) override;
   void reset() override;

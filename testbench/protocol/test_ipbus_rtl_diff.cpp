@@ -29,8 +29,9 @@ constexpr uint64_t kFillSeed = 7;
 
 uint8_t fault_number(Fault f) { return static_cast<uint8_t>(f); }
 
-std::unique_ptr<DiffRunner> rtl_pair(const std::set<uint32_t>& refused = {}, RtlTiming timing = {}) {
-  return std::make_unique<DiffRunner>(std::make_unique<CppSide>(kFillSeed), std::make_unique<RtlSide>(kFillSeed, timing), refused);
+std::unique_ptr<DiffRunner> rtl_pair(const std::set<uint32_t>& refused = {}, RtlTiming timing = {}, uint32_t n_buffers = 16) {
+  return std::make_unique<DiffRunner>(std::make_unique<CppSide>(kFillSeed, n_buffers),
+                                      std::make_unique<RtlSide>(kFillSeed, timing, n_buffers), refused);
 }
 
 std::vector<uint8_t> bytes(const std::vector<uint32_t>& words, ByteOrder order = ByteOrder::Big) { return ipbus::to_bytes(words, order); }
@@ -730,6 +731,55 @@ TEST_CASE("RTL against C++: the board's reset between datagrams forgets kept rep
   Answer again = agree(*r, bytes({packet_header(PacketType::Resend, 1)}));
   REQUIRE(again.reply);
   CHECK(*again.reply == *one.reply);
+}
+
+// The ring of kept replies wraps at N_BUFFERS. At 16 (the board's), 4 and 2 (the proofs') the
+// slot index wraps by overflow alone, so a wrong wrap there keeps the same replies; at 3 it keeps
+// fewer, or indexes past the ring. Both sides at 3 buffers: exactly the last three replies are
+// kept, through several turns of the ring, then the differential fuzzing.
+TEST_CASE("RTL against C++ at N_BUFFERS 3: exactly the last three replies are kept, round the ring") {
+  REQUIRE(RtlSide::has_model(3));
+  auto r = rtl_pair({}, RtlTiming::eager(5), 3);
+  std::map<uint16_t, std::vector<uint8_t>> replies;
+  for (uint16_t id = 1; id <= 10; ++id) {
+    Answer a = agree(*r, bytes({packet_header(PacketType::Control, id), tx_header(TxType::Read, 1), kRamBase + id}));
+    REQUIRE(a.reply);
+    replies[id] = *a.reply;
+    for (uint16_t back = 1; back <= id; ++back) {
+      INFO("after id " << id << ", resend of id " << back);
+      Answer again = agree(*r, bytes({packet_header(PacketType::Resend, back)}));
+      if (id - back < 3) {
+        REQUIRE(again.reply);
+        CHECK(*again.reply == replies[back]);
+      } else {
+        CHECK_FALSE(again.reply.has_value());
+      }
+    }
+  }
+  // The status reply names three buffers.
+  std::vector<uint32_t> status(16, 0);
+  status[0] = packet_header(PacketType::Status, 0);
+  Answer s = agree(*r, bytes(status));
+  REQUIRE(s.reply);
+  CHECK(words_of(*s.reply, ByteOrder::Big).at(2) == 3u);
+
+  uint64_t mismatches = 0;
+  for (uint64_t seed = 1; seed <= 2; ++seed) {
+    RtlTiming timing;
+    timing.seed = seed * 104729;
+    auto f = rtl_pair({}, timing, 3);
+    DatagramGenerator gen(seed + 40);
+    for (int i = 0; i < 3000 && f->stats().mismatches < 5; ++i) {
+      auto m = f->run(gen.next(f->next_expected_id()).bytes);
+      if (m) MESSAGE(describe(*m));
+    }
+    mismatches += f->stats().mismatches;
+  }
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE("RtlSide: a model of another N_BUFFERS is refused by name") {
+  CHECK_THROWS_WITH_AS(RtlSide(kFillSeed, {}, 8), doctest::Contains("N_BUFFERS 8"), std::invalid_argument);
 }
 
 // Which accesses may wait past AXI_TIMEOUT is decided by the access's address: the emulator's
