@@ -10,11 +10,12 @@ endfunction()
 # starts the costliest first, but a fresh clone has no Testing/Temporary/CTestCostData.txt: without
 # these it started formal_link_pair_bmc (about 200 s) near the end, with one core idle beside it.
 set(MXTB_TEST_COSTS
-  formal_link_pair_bmc=205 rtl_synth_yosys_ocs=145 coverage_ipbus=90 formal_board_bus_board=72
-  formal_board_bus_small=71 rtl_pnr_ice40_ipbus=66 bench_mutate_sample=66 formal_link_pair_live=59
-  formal_ocs_ctl_small=57 formal_ipbus_small=56 bench_reconfig=53 formal_link_train_default=48
-  bench_mutate_reviewer_sample=48 formal_catches_broken_rtl=43 formal_link_rx_small=43
-  integration_bridge=37 integration_rack_commit=36 fuzz_ipbus_target_1m=36)
+  formal_link_pair_bmc=260 coverage_ipbus=80 formal_board_bus_small=76 formal_board_bus_board=72
+  formal_link_pair_live=60 formal_ipbus_small=60 rtl_pnr_ice40_ipbus=55 formal_link_train_default=51
+  formal_ocs_ctl_small=53 bench_mutate_reviewer_sample=47 bench_reconfig=46 formal_catches_broken_rtl=44
+  formal_link_rx_small=43 integration_rack_commit=40 rtl_synth_yosys_ocs=40 bench_mutate_sample=40
+  integration_bridge=37 alloc.unit=34 sim_server_engines=33 integration_bridge_cpp=33
+  fuzz_ipbus_target_1m=32 integration_regress_slurm=32)
 
 # mxtb_test(NAME n COMMAND cmd... LABELS l... [TIMEOUT s] [SKIP_GPU] [ENVIRONMENT VAR=value...])
 # Labels follow docs/testing.md: unit, rtl, sim, integration, gpu, bench.

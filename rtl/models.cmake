@@ -18,7 +18,7 @@
 # The options:
 #   VL_OPTS           -O2 (and -march=MXTB_RTL_ARCH) per cycle; -O1 in a coverage build
 #   VL_OPTS_REFERENCE the options before the emulator was tuned
-#   VL_OPTS_COV_LONG  for a coverage variant that runs long (-O1)
+#   VL_OPTS_COV_LONG  for a coverage variant that runs long (-O2)
 #   VL_OPTS_COV_SHORT for one that runs for seconds and builds fastest so (-O0)
 function(mxtb_model library prefix top sources args opts)
   cmake_parse_arguments(MODEL "TRACE_FST" "" "PARAMS;LINKS" ${ARGN})
