@@ -10,9 +10,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 #include <thread>
+#include <vector>
 #include <csignal>
 #include <unistd.h>
 
@@ -28,10 +30,23 @@ const std::string kBuilt = "gloo, nccl";
 const std::string kBuilt = "gloo";
 #endif
 
+// The rank processes' folders (rendezvous store, rank logs), removed when the program ends unless
+// MXTB_KEEP_SCRATCH is set (to read a failed run's rank logs): each run left 18 behind in /tmp.
+struct ScratchDirs {
+  std::vector<std::filesystem::path> dirs;
+  ~ScratchDirs() {
+    if (std::getenv("MXTB_KEEP_SCRATCH")) return;
+    std::error_code ec;
+    for (const auto& d : dirs) std::filesystem::remove_all(d, ec);
+  }
+};
+ScratchDirs scratch;
+
 std::string fresh_dir(const std::string& name) {
   auto d = std::filesystem::temp_directory_path() / ("mxtb-comm-" + name + "-" + std::to_string(getpid()));
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
+  scratch.dirs.push_back(d);
   return d.string();
 }
 
