@@ -62,6 +62,35 @@ std::vector<std::vector<int>> rack_phase1(const protocol::RackShape& shape, cons
   return out;
 }
 
+std::vector<std::pair<int, int>> circuits_from_dead(const protocol::RackShape& shape, const std::vector<protocol::RackFibre>& wiring,
+                                                    const std::vector<std::vector<int>>& maps,
+                                                    const std::vector<protocol::RackXpu>& dead) {
+  const int ports = shape.server.mesh_ports;
+  if (static_cast<int>(maps.size()) != shape.servers() ||
+      std::any_of(maps.begin(), maps.end(), [&](const std::vector<int>& m) { return static_cast<int>(m.size()) != ports; }))
+    throw std::invalid_argument(fmt::format("circuits_from_dead: {} maps for {} servers of {} ports", maps.size(), shape.servers(), ports));
+  auto dead_lane = [&](int server, int input) {
+    if (input < 0 || input >= shape.server.links()) return false;
+    const protocol::RackXpu x{server, input / shape.server.lanes_per_xpu};
+    return std::find(dead.begin(), dead.end(), x) != dead.end();
+  };
+  std::vector<std::pair<int, int>> out;
+  for (int s = 0; s < shape.servers(); ++s)
+    for (int in = 0; in < shape.server.links(); ++in)
+      if (maps[static_cast<size_t>(s)][static_cast<size_t>(in)] >= 0 && dead_lane(s, in)) out.emplace_back(s, in);
+  for (const protocol::RackFibre& f : wiring)
+    for (int dir = 0; dir < 2; ++dir) {
+      const protocol::FibreEnd& here = dir == 0 ? f.a : f.b;  // the input, light arriving
+      const protocol::FibreEnd& far = dir == 0 ? f.b : f.a;   // the output sending it
+      if (maps[static_cast<size_t>(here.server)][static_cast<size_t>(here.port)] < 0) continue;
+      const std::vector<int>& fm = maps[static_cast<size_t>(far.server)];
+      const auto it = std::find(fm.begin(), fm.end(), far.port);
+      if (it != fm.end() && dead_lane(far.server, static_cast<int>(it - fm.begin()))) out.emplace_back(here.server, here.port);
+    }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 namespace {
 
 std::string join(const std::vector<int>& v) { return fmt::format("{}", fmt::join(v, " ")); }
@@ -139,6 +168,13 @@ class Procedure {
       now[static_cast<size_t>(b.server)] = active;
     }
     auto target = maps(&RackBoard::before);
+    // Circuits whose light starts at an XPU the host knows dead: dark, left out without a verify.
+    for (const auto& [server, input] : circuits_from_dead(o_.shape, o_.wiring, target, o_.dead)) {
+      target[static_cast<size_t>(server)][static_cast<size_t>(input)] = -1;
+      result_.left_out.emplace_back(server, input);
+      for (RackBoard& b : boards_)
+        if (b.server == server) record(b, RackStep::Rollback, false, fmt::format("the circuit from input {} left out: its light starts at a dead XPU", input));
+    }
     auto phase1 = rack_phase1(o_.shape, o_.wiring, now, target);
     for (size_t i = 0; i < boards_.size(); ++i)
       if (known[i]) {

@@ -18,7 +18,8 @@
 //   release   every board releases its links: they retrain as at a commit's end
 //   verify    every board's ACTIVE_MAP is `after`, and every lane `after` maps trains to Active
 //   rollback  on any failure, or a board that stops answering: every board back to `before`, by
-//             the same two phases, held and released the same way; a rollback whose verify still
+//             the same two phases, held and released the same way, without the circuits whose
+//             light starts at an XPU the host knows dead (RackCommitOptions::dead); a rollback whose verify still
 //             fails after its dark windows leaves out the circuit onto the output its controller
 //             names dark (its source died, or its fibre was cut, meanwhile: `before` cannot be
 //             lit whole any more) and commits again; a board that does not answer again within the deadline is
@@ -36,6 +37,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mxtb::host::failover {
@@ -89,6 +91,12 @@ struct RackCommitOptions {
   // verify_attempts in all: as the single server's manager does for a lane's dark window.
   uint64_t dark_window_ns = 25'000;
   int verify_attempts = 3;
+  // XPUs the host knows dead when the transaction starts (the one being replaced, earlier ones): a
+  // rollback leaves out at once every circuit of `before` whose light starts at one of their lanes
+  // (circuits_from_dead), instead of finding each dark after its verify attempts. A dead XPU's four
+  // circuits cost twelve commits of about 130 us of board time that way, seconds of wall time each
+  // in a lockstep rack. Circuits dark for a reason the host does not know are still found by verify.
+  std::vector<protocol::RackXpu> dead;
   // How long a board that stopped answering is asked again (wall time) before it is unresolved.
   std::chrono::milliseconds answer_deadline{2'000};
   // Called before each step on each board (progress, and the tests' faults).
@@ -101,6 +109,14 @@ struct RackCommitOptions {
 // changes where that input goes. Pure.
 std::vector<std::vector<int>> rack_phase1(const protocol::RackShape& shape, const std::vector<protocol::RackFibre>& wiring,
                                           const std::vector<std::vector<int>>& from, const std::vector<std::vector<int>>& to);
+
+// The circuits (server, input port) of `maps` whose light starts at a lane of an XPU in `dead`: from
+// the lane itself, or arriving over a fibre from a server whose map sends such a lane into it. A
+// server's map all -1 (one outside a transaction) sends nothing. Pure; throws std::invalid_argument
+// when `maps` does not hold one map of the mesh's ports per server.
+std::vector<std::pair<int, int>> circuits_from_dead(const protocol::RackShape& shape, const std::vector<protocol::RackFibre>& wiring,
+                                                    const std::vector<std::vector<int>>& maps,
+                                                    const std::vector<protocol::RackXpu>& dead);
 
 // The transaction over `boards` (the servers whose maps change, and any others to check).
 RackCommitResult rack_commit(std::vector<RackBoard>& boards, const RackCommitOptions& o);

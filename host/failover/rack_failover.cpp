@@ -201,7 +201,10 @@ RackFailoverRecord rack_failover(std::vector<fabric::Board*>& boards, RackTenant
       if (o.reconnect) part.back().reconnect = [&o, s] { return o.reconnect(static_cast<int>(s)); };
       rec.blast.boards_touched.push_back(static_cast<int>(s));
     }
-  rec.commit = rack_commit(part, o.commit);
+  RackCommitOptions commit = o.commit;  // a rollback need not light what the host knows is dark
+  commit.dead = t.failed;
+  commit.dead.push_back(rec.failed);
+  rec.commit = rack_commit(part, commit);
   if (rec.commit.outcome == RackOutcome::Unresolved) {  // some board is not answering: nothing more to ask it
     rec.problems.push_back(fmt::format("the placement across boards unresolved: {}", rec.commit.why));
     t.failed.push_back(rec.failed);

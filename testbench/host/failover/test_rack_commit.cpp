@@ -142,6 +142,45 @@ TEST_CASE("rack commit: the first phase leaves unused only the fibre inputs whos
   CHECK_THROWS_AS(rack_phase1(shape, wiring, {before[0]}, after), std::invalid_argument);
 }
 
+TEST_CASE("rack commit: the circuits a dead XPU lit, on its own server and one fibre on") {
+  const protocol::RackShape shape = two_servers();
+  const auto wiring = protocol::torus_wiring(shape);
+  const Maps maps = tenant_maps(shape, false);
+  const int links = shape.server.links(), lanes = shape.server.lanes_per_xpu;
+  const protocol::RackXpu dead{0, 1};
+  const auto got = circuits_from_dead(shape, wiring, maps, {dead});
+  auto has = [&](int s, int in) { return std::find(got.begin(), got.end(), std::make_pair(s, in)) != got.end(); };
+  // Every lane of the dead XPU that the tenant maps, and nothing else on its server.
+  int own = 0, crossing = 0;
+  for (int in = 0; in < shape.server.mesh_ports; ++in) {
+    const bool lane_of_dead = in >= lanes && in < 2 * lanes;
+    CHECK(has(0, in) == (lane_of_dead && maps[0][static_cast<size_t>(in)] >= 0));
+    if (lane_of_dead && maps[0][static_cast<size_t>(in)] >= 0) {
+      ++own;
+      if (maps[0][static_cast<size_t>(in)] >= links) ++crossing;  // out through a fibre port
+    }
+  }
+  CHECK(own == lanes);
+  // On the other server: exactly the fibre inputs its crossing circuits arrive at, each mapped on.
+  REQUIRE(crossing >= 1);
+  int far = 0;
+  for (const auto& [s, in] : got)
+    if (s == 1) {
+      CHECK(in >= links);
+      CHECK(maps[1][static_cast<size_t>(in)] >= 0);
+      ++far;
+    }
+  CHECK(far == crossing);
+  // Nobody dead, the unmapped spare dead, or the far server's map unknown (all -1): nothing more.
+  CHECK(circuits_from_dead(shape, wiring, maps, {}).empty());
+  CHECK(circuits_from_dead(shape, wiring, maps, {{0, 4}}).empty());
+  Maps unknown = maps;
+  unknown[0].assign(unknown[0].size(), -1);
+  CHECK(circuits_from_dead(shape, wiring, unknown, {dead}).empty());
+  CHECK_THROWS_WITH_AS(circuits_from_dead(shape, wiring, {maps[0]}, {dead}), doctest::Contains("1 maps for 2 servers"),
+                       std::invalid_argument);
+}
+
 TEST_CASE("rack failover: the spares in the host's order, and the dead XPU in one look") {
   protocol::RackShape shape;  // 2x2 servers
   const std::vector<protocol::RackXpu> spares{{3, 4}, {1, 4}, {2, 4}, {0, 4}};
