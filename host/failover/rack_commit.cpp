@@ -38,27 +38,39 @@ const char* to_string(RackOutcome o) {
   return "?";
 }
 
+namespace {
+
+// Which input of a server sends its light to an output port (-1: none).
+int source_of(const std::vector<int>& map, int output) {
+  auto it = std::find(map.begin(), map.end(), output);
+  return it == map.end() ? -1 : static_cast<int>(it - map.begin());
+}
+
+// Each strand of the wiring: `arrive(here, far)`, light leaving far's output port arriving at
+// here's input port.
+template <typename F>
+void for_each_strand(const std::vector<protocol::RackFibre>& wiring, F&& arrive) {
+  for (const protocol::RackFibre& f : wiring) {
+    arrive(f.a, f.b);
+    arrive(f.b, f.a);
+  }
+}
+
+}  // namespace
+
 std::vector<std::vector<int>> rack_phase1(const protocol::RackShape& shape, const std::vector<protocol::RackFibre>& wiring,
                                           const std::vector<std::vector<int>>& from, const std::vector<std::vector<int>>& to) {
   const int S = shape.servers();
   if (static_cast<int>(from.size()) != S || static_cast<int>(to.size()) != S)
     throw std::invalid_argument(fmt::format("rack_phase1: {} and {} maps for {} servers", from.size(), to.size(), S));
-  // Which input of a server sends its light to an output port (-1: none).
-  auto source_of = [](const std::vector<int>& map, int output) {
-    auto it = std::find(map.begin(), map.end(), output);
-    return it == map.end() ? -1 : static_cast<int>(it - map.begin());
-  };
   std::vector<std::vector<int>> out = to;
-  for (const protocol::RackFibre& f : wiring)
-    for (int dir = 0; dir < 2; ++dir) {
-      const protocol::FibreEnd& here = dir == 0 ? f.a : f.b;  // the input, light arriving
-      const protocol::FibreEnd& far = dir == 0 ? f.b : f.a;   // the output sending it
-      const auto h = static_cast<size_t>(here.server), fs = static_cast<size_t>(far.server);
-      const auto in = static_cast<size_t>(here.port);
-      if (out[h][in] < 0) continue;
-      const int src_from = source_of(from[fs], far.port), src_to = source_of(to[fs], far.port);
-      if (src_from < 0 || src_from != src_to) out[h][in] = -1;  // lit only once the far board's phase 1 is in
-    }
+  for_each_strand(wiring, [&](const protocol::FibreEnd& here, const protocol::FibreEnd& far) {
+    const auto h = static_cast<size_t>(here.server), fs = static_cast<size_t>(far.server);
+    const auto in = static_cast<size_t>(here.port);
+    if (out[h][in] < 0) return;
+    const int src_from = source_of(from[fs], far.port), src_to = source_of(to[fs], far.port);
+    if (src_from < 0 || src_from != src_to) out[h][in] = -1;  // lit only once the far board's phase 1 is in
+  });
   return out;
 }
 
@@ -78,15 +90,11 @@ std::vector<std::pair<int, int>> circuits_from_dead(const protocol::RackShape& s
   for (int s = 0; s < shape.servers(); ++s)
     for (int in = 0; in < shape.server.links(); ++in)
       if (maps[static_cast<size_t>(s)][static_cast<size_t>(in)] >= 0 && dead_lane(s, in)) out.emplace_back(s, in);
-  for (const protocol::RackFibre& f : wiring)
-    for (int dir = 0; dir < 2; ++dir) {
-      const protocol::FibreEnd& here = dir == 0 ? f.a : f.b;  // the input, light arriving
-      const protocol::FibreEnd& far = dir == 0 ? f.b : f.a;   // the output sending it
-      if (maps[static_cast<size_t>(here.server)][static_cast<size_t>(here.port)] < 0) continue;
-      const std::vector<int>& fm = maps[static_cast<size_t>(far.server)];
-      const auto it = std::find(fm.begin(), fm.end(), far.port);
-      if (it != fm.end() && dead_lane(far.server, static_cast<int>(it - fm.begin()))) out.emplace_back(here.server, here.port);
-    }
+  for_each_strand(wiring, [&](const protocol::FibreEnd& here, const protocol::FibreEnd& far) {
+    if (maps[static_cast<size_t>(here.server)][static_cast<size_t>(here.port)] >= 0 &&
+        dead_lane(far.server, source_of(maps[static_cast<size_t>(far.server)], far.port)))
+      out.emplace_back(here.server, here.port);
+  });
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -491,9 +491,7 @@ struct RtlModel final : RtlSide::Impl {
     if (slave.r_pending && slave.r_delay && !s.ar_fire) --slave.r_delay;
   }
 
-  // Cycles with no datagram: the source idle, the reply sink ready, the slave answering as ever
-  // (a silent word's late response among them). Nothing may come out.
-  // RtlSide::Impl
+  // What RtlSide asks (idle and handle below too).
   void reset() override {
     // A model that failed an assertion keeps its context's error: only a fresh one goes on.
     if (ctx->gotError()) build();
@@ -503,6 +501,8 @@ struct RtlModel final : RtlSide::Impl {
   uint64_t cycles() const override { return cycle; }
   bool bus_outstanding() const override { return slave.aw_taken || slave.w_taken || slave.b_pending || slave.r_pending; }
 
+  // Cycles with no datagram: the source idle, the reply sink ready, the slave answering as ever
+  // (a silent word's late response among them). Nothing may come out.
   std::string idle(uint64_t n) override {
     own_thread_context();
     violation.clear();
@@ -639,12 +639,13 @@ struct RtlModel final : RtlSide::Impl {
 };
 
 std::unique_ptr<RtlSide::Impl> make_model(uint64_t fill_seed, RtlTiming timing, uint32_t n_buffers) {
-  if (n_buffers == 16) return std::make_unique<RtlModel<Vipbus_transactor, true>>(fill_seed, timing);
+  if (!RtlSide::has_model(n_buffers))
+    throw std::invalid_argument(fmt::format("RtlSide: no transactor model with N_BUFFERS {} in this build (16{})", n_buffers,
+                                            RtlSide::has_model(3) ? " and 3" : ""));
 #ifdef MXTB_IPBUS_THREE_BUFFERS
   if (n_buffers == 3) return std::make_unique<RtlModel<Vipbus_transactor_b3, false>>(fill_seed, timing);
 #endif
-  throw std::invalid_argument(fmt::format("RtlSide: no transactor model with N_BUFFERS {} in this build (16{})", n_buffers,
-                                          RtlSide::has_model(3) ? " and 3" : ""));
+  return std::make_unique<RtlModel<Vipbus_transactor, true>>(fill_seed, timing);
 }
 
 }  // namespace
