@@ -191,4 +191,33 @@ RackMap rack_torus_map(const RackShape& r, const std::vector<RackFibre>& wiring,
   return m;
 }
 
+int rack_xpu(const RackShape& shape, const RackXpu& x) { return x.server * shape.server.xpus + x.xpu; }
+
+std::vector<int> torus_ring_positions(int dim_x, int dim_y) {
+  if (dim_x < 1 || dim_y < 1 || dim_x * dim_y < 2)
+    throw RackMapError(fmt::format("a ring over a {}x{} torus: at least 2 positions needed", dim_x, dim_y));
+  std::vector<int> order;
+  if (dim_y == 1 || dim_x == 1) {
+    for (int p = 0; p < dim_x * dim_y; ++p) order.push_back(p);
+    return order;
+  }
+  const bool transpose = dim_y % 2 != 0;
+  if (transpose && dim_x % 2 != 0)
+    throw RackMapError(
+        fmt::format("a ring over a {}x{} torus through neighbours only: one dimension must be even", dim_x, dim_y));
+  const int X = transpose ? dim_y : dim_x, Y = transpose ? dim_x : dim_y;  // Y even
+  auto at = [&](int x, int y) { return transpose ? y + dim_x * x : x + dim_x * y; };
+  order.push_back(at(0, 0));
+  for (int y = 0; y < Y; ++y)
+    for (int i = 1; i < X; ++i) order.push_back(at(y % 2 == 0 ? i : X - i, y));
+  for (int y = Y - 1; y >= 1; --y) order.push_back(at(0, y));
+  return order;
+}
+
+std::vector<int> rack_ring_xpus(const RackShape& shape, const RackPlacement& t) {
+  std::vector<int> out;
+  for (int p : torus_ring_positions(t.dim_x, t.dim_y)) out.push_back(rack_xpu(shape, t.xpu_of_position[static_cast<size_t>(p)]));
+  return out;
+}
+
 }  // namespace mxtb::protocol

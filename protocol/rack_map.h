@@ -99,4 +99,16 @@ struct RackMap {
 RackMap rack_torus_map(const RackShape& r, const std::vector<RackFibre>& wiring, const RackPlacement& t,
                        const RackMap* keep = nullptr);
 
+// The rack's numbering of its XPUs, as a job's ranks name them: server s's XPU x is
+// s * XPUs + x (every server's XPUs in a row).
+int rack_xpu(const RackShape& shape, const RackXpu& x);
+
+// A Hamiltonian cycle of a dim_x x dim_y torus of positions (x + dim_x y), each step to a torus
+// neighbour: along row 0, back and forth over columns 1.. of the other rows, home down column 0.
+// Needs an even dimension (or a line); throws RackMapError naming the dimensions otherwise.
+std::vector<int> torus_ring_positions(int dim_x, int dim_y);
+
+// The tenant's XPUs (rack numbering) in the ring order above: the ring its job runs on.
+std::vector<int> rack_ring_xpus(const RackShape& shape, const RackPlacement& t);
+
 }  // namespace mxtb::protocol

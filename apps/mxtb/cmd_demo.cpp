@@ -65,12 +65,13 @@ struct RackRows {
   nlohmann::json file;                   // as the served rack will read it
   sim::rack::RackConfig cfg;
   std::vector<protocol::RackXpu> victims;  // in the order they die
+  std::optional<host::failover::RackJob> job;  // the run's job of collectives, on the rack tenant's ring
 };
 
 // Read, checked and the deaths chosen before anything starts: a bad rack file stops the demo here.
 RackRows prepare_rack_rows(const FailoverScenario& s, const std::string& rack_path) {
   using protocol::RackXpu;
-  RackRows rows{rack_path, read_rack_file(rack_path), {}, {}};
+  RackRows rows{rack_path, read_rack_file(rack_path), {}, {}, {}};
   rows.file["settle"] = sim::to_string(s.settle);
   rows.cfg = parse_rack_scenario(rows.file, rack_path, source_root() + "/traces/calibration/mesh32.json");
   const sim::rack::RackConfig& cfg = rows.cfg;
@@ -93,10 +94,16 @@ RackRows prepare_rack_rows(const FailoverScenario& s, const std::string& rack_pa
   if (victims.empty())
     throw InputError(fmt::format("--rack {}: no server has a spare and more tenant XPUs than spares, so neither case can be shown", rack_path));
   rows.victims = victims;
+  if (s.collective) {  // the same job as the run's (op, type, bytes per rank), on the rack tenant's ring
+    host::failover::RackJob job;
+    job.spec = failover_run(s).manager.job->spec;
+    rows.job = job;
+  }
   return rows;
 }
 
-nlohmann::json run_rack_rows(const RackRows& prepared, const std::string& out_dir) {
+// `ranks`: the job's ranks run as processes in the rack too (as the run's do), their re-form on the path.
+nlohmann::json run_rack_rows(const RackRows& prepared, const std::string& out_dir, bool ranks) {
   const std::string out = out_dir + "/rack", path = out + "/scenario.json";
   std::filesystem::create_directories(out);
   {
@@ -104,7 +111,13 @@ nlohmann::json run_rack_rows(const RackRows& prepared, const std::string& out_di
     if (!(f << prepared.file.dump(2) << "\n")) throw std::runtime_error("cannot write " + path);
   }
   const sim::rack::RackConfig& cfg = prepared.cfg;
-  ServedRack served(cfg, path, source_root() + "/traces/calibration/mesh32.json", out, false);
+  std::optional<host::comm::RankGroupConfig> rank_cfg;
+  if (ranks && prepared.job) {
+    rank_cfg.emplace();
+    rank_cfg->executable = host::fabric::self_executable();
+    rank_cfg->work_dir = out + "/ranks";
+  }
+  ServedRack served(cfg, path, source_root() + "/traces/calibration/mesh32.json", out, false, false, prepared.job, rank_cfg);
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& v : prepared.victims) {
     const auto rec = served.fail(v);
@@ -118,9 +131,14 @@ nlohmann::json run_rack_rows(const RackRows& prepared, const std::string& out_di
                     {"words_lost", rec.blast.words_lost},
                     {"scoreboard_errors", rec.blast.scoreboard_errors},
                     {"lanes_active_ns", rec.done_ns > 0 ? nlohmann::json(rec.done_ns - rec.failure_ns) : nlohmann::json(nullptr)},
+                    {"first_collective_ns", rec.job && rec.job->first_verified_ns > 0 ? nlohmann::json(rec.path_ns()) : nlohmann::json(nullptr)},
+                    {"communicator_reform_ns", rec.reform ? nlohmann::json(rec.reform->total_s() * 1e9) : nlohmann::json(nullptr)},
+                    {"collectives_aborted", rec.job ? nlohmann::json(rec.job->aborted) : nlohmann::json(nullptr)},
+                    {"collectives_wrong", rec.job ? nlohmann::json(rec.job->wrong) : nlohmann::json(nullptr)},
                     {"problems", rec.problems}});
   }
-  return {{"rack", cfg.name}, {"file", prepared.source}, {"servers", cfg.shape.servers()}, {"settle", prepared.file["settle"]}, {"rows", rows}};
+  return {{"rack", cfg.name}, {"file", prepared.source}, {"servers", cfg.shape.servers()}, {"settle", prepared.file["settle"]},
+          {"job", prepared.job.has_value()}, {"rows", rows}};
 }
 
 // The demo's table beside the rack's rows and the prototype's 1.2 s: the same two ends for each,
@@ -142,7 +160,11 @@ void print_rack_table(const DemoRun& r, const nlohmann::json& rack) {
                row["failed"].get<std::string>(), row["spare"].is_null() ? "-" : row["spare"].get<std::string>(), "host",
                fmt::format("{}", fmt::join(row["boards_touched"].get<std::vector<int>>(), ",")),
                done ? fmt::format("{:.1f} us", row["lanes_active_ns"].get<double>() / 1e3) : "-",
-               "not run: no job on a rack tenant", row["words_lost"].get<uint64_t>());
+               !rack["job"].get<bool>() ? "not run: this run has no job"
+               : row["first_collective_ns"].is_null()
+                   ? "-"
+                   : fmt::format("{:.3f} ms (no restore)", row["first_collective_ns"].get<double>() / 1e6),
+               row["words_lost"].get<uint64_t>());
   }
   fmt::print("  {:<30} {:>6} {:>6} {:<9} {:<7} {:>22} {:>34}\n", "the Morphlux prototype", "", "", "", "", "", "1.2 s (measured)");
 }
@@ -202,7 +224,7 @@ int cmd_demo(const ArgList& argv) {
   std::vector<std::string> failures = r.failover.failures;
   nlohmann::json rack;
   if (rack_rows && r.failover.passed()) {
-    rack = run_rack_rows(*rack_rows, o.out_dir);
+    rack = run_rack_rows(*rack_rows, o.out_dir, o.restart.has_value());
     print_rack_table(r, rack);
     for (const auto& row : rack["rows"]) {
       const std::string who = fmt::format("rack {}, XPU {} ({})", rack["rack"].get<std::string>(), row["failed"].get<std::string>(),
@@ -211,6 +233,10 @@ int cmd_demo(const ArgList& argv) {
         failures.push_back(fmt::format("{}: {} words lost, {} scoreboard errors", who, row["words_lost"].dump(), row["scoreboard_errors"].dump()));
       if (!row["spare"].is_null() && row["outcome"] != "committed")
         failures.push_back(fmt::format("{}: the placement was {}", who, row["outcome"].get<std::string>()));
+      if (rack["job"].get<bool>() && !row["spare"].is_null() && row["first_collective_ns"].is_null())
+        failures.push_back(fmt::format("{}: the job formed again has no verified collective", who));
+      if (rack["job"].get<bool>() && row["collectives_wrong"] != 0)
+        failures.push_back(fmt::format("{}: {} of the job's collectives ended wrong", who, row["collectives_wrong"].dump()));
     }
   } else if (rack_rows) {
     fmt::print("no rack rows: the run they stand beside failed\n");

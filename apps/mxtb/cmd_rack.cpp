@@ -160,7 +160,7 @@ exit "$code"
 
 // --serve and its flags (docs/cli.md): nullopt without --serve, where its flags are refused.
 std::optional<sim::rack::RackServe> serve_options(const Args& args, const sim::rack::RackConfig& cfg) {
-  for (const char* flag : {"--time-mode", "--rtf", "--listen", "--ipbus-target", "--stop-after-s", "--stall-report-ms"})
+  for (const char* flag : {"--time-mode", "--rtf", "--listen", "--ipbus-target", "--stop-after-s", "--stall-report-ms", "--job"})
     if (args.has(flag) && !args.has("--serve")) throw UsageError(fmt::format("{} applies to a served rack: add --serve", flag));
   if (!args.has("--serve")) return std::nullopt;
   sim::rack::RackServe sv;
@@ -181,6 +181,8 @@ std::optional<sim::rack::RackServe> serve_options(const Args& args, const sim::r
   }
   sv.ipbus_target = *sim::ipbus_target_from_string(resolve_ipbus_target(args, std::nullopt));
   sv.fst_dir = args.str("--fst-dir", "");
+  sv.job = args.has("--job");
+  if (sv.job && cfg.tenant.xpu_of_position.empty()) throw UsageError("--job needs a rack with a tenant: this rack file places none");
   sv.stop_after_wall_s = args.real("--stop-after-s", 0, 0, 1e9);
   sv.stall_report_ms = static_cast<uint32_t>(args.u64("--stall-report-ms", sv.stall_report_ms, 0, 3'600'000));
   if (sv.stall_report_ms > 0 && sv.stall_report_ms < 4)
@@ -234,7 +236,7 @@ int cmd_rack(const ArgList& argv) {
                            "--rtf", "--listen", "--ipbus-target", "--fst-dir", "--stop-after-s", "--stall-report-ms", "--launcher",
                            "--partition", "--time-limit", "--sbatch-args", "--poll-s", kEngineFlags[0],
                            kEngineFlags[1]},
-                          {"--progress", "--serve"},
+                          {"--progress", "--serve", "--job"},
                           {},
                           false});
   if (!args.has("--scenario")) throw UsageError("--scenario FILE is required (a rack file, docs/rack.md)");
@@ -258,6 +260,8 @@ int cmd_rack(const ArgList& argv) {
                                  cfg.shape.servers()));
   const double peer_timeout_s = args.real("--peer-timeout-s", 30.0, 0.5, 3600.0);
   const std::optional<sim::rack::RackServe> serve = serve_options(args, cfg);
+  if (serve && serve->job && processes > 1)
+    throw UsageError(fmt::format("--job with --processes {}: the tenant's job runs in one process (one job holds every rank)", processes));
   const std::string out_dir = args.str("--out", "out/rack");
   const bool child = sim::rack::launched_by_mpiexec();
   const std::string launcher = args.choice("--launcher", "local", {"local", "slurm"});

@@ -59,6 +59,28 @@ RackXpu parse_rack_xpu(const std::string& text, const protocol::RackShape& shape
   return x;
 }
 
+// The job across the failover (null without one): the collective in flight at the failure, the
+// collectives aborted and wrong, the ring formed again and its first verified collective.
+json job_json(const host::failover::RackFailoverRecord& r) {
+  if (!r.job) return nullptr;
+  const auto& j = *r.job;
+  const bool formed = !j.ring.empty();
+  return {{"in_flight", j.in_flight},
+          {"collectives_aborted", j.aborted},
+          {"collectives_wrong", j.wrong},
+          {"ring", formed ? json(j.ring) : json(nullptr)},
+          {"formed_ns", formed ? json(j.formed_ns - r.failure_ns) : json(nullptr)},
+          {"first_collective_ns", j.first_verified_ns > 0 ? json(j.first_verified_ns - j.formed_ns) : json(nullptr)},
+          {"communicator_reform", r.reform ? json{{"library", r.reform->library},
+                                                  {"ranks", r.reform->ranks},
+                                                  {"form_ns", r.reform->form_s * 1e9},
+                                                  {"first_allreduce_ns", r.reform->first_s * 1e9},
+                                                  {"total_ns", r.reform->total_s() * 1e9},
+                                                  {"ranks_abort_ns", r.reform->abort_s * 1e9},
+                                                  {"wrong", r.reform->wrong}}
+                                           : json(nullptr)}};
+}
+
 json record_json(const host::failover::RackFailoverRecord& r) {
   json steps = json::array();
   for (const auto& s : r.commit.steps)
@@ -82,8 +104,33 @@ json record_json(const host::failover::RackFailoverRecord& r) {
                            {"words_lost", r.blast.words_lost}}
                     : json(nullptr)},
           {"detect_ns", r.detected_ns - r.failure_ns},
-          {"total_ns", r.done_ns > 0 ? json(r.done_ns - r.failure_ns) : json(nullptr)},
+          {"placed_ns", r.done_ns > 0 ? json(r.done_ns - r.failure_ns) : json(nullptr)},
+          {"total_ns", r.path_ns() > 0 ? json(r.path_ns()) : json(nullptr)},
+          {"job", job_json(r)},
           {"problems", r.problems}};
+}
+
+// --job [--job-op OP] [--job-type float|bfloat16] [--job-bytes N]: the tenant's job of collectives.
+std::optional<host::failover::RackJob> job_from_flags(const Args& args) {
+  for (const char* flag : {"--job-op", "--job-type", "--job-bytes", "--ranks"})
+    if (args.has(flag) && !args.has("--job")) throw UsageError(fmt::format("{} describes the tenant's job: add --job", flag));
+  if (!args.has("--job")) return std::nullopt;
+  host::failover::RackJob job;
+  const std::string op = args.choice("--job-op", "all_reduce", {"all_reduce", "reduce_scatter", "all_gather", "alltoall"});
+  job.spec.op = op == "all_reduce" ? emu::JobOp::AllReduce : op == "reduce_scatter" ? emu::JobOp::ReduceScatter
+                : op == "all_gather" ? emu::JobOp::AllGather : emu::JobOp::AllToAll;
+  job.spec.type = args.choice("--job-type", "float", {"float", "bfloat16"}) == "bfloat16" ? emu::JobType::Bfloat16 : emu::JobType::Float;
+  job.spec.bytes = static_cast<uint32_t>(args.u64("--job-bytes", job.spec.bytes, 8, 64ull << 20));
+  return job;
+}
+
+std::optional<host::failover::RackJob> seed_job(const RackSeedPlan& plan) {
+  if (!plan.job) return std::nullopt;
+  host::failover::RackJob job;
+  job.spec.op = static_cast<emu::JobOp>(plan.job_op);
+  job.spec.type = plan.job_bf16 ? emu::JobType::Bfloat16 : emu::JobType::Float;
+  job.spec.bytes = plan.job_bytes;
+  return job;
 }
 
 // The first failover's timeline (report.json's "failover", as mxtb regress reads it): the host
@@ -105,8 +152,30 @@ host::report::Timeline rack_timeline(const host::failover::RackFailoverRecord& r
                         (s.ok ? "" : "FAILED: ") + s.detail, s.server});
     end = to;
   }
+  t.hardware_ns = end - r.failure_ns;  // the transaction ends when every lane of the placement is Active
+  if (r.job && r.job->first_verified_ns > 0) {  // the job formed again, its first collective on the new ring
+    // The ranks' re-form ran in wall time while the rack stood still (lockstep): laid end to end
+    // with the board's phases, as the single server's communicator_reform is.
+    double shift = 0;
+    if (r.reform) {
+      shift = r.reform->total_s() * 1e9;
+      t.phases.push_back({"communicator_reform", end, end + shift, "measured",
+                          fmt::format("{} hot spare, {} ranks: the survivors and the waiting spare rendezvous and connect ({:.1f} ms), "
+                                      "the first all-reduce checked ({:.1f} ms); wall time on this host",
+                                      r.reform->library, r.reform->ranks, r.reform->form_s * 1e3, r.reform->first_s * 1e3)});
+      host::report::add_beside(t, "ranks_abort", r.failure_ns, r.failure_ns + r.reform->abort_s * 1e9, "measured",
+                               fmt::format("{}: the dead XPU's rank killed with it, wall time to the last survivor's step loop "
+                                           "stopped (first: {})",
+                                           r.reform->library, r.reform->abort_reason));
+    }
+    const double first_end = std::max(end, r.job->first_verified_ns) + shift;
+    t.phases.push_back({"first_collective", end + shift, first_end, "rtl",
+                        fmt::format("the job formed again (JOB_CTRL.form_ranks on server 0's board) and its first verified "
+                                    "collective on rack XPUs {}, every element exact",
+                                    fmt::join(r.job->ring, ","))});
+    end = first_end;
+  }
   t.total_ns = end - r.failure_ns;
-  t.hardware_ns = t.total_ns;  // the transaction ends when every lane of the placement is Active
   t.degraded = r.spare.server < 0;
   if (t.degraded) t.notes.push_back("no spare: " + (r.problems.empty() ? std::string() : r.problems.front()));
   return t;
@@ -223,9 +292,16 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, Ser
       break;
     }
     const auto after = journal_now();
+    if (rec.job && rec.job->wrong) failures.push_back(fmt::format("{}: {} of the job's collectives ended wrong", who, rec.job->wrong));
     switch (rec.commit.outcome) {
       case RackOutcome::Committed:
         if (read_maps() != after) failures.push_back(fmt::format("{}: committed, but a board runs another map", who));
+        // The path ends at the job's first verified collective on the new ring, unless another
+        // XPU died meanwhile or a fibre was cut after the placement verified.
+        if (rec.job && rec.job->first_verified_ns == 0 && !second_died &&
+            (plan.cut_fibre < 0 || plan.cut_at_us * 1000 < rec.failure_ns))
+          failures.push_back(fmt::format("{}: committed, but the job formed again has no verified collective: {}", who,
+                                         rec.problems.empty() ? "" : rec.problems.back()));
         if (!second_died && (rec.blast.words_lost != 0 || rec.blast.scoreboard_errors != 0))
           failures.push_back(fmt::format("{}: {} scoreboard errors, {} words lost", who, rec.blast.scoreboard_errors, rec.blast.words_lost));
         break;
@@ -277,13 +353,22 @@ int run_seed(const RackSeedPlan& plan, uint64_t seed, const std::string& path, c
                r["spare"].is_null() ? "none" : r["spare"].get<std::string>(), r["outcome"].is_null() ? "nothing placed" : r["outcome"].get<std::string>(),
                r.contains("recovery") ? ", recovered: " + r["recovery"]["outcome"].get<std::string>() : "",
                blast.is_null() ? "blast radius not measured (a board did not answer)"
-                               : fmt::format("boards {}; {} errors, {} words lost", blast["boards_touched"].dump(),
-                                             blast["scoreboard_errors"].get<uint64_t>(), blast["words_lost"].get<uint64_t>()),
+                               : fmt::format("boards {}; {} errors, {} words lost{}", blast["boards_touched"].dump(),
+                                             blast["scoreboard_errors"].get<uint64_t>(), blast["words_lost"].get<uint64_t>(),
+                                             r["job"].is_null() ? ""
+                                             : r["job"]["first_collective_ns"].is_null()
+                                                 ? "; job: no verified collective on the new ring"
+                                                 : fmt::format("; job: first collective {:.1f} us after its re-form",
+                                                               r["job"]["first_collective_ns"].get<double>() / 1000)),
                r["problems"].empty() ? "" : "; " + r["problems"][0].get<std::string>());
   }
   for (const auto& f : failures) fmt::print("  FAILURE: {}\n", f);
   json plan_json{{"rack", plan.base}, {"deaths", plan.pick.size()}, {"cut_fibre", plan.cut_fibre}, {"cut_at_us", plan.cut_at_us},
-                 {"second_during", plan.second_during}, {"silent_during", plan.silent_during}, {"silent_ms", plan.silent_ms}};
+                 {"second_during", plan.second_during}, {"silent_during", plan.silent_during}, {"silent_ms", plan.silent_ms},
+                 {"job", plan.job ? json{{"op", emu::to_string(static_cast<emu::JobOp>(plan.job_op))},
+                                         {"type", plan.job_bf16 ? "bfloat16" : "float"},
+                                         {"bytes", plan.job_bytes}}
+                                  : json(nullptr)}};
   json report{{"scenario", path}, {"rack", cfg.name}, {"servers", shape.servers()}, {"seed", seed}, {"plan", plan_json},
               {"failovers", records}, {"failures", failures}};
   if (first) report["report"] = host::report::to_json(*first);
@@ -296,7 +381,10 @@ int run_seed(const RackSeedPlan& plan, uint64_t seed, const std::string& path, c
 }  // namespace
 
 int cmd_rack_failover(const ArgList& argv) {
-  Args args(argv, ArgSpec{{"--scenario", "--out", "--json", "--calibration", "--scenario-seed"}, {}, {"--fail"}, false});
+  Args args(argv, ArgSpec{{"--scenario", "--out", "--json", "--calibration", "--scenario-seed", "--job-op", "--job-type", "--job-bytes"},
+                          {"--job", "--ranks"},
+                          {"--fail"},
+                          false});
   const bool seeded = args.has("--scenario-seed");
   if (seeded && (args.has("--scenario") || !args.list("--fail").empty()))
     throw UsageError("--scenario-seed N draws the rack and its deaths: it takes no --scenario or --fail");
@@ -312,6 +400,14 @@ int cmd_rack_failover(const ArgList& argv) {
   const sim::rack::RackConfig cfg = seeded ? parse_rack_scenario(plan->scenario, fmt::format("seed {}'s rack", seed), calibration)
                                            : load_rack_scenario(path, calibration);
   const protocol::RackShape& shape = cfg.shape;
+  const std::optional<host::failover::RackJob> job = seeded ? seed_job(*plan) : job_from_flags(args);
+  std::optional<host::comm::RankGroupConfig> ranks;
+  if (args.has("--ranks")) {
+    if (seeded) throw UsageError("--ranks applies to --scenario: a campaign seed's job runs without rank processes");
+    ranks.emplace();
+    ranks->executable = host::fabric::self_executable();
+    ranks->work_dir = out + "/ranks";
+  }
   std::vector<RackXpu> deaths;
   for (const auto& f : args.list("--fail")) deaths.push_back(parse_rack_xpu(f, shape));
   // Everything checked: nothing is written before.
@@ -322,12 +418,12 @@ int cmd_rack_failover(const ArgList& argv) {
     if (!(f << plan->scenario.dump(2) << "\n")) throw InputError(fmt::format("cannot write {}", path));
   }
 
-  ServedRack rack(cfg, path, calibration, out, true, seeded && plan->silent_during >= 0);
+  ServedRack rack(cfg, path, calibration, out, true, seeded && plan->silent_during >= 0, job, ranks);
   const host::failover::RackTenant& tenant = rack.tenant;
   fmt::print("# {} ({} servers), tenant of {} XPUs, spares {}\n", cfg.name, shape.servers(), tenant.placement.xpu_of_position.size(),
              fmt::join(rack_xpu_names(tenant.spares), ","));
   if (seeded) return run_seed(*plan, seed, path, json_path, rack);
-  fmt::print("#  failed  spare  case           outcome    boards  XPUs whose links left Active   lanes  errors   lost   detect(us)   total(us)\n");
+  fmt::print("#  failed  spare  case           outcome    boards  XPUs whose links left Active   lanes  errors   lost  aborted   detect(us)   placed(us)   total(us)\n");
   json records = json::array();
   bool clean = true;
   for (const RackXpu& x : deaths) {
@@ -336,11 +432,13 @@ int cmd_rack_failover(const ArgList& argv) {
     int lanes = 0;
     for (int n : rec.blast.lanes_left_active) lanes += n;
     const bool placed = rec.spare.server >= 0;
-    fmt::print("  {:>6}  {:>5}  {:<13}  {:<9}  {:<6}  {:<28}  {:>5}  {:>6}  {:>5}  {:>11.1f}  {:>10}\n", rack_xpu_name(rec.failed),
+    fmt::print("  {:>6}  {:>5}  {:<13}  {:<9}  {:<6}  {:<28}  {:>5}  {:>6}  {:>5}  {:>7}  {:>11.1f}  {:>11}  {:>10}\n", rack_xpu_name(rec.failed),
                placed ? rack_xpu_name(rec.spare) : "-", !placed ? "no spare" : rec.same_server ? "same server" : "other server",
                placed ? to_string(rec.commit.outcome) : "-", fmt::format("{}", fmt::join(rec.blast.boards_touched, ",")),
-               fmt::format("{}", fmt::join(left, ",")), lanes, rec.blast.scoreboard_errors, rec.blast.words_lost, (rec.detected_ns - rec.failure_ns) / 1000,
-               rec.done_ns > 0 ? fmt::format("{:.1f}", (rec.done_ns - rec.failure_ns) / 1000) : "-");
+               fmt::format("{}", fmt::join(left, ",")), lanes, rec.blast.scoreboard_errors, rec.blast.words_lost,
+               rec.job ? fmt::format("{}", rec.job->aborted) : "-", (rec.detected_ns - rec.failure_ns) / 1000,
+               rec.done_ns > 0 ? fmt::format("{:.1f}", (rec.done_ns - rec.failure_ns) / 1000) : "-",
+               rec.path_ns() > 0 ? fmt::format("{:.1f}", rec.path_ns() / 1000) : "-");
     for (const auto& p : rec.problems) fmt::print("    problem: {}\n", p);
     clean = clean && rec.problems.empty();
     records.push_back(record_json(rec));

@@ -350,6 +350,12 @@ RackSeedPlan rack_seed_plan(uint64_t seed, const std::string& racks_dir) {
     const uint64_t kind = uni(0, 2);
     p.silent_ms = kind == 0 ? uni(300, 1500) : kind == 1 ? uni(4000, 7000) : uni(13000, 15000);
   }
+  if (chance(0.75)) {
+    p.job = true;
+    p.job_op = static_cast<int>(uni(0, 3));
+    p.job_bf16 = chance(0.5);
+    p.job_bytes = static_cast<uint32_t>(uint64_t{4096} << uni(0, 4));
+  }
   return p;
 }
 

@@ -162,6 +162,12 @@ struct RackSeedPlan {
   int silent_during = -1;
   int silent_step = 0;
   uint64_t silent_ms = 0;
+  // The tenant runs its job of collectives (three seeds in four; drawn last): op (emu::JobOp),
+  // bfloat16 or float, bytes per rank. Each failover then ends at its first verified collective.
+  bool job = false;
+  int job_op = 0;
+  bool job_bf16 = false;
+  uint32_t job_bytes = 0;
 };
 RackSeedPlan rack_seed_plan(uint64_t seed, const std::string& racks_dir);
 

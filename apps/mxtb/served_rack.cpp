@@ -4,6 +4,7 @@
 #include "protocol/rack_map.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <tuple>
@@ -31,15 +32,17 @@ std::vector<RackXpu> spares_of(const protocol::RackShape& shape, const protocol:
 }
 
 ServedRack::ServedRack(sim::rack::RackConfig config, const std::string& scenario_path, const std::string& calibration,
-                       const std::string& out, bool announce, bool unpluggable)
+                       const std::string& out, bool announce, bool unpluggable, std::optional<host::failover::RackJob> job,
+                       std::optional<host::comm::RankGroupConfig> ranks)
     : cfg(std::move(config)) {
   const protocol::RackShape& shape = cfg.shape;
   tenant.placement = cfg.tenant;
   tenant.spares = spares_of(shape, cfg.tenant);
   options.commit.shape = shape;
   options.commit.wiring = cfg.wiring;
-  const std::vector<std::string> rack_args{"--scenario", scenario_path, "--calibration", calibration, "--serve", "--time-mode",
-                                           "lockstep",   "--listen",     "127.0.0.1:0",   "--out",       out};
+  std::vector<std::string> rack_args{"--scenario", scenario_path, "--calibration", calibration, "--serve", "--time-mode",
+                                     "lockstep",   "--listen",     "127.0.0.1:0",   "--out",       out};
+  if (job) rack_args.push_back("--job");
   emulator_ = std::make_unique<host::fabric::EmulatorProcess>(host::fabric::self_executable(), rack_args, out + "/rack.log",
                                                               std::chrono::seconds(300), "rack", shape.servers());
   client_options_.timeout = std::chrono::milliseconds(10'000);
@@ -59,6 +62,25 @@ ServedRack::ServedRack(sim::rack::RackConfig config, const std::string& scenario
   const auto maps = protocol::rack_torus_map(shape, cfg.wiring, cfg.tenant).port_target;
   if (!host::failover::lanes_active(boards, maps, shape.server.links(), 500'000))
     throw InputError(fmt::format("{}: the tenant's lanes are not all Active 500 us after bring-up (see {}/rack.log)", scenario_path, out));
+  if (ranks && !job) throw std::logic_error("ServedRack: ranks without a job");
+  if (ranks) {
+    std::vector<int> ring = protocol::rack_ring_xpus(shape, cfg.tenant), spare_ranks;
+    for (const auto& x : tenant.spares) spare_ranks.push_back(protocol::rack_xpu(shape, x));
+    try {
+      ranks_ = std::make_unique<host::comm::RankGroup>(*ranks, ring, spare_ranks);
+    } catch (const host::comm::CommError& e) {
+      throw InputError(fmt::format("{}: the job's ranks did not start: {}", scenario_path, e.what()));
+    }
+    options.ranks = ranks_.get();
+  }
+  if (job) {
+    options.job = job;
+    std::vector<std::vector<host::fabric::EmuEventRecord>> events(boards.size());
+    const std::vector<int> ring = protocol::rack_ring_xpus(shape, cfg.tenant);
+    if (host::failover::form_rack_job(boards, ring, *job, options.poll_ns, events) == 0)
+      throw InputError(fmt::format("{}: the tenant's job on rack XPUs {} has no verified collective within {} us of its forming (see {}/rack.log)",
+                                   scenario_path, fmt::join(ring, ","), job->first_timeout_ns / 1000.0, out));
+  }
 }
 
 void ServedRack::unplug(int server, bool down) {

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <cstring>
 
 namespace mxtb::host::fabric {
@@ -199,15 +201,28 @@ uint32_t Board::xpu_alive() {
 
 void Board::form_job(const std::vector<int>& ring, const TenantJobRequest& spec) {
   need_emulator("form_job");
-  if (ring.size() > 8) throw std::invalid_argument(fmt::format("a job's ring has at most 8 XPUs, not {}", ring.size()));
-  uint32_t packed = 0xFFFFFFFFu;
-  for (size_t r = 0; r < ring.size(); ++r) {
-    if (ring[r] < 0 || ring[r] > 14) throw std::invalid_argument(fmt::format("XPU {} does not fit JOB_RING", ring[r]));
-    packed = (packed & ~(0xFu << (4 * r))) | static_cast<uint32_t>(ring[r]) << (4 * r);
-  }
   const uint32_t spec_word = static_cast<uint32_t>(spec.op) << er::job_spec::kOpShift |
                              static_cast<uint32_t>(spec.type) << er::job_spec::kTypeShift;
-  c_.queue_write(emulator(er::job_ring::kOffset), {packed, spec_word, spec.bytes, spec.seed, er::job_ctrl::kFormMask});
+  // JOB_RING where the ring fits it (8 XPUs numbered 0..14, the single server's), JOB_RANKS
+  // otherwise (64 XPUs numbered 0..254: a rack's).
+  const bool fits_ring = ring.size() <= 8 && std::all_of(ring.begin(), ring.end(), [](int x) { return x >= 0 && x <= 14; });
+  if (fits_ring) {
+    uint32_t packed = 0xFFFFFFFFu;
+    for (size_t r = 0; r < ring.size(); ++r) packed = (packed & ~(0xFu << (4 * r))) | static_cast<uint32_t>(ring[r]) << (4 * r);
+    c_.queue_write(emulator(er::job_ring::kOffset), {packed, spec_word, spec.bytes, spec.seed, er::job_ctrl::kFormMask});
+    c_.dispatch();
+    return;
+  }
+  const size_t most = 4 * er::job_ranks::kCount;
+  if (ring.size() > most) throw std::invalid_argument(fmt::format("a job's ring has at most {} XPUs, not {}", most, ring.size()));
+  std::vector<uint32_t> ranks(er::job_ranks::kCount, 0xFFFFFFFFu);
+  for (size_t r = 0; r < ring.size(); ++r) {
+    if (ring[r] < 0 || ring[r] > 254) throw std::invalid_argument(fmt::format("XPU {} does not fit JOB_RANKS (0..254)", ring[r]));
+    uint32_t& w = ranks[r / 4];
+    w = (w & ~(0xFFu << (8 * (r % 4)))) | static_cast<uint32_t>(ring[r]) << (8 * (r % 4));
+  }
+  c_.queue_write(emulator(er::job_ranks::kOffset), ranks);
+  c_.queue_write(emulator(er::job_spec::kOffset), {spec_word, spec.bytes, spec.seed, er::job_ctrl::kFormRanksMask});
   c_.dispatch();
 }
 
@@ -216,7 +231,7 @@ JobStatus Board::job_status() {
   auto w = c_.read_block(emulator(er::job_status::kOffset), 4);
   JobStatus s;
   s.state = static_cast<emu::JobState>((w[0] & er::job_status::kStateMask) >> er::job_status::kStateShift);
-  s.ranks = static_cast<int>((w[0] & er::job_status::kRanksMask) >> er::job_status::kRanksShift);
+  s.ranks = static_cast<int>((w[0] & er::job_status::kRanksWideMask) >> er::job_status::kRanksWideShift);
   s.rings = static_cast<int>((w[0] & er::job_status::kRingsMask) >> er::job_status::kRingsShift);
   s.verified = w[1];
   s.aborted = w[2];

@@ -1,6 +1,7 @@
 #include "host/failover/rack_failover.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -147,7 +148,42 @@ void measure_blast(std::vector<fabric::Board*>& boards, const protocol::RackPlac
   }
 }
 
+// The job's collective in flight at the failure: how it ended (its first end after the failure
+// that is not a verified one), from board 0's events.
+std::string in_flight_end(const Events& events, double failure_ns) {
+  for (const auto& e : events[0])
+    if (e.kind == emu::EmuEvent::Job && static_cast<double>(e.time_ns) >= failure_ns &&
+        static_cast<emu::JobOutcome>(e.a) != emu::JobOutcome::Verified)
+      return fmt::format("collective #{} {} ({}) {:.1f} us after the failure", e.data, emu::to_string(static_cast<emu::JobOutcome>(e.a)),
+                         emu::to_string(static_cast<emu::JobReason>(e.b)), (static_cast<double>(e.time_ns) - failure_ns) / 1000.0);
+  return "";
+}
+
 }  // namespace
+
+double form_rack_job(std::vector<fabric::Board*>& boards, const std::vector<int>& ring, const RackJob& job, uint64_t poll_ns,
+                     Events& events, double* formed_ns) {
+  // Formed first: draining the boards' events costs board time (each request runs through the
+  // board's IPbus transactor), which the path should not wait for. Events from before the form
+  // come in later with earlier stamps.
+  fabric::Board& b = *boards[0];
+  const size_t seen = events[0].size();
+  const double formed = static_cast<double>(b.clock().now_ns());
+  if (formed_ns) *formed_ns = formed;
+  b.form_job(ring, job.spec);
+  const uint64_t until = b.clock().now_ns() + job.first_timeout_ns;
+  for (;;) {
+    take_events(boards, events);
+    for (size_t i = seen; i < events[0].size(); ++i) {
+      const auto& e = events[0][i];
+      if (e.kind == emu::EmuEvent::Job && static_cast<double>(e.time_ns) >= formed &&
+          static_cast<emu::JobOutcome>(e.a) == emu::JobOutcome::Verified)
+        return static_cast<double>(e.time_ns);
+    }
+    if (b.clock().now_ns() >= until) return 0;
+    b.clock().wait_ns(poll_ns);
+  }
+}
 
 bool lanes_active(std::vector<fabric::Board*>& boards, const std::vector<std::vector<int>>& maps, int links, uint64_t ns) {
   const uint64_t until = boards[0]->clock().now_ns() + ns;
@@ -172,6 +208,8 @@ RackFailoverRecord rack_failover(std::vector<fabric::Board*>& boards, RackTenant
   Events events(boards.size());
   std::vector<ScoreboardCounts> scoreboards_before;
   for (fabric::Board* b : boards) scoreboards_before.push_back(scoreboard_counts(*b));
+  const fabric::JobStatus job_before = o.job ? boards[0]->job_status() : fabric::JobStatus{};
+  if (o.job) rec.job = RackJobFigures{};
 
   const int dead = detect_death(boards, t, o);
   if (dead < 0) {
@@ -180,6 +218,7 @@ RackFailoverRecord rack_failover(std::vector<fabric::Board*>& boards, RackTenant
   }
   rec.detected_ns = static_cast<double>(boards[0]->clock().now_ns());
   rec.failed = t.placement.xpu_of_position[static_cast<size_t>(dead)];
+  if (o.ranks) o.ranks->kill(protocol::rack_xpu(shape, rec.failed));  // the XPU's death takes its rank's process with it
   take_events(boards, events);
 
   const protocol::RackPlacement placed = t.placement;  // as the failure found it
@@ -219,8 +258,28 @@ RackFailoverRecord rack_failover(std::vector<fabric::Board*>& boards, RackTenant
     t.spares.erase(std::find(t.spares.begin(), t.spares.end(), rec.spare));
   }
   t.failed.push_back(rec.failed);
+  if (o.job && rec.commit.outcome == RackOutcome::Committed) {  // the communicator formed again with the spare
+    rec.job->ring = protocol::rack_ring_xpus(shape, t.placement);
+    if (o.ranks) try {
+        rec.reform = o.ranks->reform(rec.job->ring);
+      } catch (const comm::CommError& e) {
+        rec.problems.push_back(fmt::format("the ranks' communicator not formed again on rack XPUs {}: {}", fmt::join(rec.job->ring, ","),
+                                           e.what()));
+      }
+    rec.job->first_verified_ns = form_rack_job(boards, rec.job->ring, *o.job, o.poll_ns, events, &rec.job->formed_ns);
+    if (rec.job->first_verified_ns == 0)
+      rec.problems.push_back(fmt::format("the job formed again on rack XPUs {} has no verified collective within {} us",
+                                         fmt::join(rec.job->ring, ","), o.job->first_timeout_ns / 1000.0));
+  }
   take_events(boards, events);
   measure_blast(boards, placed, dead, events, scoreboards_before, shape, rec);
+  if (o.job) {
+    const fabric::JobStatus now = boards[0]->job_status();
+    rec.job->aborted = now.aborted - job_before.aborted;
+    rec.job->wrong = now.wrong - job_before.wrong;
+    rec.job->in_flight = in_flight_end(events, rec.failure_ns);
+    if (rec.job->wrong) rec.problems.push_back(fmt::format("{} of the job's collectives ended wrong", rec.job->wrong));
+  }
   return rec;
 }
 

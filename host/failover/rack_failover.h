@@ -6,11 +6,14 @@
 // touched, which XPUs' links left Active, and the words lost.
 #pragma once
 
+#include "host/comm/rank_group.h"
 #include "host/fabric/board.h"
 #include "host/failover/rack_commit.h"
 #include "protocol/rack_map.h"
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +40,30 @@ struct BlastRadius {
   std::vector<protocol::RackXpu> outside() const;
 };
 
+// The tenant's job of collectives on a served rack (`mxtb rack --serve --job`): one job over the
+// whole rack, formed on the tenant's ring (protocol::rack_ring_xpus) through board 0's JOB_*
+// registers. With it the failover path ends at the job's first verified collective on the ring
+// with the spare, as on one server.
+struct RackJob {
+  fabric::TenantJobRequest spec;
+  uint64_t first_timeout_ns = 2'000'000;  // from a (re-)form to its first verified collective
+};
+
+// What the job did across one failover.
+struct RackJobFigures {
+  std::vector<int> ring;             // rack XPUs in ring order, as formed again (empty: not formed again)
+  double formed_ns = 0;              // the re-form (board time)
+  double first_verified_ns = 0;      // the end of its first verified collective; 0: none within first_timeout_ns
+  uint32_t aborted = 0, wrong = 0;   // collectives aborted and wrong from the failure to the path's end (JOB_ABORTED, JOB_WRONG)
+  std::string in_flight;             // how the collective in flight at the failure ended ("" when none ended)
+};
+
+// Forms the job on `ring` and waits for its first verified collective (a collective aborted by
+// the re-form itself does not count), gathering every board's events into `events` (by server)
+// meanwhile. Returns the collective's end, board time; 0 when none came within the timeout.
+double form_rack_job(std::vector<fabric::Board*>& boards, const std::vector<int>& ring, const RackJob& job, uint64_t poll_ns,
+                     std::vector<std::vector<fabric::EmuEventRecord>>& events, double* formed_ns = nullptr);
+
 struct RackFailoverRecord {
   protocol::RackXpu failed, spare;
   bool same_server = false;
@@ -46,6 +73,16 @@ struct RackFailoverRecord {
   // Board time since power-on (ns): the failure, the host seeing it, the transaction's end (every
   // board's map placed and every lane Active).
   double failure_ns = 0, detected_ns = 0, done_ns = 0;
+  std::optional<RackJobFigures> job;  // with a job (RackFailoverOptions::job)
+  // With the job's ranks as processes (RackFailoverOptions::ranks): their communicator formed
+  // again on the new ring, wall time, laid on the path before the emulator's job forms again.
+  std::optional<comm::Reform> reform;
+  // Where the path ends: with a job, its first verified collective on the new ring; otherwise
+  // every lane of the new placement Active. 0: it did not end.
+  double end_ns() const { return job ? job->first_verified_ns : done_ns; }
+  // The failure to the path's end: board time, plus the ranks' re-form (wall time, while the
+  // rack stood still in lockstep) laid end to end with it. 0: it did not end.
+  double path_ns() const { return end_ns() > 0 ? end_ns() - failure_ns + (reform ? reform->total_s() * 1e9 : 0) : 0; }
   std::vector<std::string> problems;
 };
 
@@ -56,6 +93,11 @@ struct RackFailoverOptions {
   // A fresh client of server s after its board stopped answering (RackBoard::reconnect), which
   // also takes the place of boards[s]; empty: keep asking the old one.
   std::function<fabric::Board*(int server)> reconnect;
+  std::optional<RackJob> job;  // the tenant runs one: formed again with the spare, the path ends at its first verified collective
+  // The job's ranks as real processes, one per rack XPU (the spares' waiting: a hot spare): the
+  // dead XPU's killed when the host sees the death, the communicator formed again on the new ring
+  // once the placement is committed. Null: the emulator's job stands for them.
+  comm::RankGroup* ranks = nullptr;
 };
 
 // The host's looks at every board, by server, until one tenant XPU has no lane Active in two

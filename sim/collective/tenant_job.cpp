@@ -64,7 +64,7 @@ std::string TenantJob::check(const std::vector<int>& ring, const TenantJobSpec& 
 
 void TenantJob::form(const std::vector<int>& ring, const TenantJobSpec& spec) {
   if (std::string why = check(ring, spec); !why.empty()) throw std::invalid_argument(why);
-  if (task() && sim_) end(*sim_, JobOutcome::Aborted, JobReason::Reformed, "the job was formed again");
+  if (task() && view_) end(*view_, JobOutcome::Aborted, JobReason::Reformed, "the job was formed again");
   restore_.reset();
   ring_ = ring;
   spec_ = spec;
@@ -73,7 +73,7 @@ void TenantJob::form(const std::vector<int>& ring, const TenantJobSpec& spec) {
 }
 
 void TenantJob::stop() {
-  if (task() && sim_) end(*sim_, JobOutcome::Aborted, JobReason::Stopped, "the job was stopped");
+  if (task() && view_) end(*view_, JobOutcome::Aborted, JobReason::Stopped, "the job was stopped");
   restore_.reset();
   state_ = JobState::Idle;
 }
@@ -99,7 +99,7 @@ std::string TenantJob::check_restore(const std::vector<int>& sources, int dest, 
 
 void TenantJob::restore(const std::vector<int>& sources, int dest, uint64_t bytes, uint64_t seed) {
   if (std::string why = check_restore(sources, dest, bytes); !why.empty()) throw std::invalid_argument(why);
-  if (task() && sim_) end(*sim_, JobOutcome::Aborted, JobReason::Reformed, "a state restore was asked for");
+  if (task() && view_) end(*view_, JobOutcome::Aborted, JobReason::Reformed, "a state restore was asked for");
   restore_ = PendingRestore{sources, dest, bytes, seed};
   state_ = JobState::Restoring;
 }
@@ -122,7 +122,7 @@ void TenantJob::fire(int link) {
     terminator_to_[static_cast<size_t>(link)] = -1;
     return;
   }
-  last_progress_cycle_ = sim_ ? sim_->cycle() : last_progress_cycle_;
+  last_progress_cycle_ = view_ ? view_->cycle() : last_progress_cycle_;
   task()->fire(link);
 }
 
@@ -143,10 +143,12 @@ uint64_t TenantJob::messages_delivered() const {
   return messages_done_ + (t ? t->messages_delivered() : 0);
 }
 
-void TenantJob::attach(ServerSim& sim) { sim_ = &sim; }
+void TenantJob::attach(ServerSim& sim) { view_ = &sim; }
 
-void TenantJob::after_step(ServerSim& sim) {
-  sim_ = &sim;
+void TenantJob::after_step(ServerSim& sim) { advance(sim); }
+
+void TenantJob::advance(const LinkView& sim) {
+  view_ = &sim;
   // An owed end-of-message word is dropped when its link has trained to someone else (the link
   // layer flushed what it held) or was disabled.
   for (size_t l = 0; l < terminator_to_.size(); ++l) {
@@ -160,7 +162,7 @@ void TenantJob::after_step(ServerSim& sim) {
   if (!task() && (state_ == JobState::Forming || state_ == JobState::Restoring)) try_start(sim);
 }
 
-void TenantJob::try_start(ServerSim& sim) {
+void TenantJob::try_start(const LinkView& sim) {
   const uint64_t now = sim.cycle();
   const int lanes = shape_.lanes_per_xpu;
   // The circuits among the ring's XPUs, as their link layers see them: both ends Active and each
@@ -241,7 +243,7 @@ void TenantJob::watch_circuits(const std::vector<RingHop>& circuits, uint64_t no
   last_progress_cycle_ = now;
 }
 
-void TenantJob::watch_running(ServerSim& sim) {
+void TenantJob::watch_running(const LinkView& sim) {
   const uint64_t now = sim.cycle();
   if (transfer_ && transfer_->done()) {
     if (transfer_->wrong())
@@ -307,7 +309,7 @@ uint64_t TenantJob::wake_cycle() const {
   return wake;
 }
 
-void TenantJob::end(ServerSim& sim, JobOutcome outcome, JobReason reason, std::string detail) {
+void TenantJob::end(const LinkView& sim, JobOutcome outcome, JobReason reason, std::string detail) {
   const uint64_t now = sim.cycle();
   TenantJobRecord r;
   r.outcome = outcome;

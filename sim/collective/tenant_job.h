@@ -111,18 +111,22 @@ class TenantJob : public LaneProgram {
   void deliver(int link, uint64_t data, bool last, uint64_t cycle) override;
   bool wants_attention() const override;
   void attach(ServerSim& sim) override;
-  void after_step(ServerSim& sim) override;
+  void after_step(ServerSim& sim) override;  // advance(sim)
+  // Where after_step() is not called (a rack's job, its lanes on several servers): looks at the
+  // links and starts, ends or retries what is due. Every decision falls at a call, so call it at
+  // least at wake_cycle().
+  void advance(const LinkView& links);
   uint64_t wake_cycle() const override;
   uint64_t messages_delivered() const override;
 
  private:
-  void try_start(ServerSim& sim);
+  void try_start(const LinkView& sim);
   LaneProgram* task() const;  // the collective or the restore in flight, or null
   // The task just started uses these circuits: watch them (their peers, how long each is out of
   // Active) from `now`.
   void watch_circuits(const std::vector<RingHop>& circuits, uint64_t now);
-  void watch_running(ServerSim& sim);
-  void end(ServerSim& sim, JobOutcome outcome, JobReason reason, std::string detail);
+  void watch_running(const LinkView& sim);
+  void end(const LinkView& sim, JobOutcome outcome, JobReason reason, std::string detail);
   void record(TenantJobRecord r);
 
   TenantJobConfig cfg_;
@@ -148,7 +152,7 @@ class TenantJob : public LaneProgram {
   uint64_t last_rx_cycle_ = 0, last_progress_cycle_ = 0, next_start_cycle_ = 0;
   uint64_t seq_ = 0, verified_ = 0, aborted_ = 0, wrong_ = 0, stale_words_ = 0, messages_done_ = 0;
   std::vector<TenantJobRecord> records_;
-  ServerSim* sim_ = nullptr;
+  const LinkView* view_ = nullptr;
 };
 
 }  // namespace mxtb::sim

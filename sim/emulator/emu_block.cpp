@@ -91,6 +91,8 @@ uint32_t EmuBlock::read(uint32_t off) {
   if (off == er::job_bytes::kOffset) return job_bytes_;
   if (off == er::job_seed::kOffset) return job_seed_;
   if (off == er::job_status::kOffset) return job_status();
+  if (off >= er::job_ranks::kOffset && off < er::job_ranks::kOffset + 4 * er::job_ranks::kCount)
+    return job_ranks_[(off - er::job_ranks::kOffset) / 4];
   if (off == er::restore_src::kOffset) return restore_src_;
   if (off == er::restore_dst::kOffset) return restore_dst_;
   if (off == er::restore_bytes::kOffset) return restore_bytes_;
@@ -114,7 +116,8 @@ uint32_t EmuBlock::job_status() const {
   if (!job_) return 0;
   const auto ranks = static_cast<uint32_t>(job_->ring().size());
   return static_cast<uint32_t>(job_->state()) | std::min<uint32_t>(ranks, 15) << er::job_status::kRanksShift |
-         std::min<uint32_t>(job_->rings_running(), 255) << er::job_status::kRingsShift;
+         std::min<uint32_t>(job_->rings_running(), 255) << er::job_status::kRingsShift |
+         std::min<uint32_t>(ranks, 255) << er::job_status::kRanksWideShift;
 }
 
 // One arm per register, as read().
@@ -132,6 +135,8 @@ bool EmuBlock::write(uint32_t off, uint32_t v) {
   if (off == er::job_bytes::kOffset) return job_bytes_ = v, true;
   if (off == er::job_seed::kOffset) return job_seed_ = v, true;
   if (off == er::job_ctrl::kOffset) return job_ctrl(v);
+  if (off >= er::job_ranks::kOffset && off < er::job_ranks::kOffset + 4 * er::job_ranks::kCount)
+    return job_ranks_[(off - er::job_ranks::kOffset) / 4] = v, true;
   if (off == er::restore_src::kOffset) return restore_src_ = v, true;
   if (off == er::restore_dst::kOffset) return restore_dst_ = v & er::restore_dst::kXpuMask, true;
   if (off == er::restore_bytes::kOffset) return restore_bytes_ = v, true;
@@ -209,18 +214,26 @@ bool EmuBlock::refused(const char* reg, uint32_t v, const std::string& why) {
 bool EmuBlock::job_ctrl(uint32_t v) {
   auto refuse = [&](const std::string& why) { return refused("JOB_CTRL", v, why); };
   if (!job_) return refuse("this emulator runs no job (start it with --job-xpus)");
-  const bool form = v & er::job_ctrl::kFormMask, stop = v & er::job_ctrl::kStopMask;
-  if (form == stop) return refuse("write exactly one of form (bit 0) and stop (bit 1)");
+  const bool form = v & er::job_ctrl::kFormMask, stop = v & er::job_ctrl::kStopMask, form_ranks = v & er::job_ctrl::kFormRanksMask;
+  if (int{form} + int{stop} + int{form_ranks} != 1)
+    return refuse("write exactly one of form (bit 0), stop (bit 1) and form_ranks (bit 2)");
   if (stop) {
     job_->stop();
     return true;
   }
   std::vector<int> ring;
-  for (int r = 0; r < 8; ++r) {
-    const int x = static_cast<int>((job_ring_ >> (4 * r)) & 0xF);
-    if (x == 0xF) break;
-    ring.push_back(x);
-  }
+  if (form)
+    for (int r = 0; r < 8; ++r) {
+      const int x = static_cast<int>((job_ring_ >> (4 * r)) & 0xF);
+      if (x == 0xF) break;
+      ring.push_back(x);
+    }
+  else
+    for (int r = 0; r < 4 * static_cast<int>(er::job_ranks::kCount); ++r) {
+      const int x = static_cast<int>((job_ranks_[static_cast<size_t>(r / 4)] >> (8 * (r % 4))) & 0xFF);
+      if (x == 0xFF) break;
+      ring.push_back(x);
+    }
   TenantJobSpec spec;
   spec.op = static_cast<CollectiveOp>((job_spec_ & er::job_spec::kOpMask) >> er::job_spec::kOpShift);
   spec.type = (job_spec_ & er::job_spec::kTypeMask) ? DataType::BF16 : DataType::F32;

@@ -27,6 +27,7 @@
 #include <systemc>
 
 #include <cstddef>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -84,6 +85,12 @@ class EmuBlock {
   uint32_t restore_src_ = 0, restore_dst_ = 0, restore_bytes_ = emu::reg::restore_bytes::kReset;
   uint32_t job_ring_ = emu::reg::job_ring::kReset, job_spec_ = 0, job_bytes_ = emu::reg::job_bytes::kReset,
            job_seed_ = emu::reg::job_seed::kReset;
+  std::array<uint32_t, emu::reg::job_ranks::kCount> job_ranks_ = filled(emu::reg::job_ranks::kReset);
+  static std::array<uint32_t, emu::reg::job_ranks::kCount> filled(uint32_t v) {
+    std::array<uint32_t, emu::reg::job_ranks::kCount> a{};
+    a.fill(v);
+    return a;
+  }
 };
 
 }  // namespace mxtb::sim

@@ -11,30 +11,8 @@ namespace mxtb::sim::rack {
 protocol::ServerShape rack_numbering(const protocol::RackShape& shape) {
   protocol::ServerShape s = shape.server;
   s.xpus = shape.server.xpus * shape.servers();
+  s.mesh_ports = s.links();  // every port of the numbering is a lane: its fibres are inside it
   return s;
-}
-
-int rack_xpu(const protocol::RackShape& shape, const protocol::RackXpu& x) { return x.server * shape.server.xpus + x.xpu; }
-
-std::vector<int> torus_ring_positions(int dim_x, int dim_y) {
-  if (dim_x < 1 || dim_y < 1 || dim_x * dim_y < 2)
-    throw protocol::RackMapError(fmt::format("a ring over a {}x{} torus: at least 2 positions needed", dim_x, dim_y));
-  std::vector<int> order;
-  if (dim_y == 1 || dim_x == 1) {
-    for (int p = 0; p < dim_x * dim_y; ++p) order.push_back(p);
-    return order;
-  }
-  const bool transpose = dim_y % 2 != 0;
-  if (transpose && dim_x % 2 != 0)
-    throw protocol::RackMapError(
-        fmt::format("a ring over a {}x{} torus through neighbours only: one dimension must be even", dim_x, dim_y));
-  const int X = transpose ? dim_y : dim_x, Y = transpose ? dim_x : dim_y;  // Y even
-  auto at = [&](int x, int y) { return transpose ? y + dim_x * x : x + dim_x * y; };
-  order.push_back(at(0, 0));
-  for (int y = 0; y < Y; ++y)
-    for (int i = 1; i < X; ++i) order.push_back(at(y % 2 == 0 ? i : X - i, y));
-  for (int y = Y - 1; y >= 1; --y) order.push_back(at(0, y));
-  return order;
 }
 
 std::vector<Ring> rack_ring_plan(const protocol::RackShape& shape, const protocol::RackMap& map, const std::vector<int>& order) {

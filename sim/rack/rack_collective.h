@@ -26,31 +26,28 @@ struct RackCollectiveOptions {
   uint32_t grain_words = 1;
 };
 
-// The rack's numbering as one server's shape: every server's XPUs in a row.
+// The rack's numbering as one server's shape: every server's XPUs in a row, every port a lane.
 protocol::ServerShape rack_numbering(const protocol::RackShape& shape);
-int rack_xpu(const protocol::RackShape& shape, const protocol::RackXpu& x);
-
-// A Hamiltonian cycle of a dim_x x dim_y torus of positions (x + dim_x y), each step to a torus
-// neighbour: along row 0, back and forth over columns 1.. of the other rows, home down column 0.
-// Needs an even dimension (or a line); throws RackMapError naming the dimensions otherwise.
-std::vector<int> torus_ring_positions(int dim_x, int dim_y);
+using protocol::rack_xpu;
+using protocol::torus_ring_positions;
 
 // Rings over `order` (rack XPUs, ring order) on the map's circuits (rings_over: as many as the hop
 // with the fewest circuits allows, and their reverses). Throws std::invalid_argument naming a hop
 // without a circuit.
 std::vector<Ring> rack_ring_plan(const protocol::RackShape& shape, const protocol::RackMap& map, const std::vector<int>& order);
 
-// One board's lanes of a rack collective: its link l is the collective's rack link offset + l.
+// One board's lanes of a program on the rack's numbering (a rack collective, or the rack tenant's
+// job): its link l is the program's rack link offset + l.
 class ServerSlice : public LaneProgram {
  public:
-  ServerSlice(RingCollective& coll, int offset) : coll_(coll), offset_(offset) {}
-  bool owns(int link) const override { return coll_.owns(offset_ + link); }
-  Drive drive(int link) override { return coll_.drive(offset_ + link); }
-  void fire(int link) override { coll_.fire(offset_ + link); }
-  void deliver(int link, uint64_t data, bool last, uint64_t cycle) override { coll_.deliver(offset_ + link, data, last, cycle); }
+  ServerSlice(LaneProgram& program, int offset) : program_(program), offset_(offset) {}
+  bool owns(int link) const override { return program_.owns(offset_ + link); }
+  Drive drive(int link) override { return program_.drive(offset_ + link); }
+  void fire(int link) override { program_.fire(offset_ + link); }
+  void deliver(int link, uint64_t data, bool last, uint64_t cycle) override { program_.deliver(offset_ + link, data, last, cycle); }
 
  private:
-  RingCollective& coll_;
+  LaneProgram& program_;
   const int offset_;
 };
 

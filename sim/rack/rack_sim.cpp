@@ -154,6 +154,23 @@ struct Board {
 
 constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
 
+// The links of the boards in this process on the rack's numbering (rack link = server * links +
+// link), as a program over several boards sees them: at the window end where every board stands.
+class RackLinks : public LinkView {
+ public:
+  RackLinks(const std::vector<std::unique_ptr<Board>>& boards, int first_server, int links)
+      : boards_(boards), first_(first_server), links_(links) {}
+  uint64_t now = 0;
+  uint64_t cycle() const override { return now; }
+  link::LinkState link_state(int l) const override { return sim(l).link_state(l % links_); }
+  EndpointIdentity link_peer(int l) const override { return sim(l).link_peer(l % links_); }
+
+ private:
+  const ServerSim& sim(int l) const { return boards_[static_cast<size_t>(l / links_ - first_)]->sim; }
+  const std::vector<std::unique_ptr<Board>>& boards_;
+  const int first_, links_;
+};
+
 // The bring-up of a rack tenant's circuits, on every board at once at fixed simulated times, so
 // that it is the same whatever the partition. A commit verifies each circuit's light at its
 // output; a circuit arriving through a fibre is lit only once the far board has sent its lane's
@@ -177,6 +194,10 @@ class RackRun {
     W_ = window_cycles(cfg);
     const double period = 1000.0 / cfg.server.clock_mhz;
     if (opt.collective) plan_sweep(*opt.collective);
+    if (opt.serve && opt.serve->job && ex.size() != 1)
+      throw RackError(fmt::format("rack: the tenant's job runs in one process (one job holds every rank and checks every element), "
+                                  "not over {}",
+                                  ex.size()));
     end_cycle_ = opt.serve || sweep_ ? uint64_t{1} << 62  // served: until stopped; a sweep: until it ends (each size has its limit)
                            : std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(cfg.run_us * 1000.0 / period)));  // whatever the window
     for (size_t i = 0; i < cfg.wiring.size(); ++i) {
@@ -233,6 +254,21 @@ class RackRun {
 
   // Under SystemC: builds the boards, brings the tenant up, serves every board until stopped.
   void serve(const RackServe& sv);
+
+  // The rack tenant's job on every board's lanes (RackServe::job).
+  void start_job() {
+    TenantJobConfig jc;
+    const protocol::ServerShape numbering = rack_numbering(cfg_.shape);
+    for (int x = 0; x < numbering.xpus; ++x) jc.xpus.push_back(x);
+    job_ = std::make_unique<TenantJob>(jc, numbering);
+    const int links = cfg_.shape.server.links();
+    job_links_ = std::make_unique<RackLinks>(boards_, range_.first, links);
+    job_->advance(*job_links_);
+    for (auto& b : boards_) {
+      job_slices_.push_back(std::make_unique<ServerSlice>(*job_, b->server * links));
+      b->sim.set_lane_program(job_slices_.back().get());
+    }
+  }
 
   void build() {
     const MeshCalibration cal = load_calibration(cfg_.calibration_file);
@@ -308,6 +344,10 @@ class RackRun {
     for (;;) {
       while (window_.arrived < n) sc_core::wait(window_.arrival);
       window_.arrived = 0;
+      if (job_) {
+        job_links_->now = window_.end;
+        job_->advance(*job_links_);
+      }
       if (sweep_) {
         step_sweep(window_.end);
         if (sweep_->finished) {
@@ -460,6 +500,9 @@ class RackRun {
   bool stop_requested_ = false, stopped_ = false;
   SimThread* thread_ = nullptr;  // served
   std::unique_ptr<CollectiveSweep> sweep_;
+  std::unique_ptr<TenantJob> job_;  // RackServe::job
+  std::unique_ptr<RackLinks> job_links_;
+  std::vector<std::unique_ptr<ServerSlice>> job_slices_;
   // How long a process in lockstep that ran a window for a peer waits for the next one before it
   // stands still (a window of a few cycles takes well under a millisecond).
   static constexpr std::chrono::microseconds kFollowGrace{5000};
@@ -491,7 +534,7 @@ void RackRun::open_endpoint(Board& b, const RackServe& sv, SimThread& thread) {
   ep->cfg.stall_report_ms = sv.stall_report_ms;
   ep->log = std::make_unique<EmuLog>(sv.time_mode, fmt::format("mxtb rack server {}", b.server));
   Endpoint* e = ep.get();
-  ep->block = std::make_unique<EmuBlock>(ep->cfg, b.sim, b.clock, b.fw, nullptr, thread, *ep->log, [e] { return e->target->stats(); });
+  ep->block = std::make_unique<EmuBlock>(ep->cfg, b.sim, b.clock, b.fw, job_.get(), thread, *ep->log, [e] { return e->target->stats(); });
   ep->target = sv.ipbus_target == IpbusTarget::Rtl ? make_rtl_target(b.sim, b.clock, *ep->block, thread, *ep->log, StallInjection{})
                                                    : make_cpp_target(b.sim, b.clock, *ep->block, thread, StallInjection{});
   if (sv.time_mode == emu::TimeMode::Lockstep) thread.hold_between_jobs(&b.clock);
@@ -500,6 +543,7 @@ void RackRun::open_endpoint(Board& b, const RackServe& sv, SimThread& thread) {
 
 void RackRun::serve(const RackServe& sv) {
   build();
+  if (sv.job) start_job();
   SimThread thread(sv.time_mode, sv.rtf);
   thread_ = &thread;
   thread.abandon_when([this] { return stopped_; });
@@ -603,8 +647,7 @@ void RackRun::plan_sweep(const RackCollectiveOptions& o) {
   auto s = std::make_unique<CollectiveSweep>();
   s->opt = o;
   s->numbering = rack_numbering(cfg_.shape);
-  const std::vector<int> positions = torus_ring_positions(cfg_.tenant.dim_x, cfg_.tenant.dim_y);
-  for (int p : positions) s->result.ranks.push_back(rack_xpu(cfg_.shape, cfg_.tenant.xpu_of_position[static_cast<size_t>(p)]));
+  s->result.ranks = protocol::rack_ring_xpus(cfg_.shape, cfg_.tenant);
   s->rings = rack_ring_plan(cfg_.shape, map_, s->result.ranks);
   for (const Ring& r : s->rings)
     for (const RingHop& h : r.hops) {

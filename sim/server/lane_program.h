@@ -4,11 +4,26 @@
 // call it every clock for those lanes with the link layer's outputs of the clock before.
 #pragma once
 
+#include "sim/link/link_codec.h"
+
+#include <mxtb/link_defs.h>
+
 #include <cstdint>
 
 namespace mxtb::sim {
 
 class ServerSim;
+
+// What a program that watches links sees of them: the clock, each link's state and whom it last
+// trained to. One server (ServerSim), or a rack's servers in one numbering (sim/rack/rack_sim.cpp),
+// where a link's peer is named by its rack XPU.
+class LinkView {
+ public:
+  virtual ~LinkView() = default;
+  virtual uint64_t cycle() const = 0;
+  virtual link::LinkState link_state(int link) const = 0;
+  virtual EndpointIdentity link_peer(int link) const = 0;
+};
 
 class LaneProgram {
  public:

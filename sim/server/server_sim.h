@@ -120,7 +120,7 @@ struct HandOff {
 };
 HandOff measure_hand_off(int threads, int rounds);
 
-class ServerSim {
+class ServerSim final : public LinkView {
  public:
   explicit ServerSim(const ServerConfig& cfg);
   ~ServerSim();
@@ -132,7 +132,7 @@ class ServerSim {
   // (board_event), so whoever waits for those wakes at the right cycle.
   // Returns the clocks run.
   uint64_t step(uint64_t max_cycles);
-  uint64_t cycle() const;
+  uint64_t cycle() const override;
   double period_ns() const;
   double now_ns() const;
 
@@ -194,8 +194,8 @@ class ServerSim {
 
   int links() const;
   LinkReport link_report(int link) const;
-  link::LinkState link_state(int link) const;
-  EndpointIdentity link_peer(int link) const;  // whom the link last trained to
+  link::LinkState link_state(int link) const override;
+  EndpointIdentity link_peer(int link) const override;  // whom the link last trained to
   const std::vector<LinkTransition>& transitions() const;
   // Scoreboard errors on links of living XPUs (messages from a dead XPU may be cut short).
   uint64_t scoreboard_errors() const;

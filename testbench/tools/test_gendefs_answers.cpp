@@ -101,12 +101,14 @@ TEST_CASE("the emulator block's generated answers are the emulator's hand list, 
   namespace er = mxtb::emu::reg;
   const std::set<uint32_t> stop_reads{er::time_ns_lo::kOffset, er::time_ns_hi::kOffset, er::cycle_lo::kOffset,
                                       er::cycle_hi::kOffset, er::rtf_ppm::kOffset};
-  const std::set<uint32_t> clock_writes{er::run_timeout_ns::kOffset, er::fault_at_lo::kOffset, er::fault_at_hi::kOffset,
+  std::set<uint32_t> clock_writes{er::run_timeout_ns::kOffset, er::fault_at_lo::kOffset, er::fault_at_hi::kOffset,
                                         er::fault_target::kOffset,   er::fault_value::kOffset, er::job_ring::kOffset,
                                         er::job_spec::kOffset,       er::job_bytes::kOffset,   er::job_seed::kOffset,
                                         er::restore_src::kOffset,    er::restore_dst::kOffset, er::restore_bytes::kOffset,
                                         er::event_pop::kOffset};
   REQUIRE(stop_reads.size() + clock_writes.size() == 18);
+  // JOB_RANKS came later (the rack's job): each word set as JOB_RING is.
+  for (uint32_t w = 0; w < er::job_ranks::kCount; ++w) clock_writes.insert(er::job_ranks::kOffset + 4 * w);
   for (uint32_t off = 0; off < (1u << mxtb::emu::kAddrWidth); off += 4) {
     const auto* r = mxtb::emu::register_at(off);
     INFO(std::string(r ? r->name : "(no register)") << " at offset " << off);

@@ -312,6 +312,56 @@ def failover(mxtb, out, scenario):
             fail(f"--fail {value}: {bad_out} was written")
 
 
+def failover_job(mxtb, out, racks):
+    """The tenant's job in a rack: each failover ends at the job's first verified collective on the
+    ring with the spare, the collective in flight at the failure aborted, none wrong; a 16-rank job
+    over four servers (JOB_RANKS); the job's flags refused without --job."""
+    cases = (("rack-2x1.json", "0.1,0.2", ["--ranks"], 8, [("0.1", 4, 1), ("0.2", 9, 2)]),
+             ("rack-2x2.json", "1.2", ["--job-op", "reduce_scatter", "--job-type", "bfloat16", "--job-bytes", "16384"], 16,
+              [("1.2", 9, 7)]))
+    for rack, deaths, flags, ranks, want in cases:
+        run_out = f"{out}-{rack[:-5]}"
+        shutil.rmtree(run_out, ignore_errors=True)
+        p = subprocess.run([mxtb, "rack-failover", "--scenario", str(Path(racks, rack)), "--out", run_out, "--fail", deaths, "--job"] + flags,
+                           capture_output=True, text=True, timeout=600)
+        print(p.stdout)
+        if p.returncode != 0:
+            fail(f"{rack}: mxtb rack-failover --job: exit {p.returncode}, want 0\n{p.stderr}")
+        recs = json.loads(Path(run_out, "rack-failover.json").read_text())["failovers"]
+        if len(recs) != len(want):
+            fail(f"{rack}: {len(recs)} failovers, want {len(want)}")
+        for rec, (dead, spare_rack_xpu, dead_rack_xpu) in zip(recs, want):
+            job = rec["job"]
+            if rec["failed"] != dead or rec["outcome"] != "committed" or rec["problems"] or job is None:
+                fail(f"{rack} {dead}: failed {rec['failed']}, {rec['outcome']}, problems {rec['problems']}, job {job}")
+            if len(job["ring"]) != ranks or spare_rack_xpu not in job["ring"] or dead_rack_xpu in job["ring"]:
+                fail(f"{rack} {dead}: the job formed again on {job['ring']}: want {ranks} ranks with {spare_rack_xpu}, without {dead_rack_xpu}")
+            if job["collectives_wrong"] != 0 or job["collectives_aborted"] < 1 or "Aborted" not in job["in_flight"]:
+                fail(f"{rack} {dead}: {job['collectives_wrong']} wrong, {job['collectives_aborted']} aborted, in flight '{job['in_flight']}'")
+            if not (job["first_collective_ns"] or 0) > 0 or not rec["total_ns"] > rec["placed_ns"] > rec["detect_ns"] > 0:
+                fail(f"{rack} {dead}: first collective {job['first_collective_ns']} ns, total {rec['total_ns']}, "
+                     f"placed {rec['placed_ns']}, detected {rec['detect_ns']}")
+            reform = job["communicator_reform"]
+            if ("--ranks" in flags) != (reform is not None):
+                fail(f"{rack} {dead}: ranks {'--ranks' in flags}, communicator_reform {reform}")
+            reform_ns = 0
+            if reform is not None:  # the rank processes (Gloo) formed again on the ring with the spare, checked
+                if reform["ranks"] != ranks or reform["wrong"] != 0 or not reform["total_ns"] > 0:
+                    fail(f"{rack} {dead}: the ranks' re-form {reform}")
+                reform_ns = reform["total_ns"]
+            if abs(rec["total_ns"] - (job["formed_ns"] + job["first_collective_ns"] + reform_ns)) > 1:
+                fail(f"{rack} {dead}: the path ({rec['total_ns']} ns) does not end at the first verified collective")
+    for flags, message in ((["--job-op", "alltoall"], "--job-op describes the tenant's job: add --job"),
+                           (["--ranks"], "--ranks describes the tenant's job: add --job"),
+                           (["--job", "--job-op", "max"], "--job-op")):
+        bad_out = out + "-bad"
+        shutil.rmtree(bad_out, ignore_errors=True)
+        p = subprocess.run([mxtb, "rack-failover", "--scenario", str(Path(racks, "rack-2x1.json")), "--out", bad_out, "--fail", "0.1"] + flags,
+                           capture_output=True, text=True, timeout=60)
+        if p.returncode != 2 or message not in p.stderr or Path(bad_out).exists():
+            fail(f"{flags}: exit {p.returncode}, want 2 and '{message}', nothing written\n{p.stderr}")
+
+
 def main():
     mxtb, out, what = sys.argv[1], sys.argv[2], sys.argv[3]
     rest = sys.argv[4:]
@@ -332,6 +382,8 @@ def main():
         collective(mxtb, out, rest[0])
     elif what == "failover":
         failover(mxtb, out, rest[0])
+    elif what == "failover-job":
+        failover_job(mxtb, out, rest[0])
     else:
         fail(f"unknown check {what}")
 

@@ -179,6 +179,8 @@ def bad(mxtb, out, scenario):
         (["--launcher", "slurm", "--serve"], "--serve with --launcher slurm is not built"),
         (["--launcher", "slurm", "--time-limit", "soon"], "--time-limit 'soon' is not sbatch's --time syntax"),
         (["--launcher", "pbs"], "pbs"),
+        (["--job"], "--job applies to a served rack: add --serve"),
+        (["--serve", "--job", "--processes", "2"], "--job with --processes 2: the tenant's job runs in one process"),
     ]
     for args, want in cases:
         p = subprocess.run([mxtb, "rack", "--scenario", scenario, "--out", out] + args, capture_output=True, text=True, timeout=60)

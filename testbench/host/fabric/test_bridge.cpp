@@ -437,6 +437,21 @@ TEST_CASE("the tenant's job over IPbus: formed, run verified, its events queued;
   CHECK_THROWS_AS(b.form_job({0, 1, 3, 2}, tiny), TransactionError);
   CHECK_THROWS_AS(c.write(emulator(er::job_ctrl::kOffset), 3), TransactionError);  // form and stop at once
   CHECK(b.job_status().state == mxtb::emu::JobState::Idle);
+  // JOB_RANKS (a byte a rank: rings past JOB_RING's 8 XPUs numbered 0..14, a rack's) is checked
+  // the same way.
+  CHECK(c.read(emulator(er::job_ranks::kOffset + 4)) == 0xFFFFFFFFu);  // its reset: no rank
+  c.write(emulator(er::job_ranks::kOffset), 0xFF010100u);             // XPUs 0, 1, 1
+  CHECK_THROWS_AS(c.write(emulator(er::job_ctrl::kOffset), er::job_ctrl::kFormRanksMask), TransactionError);
+  c.write(emulator(er::job_ranks::kOffset), 0xFF090100u);  // XPU 9: not one of the server's
+  CHECK_THROWS_AS(c.write(emulator(er::job_ctrl::kOffset), er::job_ctrl::kFormRanksMask), TransactionError);
+  c.write(emulator(er::job_ranks::kOffset), 0x02030100u);  // XPUs 0, 1, 3, 2, then word 1's 0xFF ends the ring
+  CHECK_THROWS_AS(c.write(emulator(er::job_ctrl::kOffset), er::job_ctrl::kFormMask | er::job_ctrl::kFormRanksMask),
+                  TransactionError);
+  CHECK(b.job_status().state == mxtb::emu::JobState::Idle);
+  c.write(emulator(er::job_bytes::kOffset), 16 << 10);  // the refused tiny form above left 64
+  c.write(emulator(er::job_ctrl::kOffset), er::job_ctrl::kFormRanksMask);
+  CHECK(b.job_status().state == mxtb::emu::JobState::Forming);
+  CHECK(b.job_status().ranks == 4);
 
   // Formed before the circuits exist: it waits for them.
   b.form_job({0, 1, 3, 2}, spec);
