@@ -3,6 +3,7 @@
 // manager over IPbus, as in the main job, for a scenario drawn from the seed.
 #include "apps/mxtb/args.h"
 #include "apps/mxtb/commands.h"
+#include "apps/mxtb/rack_blast.h"
 
 #include "host/fabric/emulator_process.h"
 #include "host/regress/regress.h"
@@ -31,6 +32,16 @@ void write_outputs(const host::regress::RegressResult& r, const std::string& jso
   write_text(json_path, host::regress::to_json(r).dump(2) + "\n");
   write_text(junit_path, host::regress::junit_xml(r));
   fmt::print("  wrote {} and {}\n", json_path, junit_path);
+  // A rack campaign: its blast radius by case, beside the JSON.
+  const nlohmann::json blast = rack_blast_summary(r);
+  if (blast["seeds"].get<size_t>() > 0) {
+    const auto dir = std::filesystem::path(json_path).parent_path();
+    const std::string blast_json = (dir / "blast-radius.json").string(), svg = (dir / "blast-radius.svg").string();
+    fmt::print("{}", format_rack_blast(blast));
+    write_text(blast_json, blast.dump(2) + "\n");
+    const bool drawn = plot_rack_blast(blast, svg);
+    fmt::print("  wrote {}{}\n", blast_json, drawn ? " and " + svg : "");
+  }
   fmt::print("{}\n", r.failed() == 0 ? "PASS" : fmt::format("FAIL: {} of {} seeds", r.failed(), r.runs.size()));
 }
 

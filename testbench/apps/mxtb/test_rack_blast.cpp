@@ -1,0 +1,94 @@
+// The rack campaign's blast-radius summary (apps/mxtb/rack_blast.h) over seed JSONs written here:
+// failovers land in their case, only clean ones (committed, no second death, no silent board)
+// count towards the blast radius and times, and seeds that are not a rack's are left out.
+#include "apps/mxtb/rack_blast.h"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+using nlohmann::json;
+
+namespace {
+
+json record(bool same_server, const char* outcome, int boards, int outside, double placed_us, const json& job) {
+  json outside_xpus = json::array();
+  for (int i = 0; i < outside; ++i) outside_xpus.push_back("9." + std::to_string(i));
+  return {{"failed", "0.1"},
+          {"spare", "0.4"},
+          {"same_server", same_server},
+          {"outcome", outcome},
+          {"blast_radius",
+           {{"boards_touched", std::vector<int>(static_cast<size_t>(boards), 0)},
+            {"xpus_left_active", {"0.0", "0.1"}},
+            {"xpus_left_active_outside_circuits", outside_xpus},
+            {"lanes_left_active_by_server", {6, 4}},
+            {"scoreboard_errors", 0},
+            {"words_lost", 0}}},
+          {"placed_ns", placed_us * 1e3},
+          {"total_ns", job.is_null() ? placed_us * 1e3 : placed_us * 1e3 + 50e3},
+          {"job", job}};
+}
+
+std::string write_seed(const std::filesystem::path& dir, int seed, const json& j) {
+  const auto path = dir / ("seed-" + std::to_string(seed) + ".json");
+  std::ofstream(path) << j.dump();
+  return path.string();
+}
+
+}  // namespace
+
+TEST_CASE("rack blast radius: each failover in its case, only clean ones measured, other seeds left out") {
+  const auto dir = std::filesystem::temp_directory_path() / ("mxtb-blast-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const json job{{"collectives_aborted", 1}, {"collectives_wrong", 0}};
+  json second_death = record(true, "committed", 1, 0, 100, job);
+  second_death["killed_during_transaction"] = "1.1";
+  json no_spare = record(false, "committed", 0, 0, 0, nullptr);
+  no_spare["spare"] = nullptr;
+  no_spare["outcome"] = nullptr;
+  mxtb::host::regress::RegressResult r;
+  auto add = [&](int seed, const json& j) {
+    mxtb::host::regress::SeedResult s;
+    s.seed = static_cast<uint64_t>(seed);
+    s.json_path = write_seed(dir, seed, j);
+    r.runs.push_back(s);
+  };
+  add(1, {{"rack", "rack-2x1"}, {"failovers", {record(true, "committed", 1, 1, 150, job), record(false, "committed", 2, 3, 250, job)}}});
+  add(2, {{"rack", "rack-2x1"}, {"failovers", {record(true, "committed", 1, 0, 130, nullptr), second_death, no_spare}}});
+  add(3, {{"rack", "rack-2x2"}, {"failovers", {record(false, "rolled back", 2, 0, 400, job)}}});
+  add(4, {{"scenario", "a single server's demo"}, {"failovers", {record(true, "committed", 1, 0, 1, job)}}});  // not a rack seed
+  mxtb::host::regress::SeedResult missing;
+  missing.json_path = (dir / "none.json").string();
+  r.runs.push_back(missing);
+
+  const json s = mxtb::app::rack_blast_summary(r);
+  CHECK(s["seeds"] == 3);
+  const json& same = s["cases"][0];
+  CHECK(same["case"] == "spare in the same server");
+  CHECK(same["failovers"] == 3);
+  CHECK(same["committed"] == 3);
+  CHECK(same["clean"] == 2);  // the one with a second death is not measured
+  CHECK(same["with_job"] == 1);
+  CHECK(same["boards_touched"]["mean"].get<double>() == doctest::Approx(1.0));
+  CHECK(same["xpus_left_active_outside_circuits"]["max"].get<double>() == doctest::Approx(1.0));
+  CHECK(same["lanes_left_active"]["p50"].get<double>() == doctest::Approx(10.0));
+  CHECK(same["placed_us"]["n"] == 2);
+  CHECK(same["first_collective_us"]["n"] == 1);
+  CHECK(same["first_collective_us"]["p50"].get<double>() == doctest::Approx(200.0));
+  const json& other = s["cases"][1];
+  CHECK(other["failovers"] == 2);
+  CHECK(other["committed"] == 1);  // the rolled-back one is counted, not measured
+  CHECK(other["xpus_left_active_outside_circuits"]["max"].get<double>() == doctest::Approx(3.0));
+  CHECK(s["cases"][2]["failovers"] == 1);
+  CHECK(s["cases"][2]["committed"] == 0);
+  const std::string table = mxtb::app::format_rack_blast(s);
+  CHECK(table.find("spare in another server") != std::string::npos);
+  CHECK(table.find("3 seeds") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
