@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -229,6 +230,24 @@ void recover_silent(ServedRack& rack, host::failover::RackFailoverRecord& rec, c
   rec.commit.outcome = RackOutcome::RolledBack;
 }
 
+// The seed's lane fault (RackSeedPlan::lane_fault), armed on its board at once, to fire
+// lane_at_us of board time from now: a dark window or bit errors on one tenant lane.
+void arm_lane_fault(const RackSeedPlan& plan, ServedRack& rack) {
+  using LaneFault = RackSeedPlan::LaneFault;
+  if (plan.lane_fault == LaneFault::None) return;
+  const std::vector<RackXpu>& placed = rack.tenant.placement.xpu_of_position;
+  const RackXpu x = placed[std::min(placed.size() - 1, static_cast<size_t>(plan.lane_xpu * static_cast<double>(placed.size())))];
+  const auto link = static_cast<uint32_t>(x.xpu * rack.cfg.shape.server.lanes_per_xpu + plan.lane);
+  uint32_t value = static_cast<uint32_t>(plan.lane_dark_us * 1000);
+  if (plan.lane_fault == LaneFault::Ber) {
+    const auto ber = static_cast<float>(plan.lane_ber);
+    std::memcpy(&value, &ber, sizeof value);  // FAULT_VALUE: an IEEE-754 single
+  }
+  host::fabric::Board& b = *rack.boards[static_cast<size_t>(x.server)];
+  b.arm_fault(plan.lane_fault == LaneFault::Dark ? emu::FaultKind::LaneDark : emu::FaultKind::LaneBer, link, value,
+              b.clock().now_ns() + static_cast<uint64_t>(plan.lane_at_us * 1000));
+}
+
 // `--scenario-seed N` (mxtb regress --rack): the deaths and faults the seed draws, each death
 // failed over; every rule of docs/rack.md's campaign checked, each broken one a failure.
 std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, ServedRack& rack, json& records,
@@ -250,6 +269,7 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, Ser
     return m;
   };
   bool all_replaced = true, second_died = false, went_silent = false;
+  arm_lane_fault(plan, rack);
   for (size_t i = 0; i < plan.pick.size(); ++i) {
     const std::vector<RackXpu> placed = tenant.placement.xpu_of_position;
     const auto journal = journal_now();
@@ -365,6 +385,14 @@ int run_seed(const RackSeedPlan& plan, uint64_t seed, const std::string& path, c
   for (const auto& f : failures) fmt::print("  FAILURE: {}\n", f);
   json plan_json{{"rack", plan.base}, {"deaths", plan.pick.size()}, {"cut_fibre", plan.cut_fibre}, {"cut_at_us", plan.cut_at_us},
                  {"second_during", plan.second_during}, {"silent_during", plan.silent_during}, {"silent_ms", plan.silent_ms},
+                 {"lane_fault", plan.lane_fault == RackSeedPlan::LaneFault::None
+                                    ? json(nullptr)
+                                    : json{{"kind", plan.lane_fault == RackSeedPlan::LaneFault::Dark ? "dark" : "ber"},
+                                           {"xpu_fraction", plan.lane_xpu},
+                                           {"lane", plan.lane},
+                                           {"at_us", plan.lane_at_us},
+                                           {"dark_us", plan.lane_dark_us},
+                                           {"ber", plan.lane_ber}}},
                  {"job", plan.job ? json{{"op", emu::to_string(static_cast<emu::JobOp>(plan.job_op))},
                                          {"type", plan.job_bf16 ? "bfloat16" : "float"},
                                          {"bytes", plan.job_bytes}}

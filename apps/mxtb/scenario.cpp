@@ -356,6 +356,14 @@ RackSeedPlan rack_seed_plan(uint64_t seed, const std::string& racks_dir) {
     p.job_bf16 = chance(0.5);
     p.job_bytes = static_cast<uint32_t>(uint64_t{4096} << uni(0, 4));
   }
+  if (chance(1.0 / 3)) {
+    p.lane_fault = chance(0.5) ? RackSeedPlan::LaneFault::Dark : RackSeedPlan::LaneFault::Ber;
+    p.lane_xpu = real();
+    p.lane = static_cast<int>(uni(0, 3));
+    p.lane_at_us = static_cast<double>(uni(0, 600));
+    p.lane_dark_us = static_cast<double>(uni(1, 15));
+    p.lane_ber = std::pow(10.0, -7.0 + 2.0 * real());
+  }
   return p;
 }
 

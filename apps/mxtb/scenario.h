@@ -168,6 +168,15 @@ struct RackSeedPlan {
   int job_op = 0;
   bool job_bf16 = false;
   uint32_t job_bytes = 0;
+  // A lane fault on one tenant lane (one seed in three; drawn after the job): none, a dark window
+  // shorter than the job's link-loss wait (1-15 us), or bit errors from then on (1e-7 to 1e-5),
+  // `lane_at_us` after the rack is up (before, during or after the failovers). Which lane: a
+  // fraction of the tenant's XPUs as placed at the start, and a lane of it.
+  enum class LaneFault { None, Dark, Ber } lane_fault = LaneFault::None;
+  double lane_xpu = 0;
+  int lane = 0;
+  double lane_at_us = 0;
+  double lane_dark_us = 0, lane_ber = 0;
 };
 RackSeedPlan rack_seed_plan(uint64_t seed, const std::string& racks_dir);
 

@@ -144,3 +144,35 @@ TEST_CASE("rack campaign plans: a silent board one seed in eight, of each length
   CHECK(silent < 140);
   for (int k : kinds) CHECK(k > 10);
 }
+
+TEST_CASE("rack campaign plans: a job three seeds in four, a lane fault one in three, both within their bounds") {
+  const std::string racks = std::string(MXTB_SOURCE_DIR) + "/traces/scenarios/rack";
+  int jobs = 0, dark = 0, ber = 0;
+  std::string first_dark, first_ber;
+  for (uint64_t seed = 1; seed <= 800; ++seed) {
+    const RackSeedPlan p = rack_seed_plan(seed, racks);
+    if (p.job) {
+      ++jobs;
+      CHECK((p.job_op >= 0 && p.job_op <= 3));
+      CHECK((p.job_bytes >= 4096 && p.job_bytes <= 65536));
+    }
+    if (p.lane_fault == RackSeedPlan::LaneFault::None) continue;
+    CHECK((p.lane >= 0 && p.lane <= 3));
+    CHECK((p.lane_at_us >= 0 && p.lane_at_us <= 600));
+    if (p.lane_fault == RackSeedPlan::LaneFault::Dark) {
+      if (dark++ == 0) first_dark = std::to_string(seed);
+      CHECK((p.lane_dark_us >= 1 && p.lane_dark_us <= 15));  // shorter than the job's 20 us link-loss wait
+    } else {
+      if (ber++ == 0) first_ber = std::to_string(seed);
+      CHECK((p.lane_ber >= 1e-7 && p.lane_ber <= 1e-5));
+    }
+  }
+  MESSAGE("jobs " << jobs << " of 800; lane faults: dark " << dark << " (first " << first_dark << "), ber " << ber << " (first "
+                  << first_ber << ")");
+  CHECK(jobs > 550);
+  CHECK(jobs < 650);
+  CHECK(dark + ber > 220);
+  CHECK(dark + ber < 320);
+  CHECK(dark > 90);
+  CHECK(ber > 90);
+}
