@@ -14,6 +14,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <csignal>
 #include <filesystem>
 #include <cerrno>
 #include <cstring>
@@ -87,7 +89,28 @@ struct SlurmLaunch {
 // allocation (hydra's Slurm bootstrap: srun), and records mpiexec's exit status once it has ended;
 // this process waits for the job to leave the queue, prints its output (rank 0's report) and
 // exits with that status.
-int launch_on_slurm(const ArgList& argv, int processes, const std::string& out_dir, const SlurmLaunch& sl) {
+// SIGINT or SIGTERM to the launcher of a served rack on Slurm: passed on to the job's processes.
+std::atomic<int> g_launcher_signal{0};
+extern "C" void on_launcher_signal(int sig) { g_launcher_signal = sig; }
+
+// The job's output so far, from `offset` on, up to its last complete line; `offset` moves past it.
+std::string new_lines(const std::filesystem::path& log, std::streamoff& offset, bool to_end) {
+  std::ifstream in(log);
+  if (!in) return "";
+  in.seekg(offset);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string s = text.str();
+  if (!to_end) s = s.substr(0, s.rfind('\n') == std::string::npos ? 0 : s.rfind('\n') + 1);
+  offset += static_cast<std::streamoff>(s.size());
+  return s;
+}
+
+// `serving`: the rack is served (--serve): the job's output is printed as it comes, so that each
+// server's `listening on` line reaches the user (or the host's tool reading it) while the job runs,
+// and SIGINT or SIGTERM to this process stops the job's processes with SIGINT (they agree on a
+// window to stop at, write the report and exit).
+int launch_on_slurm(const ArgList& argv, int processes, const std::string& out_dir, const SlurmLaunch& sl, bool serving) {
   namespace fs = std::filesystem;
   using host::regress::shell_quote;
   // Every node reads the rack file and writes below OUT by these paths, from this folder: they
@@ -140,14 +163,27 @@ exit "$code"
   }
   fmt::print("# submitted slurm job {} ({} tasks): {}\n", job, processes, shell_quote(sbatch));
   std::fflush(stdout);
-  host::regress::wait_job(job, sl.poll_s, nullptr);
   const fs::path log = out / "slurm" / fmt::format("rack-{}.out", job);
-  {
-    std::ifstream in(log);
-    std::stringstream text;
-    text << in.rdbuf();
-    fmt::print("{}", text.str());
+  std::streamoff printed = 0;
+  bool cancelled = false;
+  if (serving) {
+    std::signal(SIGINT, on_launcher_signal);
+    std::signal(SIGTERM, on_launcher_signal);
   }
+  host::regress::wait_job(job, sl.poll_s, [&](const std::string&) {
+    if (!serving) return;
+    fmt::print("{}", new_lines(log, printed, false));
+    std::fflush(stdout);
+    if (g_launcher_signal && !cancelled) {
+      // The job's steps (mpiexec's processes, started through srun), not the batch script: the
+      // rack's processes stop on their own and mpiexec records their exit.
+      const auto r = host::regress::run_capture({"scancel", "--signal=INT", job});
+      fmt::print("# signal {}: scancel --signal=INT {} (exit {})\n", g_launcher_signal.load(), job, r.exit_code);
+      std::fflush(stdout);
+      cancelled = true;
+    }
+  });
+  fmt::print("{}", new_lines(log, printed, true));
   std::ifstream record(exit_record);
   int code = -1;
   if (!(record >> code))
@@ -269,8 +305,7 @@ int cmd_rack(const ArgList& argv) {
     for (const char* f : {"--partition", "--time-limit", "--sbatch-args", "--poll-s"})
       if (args.has(f)) throw UsageError(fmt::format("{} is for --launcher slurm", f));
   if (launcher == "slurm" && !child) {
-    if (serve) throw UsageError("--serve with --launcher slurm is not built: a served rack runs on this machine (mpiexec)");
-    return launch_on_slurm(argv, processes, out_dir, slurm_options(args));
+    return launch_on_slurm(argv, processes, out_dir, slurm_options(args), serve.has_value());
   }
   if (processes > 1 && !child) {
     // This process becomes the launcher: the same command as `processes` MPI processes.

@@ -17,6 +17,8 @@
 
 #include <systemc>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -574,7 +576,14 @@ void RackRun::serve(const RackServe& sv) {
     e.log->line(fmt::format("rack {}, server {} of {} (XPUs {}-{}), seed {}, IPbus target {}{}", cfg_.name, bp->server, cfg_.shape.servers(),
                             bp->sim.config().xpu_base, bp->sim.config().xpu_base + cfg_.shape.server.xpus - 1, bp->sim.config().seed,
                             e.target->describe(), sv.time_mode == emu::TimeMode::Paced ? fmt::format(", real-time factor {}", sv.rtf) : ""));
-    std::printf("listening on udp://%s server %d\n", e.socket->local_address().c_str(), bp->server);
+    // Bound to every interface (a cluster's node: --listen 0.0.0.0:PORT), the line names the node
+    // by its hostname, the address a host elsewhere reaches it by.
+    std::string address = e.socket->local_address();
+    if (address.rfind("0.0.0.0:", 0) == 0) {
+      char host[256] = {};
+      if (gethostname(host, sizeof host - 1) == 0) address = host + address.substr(7);
+    }
+    std::printf("listening on udp://%s server %d\n", address.c_str(), bp->server);
   }
   std::fflush(stdout);
   for (auto& b : boards_) b->endpoint->target->start(*b->endpoint->socket);

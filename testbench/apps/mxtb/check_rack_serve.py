@@ -176,7 +176,6 @@ def bad(mxtb, out, scenario):
         (["--serve", "--listen", "nowhere"], "nowhere"),
         (["--serve", "--time-mode", "sometimes"], "sometimes"),
         (["--partition", "debug"], "--partition is for --launcher slurm"),
-        (["--launcher", "slurm", "--serve"], "--serve with --launcher slurm is not built"),
         (["--launcher", "slurm", "--time-limit", "soon"], "--time-limit 'soon' is not sbatch's --time syntax"),
         (["--launcher", "pbs"], "pbs"),
         (["--job"], "--job applies to a served rack: add --serve"),

@@ -46,4 +46,32 @@ cat "$T/nostart.txt"
 [ "$RC" != 0 ] || fail "a rack job that cannot start must exit non-zero"
 grep -q "ended without its exit record" "$T/nostart.txt" || fail "the launcher does not say the job left no exit record"
 [ ! -f "$T/nostart/rack.json" ] || fail "a job that never started left a report"
-echo "PASS: the rack as a Slurm job of 2 tasks equals the local run; a job that cannot start is reported as such"
+# ---- 3. the rack served as a Slurm job ----
+# Its `listening on` lines reach the launcher's output while the job runs; each board answers the
+# host's tool at its address; SIGINT to the launcher stops the job's processes, which write the
+# report, and the launcher exits with mpiexec's status.
+"$MXTB" rack --launcher slurm --processes 2 --time-limit 10 --poll-s 0.5 --scenario "$SCENARIO" --out "$T/serve" \
+  --serve --stop-after-s 300 >"$T/serve.txt" 2>&1 &
+LAUNCHER=$!
+for _ in $(seq 1 240); do
+  [ "$(grep -c '^listening on udp://' "$T/serve.txt" || true)" -ge 2 ] && break
+  kill -0 "$LAUNCHER" 2>/dev/null || break
+  sleep 0.5
+done
+cat "$T/serve.txt"
+[ "$(grep -c '^listening on udp://' "$T/serve.txt" || true)" = 2 ] || { kill -INT "$LAUNCHER" 2>/dev/null; fail "the served rack's two listening lines did not reach the launcher's output"; }
+for s in 0 1; do
+  addr=$(sed -n "s|^listening on \(udp://[^ ]*\) server $s\$|\1|p" "$T/serve.txt")
+  "$MXTB" reg read --target "$addr" emu.TIME_MODE >"$T/reg$s.txt" 2>&1 || { cat "$T/reg$s.txt"; kill -INT "$LAUNCHER"; fail "server $s at $addr does not answer"; }
+  echo "server $s at $addr: $(cat "$T/reg$s.txt")"
+done
+kill -INT "$LAUNCHER"
+set +e
+wait "$LAUNCHER"
+RC=$?
+set -e
+cat "$T/serve.txt" | tail -5
+[ "$RC" = 0 ] || fail "the served rack's launcher exited $RC after SIGINT"
+grep -q "scancel --signal=INT" "$T/serve.txt" || fail "the launcher did not pass SIGINT on to the job"
+[ -f "$T/serve/rack.json" ] || fail "the served rack stopped by SIGINT wrote no report"
+echo "PASS: the rack as a Slurm job of 2 tasks equals the local run; a job that cannot start is reported as such; served on Slurm, each board answers and SIGINT stops the job"
