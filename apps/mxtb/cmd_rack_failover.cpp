@@ -187,16 +187,27 @@ const host::failover::RackStep kPlanSteps[] = {host::failover::RackStep::Hold, h
                                               host::failover::RackStep::Phase2, host::failover::RackStep::Release,
                                               host::failover::RackStep::Verify};
 
+// Whether `step` is the plan's step or one after it: a plan's fault falls on the first step at or
+// after its own that the transaction takes (a placement inside one server has no second phase:
+// its first phase is the whole map).
+bool at_or_after(host::failover::RackStep step, int planned) {
+  const auto* it = std::find(std::begin(kPlanSteps), std::end(kPlanSteps), step);
+  return it != std::end(kPlanSteps) && it - std::begin(kPlanSteps) >= planned;
+}
+
 // A board that stops answering (RackSeedPlan::silent_during): the first board of the transaction
-// to reach the plan's step has its network unplugged, and plugged back silent_ms later.
+// to reach the plan's step (or the first after it, at_or_after) has its network unplugged, and
+// plugged back silent_ms later.
 struct Silence {
   int server = -1;
+  host::failover::RackStep at = host::failover::RackStep::Hold;  // the step it went silent before
   std::thread plug_back;
   void arm(const RackSeedPlan& plan, ServedRack& rack, host::failover::RackCommitOptions& commit) {
     commit.answer_deadline = kSilentAnswerDeadline;
     commit.before_step = [this, &plan, &rack](int s, host::failover::RackStep step) {
-      if (server >= 0 || step != kPlanSteps[plan.silent_step]) return;
+      if (server >= 0 || !at_or_after(step, plan.silent_step)) return;
       server = s;
+      at = step;
       rack.unplug(s, true);
       plug_back = std::thread([&rack, s, ms = plan.silent_ms] {
         std::this_thread::sleep_for(std::chrono::milliseconds(ms));
@@ -278,7 +289,7 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, Ser
     RackXpu second{-1, -1};
     if (static_cast<int>(i) == plan.second_during)
       oi.commit.before_step = [&](int, RackStep step) {
-        if (second.server >= 0 || step != kPlanSteps[plan.second_step]) return;
+        if (second.server >= 0 || !at_or_after(step, plan.second_step)) return;
         std::vector<RackXpu> others;
         for (const auto& x : placed)
           if (!(x == victim)) others.push_back(x);
@@ -296,7 +307,7 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, Ser
     rj["killed"] = rack_xpu_name(victim);
     if (second.server >= 0) rj["killed_during_transaction"] = rack_xpu_name(second);
     if (went_silent)
-      rj["silent_board"] = {{"server", silence.server}, {"step", to_string(kPlanSteps[plan.silent_step])}, {"ms", plan.silent_ms}};
+      rj["silent_board"] = {{"server", silence.server}, {"step", to_string(silence.at)}, {"ms", plan.silent_ms}};
     if (rec.commit.outcome == RackOutcome::Unresolved && went_silent) recover_silent(rack, rec, journal, oi.commit, who, rj, failures);
     records.push_back(rj);
     if (!first) first = rack_timeline(rec, plan.scenario.at("name").get<std::string>(), seed);

@@ -68,8 +68,13 @@ std::vector<std::vector<int>> rack_phase1(const protocol::RackShape& shape, cons
     const auto h = static_cast<size_t>(here.server), fs = static_cast<size_t>(far.server);
     const auto in = static_cast<size_t>(here.port);
     if (out[h][in] < 0) return;
+    // A far board outside the change (its map all -1 on both sides: RackCommit::maps) keeps
+    // sending what it sends, and so does a far output unused before and after: neither source
+    // changes, and the input stays lit. Leaving it unused would free its elements to the changed
+    // circuits' paths in phase 1 and break a circuit that stays (until 2026-12-07: every fibre
+    // circuit into a board whose spare was in its own server).
     const int src_from = source_of(from[fs], far.port), src_to = source_of(to[fs], far.port);
-    if (src_from < 0 || src_from != src_to) out[h][in] = -1;  // lit only once the far board's phase 1 is in
+    if (src_from != src_to || (src_from < 0) != (src_to < 0)) out[h][in] = -1;  // lit only once the far board's phase 1 is in
   });
   return out;
 }

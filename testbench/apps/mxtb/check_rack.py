@@ -349,6 +349,11 @@ def failover_job(mxtb, out, racks):
                 if reform["ranks"] != ranks or reform["wrong"] != 0 or not reform["total_ns"] > 0:
                     fail(f"{rack} {dead}: the ranks' re-form {reform}")
                 reform_ns = reform["total_ns"]
+            if rack == "rack-2x2.json" and rec["blast_radius"]["xpus_left_active_outside_circuits"]:
+                # A spare in the failing server: only the dead XPU's circuits' ends leave Active
+                # (its mesh has room to route around every circuit that stays).
+                fail(f"{rack} {dead}: XPUs outside the dead XPU's circuits left Active: "
+                     f"{rec['blast_radius']['xpus_left_active_outside_circuits']}")
             if abs(rec["total_ns"] - (job["formed_ns"] + job["first_collective_ns"] + reform_ns)) > 1:
                 fail(f"{rack} {dead}: the path ({rec['total_ns']} ns) does not end at the first verified collective")
     for flags, message in ((["--job-op", "alltoall"], "--job-op describes the tenant's job: add --job"),

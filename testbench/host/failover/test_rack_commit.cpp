@@ -140,6 +140,16 @@ TEST_CASE("rack commit: the first phase leaves unused only the fibre inputs whos
   for (int s = 0; s < 2; ++s)
     for (int port = 0; port < links; ++port) CHECK(back[static_cast<size_t>(s)][static_cast<size_t>(port)] == before[static_cast<size_t>(s)][static_cast<size_t>(port)]);
   CHECK_THROWS_AS(rack_phase1(shape, wiring, {before[0]}, after), std::invalid_argument);
+  // A board outside the change is passed as all -1 on both sides (the transaction does not read
+  // it): its light into the changing board's fibre inputs does not change, so those inputs stay
+  // lit. Left unused, their elements were free to the changed circuits' paths in phase 1, and a
+  // same-server failover broke every fibre circuit into the failing board (found 2026-12-07).
+  Maps only0_before = before, only0_after = after;
+  only0_before[1].assign(only0_before[1].size(), -1);
+  only0_after[1] = only0_before[1];
+  const Maps own = rack_phase1(shape, wiring, only0_before, only0_after);
+  CHECK(own[0] == only0_after[0]);
+  CHECK(own[1] == only0_after[1]);
 }
 
 TEST_CASE("rack commit: the circuits a dead XPU lit, on its own server and one fibre on") {
