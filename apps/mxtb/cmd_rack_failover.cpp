@@ -187,6 +187,19 @@ const host::failover::RackStep kPlanSteps[] = {host::failover::RackStep::Hold, h
                                               host::failover::RackStep::Phase2, host::failover::RackStep::Release,
                                               host::failover::RackStep::Verify};
 
+// Where the boards' maps differ from what the rule expects: "server S input P runs Q, not R; ..."
+// (the first four), "" when they agree.
+std::string map_difference(const std::vector<std::vector<int>>& got, const std::vector<std::vector<int>>& want) {
+  std::vector<std::string> d;
+  for (size_t s = 0; s < std::min(got.size(), want.size()); ++s)
+    for (size_t p = 0; p < std::min(got[s].size(), want[s].size()); ++p)
+      if (got[s][p] != want[s][p]) d.push_back(fmt::format("server {} input {} runs {}, not {}", s, p, got[s][p], want[s][p]));
+  if (got.size() != want.size()) d.push_back(fmt::format("{} maps, not {}", got.size(), want.size()));
+  const size_t n = d.size();
+  if (n > 4) d.resize(4);
+  return fmt::format("{}{}", fmt::join(d, "; "), n > 4 ? fmt::format("; {} more", n - 4) : "");
+}
+
 // Whether `step` is the plan's step or one after it: a plan's fault falls on the first step at or
 // after its own that the transaction takes (a placement inside one server has no second phase:
 // its first phase is the whole map).
@@ -232,7 +245,9 @@ void recover_silent(ServedRack& rack, host::failover::RackFailoverRecord& rec, c
     const auto su = static_cast<size_t>(s);
     part.push_back({s, rack.boards[su], [&rack, s] { return rack.reconnect(s); }, journal[su], journal[su]});
   }
-  const auto recovery = host::failover::rack_recover(part, commit);
+  host::failover::RackCommitOptions recovering = commit;
+  recovering.dead = rack.tenant.failed;  // what the transaction could not leave out on the silent board, the recovery does
+  const auto recovery = host::failover::rack_recover(part, recovering);
   rj["recovery"] = {{"outcome", to_string(recovery.outcome)}, {"why", recovery.why}, {"left_out", recovery.left_out}};
   rec.commit.left_out.insert(rec.commit.left_out.end(), recovery.left_out.begin(), recovery.left_out.end());
   if (recovery.outcome != RackOutcome::RolledBack || !recovery.unresolved.empty())
@@ -318,7 +333,8 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, Ser
     }
     second_died = second.server >= 0;
     if (rec.spare.server < 0) {  // no spare the fibres reach: named, nothing placed anywhere
-      if (read_maps() != journal) failures.push_back(fmt::format("{}: no spare, yet a board's map changed", who));
+      if (const std::string d = map_difference(read_maps(), journal); !d.empty())
+        failures.push_back(fmt::format("{}: no spare, yet a board's map changed: {}", who, d));
       all_replaced = false;
       break;
     }
@@ -326,7 +342,8 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, Ser
     if (rec.job && rec.job->wrong) failures.push_back(fmt::format("{}: {} of the job's collectives ended wrong", who, rec.job->wrong));
     switch (rec.commit.outcome) {
       case RackOutcome::Committed:
-        if (read_maps() != after) failures.push_back(fmt::format("{}: committed, but a board runs another map", who));
+        if (const std::string d = map_difference(read_maps(), after); !d.empty())
+          failures.push_back(fmt::format("{}: committed, but a board runs another map: {}", who, d));
         // The path ends at the job's first verified collective on the new ring, unless another
         // XPU died meanwhile or a fibre was cut after the placement verified.
         if (rec.job && rec.job->first_verified_ns == 0 && !second_died &&
@@ -344,9 +361,9 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, Ser
         for (const auto& [server, input] : rec.commit.left_out) expected[static_cast<size_t>(server)][static_cast<size_t>(input)] = -1;
         rj["left_out"] = rec.commit.left_out;
         records.back() = rj;
-        if (read_maps() != expected)
-          failures.push_back(fmt::format("{}: {} ({}), but a board's map is not the journal's: half-configured", who,
-                                         to_string(rec.commit.outcome), rec.commit.why));
+        if (const std::string d = map_difference(read_maps(), expected); !d.empty())
+          failures.push_back(fmt::format("{}: {} ({}), but a board's map is not the journal's ({}): half-configured", who,
+                                         to_string(rec.commit.outcome), rec.commit.why, d));
         if (!second_died && plan.cut_fibre < 0 && !went_silent)
           failures.push_back(fmt::format("{}: {} with no second death and no cut fibre: {}", who, to_string(rec.commit.outcome), rec.commit.why));
         all_replaced = false;

@@ -181,8 +181,13 @@ class Procedure {
       now[static_cast<size_t>(b.server)] = active;
     }
     auto target = maps(&RackBoard::before);
-    // Circuits whose light starts at an XPU the host knows dead: dark, left out without a verify.
+    // Circuits whose light starts at an XPU the host knows dead: dark, left out without a verify,
+    // on the boards that answer (a silent board runs them until its recovery leaves them out:
+    // named left out here, they were not, and the boards disagreed with the record).
     for (const auto& [server, input] : circuits_from_dead(o_.shape, o_.wiring, target, o_.dead)) {
+      bool answers = false;
+      for (size_t i = 0; i < boards_.size(); ++i) answers = answers || (boards_[i].server == server && known[i]);
+      if (!answers) continue;
       target[static_cast<size_t>(server)][static_cast<size_t>(input)] = -1;
       result_.left_out.emplace_back(server, input);
       for (RackBoard& b : boards_)
