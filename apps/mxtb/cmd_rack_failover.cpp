@@ -274,6 +274,21 @@ void arm_lane_fault(const RackSeedPlan& plan, ServedRack& rack) {
               b.clock().now_ns() + static_cast<uint64_t>(plan.lane_at_us * 1000));
 }
 
+// The rules of a committed placement: every board runs the new maps; the job formed again has a
+// verified collective (unless another XPU died meanwhile or a fibre was cut after the placement
+// verified); and, with no second death, no scoreboard error and no word lost.
+void check_committed(const RackSeedPlan& plan, const host::failover::RackFailoverRecord& rec, const std::vector<std::vector<int>>& running,
+                     const std::vector<std::vector<int>>& placed, bool second_died, const std::string& who,
+                     std::vector<std::string>& failures) {
+  if (const std::string d = map_difference(running, placed); !d.empty())
+    failures.push_back(fmt::format("{}: committed, but a board runs another map: {}", who, d));
+  if (rec.job && rec.job->first_verified_ns == 0 && !second_died && (plan.cut_fibre < 0 || plan.cut_at_us * 1000 < rec.failure_ns))
+    failures.push_back(fmt::format("{}: committed, but the job formed again has no verified collective: {}", who,
+                                   rec.problems.empty() ? "" : rec.problems.back()));
+  if (!second_died && (rec.blast.words_lost != 0 || rec.blast.scoreboard_errors != 0))
+    failures.push_back(fmt::format("{}: {} scoreboard errors, {} words lost", who, rec.blast.scoreboard_errors, rec.blast.words_lost));
+}
+
 // `--scenario-seed N` (mxtb regress --rack): the deaths and faults the seed draws, each death
 // failed over; every rule of docs/rack.md's campaign checked, each broken one a failure.
 std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, ServedRack& rack, json& records,
@@ -342,16 +357,7 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, Ser
     if (rec.job && rec.job->wrong) failures.push_back(fmt::format("{}: {} of the job's collectives ended wrong", who, rec.job->wrong));
     switch (rec.commit.outcome) {
       case RackOutcome::Committed:
-        if (const std::string d = map_difference(read_maps(), after); !d.empty())
-          failures.push_back(fmt::format("{}: committed, but a board runs another map: {}", who, d));
-        // The path ends at the job's first verified collective on the new ring, unless another
-        // XPU died meanwhile or a fibre was cut after the placement verified.
-        if (rec.job && rec.job->first_verified_ns == 0 && !second_died &&
-            (plan.cut_fibre < 0 || plan.cut_at_us * 1000 < rec.failure_ns))
-          failures.push_back(fmt::format("{}: committed, but the job formed again has no verified collective: {}", who,
-                                         rec.problems.empty() ? "" : rec.problems.back()));
-        if (!second_died && (rec.blast.words_lost != 0 || rec.blast.scoreboard_errors != 0))
-          failures.push_back(fmt::format("{}: {} scoreboard errors, {} words lost", who, rec.blast.scoreboard_errors, rec.blast.words_lost));
+        check_committed(plan, rec, read_maps(), after, second_died, who, failures);
         break;
       case RackOutcome::RolledBack:
       case RackOutcome::Refused: {
