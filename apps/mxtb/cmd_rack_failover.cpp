@@ -82,13 +82,28 @@ json job_json(const host::failover::RackFailoverRecord& r) {
                                            : json(nullptr)}};
 }
 
+// The failure's blast radius (null when a board did not answer to the transaction's end): what
+// the record and the report's timeline both carry.
+json blast_json(const host::failover::RackFailoverRecord& r) {
+  if (r.commit.outcome == host::failover::RackOutcome::Unresolved) return nullptr;
+  json b{{"boards_touched", r.blast.boards_touched},
+         {"xpus_left_active", rack_xpu_names(r.blast.left_active)},
+         {"xpus_left_active_outside_circuits", rack_xpu_names(r.blast.outside())},
+         {"lanes_left_active_by_server", r.blast.lanes_left_active},
+         {"scoreboard_errors", r.blast.scoreboard_errors},
+         {"words_lost", r.blast.words_lost}};
+  if (r.job) {
+    b["collectives_aborted"] = r.job->aborted;
+    b["collectives_wrong"] = r.job->wrong;
+  }
+  return b;
+}
+
 json record_json(const host::failover::RackFailoverRecord& r) {
   json steps = json::array();
   for (const auto& s : r.commit.steps)
     steps.push_back({{"server", s.server}, {"step", to_string(s.step)}, {"ns", s.end_ns - s.start_ns}, {"ok", s.ok}, {"detail", s.detail}});
   const bool placed = r.spare.server >= 0;
-  // Unresolved: a board did not answer to the end, so nothing after the transaction was measured.
-  const bool measured = r.commit.outcome != host::failover::RackOutcome::Unresolved;
   return {{"failed", rack_xpu_name(r.failed)},
           {"spare", placed ? json(rack_xpu_name(r.spare)) : json(nullptr)},
           {"same_server", r.same_server},
@@ -96,14 +111,7 @@ json record_json(const host::failover::RackFailoverRecord& r) {
           {"outcome", placed ? json(to_string(r.commit.outcome)) : json(nullptr)},
           {"why", r.commit.why},
           {"steps", steps},
-          {"blast_radius",
-           measured ? json{{"boards_touched", r.blast.boards_touched},
-                           {"xpus_left_active", rack_xpu_names(r.blast.left_active)},
-                           {"xpus_left_active_outside_circuits", rack_xpu_names(r.blast.outside())},
-                           {"lanes_left_active_by_server", r.blast.lanes_left_active},
-                           {"scoreboard_errors", r.blast.scoreboard_errors},
-                           {"words_lost", r.blast.words_lost}}
-                    : json(nullptr)},
+          {"blast_radius", blast_json(r)},
           {"detect_ns", r.detected_ns - r.failure_ns},
           {"placed_ns", r.done_ns > 0 ? json(r.done_ns - r.failure_ns) : json(nullptr)},
           {"total_ns", r.path_ns() > 0 ? json(r.path_ns()) : json(nullptr)},
@@ -178,6 +186,7 @@ host::report::Timeline rack_timeline(const host::failover::RackFailoverRecord& r
   }
   t.total_ns = end - r.failure_ns;
   t.degraded = r.spare.server < 0;
+  t.blast_radius = blast_json(r);
   if (t.degraded) t.notes.push_back("no spare: " + (r.problems.empty() ? std::string() : r.problems.front()));
   return t;
 }

@@ -222,7 +222,8 @@ json to_json(const Timeline& t) {
                             {"swap_relaunch_ns", swap_relaunch_ns(t)}, {"target_ns", t.target_ns},
                             {"within_target", swap_relaunch_ns(t) <= t.target_ns},
                             {"phases", phase_list(t.phases)}, {"beside", phase_list(t.beside)},
-                            {"alternatives", alternatives}, {"figures", t.figures}, {"projection", projection}}},
+                            {"alternatives", alternatives}, {"figures", t.figures}, {"projection", projection},
+                            {"blast_radius", t.blast_radius}}},
               {"problems", check_timeline(t)}};
 }
 
@@ -255,6 +256,7 @@ Timeline timeline_from_json(const json& j, const std::string& source) {
     read_phases(need(f, "phases", "$.failover"), "phases", t.phases);
     if (f.contains("beside")) read_phases(f.at("beside"), "beside", t.beside);
     if (f.contains("figures")) t.figures = f.at("figures").get<std::map<std::string, double>>();
+    if (f.contains("blast_radius")) t.blast_radius = f.at("blast_radius");
     if (f.contains("alternatives"))
       for (size_t i = 0; i < f.at("alternatives").size(); ++i) {
         const json& a = f.at("alternatives")[i];

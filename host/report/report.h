@@ -3,7 +3,7 @@
 // (timeline.json, opens in Perfetto) and a Gantt chart (timeline.svg). docs/report.md.
 #pragma once
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <map>
@@ -69,6 +69,10 @@ struct Timeline {
   double target_ns = 1.2e9;
   std::optional<Projection> projection;  // state_restore at a faster lane (none: no restore)
   bool degraded = false;             // no spare was left: the tenant runs without one
+  // The failure's blast radius where it is measured (a rack's failover: the boards touched, the
+  // XPUs whose links left Active, the words lost, the job's collectives aborted and wrong;
+  // docs/rack.md): one JSON object, written and read back as it is. Null elsewhere.
+  nlohmann::json blast_radius;
   std::vector<std::string> notes;    // what was not emulated, the spare choice, ...
 };
 

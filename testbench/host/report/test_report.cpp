@@ -48,6 +48,17 @@ TEST_CASE("report: a rack's phase names its board, in report.json, read back and
   CHECK(table.find(t.phases[2].source + ", server 3") != std::string::npos);
 }
 
+TEST_CASE("report: a rack failover's blast radius in report.json, read back as written; null where not measured") {
+  Timeline t = sample();
+  CHECK(to_json(t)["failover"]["blast_radius"].is_null());
+  t.blast_radius = {{"boards_touched", {0}}, {"xpus_left_active", {"0.0", "0.1"}}, {"words_lost", 0}, {"collectives_aborted", 1}};
+  const json j = to_json(t);
+  CHECK(j["failover"]["blast_radius"]["boards_touched"] == json{0});
+  const Timeline back = timeline_from_json(j, "mem");
+  CHECK(back.blast_radius == t.blast_radius);
+  CHECK(timeline_from_json(to_json(sample()), "mem").blast_radius.is_null());
+}
+
 TEST_CASE("report: check_timeline names gaps, overlaps, negative durations, disorder and wrong totals") {
   Timeline t = sample();
   t.phases[2].start_ns += 500;  // program starts 500 ns after firmware ended, and ends as before
