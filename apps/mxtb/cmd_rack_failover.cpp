@@ -284,14 +284,18 @@ void arm_lane_fault(const RackSeedPlan& plan, ServedRack& rack) {
 }
 
 // The rules of a committed placement: every board runs the new maps; the job formed again has a
-// verified collective (unless another XPU died meanwhile or a fibre was cut after the placement
-// verified); and, with no second death, no scoreboard error and no word lost.
-void check_committed(const RackSeedPlan& plan, const host::failover::RackFailoverRecord& rec, const std::vector<std::vector<int>>& running,
-                     const std::vector<std::vector<int>>& placed, bool second_died, const std::string& who,
+// verified collective (unless another XPU died meanwhile, or the seed's cut fibre carries a circuit
+// of the new placement: the ring has a hop with no light, before or after the failure, and the
+// host's rack path does not route around cut fibres); and, with no second death, no scoreboard
+// error and no word lost.
+void check_committed(const RackSeedPlan& plan, const host::failover::RackFailoverRecord& rec, const protocol::RackMap& placement,
+                     const std::vector<std::vector<int>>& running, bool second_died, const std::string& who,
                      std::vector<std::string>& failures) {
-  if (const std::string d = map_difference(running, placed); !d.empty())
+  if (const std::string d = map_difference(running, placement.port_target); !d.empty())
     failures.push_back(fmt::format("{}: committed, but a board runs another map: {}", who, d));
-  if (rec.job && rec.job->first_verified_ns == 0 && !second_died && (plan.cut_fibre < 0 || plan.cut_at_us * 1000 < rec.failure_ns))
+  const bool ring_cut = std::any_of(placement.circuits.begin(), placement.circuits.end(),
+                                    [&](const protocol::RackCircuit& c) { return plan.cut_fibre >= 0 && c.fibre == plan.cut_fibre; });
+  if (rec.job && rec.job->first_verified_ns == 0 && !second_died && !ring_cut)
     failures.push_back(fmt::format("{}: committed, but the job formed again has no verified collective: {}", who,
                                    rec.problems.empty() ? "" : rec.problems.back()));
   if (!second_died && (rec.blast.words_lost != 0 || rec.blast.scoreboard_errors != 0))
@@ -362,11 +366,10 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, Ser
       all_replaced = false;
       break;
     }
-    const auto after = journal_now();
     if (rec.job && rec.job->wrong) failures.push_back(fmt::format("{}: {} of the job's collectives ended wrong", who, rec.job->wrong));
     switch (rec.commit.outcome) {
       case RackOutcome::Committed:
-        check_committed(plan, rec, read_maps(), after, second_died, who, failures);
+        check_committed(plan, rec, tenant.running, read_maps(), second_died, who, failures);
         break;
       case RackOutcome::RolledBack:
       case RackOutcome::Refused: {
