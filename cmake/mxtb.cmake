@@ -15,7 +15,8 @@ set(MXTB_TEST_COSTS
   formal_ocs_ctl_small=53 bench_mutate_reviewer_sample=47 bench_reconfig=46 formal_catches_broken_rtl=44
   formal_link_rx_small=43 integration_rack_commit=40 rtl_synth_yosys_ocs=40 bench_mutate_sample=40
   integration_bridge=37 alloc.unit=34 sim_server_engines=33 integration_bridge_cpp=33
-  fuzz_ipbus_target_1m=32 integration_regress_slurm=32)
+  fuzz_ipbus_target_1m=32 integration_regress_slurm=32 integration_regress_rack_seed_12=45
+  integration_rack_failover_job=40 integration_regress_rack_seed_4036=40)
 
 # mxtb_test(NAME n COMMAND cmd... LABELS l... [TIMEOUT s] [SKIP_GPU] [ENVIRONMENT VAR=value...])
 # Labels follow docs/testing.md: unit, rtl, sim, integration, gpu, bench.
