@@ -151,7 +151,15 @@ int run_failure(rack::WindowExchange& ex, int victim, bool stop_instead, const s
       ex.exchange(outbox_for(w, rank, size, peers));
     }
   } catch (const rack::RackTransportError& e) {
-    std::ofstream(fmt::format("{}/rank-{}.txt", report_dir, rank)) << fmt::format("rank {} caught: {}\n", rank, e.what());
+    // Written whole, then renamed: hydra kills the survivors within milliseconds, and one killed
+    // between opening its report and writing it left an empty rank-R.txt (a fresh-clone CI run,
+    // 2026-12-07). A report now exists complete or not at all.
+    const std::string path = fmt::format("{}/rank-{}.txt", report_dir, rank);
+    {
+      std::ofstream part(path + ".part");
+      part << fmt::format("rank {} caught: {}\n", rank, e.what());
+    }
+    std::rename((path + ".part").c_str(), path.c_str());
     return 3;
   }
 }

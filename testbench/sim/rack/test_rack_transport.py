@@ -112,7 +112,7 @@ def check_failure(args, scenario):
         host = socket.gethostname()
         victim = f"rack process 1 (host {host}, pid {killed.group(1)}, servers 2-3)"
         named = 0
-        reports_seen = sorted(os.listdir(reports))
+        reports_seen = sorted(n for n in os.listdir(reports) if not n.endswith(".part"))  # a .part: killed mid-write
         for name in reports_seen:
             with open(os.path.join(reports, name)) as f:
                 text = f.read()
