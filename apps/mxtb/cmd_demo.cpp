@@ -111,13 +111,8 @@ nlohmann::json run_rack_rows(const RackRows& prepared, const std::string& out_di
     if (!(f << prepared.file.dump(2) << "\n")) throw std::runtime_error("cannot write " + path);
   }
   const sim::rack::RackConfig& cfg = prepared.cfg;
-  std::optional<host::comm::RankGroupConfig> rank_cfg;
-  if (ranks && prepared.job) {
-    rank_cfg.emplace();
-    rank_cfg->executable = host::fabric::self_executable();
-    rank_cfg->work_dir = out + "/ranks";
-  }
-  ServedRack served(cfg, path, source_root() + "/traces/calibration/mesh32.json", out, false, false, prepared.job, rank_cfg);
+  ServedRack served(cfg, path, source_root() + "/traces/calibration/mesh32.json", out, false, false, prepared.job,
+                    ranks && prepared.job);
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& v : prepared.victims) {
     const auto rec = served.fail(v);

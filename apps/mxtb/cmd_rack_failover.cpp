@@ -14,6 +14,7 @@
 #include "host/report/report.h"
 #include "protocol/board_map.h"
 #include "protocol/rack_map.h"
+#include "sim/collective/collective.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -125,10 +126,12 @@ std::optional<host::failover::RackJob> job_from_flags(const Args& args) {
     if (args.has(flag) && !args.has("--job")) throw UsageError(fmt::format("{} describes the tenant's job: add --job", flag));
   if (!args.has("--job")) return std::nullopt;
   host::failover::RackJob job;
-  const std::string op = args.choice("--job-op", "all_reduce", {"all_reduce", "reduce_scatter", "all_gather", "alltoall"});
-  job.spec.op = op == "all_reduce" ? emu::JobOp::AllReduce : op == "reduce_scatter" ? emu::JobOp::ReduceScatter
-                : op == "all_gather" ? emu::JobOp::AllGather : emu::JobOp::AllToAll;
-  job.spec.type = args.choice("--job-type", "float", {"float", "bfloat16"}) == "bfloat16" ? emu::JobType::Bfloat16 : emu::JobType::Float;
+  // JOB_SPEC numbers the ops as sim::CollectiveOp does (scenario.cpp, failover_run).
+  job.spec.op = static_cast<emu::JobOp>(
+      *sim::collective_op_from_string(args.choice("--job-op", "all_reduce", {"all_reduce", "reduce_scatter", "all_gather", "alltoall"})));
+  job.spec.type = *sim::data_type_from_string(args.choice("--job-type", "float", {"float", "bfloat16"})) == sim::DataType::BF16
+                      ? emu::JobType::Bfloat16
+                      : emu::JobType::Float;
   job.spec.bytes = static_cast<uint32_t>(args.u64("--job-bytes", job.spec.bytes, 8, 64ull << 20));
   return job;
 }
@@ -475,13 +478,7 @@ int cmd_rack_failover(const ArgList& argv) {
                                            : load_rack_scenario(path, calibration);
   const protocol::RackShape& shape = cfg.shape;
   const std::optional<host::failover::RackJob> job = seeded ? seed_job(*plan) : job_from_flags(args);
-  std::optional<host::comm::RankGroupConfig> ranks;
-  if (args.has("--ranks")) {
-    if (seeded) throw UsageError("--ranks applies to --scenario: a campaign seed's job runs without rank processes");
-    ranks.emplace();
-    ranks->executable = host::fabric::self_executable();
-    ranks->work_dir = out + "/ranks";
-  }
+  if (seeded && args.has("--ranks")) throw UsageError("--ranks applies to --scenario: a campaign seed's job runs without rank processes");
   std::vector<RackXpu> deaths;
   for (const auto& f : args.list("--fail")) deaths.push_back(parse_rack_xpu(f, shape));
   // Everything checked: nothing is written before.
@@ -492,7 +489,7 @@ int cmd_rack_failover(const ArgList& argv) {
     if (!(f << plan->scenario.dump(2) << "\n")) throw InputError(fmt::format("cannot write {}", path));
   }
 
-  ServedRack rack(cfg, path, calibration, out, true, seeded && plan->silent_during >= 0, job, ranks);
+  ServedRack rack(cfg, path, calibration, out, true, seeded && plan->silent_during >= 0, job, args.has("--ranks"));
   const host::failover::RackTenant& tenant = rack.tenant;
   fmt::print("# {} ({} servers), tenant of {} XPUs, spares {}\n", cfg.name, shape.servers(), tenant.placement.xpu_of_position.size(),
              fmt::join(rack_xpu_names(tenant.spares), ","));

@@ -33,7 +33,7 @@ std::vector<RackXpu> spares_of(const protocol::RackShape& shape, const protocol:
 
 ServedRack::ServedRack(sim::rack::RackConfig config, const std::string& scenario_path, const std::string& calibration,
                        const std::string& out, bool announce, bool unpluggable, std::optional<host::failover::RackJob> job,
-                       std::optional<host::comm::RankGroupConfig> ranks)
+                       bool ranks)
     : cfg(std::move(config)) {
   const protocol::RackShape& shape = cfg.shape;
   tenant.placement = cfg.tenant;
@@ -63,11 +63,15 @@ ServedRack::ServedRack(sim::rack::RackConfig config, const std::string& scenario
   if (!host::failover::lanes_active(boards, maps, shape.server.links(), 500'000))
     throw InputError(fmt::format("{}: the tenant's lanes are not all Active 500 us after bring-up (see {}/rack.log)", scenario_path, out));
   if (ranks && !job) throw std::logic_error("ServedRack: ranks without a job");
+  const std::vector<int> ring = protocol::rack_ring_xpus(shape, cfg.tenant);
   if (ranks) {
-    std::vector<int> ring = protocol::rack_ring_xpus(shape, cfg.tenant), spare_ranks;
+    host::comm::RankGroupConfig rc;
+    rc.executable = host::fabric::self_executable();
+    rc.work_dir = out + "/ranks";
+    std::vector<int> spare_ranks;
     for (const auto& x : tenant.spares) spare_ranks.push_back(protocol::rack_xpu(shape, x));
     try {
-      ranks_ = std::make_unique<host::comm::RankGroup>(*ranks, ring, spare_ranks);
+      ranks_ = std::make_unique<host::comm::RankGroup>(rc, ring, spare_ranks);
     } catch (const host::comm::CommError& e) {
       throw InputError(fmt::format("{}: the job's ranks did not start: {}", scenario_path, e.what()));
     }
@@ -76,7 +80,6 @@ ServedRack::ServedRack(sim::rack::RackConfig config, const std::string& scenario
   if (job) {
     options.job = job;
     std::vector<std::vector<host::fabric::EmuEventRecord>> events(boards.size());
-    const std::vector<int> ring = protocol::rack_ring_xpus(shape, cfg.tenant);
     if (host::failover::form_rack_job(boards, ring, *job, options.poll_ns, events) == 0)
       throw InputError(fmt::format("{}: the tenant's job on rack XPUs {} has no verified collective within {} us of its forming (see {}/rack.log)",
                                    scenario_path, fmt::join(ring, ","), job->first_timeout_ns / 1000.0, out));

@@ -24,14 +24,14 @@ class ServedRack {
   // `announce`: print each server's address as it is reached. `unpluggable`: each server's client
   // talks through a UDP shim that unplug() takes down, and gives up on a silent board after
   // kSilentClientBudget (a board's own client waits 10 s an attempt).
-  // `ranks` (with a job): the job's ranks as real processes, one per rack XPU, spares waiting
-  // (options.ranks).
+  // `ranks` (with a job): the job's ranks as real processes (`mxtb rank`, Gloo), one per rack XPU,
+  // spares waiting, working in out/ranks (options.ranks).
   // `job`: the rack runs the tenant's job of collectives (`mxtb rack --serve --job`), formed on
   // the tenant's ring once it is up; its first verified collective is waited for (InputError
   // otherwise), and every failover forms it again with the spare (options.job).
   ServedRack(sim::rack::RackConfig cfg, const std::string& scenario_path, const std::string& calibration, const std::string& out,
              bool announce, bool unpluggable = false, std::optional<host::failover::RackJob> job = std::nullopt,
-             std::optional<host::comm::RankGroupConfig> ranks = std::nullopt);
+             bool ranks = false);
 
   // Kills XPU x `after_ns` of board time from now and fails it over by the host's rack path,
   // with `options` (the campaign's faults in its steps) or, by default, this rack's.

@@ -1,6 +1,7 @@
 #include "host/fabric/board.h"
 
 #include "protocol/board_map.h"
+#include "protocol/job_ring.h"
 
 #include <mxtb/ocs_regs.h>
 
@@ -205,23 +206,17 @@ void Board::form_job(const std::vector<int>& ring, const TenantJobRequest& spec)
                              static_cast<uint32_t>(spec.type) << er::job_spec::kTypeShift;
   // JOB_RING where the ring fits it (8 XPUs numbered 0..14, the single server's), JOB_RANKS
   // otherwise (64 XPUs numbered 0..254: a rack's).
-  const bool fits_ring = ring.size() <= 8 && std::all_of(ring.begin(), ring.end(), [](int x) { return x >= 0 && x <= 14; });
-  if (fits_ring) {
-    uint32_t packed = 0xFFFFFFFFu;
-    for (size_t r = 0; r < ring.size(); ++r) packed = (packed & ~(0xFu << (4 * r))) | static_cast<uint32_t>(ring[r]) << (4 * r);
-    c_.queue_write(emulator(er::job_ring::kOffset), {packed, spec_word, spec.bytes, spec.seed, er::job_ctrl::kFormMask});
+  if (ring.size() <= 8 && std::all_of(ring.begin(), ring.end(), [](int x) { return x >= 0 && x <= protocol::job_ring_max_xpu(4); })) {
+    c_.queue_write(emulator(er::job_ring::kOffset),
+                   {protocol::pack_job_ring(ring, 4, 1)[0], spec_word, spec.bytes, spec.seed, er::job_ctrl::kFormMask});
     c_.dispatch();
     return;
   }
   const size_t most = 4 * er::job_ranks::kCount;
   if (ring.size() > most) throw std::invalid_argument(fmt::format("a job's ring has at most {} XPUs, not {}", most, ring.size()));
-  std::vector<uint32_t> ranks(er::job_ranks::kCount, 0xFFFFFFFFu);
-  for (size_t r = 0; r < ring.size(); ++r) {
-    if (ring[r] < 0 || ring[r] > 254) throw std::invalid_argument(fmt::format("XPU {} does not fit JOB_RANKS (0..254)", ring[r]));
-    uint32_t& w = ranks[r / 4];
-    w = (w & ~(0xFFu << (8 * (r % 4)))) | static_cast<uint32_t>(ring[r]) << (8 * (r % 4));
-  }
-  c_.queue_write(emulator(er::job_ranks::kOffset), ranks);
+  for (int x : ring)
+    if (x < 0 || x > protocol::job_ring_max_xpu(8)) throw std::invalid_argument(fmt::format("XPU {} does not fit JOB_RANKS (0..254)", x));
+  c_.queue_write(emulator(er::job_ranks::kOffset), protocol::pack_job_ring(ring, 8, er::job_ranks::kCount));
   c_.queue_write(emulator(er::job_spec::kOffset), {spec_word, spec.bytes, spec.seed, er::job_ctrl::kFormRanksMask});
   c_.dispatch();
 }

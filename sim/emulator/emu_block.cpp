@@ -4,6 +4,8 @@
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "sim/emulator/emu_block.h"
 
+#include "protocol/job_ring.h"
+
 #include "sim/emulator/emu_answer.h"
 
 #include <fmt/format.h>
@@ -221,19 +223,8 @@ bool EmuBlock::job_ctrl(uint32_t v) {
     job_->stop();
     return true;
   }
-  std::vector<int> ring;
-  if (form)
-    for (int r = 0; r < 8; ++r) {
-      const int x = static_cast<int>((job_ring_ >> (4 * r)) & 0xF);
-      if (x == 0xF) break;
-      ring.push_back(x);
-    }
-  else
-    for (int r = 0; r < 4 * static_cast<int>(er::job_ranks::kCount); ++r) {
-      const int x = static_cast<int>((job_ranks_[static_cast<size_t>(r / 4)] >> (8 * (r % 4))) & 0xFF);
-      if (x == 0xFF) break;
-      ring.push_back(x);
-    }
+  const std::vector<int> ring = form ? protocol::unpack_job_ring(&job_ring_, 1, 4)
+                                     : protocol::unpack_job_ring(job_ranks_.data(), job_ranks_.size(), 8);
   TenantJobSpec spec;
   spec.op = static_cast<CollectiveOp>((job_spec_ & er::job_spec::kOpMask) >> er::job_spec::kOpShift);
   spec.type = (job_spec_ & er::job_spec::kTypeMask) ? DataType::BF16 : DataType::F32;
