@@ -66,12 +66,15 @@ struct RackRows {
   sim::rack::RackConfig cfg;
   std::vector<protocol::RackXpu> victims;  // in the order they die
   std::optional<host::failover::RackJob> job;  // the run's job of collectives, on the rack tenant's ring
+  // The migration baseline's row (with a job): the rack's torus left static, the job on the half of
+  // it that holds the first victim, the same XPU dying there.
+  std::optional<host::failover::TorusBlock> slice;
 };
 
 // Read, checked and the deaths chosen before anything starts: a bad rack file stops the demo here.
 RackRows prepare_rack_rows(const FailoverScenario& s, const std::string& rack_path) {
   using protocol::RackXpu;
-  RackRows rows{rack_path, read_rack_file(rack_path), {}, {}, {}};
+  RackRows rows{rack_path, read_rack_file(rack_path), {}, {}, {}, {}};
   rows.file["settle"] = sim::to_string(s.settle);
   rows.cfg = parse_rack_scenario(rows.file, rack_path, source_root() + "/traces/calibration/mesh32.json");
   const sim::rack::RackConfig& cfg = rows.cfg;
@@ -98,6 +101,12 @@ RackRows prepare_rack_rows(const FailoverScenario& s, const std::string& rack_pa
     host::failover::RackJob job;
     job.spec = failover_run(s).manager.job->spec;
     rows.job = job;
+    const host::failover::TorusBlock half = host::failover::half_block(cfg.tenant);
+    for (const host::failover::TorusBlock b : {half, host::failover::TorusBlock{half.dim_x % cfg.tenant.dim_x, half.dim_y % cfg.tenant.dim_y,
+                                                                                half.dim_x, half.dim_y}}) {
+      const auto xs = host::failover::block_placement(cfg.tenant, b).xpu_of_position;
+      if (!rows.slice && std::find(xs.begin(), xs.end(), victims.front()) != xs.end()) rows.slice = b;
+    }
   }
   return rows;
 }
@@ -111,8 +120,10 @@ nlohmann::json run_rack_rows(const RackRows& prepared, const std::string& out_di
     if (!(f << prepared.file.dump(2) << "\n")) throw std::runtime_error("cannot write " + path);
   }
   const sim::rack::RackConfig& cfg = prepared.cfg;
-  ServedRack served(cfg, path, source_root() + "/traces/calibration/mesh32.json", out, false, false, prepared.job,
-                    ranks && prepared.job);
+  ServedRack::Options so;
+  so.job = prepared.job;
+  so.ranks = ranks && prepared.job;
+  ServedRack served(cfg, path, source_root() + "/traces/calibration/mesh32.json", out, so);
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& v : prepared.victims) {
     const auto rec = served.fail(v);
@@ -132,6 +143,26 @@ nlohmann::json run_rack_rows(const RackRows& prepared, const std::string& out_di
                     {"collectives_wrong", rec.job ? nlohmann::json(rec.job->wrong) : nlohmann::json(nullptr)},
                     {"problems", rec.problems}});
   }
+  if (prepared.slice) {  // the same first death on the same rack, its torus static: the slice migrated
+    StaticTorus st(cfg, path, source_root() + "/traces/calibration/mesh32.json", out_dir + "/rack-static", *prepared.slice, *prepared.job,
+                   ranks, 0);
+    const auto m = st.fail(prepared.victims.front());
+    rows.push_back({{"case", "static torus: slice migrated"},
+                    {"failed", rack_xpu_name(m.failed)},
+                    {"spare", nullptr},
+                    {"outcome", m.to.dim_x ? nlohmann::json("migrated") : nlohmann::json(nullptr)},
+                    {"boards_touched", m.boards_touched},
+                    {"ranks_relaunched", m.relaunched.size()},
+                    {"xpus_left_active", rack_xpu_names(m.blast.left_active)},
+                    {"words_lost", m.blast.words_lost},
+                    {"scoreboard_errors", m.blast.scoreboard_errors},
+                    {"lanes_active_ns", nullptr},
+                    {"first_collective_ns", m.path_ns() > 0 ? nlohmann::json(m.path_ns()) : nlohmann::json(nullptr)},
+                    {"communicator_reform_ns", m.relaunch ? nlohmann::json(m.relaunch->total_s() * 1e9) : nlohmann::json(nullptr)},
+                    {"collectives_aborted", m.job.aborted},
+                    {"collectives_wrong", m.job.wrong},
+                    {"problems", m.problems}});
+  }
   return {{"rack", cfg.name}, {"file", prepared.source}, {"servers", cfg.shape.servers()}, {"settle", prepared.file["settle"]},
           {"job", prepared.job.has_value()}, {"rows", rows}};
 }
@@ -143,25 +174,47 @@ void print_rack_table(const DemoRun& r, const nlohmann::json& rack) {
   const bool fast = !r.failover.records.empty() && r.failover.records.front().fast_path;
   fmt::print("# the failover path, one server against a rack ({}, {} servers, settle {} as this run; docs/failover.md, \"The rack rows\")\n",
              rack["rack"].get<std::string>(), rack["servers"].get<int>(), rack["settle"].get<std::string>());
-  fmt::print("  {:<30} {:>6} {:>6} {:<9} {:<7} {:>22} {:>34} {:>6}\n", "case", "failed", "spare", "path", "boards", "to every lane Active",
+  fmt::print("  {:<36} {:>6} {:>6} {:<9} {:<7} {:>22} {:>34} {:>6}\n", "case", "failed", "spare", "path", "boards", "to every lane Active",
              "to the first verified collective", "lost");
   const auto& first = r.failover.records.front();
-  fmt::print("  {:<30} {:>6} {:>6} {:<9} {:<7} {:>19.1f} us {:>31.3f} ms {:>6}\n", "one server (this run)", first.failed,
+  fmt::print("  {:<36} {:>6} {:>6} {:<9} {:<7} {:>19.1f} us {:>31.3f} ms {:>6}\n", "one server (this run)", first.failed,
              first.spare ? std::to_string(*first.spare) : "-", fast ? "firmware" : "host", "0", t.hardware_ns / 1e3, t.total_ns / 1e6,
              r.failover.passed() ? "0" : "-");
   for (const auto& row : rack["rows"]) {
     const bool done = !row["lanes_active_ns"].is_null();
-    fmt::print("  {:<30} {:>6} {:>6} {:<9} {:<7} {:>22} {:>34} {:>6}\n", "rack, " + row["case"].get<std::string>(),
+    const bool migrated = row.contains("ranks_relaunched");
+    fmt::print("  {:<36} {:>6} {:>6} {:<9} {:<7} {:>22} {:>34} {:>6}\n", "rack, " + row["case"].get<std::string>(),
                row["failed"].get<std::string>(), row["spare"].is_null() ? "-" : row["spare"].get<std::string>(), "host",
                fmt::format("{}", fmt::join(row["boards_touched"].get<std::vector<int>>(), ",")),
                done ? fmt::format("{:.1f} us", row["lanes_active_ns"].get<double>() / 1e3) : "-",
                !rack["job"].get<bool>() ? "not run: this run has no job"
                : row["first_collective_ns"].is_null()
                    ? "-"
-                   : fmt::format("{:.3f} ms (no restore)", row["first_collective_ns"].get<double>() / 1e6),
+                   : fmt::format("{:.3f} ms ({})", row["first_collective_ns"].get<double>() / 1e6, migrated ? "no state moved" : "no restore"),
                row["words_lost"].get<uint64_t>());
   }
-  fmt::print("  {:<30} {:>6} {:>6} {:<9} {:<7} {:>22} {:>34}\n", "the Morphlux prototype", "", "", "", "", "", "1.2 s (measured)");
+  fmt::print("  {:<36} {:>6} {:>6} {:<9} {:<7} {:>22} {:>34}\n", "the Morphlux prototype", "", "", "", "", "", "1.2 s (measured)");
+}
+
+// What the rack rows' rules say of them: nothing lost, every placement committed and every slice
+// migrated, the job's first collective on the new ring verified, none wrong.
+std::vector<std::string> rack_row_failures(const nlohmann::json& rack) {
+  std::vector<std::string> failures;
+  for (const auto& row : rack["rows"]) {
+    const std::string who = fmt::format("rack {}, XPU {} ({})", rack["rack"].get<std::string>(), row["failed"].get<std::string>(),
+                                        row["case"].get<std::string>());
+    if (row["words_lost"] != 0 || row["scoreboard_errors"] != 0)
+      failures.push_back(fmt::format("{}: {} words lost, {} scoreboard errors", who, row["words_lost"].dump(), row["scoreboard_errors"].dump()));
+    if (!row["spare"].is_null() && row["outcome"] != "committed")
+      failures.push_back(fmt::format("{}: the placement was {}", who, row["outcome"].get<std::string>()));
+    if (row.contains("ranks_relaunched") && row["outcome"] != "migrated")
+      failures.push_back(fmt::format("{}: the slice was not migrated: {}", who, row["problems"].dump()));
+    if (rack["job"].get<bool>() && (!row["spare"].is_null() || row.contains("ranks_relaunched")) && row["first_collective_ns"].is_null())
+      failures.push_back(fmt::format("{}: the job formed again has no verified collective", who));
+    if (rack["job"].get<bool>() && row["collectives_wrong"] != 0)
+      failures.push_back(fmt::format("{}: {} of the job's collectives ended wrong", who, row["collectives_wrong"].dump()));
+  }
+  return failures;
 }
 
 }  // namespace
@@ -221,18 +274,8 @@ int cmd_demo(const ArgList& argv) {
   if (rack_rows && r.failover.passed()) {
     rack = run_rack_rows(*rack_rows, o.out_dir, o.restart.has_value());
     print_rack_table(r, rack);
-    for (const auto& row : rack["rows"]) {
-      const std::string who = fmt::format("rack {}, XPU {} ({})", rack["rack"].get<std::string>(), row["failed"].get<std::string>(),
-                                          row["case"].get<std::string>());
-      if (row["words_lost"] != 0 || row["scoreboard_errors"] != 0)
-        failures.push_back(fmt::format("{}: {} words lost, {} scoreboard errors", who, row["words_lost"].dump(), row["scoreboard_errors"].dump()));
-      if (!row["spare"].is_null() && row["outcome"] != "committed")
-        failures.push_back(fmt::format("{}: the placement was {}", who, row["outcome"].get<std::string>()));
-      if (rack["job"].get<bool>() && !row["spare"].is_null() && row["first_collective_ns"].is_null())
-        failures.push_back(fmt::format("{}: the job formed again has no verified collective", who));
-      if (rack["job"].get<bool>() && row["collectives_wrong"] != 0)
-        failures.push_back(fmt::format("{}: {} of the job's collectives ended wrong", who, row["collectives_wrong"].dump()));
-    }
+    const auto rack_failures = rack_row_failures(rack);
+    failures.insert(failures.end(), rack_failures.begin(), rack_failures.end());
   } else if (rack_rows) {
     fmt::print("no rack rows: the run they stand beside failed\n");
   }

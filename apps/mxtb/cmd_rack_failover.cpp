@@ -11,6 +11,8 @@
 #include "host/fabric/client.h"
 #include "host/fabric/emulator_process.h"
 #include "host/failover/rack_failover.h"
+#include "host/failover/rack_migrate.h"
+#include "host/failover/restore.h"
 #include "host/report/report.h"
 #include "protocol/board_map.h"
 #include "protocol/rack_map.h"
@@ -26,6 +28,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <regex>
 #include <thread>
 #include <tuple>
 
@@ -61,27 +64,35 @@ RackXpu parse_rack_xpu(const std::string& text, const protocol::RackShape& shape
   return x;
 }
 
-// The job across the failover (null without one): the collective in flight at the failure, the
-// collectives aborted and wrong, the ring formed again and its first verified collective.
-json job_json(const host::failover::RackFailoverRecord& r) {
-  if (!r.job) return nullptr;
-  const auto& j = *r.job;
+// The job across a failover or migration: the collective in flight at the failure, the
+// collectives aborted and wrong, the ring formed again and its first verified collective, and the
+// ranks' re-form or relaunch.
+json job_figures_json(const host::failover::RackJobFigures& j, double failure_ns, const std::optional<host::comm::Reform>& reform) {
   const bool formed = !j.ring.empty();
+  json ranks = nullptr;
+  if (reform) {
+    ranks = {{"library", reform->library},
+             {"restart", host::comm::to_string(reform->restart)},
+             {"ranks", reform->ranks},
+             {"form_ns", reform->form_s * 1e9},
+             {"first_allreduce_ns", reform->first_s * 1e9},
+             {"total_ns", reform->total_s() * 1e9},
+             {"ranks_abort_ns", reform->abort_s * 1e9},
+             {"wrong", reform->wrong}};
+    if (reform->restart == host::comm::Restart::Relaunch) {
+      ranks["stop_ns"] = reform->stop_s * 1e9;
+      ranks["start_ns"] = reform->start_s * 1e9;
+    }
+  }
   return {{"in_flight", j.in_flight},
           {"collectives_aborted", j.aborted},
           {"collectives_wrong", j.wrong},
           {"ring", formed ? json(j.ring) : json(nullptr)},
-          {"formed_ns", formed ? json(j.formed_ns - r.failure_ns) : json(nullptr)},
+          {"formed_ns", formed ? json(j.formed_ns - failure_ns) : json(nullptr)},
           {"first_collective_ns", j.first_verified_ns > 0 ? json(j.first_verified_ns - j.formed_ns) : json(nullptr)},
-          {"communicator_reform", r.reform ? json{{"library", r.reform->library},
-                                                  {"ranks", r.reform->ranks},
-                                                  {"form_ns", r.reform->form_s * 1e9},
-                                                  {"first_allreduce_ns", r.reform->first_s * 1e9},
-                                                  {"total_ns", r.reform->total_s() * 1e9},
-                                                  {"ranks_abort_ns", r.reform->abort_s * 1e9},
-                                                  {"wrong", r.reform->wrong}}
-                                           : json(nullptr)}};
+          {"communicator_reform", ranks}};
 }
+json job_json(const host::failover::RackFailoverRecord& r) { return r.job ? job_figures_json(*r.job, r.failure_ns, r.reform) : json(nullptr); }
 
 // The failure's blast radius (null when a board did not answer to the transaction's end): what
 // the record and the report's timeline both carry.
@@ -145,16 +156,22 @@ std::optional<host::failover::RackJob> seed_job(const RackSeedPlan& plan) {
   return job;
 }
 
-// The first failover's timeline (report.json's "failover", as mxtb regress reads it): the host
-// seeing the death, then every step of the transaction in board time, each naming its board.
-host::report::Timeline rack_timeline(const host::failover::RackFailoverRecord& r, const std::string& scenario, uint64_t seed) {
-  using host::failover::RackStep;
+// A rack timeline's start: the failure and the host seeing it (every board's LINK_STATUS).
+host::report::Timeline timeline_to_detection(const std::string& scenario, uint64_t seed, double failure_ns, double detected_ns) {
   host::report::Timeline t;
   t.scenario = scenario;
   t.seed = seed;
   t.time_mode = "lockstep";
-  t.failure_ns = r.failure_ns;
-  t.phases.push_back({"detect", r.failure_ns, r.detected_ns, "host", "the host's looks at every board's LINK_STATUS until one XPU has no lane Active"});
+  t.failure_ns = failure_ns;
+  t.phases.push_back({"detect", failure_ns, detected_ns, "host", "the host's looks at every board's LINK_STATUS until one XPU has no lane Active"});
+  return t;
+}
+
+// The first failover's timeline (report.json's "failover", as mxtb regress reads it): the host
+// seeing the death, then every step of the transaction in board time, each naming its board.
+host::report::Timeline rack_timeline(const host::failover::RackFailoverRecord& r, const std::string& scenario, uint64_t seed) {
+  using host::failover::RackStep;
+  host::report::Timeline t = timeline_to_detection(scenario, seed, r.failure_ns, r.detected_ns);
   double end = r.detected_ns;
   for (const auto& s : r.commit.steps) {
     // Each step from where the last ended (the host's own time between two steps is its own).
@@ -305,6 +322,19 @@ void check_committed(const RackSeedPlan& plan, const host::failover::RackFailove
     failures.push_back(fmt::format("{}: {} scoreboard errors, {} words lost", who, rec.blast.scoreboard_errors, rec.blast.words_lost));
 }
 
+// 4 GiB of state a rank, the default failover scenario's (traces/scenarios/failover-default.json).
+constexpr uint64_t kDefaultStateBytes = 4ull << 30;
+
+// Morphlux's state, modeled: the dead XPU's alone, into the spare over its circuits (one a lane)
+// from its torus neighbours, at the lanes' rate: what the rack path would restore (it restores
+// nothing yet), beside the migration baseline's.
+json restore_state_json(const sim::rack::RackConfig& cfg, uint64_t bytes) {
+  const double gbps = protocol::lane_gbps(cfg.server.clock_mhz);
+  const int circuits = cfg.shape.server.lanes_per_xpu;
+  return {{"ns", host::failover::restore_ns(bytes, circuits, gbps)}, {"bytes_per_rank", bytes}, {"circuits", circuits}, {"lane_gbps", gbps},
+          {"detail", "modeled: the dead XPU's state into the spare over its circuits, striped over its torus neighbours"}};
+}
+
 // `--scenario-seed N` (mxtb regress --rack): the deaths and faults the seed draws, each death
 // failed over; every rule of docs/rack.md's campaign checked, each broken one a failure.
 std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, ServedRack& rack, json& records,
@@ -351,6 +381,7 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, Ser
     const std::string who = fmt::format("death {} ({})", i + 1, rack_xpu_name(victim));
     json rj = record_json(rec);
     rj["killed"] = rack_xpu_name(victim);
+    if (rec.spare.server >= 0) rj["state"] = restore_state_json(rack.cfg, kDefaultStateBytes);
     if (second.server >= 0) rj["killed_during_transaction"] = rack_xpu_name(second);
     if (went_silent)
       rj["silent_board"] = {{"server", silence.server}, {"step", to_string(silence.at)}, {"ms", plan.silent_ms}};
@@ -455,14 +486,252 @@ int run_seed(const RackSeedPlan& plan, uint64_t seed, const std::string& path, c
   return failures.empty() ? 0 : 1;
 }
 
+// ---- The migration baseline (host/failover/rack_migrate.h) ----
+
+using host::failover::TorusBlock;
+
+std::string block_text(const TorusBlock& b) { return fmt::format("{}x{}@{},{}", b.dim_x, b.dim_y, b.x0, b.y0); }
+
+// --slice WxH[@X,Y]: a block of the static torus (default corner 0,0), checked against it.
+TorusBlock parse_slice(const std::string& text, const protocol::RackPlacement& torus) {
+  static const std::regex form(R"((\d{1,3})x(\d{1,3})(?:@(\d{1,3}),(\d{1,3}))?)");
+  std::smatch m;
+  if (!std::regex_match(text, m, form))
+    throw UsageError(fmt::format("--slice '{}' is not WxH or WxH@X,Y (for example 4x2 or 2x2@2,0)", text));
+  TorusBlock b{m[3].matched ? std::stoi(m[3]) : 0, m[4].matched ? std::stoi(m[4]) : 0, std::stoi(m[1]), std::stoi(m[2])};
+  if (b.x0 < 0 || b.y0 < 0 || b.x0 >= torus.dim_x || b.y0 >= torus.dim_y)
+    throw UsageError(fmt::format("--slice {}: the corner ({}, {}) is outside the static {}x{} torus", text, b.x0, b.y0, torus.dim_x, torus.dim_y));
+  try {
+    host::failover::block_placement(torus, b);
+  } catch (const protocol::RackMapError& e) {
+    throw UsageError(fmt::format("--slice {}: {}", text, e.what()));
+  }
+  return b;
+}
+
+json block_json(const TorusBlock& b) {
+  if (b.dim_x == 0) return nullptr;
+  return {{"x0", b.x0}, {"y0", b.y0}, {"dim_x", b.dim_x}, {"dim_y", b.dim_y}};
+}
+
+// The migration as a record of the same shape as a failover's (record_json), so that the campaign's
+// blast radius reads both: "baseline" names it, "outcome" is "migrated" (null: no free block).
+json migration_json(const host::failover::RackMigration& m, uint64_t state_bytes, double lane_gbps) {
+  const bool moved = m.to.dim_x > 0;
+  json blast{{"boards_touched", m.boards_touched},
+             {"xpus_left_active", rack_xpu_names(m.blast.left_active)},
+             {"xpus_left_active_outside_circuits", rack_xpu_names(m.blast.outside())},
+             {"lanes_left_active_by_server", m.blast.lanes_left_active},
+             {"ranks_relaunched", m.relaunched.size()},
+             {"scoreboard_errors", m.blast.scoreboard_errors},
+             {"words_lost", m.blast.words_lost},
+             {"collectives_aborted", m.job.aborted},
+             {"collectives_wrong", m.job.wrong}};
+  return {{"baseline", "migration"},
+          {"failed", rack_xpu_name(m.failed)},
+          {"spare", nullptr},
+          {"from", block_json(m.from)},
+          {"to", block_json(m.to)},
+          {"outcome", moved ? json("migrated") : json(nullptr)},
+          {"blast_radius", blast},
+          {"detect_ns", m.detected_ns - m.failure_ns},
+          {"placed_ns", nullptr},
+          {"total_ns", m.path_ns() > 0 ? json(m.path_ns()) : json(nullptr)},
+          {"state", {{"ns", m.state_ns},
+                     {"bytes_per_rank", state_bytes},
+                     {"lane_gbps", lane_gbps},
+                     {"hops", m.load.hops},
+                     {"max_link_flows", m.load.max_link_flows},
+                     {"links_used", m.load.links_used},
+                     {"detail", "modeled: every rank's state over the static torus's circuits, one route a rank, the busiest "
+                                "link's routes one after another at the lanes' rate"}}},
+          {"job", job_figures_json(m.job, m.failure_ns, m.relaunch)},
+          {"problems", m.problems}};
+}
+
+// The migration's timeline (report.json's "failover", as mxtb regress reads it): the host seeing
+// the death, the ranks relaunched on the new block (with ranks: wall time, the rack standing still
+// in lockstep), the job formed there and its first verified collective; the state's move beside
+// the path (modeled, not emulated). No fabric phase: a static torus changes no circuit.
+host::report::Timeline migration_timeline(const host::failover::RackMigration& m, const json& record, const std::string& scenario,
+                                          uint64_t seed) {
+  host::report::Timeline t = timeline_to_detection(scenario, seed, m.failure_ns, m.detected_ns);
+  double end = m.detected_ns, shift = 0;
+  if (m.relaunch) {
+    shift = m.relaunch->total_s() * 1e9;
+    t.phases.push_back({"ranks_relaunch", end, end + shift, "measured",
+                        fmt::format("{} ranks of {} stopped and started on the new block from their checkpoints, rendezvous and "
+                                    "connections from scratch, the first all-reduce checked; wall time on this host",
+                                    m.relaunch->ranks, m.relaunch->library)});
+    end += shift;
+  }
+  if (m.job.first_verified_ns > 0) {
+    const double first_end = std::max(m.detected_ns, m.job.first_verified_ns) + shift;
+    t.phases.push_back({"first_collective", end, first_end, "rtl",
+                        fmt::format("the job formed on the new block {} (JOB_CTRL.form_ranks on server 0's board) and its first "
+                                    "verified collective on rack XPUs {}, every element exact",
+                                    block_text(m.to), fmt::join(m.ring, ","))});
+    end = first_end;
+  }
+  host::report::add_beside(t, "state_move", m.detected_ns, m.detected_ns + m.state_ns, "modeled",
+                           record["state"]["detail"].get<std::string>() +
+                               fmt::format(" ({} ranks, {} hops, {} routes on the busiest link)", m.load.ranks, m.load.hops,
+                                           m.load.max_link_flows));
+  t.total_ns = end - m.failure_ns;
+  // The new block's circuits were up before the failure: the hardware is ready once the host knows.
+  t.hardware_ns = m.detected_ns - m.failure_ns;
+  t.notes.push_back("a static torus: no circuit changes, the new block's were up before the failure (hardware_ns is the detection)");
+  t.degraded = m.to.dim_x == 0;
+  t.blast_radius = record["blast_radius"];
+  if (t.degraded) t.notes.push_back("no free block: " + (m.problems.empty() ? std::string() : m.problems.front()));
+  return t;
+}
+
+// The campaign's migration seed (RackSeedPlan::migrate): one death in the slice, migrated; the
+// baseline's rules: the job's first verified collective on the new block, nothing lost or wrong,
+// no link outside the dead XPU's own circuits left Active, no board's map changed.
+int run_migration_seed(const RackSeedPlan& plan, uint64_t seed, const std::string& path, const std::string& json_path,
+                       const sim::rack::RackConfig& cfg, const std::string& calibration, const std::string& out,
+                       const host::failover::RackJob& job) {
+  const TorusBlock slice{plan.slice_x0, plan.slice_y0, plan.slice_dx, plan.slice_dy};
+  StaticTorus st(cfg, path, calibration, out, slice, job, false, kDefaultStateBytes);
+  auto read_maps = [&]() {
+    std::vector<std::vector<int>> m;
+    for (auto* b : st.boards()) m.push_back(b->active_map(cfg.shape.server.mesh_ports));
+    return m;
+  };
+  const auto maps_before = read_maps();
+  const auto placed = host::failover::block_placement(st.torus, slice).xpu_of_position;
+  const RackXpu victim = placed[std::min(placed.size() - 1, static_cast<size_t>(plan.pick[0] * static_cast<double>(placed.size())))];
+  const auto m = st.fail(victim, plan.gap_ns[0]);
+  std::vector<std::string> failures;
+  const std::string who = fmt::format("death 1 ({})", rack_xpu_name(victim));
+  if (!(m.failed == victim)) failures.push_back(fmt::format("{}: the host took {} for the dead XPU", who, rack_xpu_name(m.failed)));
+  for (const auto& p : m.problems) failures.push_back(fmt::format("{}: {}", who, p));
+  if (m.blast.words_lost || m.blast.scoreboard_errors)
+    failures.push_back(fmt::format("{}: {} scoreboard errors, {} words lost", who, m.blast.scoreboard_errors, m.blast.words_lost));
+  if (!m.blast.outside().empty())
+    failures.push_back(fmt::format("{}: links left Active outside the dead XPU's circuits: {}", who,
+                                   fmt::join(rack_xpu_names(m.blast.outside()), ",")));
+  if (const std::string d = map_difference(read_maps(), maps_before); !d.empty())
+    failures.push_back(fmt::format("{}: a static torus, yet a board's map changed: {}", who, d));
+  json rec = migration_json(m, kDefaultStateBytes, st.options.lane_gbps);
+  rec["killed"] = rack_xpu_name(victim);
+  fmt::print("  killed {}: slice {} migrated to {}; boards {}; {} ranks relaunched; {} errors, {} words lost; job: {}\n",
+             rack_xpu_name(victim), block_text(slice), m.to.dim_x ? block_text(m.to) : "nowhere", rec["blast_radius"]["boards_touched"].dump(),
+             m.relaunched.size(), m.blast.scoreboard_errors, m.blast.words_lost,
+             m.job.first_verified_ns > 0 ? fmt::format("first collective {:.1f} us after its re-form", (m.job.first_verified_ns - m.job.formed_ns) / 1e3)
+                                         : "no verified collective on the new block");
+  for (const auto& f : failures) fmt::print("  FAILURE: {}\n", f);
+  json report{{"scenario", path}, {"rack", cfg.name}, {"servers", cfg.shape.servers()}, {"seed", seed},
+              {"plan", {{"rack", plan.base}, {"migrate", true}, {"slice", block_json(slice)}, {"deaths", 1}}},
+              {"failovers", json::array({rec})}, {"failures", failures}};
+  report["report"] = host::report::to_json(migration_timeline(m, rec, plan.scenario.at("name").get<std::string>(), seed));
+  std::ofstream f(json_path);
+  if (!(f << report.dump(2) << "\n")) throw InputError(fmt::format("cannot write {}", json_path));
+  fmt::print("# wrote {}\n{}\n", json_path, failures.empty() ? "PASS" : "FAIL");
+  return failures.empty() ? 0 : 1;
+}
+
+// --migrate: the same death on the same rack, twice. Morphlux: the slice is the tenant, its own
+// torus of circuits, every other XPU a spare. The baseline: the rack's circuits its bring-up's
+// torus, left as they are, the job on the slice; the slice migrated. Both rows and their ratio.
+int run_migration_compare(const Args& args, const std::string& path, const std::string& calibration, const std::string& out,
+                          const std::string& json_path, const std::optional<host::failover::RackJob>& job, const std::vector<RackXpu>& deaths) {
+  if (!job) throw UsageError("--migrate ends each path at the job's first verified collective: add --job");
+  if (deaths.size() != 1) throw UsageError("--migrate fails one XPU: give one --fail S.X");
+  json file = read_rack_file(path);
+  const sim::rack::RackConfig cfg = parse_rack_scenario(file, path, calibration);
+  const protocol::RackPlacement& torus = cfg.tenant;
+  const TorusBlock slice = args.has("--slice") ? parse_slice(args.str("--slice", ""), torus) : host::failover::half_block(torus);
+  // A tenant torus with a side of 1 leaves two lanes of each XPU without a circuit; they keep
+  // training with stray light, and the emulator's job waits for every lane of its XPUs to settle
+  // (sim/collective/tenant_job.cpp): its job would never start.
+  if (slice.dim_x == 1 || slice.dim_y == 1)
+    throw UsageError(fmt::format("--slice {}: as Morphlux's tenant, a torus with a side of 1 leaves lanes without circuits and its "
+                                 "job never starts; take a slice at least 2 on each side",
+                                 block_text(slice)));
+  const protocol::RackPlacement slice_xpus = host::failover::block_placement(torus, slice);
+  const RackXpu victim = deaths.front();
+  if (std::find(slice_xpus.xpu_of_position.begin(), slice_xpus.xpu_of_position.end(), victim) == slice_xpus.xpu_of_position.end())
+    throw UsageError(fmt::format("--fail {}: not an XPU of the slice {} ({})", rack_xpu_name(victim), block_text(slice),
+                                 fmt::join(rack_xpu_names(slice_xpus.xpu_of_position), ",")));
+  json tenant = json::array();
+  for (const auto& x : slice_xpus.xpu_of_position) tenant.push_back({static_cast<unsigned>(x.server), static_cast<unsigned>(x.xpu)});
+  file["tenant"] = {{"dim_x", slice.dim_x}, {"dim_y", slice.dim_y}, {"xpus", tenant}};
+  const sim::rack::RackConfig morphlux_cfg = parse_rack_scenario(file, path + " with the slice as its tenant", calibration);
+  const uint64_t state_bytes = args.u64("--state-bytes", kDefaultStateBytes, 0, uint64_t{1} << 40);
+  const double gbps = protocol::lane_gbps(cfg.server.clock_mhz);
+  const bool ranks = args.has("--ranks");
+  // Everything checked: nothing is written before.
+  const std::string mdir = out + "/morphlux", sdir = out + "/static-torus";
+  std::filesystem::create_directories(mdir);
+  std::filesystem::create_directories(sdir);
+  {
+    std::ofstream f(mdir + "/scenario.json");
+    if (!(f << file.dump(2) << "\n")) throw InputError(fmt::format("cannot write {}/scenario.json", mdir));
+  }
+  fmt::print("# {} ({} servers): the slice {} of the static {}x{} torus (XPUs {}), {} dies; state {} GiB a rank at {} Gb/s (modeled)\n",
+             cfg.name, cfg.shape.servers(), block_text(slice), torus.dim_x, torus.dim_y, fmt::join(rack_xpu_names(slice_xpus.xpu_of_position), ","),
+             rack_xpu_name(victim), static_cast<double>(state_bytes) / (1ull << 30), gbps);
+  host::failover::RackFailoverRecord rec;
+  {
+    ServedRack::Options so;
+    so.job = job;
+    so.ranks = ranks;
+    ServedRack morphlux(morphlux_cfg, mdir + "/scenario.json", calibration, mdir, so);
+    rec = morphlux.fail(victim);
+  }
+  host::failover::RackMigration m;
+  {
+    StaticTorus st(cfg, path, calibration, sdir, slice, *job, ranks, state_bytes);
+    m = st.fail(victim);
+  }
+  json mj = record_json(rec);
+  mj["state"] = restore_state_json(cfg, state_bytes);
+  const double morphlux_state_ns = mj["state"]["ns"].get<double>();
+  const json sj = migration_json(m, state_bytes, gbps);
+  fmt::print("#  case                            boards    ranks started  links left Active  aborted  lost  detect(us)  path(ms)  ranks(ms)  "
+             "state(ms, modeled)  total(ms)\n");
+  auto row = [&](const std::string& name, const std::vector<int>& boards, size_t started, size_t left, uint32_t aborted, uint64_t lost,
+                 double detect_ns, double path_ns, double ranks_ns, double state_ns) {
+    fmt::print("  {:<32} {:<9} {:>13} {:>18} {:>8} {:>5} {:>11.1f} {:>9} {:>10} {:>19.1f} {:>10}\n", name, fmt::format("{}", fmt::join(boards, ",")),
+               started, left, aborted, lost, detect_ns / 1e3, path_ns > 0 ? fmt::format("{:.3f}", path_ns / 1e6) : "-",
+               ranks_ns > 0 ? fmt::format("{:.1f}", ranks_ns / 1e6) : "-", state_ns / 1e6,
+               path_ns > 0 ? fmt::format("{:.1f}", (path_ns + state_ns) / 1e6) : "-");
+  };
+  const bool placed = rec.spare.server >= 0;
+  row(!placed ? "Morphlux: no spare" : rec.same_server ? "Morphlux: spare in the same server" : "Morphlux: spare in another server",
+      rec.blast.boards_touched, placed ? 1 : 0, rec.blast.left_active.size(), rec.job ? rec.job->aborted : 0, rec.blast.words_lost,
+      rec.detected_ns - rec.failure_ns, rec.path_ns(), rec.reform ? rec.reform->total_s() * 1e9 : 0, morphlux_state_ns);
+  row("static torus: slice migrated", m.boards_touched, m.relaunched.size(), m.blast.left_active.size(), m.job.aborted, m.blast.words_lost,
+      m.detected_ns - m.failure_ns, m.path_ns(), m.relaunch ? m.relaunch->total_s() * 1e9 : 0, m.state_ns);
+  for (const auto& p : rec.problems) fmt::print("    Morphlux problem: {}\n", p);
+  for (const auto& p : m.problems) fmt::print("    migration problem: {}\n", p);
+  const bool both = rec.path_ns() > 0 && m.path_ns() > 0;
+  if (both)
+    fmt::print("# migration against Morphlux: {:.1f}x the path ({}), {:.1f}x with the state (modeled)\n", m.path_ns() / rec.path_ns(),
+               ranks ? "board time and the ranks' wall time" : "board time; the ranks not run: add --ranks", (m.path_ns() + m.state_ns) / (rec.path_ns() + morphlux_state_ns));
+  json report{{"scenario", path}, {"rack", cfg.name}, {"servers", cfg.shape.servers()}, {"slice", block_json(slice)},
+              {"failovers", json::array({mj, sj})}};
+  std::ofstream f(json_path);
+  if (!(f << report.dump(2) << "\n")) throw InputError(fmt::format("cannot write {}", json_path));
+  fmt::print("# wrote {}\n", json_path);
+  return both && rec.problems.empty() && m.problems.empty() ? 0 : 1;
+}
+
 }  // namespace
 
 int cmd_rack_failover(const ArgList& argv) {
-  Args args(argv, ArgSpec{{"--scenario", "--out", "--json", "--calibration", "--scenario-seed", "--job-op", "--job-type", "--job-bytes"},
-                          {"--job", "--ranks"},
+  Args args(argv, ArgSpec{{"--scenario", "--out", "--json", "--calibration", "--scenario-seed", "--job-op", "--job-type", "--job-bytes",
+                           "--slice", "--state-bytes"},
+                          {"--job", "--ranks", "--migrate"},
                           {"--fail"},
                           false});
   const bool seeded = args.has("--scenario-seed");
+  for (const char* flag : {"--slice", "--state-bytes"})
+    if (args.has(flag) && !args.has("--migrate")) throw UsageError(fmt::format("{} describes the migration baseline: add --migrate", flag));
+  if (seeded && args.has("--migrate")) throw UsageError("--scenario-seed N draws whether its seed migrates: it takes no --migrate");
   if (seeded && (args.has("--scenario") || !args.list("--fail").empty()))
     throw UsageError("--scenario-seed N draws the rack and its deaths: it takes no --scenario or --fail");
   if (!seeded && !args.has("--scenario")) throw UsageError("--scenario FILE is required (a rack scenario, traces/scenarios/rack/)");
@@ -481,6 +750,7 @@ int cmd_rack_failover(const ArgList& argv) {
   if (seeded && args.has("--ranks")) throw UsageError("--ranks applies to --scenario: a campaign seed's job runs without rank processes");
   std::vector<RackXpu> deaths;
   for (const auto& f : args.list("--fail")) deaths.push_back(parse_rack_xpu(f, shape));
+  if (args.has("--migrate")) return run_migration_compare(args, path, calibration, out, json_path, job, deaths);
   // Everything checked: nothing is written before.
   std::filesystem::create_directories(out);
   if (seeded) {
@@ -489,7 +759,13 @@ int cmd_rack_failover(const ArgList& argv) {
     if (!(f << plan->scenario.dump(2) << "\n")) throw InputError(fmt::format("cannot write {}", path));
   }
 
-  ServedRack rack(cfg, path, calibration, out, true, seeded && plan->silent_during >= 0, job, args.has("--ranks"));
+  if (seeded && plan->migrate) return run_migration_seed(*plan, seed, path, json_path, cfg, calibration, out, *job);
+  ServedRack::Options so;
+  so.announce = true;
+  so.unpluggable = seeded && plan->silent_during >= 0;
+  so.job = job;
+  so.ranks = args.has("--ranks");
+  ServedRack rack(cfg, path, calibration, out, so);
   const host::failover::RackTenant& tenant = rack.tenant;
   fmt::print("# {} ({} servers), tenant of {} XPUs, spares {}\n", cfg.name, shape.servers(), tenant.placement.xpu_of_position.size(),
              fmt::join(rack_xpu_names(tenant.spares), ","));

@@ -98,15 +98,23 @@ rack --scenario FILE --serve [--time-mode lockstep|paced|free] [--rtf R] [--list
     line each; lockstep time commands move the whole rack)"},
     {"rack-failover", mxtb::app::cmd_rack_failover,
      R"(rack-failover --scenario FILE --fail S.X[,S.X...] [--out DIR] [--json FILE] [--calibration FILE]
+    [--job [--job-op OP] [--job-type float|bfloat16] [--job-bytes N] [--ranks]]
     XPU deaths in a served rack (mxtb rack --serve, lockstep, on loopback), in the order given, each
     failed over by the host's rack path: its own server's spare first, else the nearest server's,
     placed on every board whose map changes as one transaction; prints one line a failure (spare,
     outcome, boards touched, the XPUs whose links left Active, words lost, time from the failure)
     and writes DIR/rack-failover.json (docs/rack.md). Exit 1 when a failure found no spare or its
-    placement did not verify (default DIR: out/rack-failover)
+    placement did not verify (default DIR: out/rack-failover). --job: the tenant's job of collectives,
+    each path ending at its first verified collective on the new ring; --ranks: its ranks as Gloo
+    processes, their re-form on the path
+rack-failover --scenario FILE --migrate --fail S.X --job [--slice WxH[@X,Y]] [--state-bytes N] [--ranks]
+    the migration baseline beside Morphlux: the same death on the same rack twice, Morphlux with the
+    slice (a block of the rack's torus, default half of it) as its tenant, then the rack's torus
+    left static, the slice moved to the nearest free block, every rank relaunched; one row each
+    and their ratio, the state's move modeled (N bytes a rank, default 4 GiB)
 rack-failover --scenario-seed N [--out DIR] [--json FILE] [--calibration FILE]
     one seed of the rack campaign (mxtb regress --rack): the rack, the deaths, a fibre cut and a
-    death during a transaction drawn from N; checks the campaign's rules (docs/rack.md) and writes
+    death during a transaction drawn from N (one seed in six: the migration baseline instead); checks the campaign's rules (docs/rack.md) and writes
     the first failover's timeline as report.json's; exit 1 when a rule broke)"},
     {"reg", mxtb::app::cmd_reg,
      R"(reg read|write|dump --target udp://ADDR:PORT [NAME|ADDRESS [VALUE]] [--count N] [--timeout-ms MS]

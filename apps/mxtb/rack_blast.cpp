@@ -15,11 +15,11 @@ using nlohmann::json;
 
 namespace {
 
-const char* const kCases[] = {"spare in the same server", "spare in another server", "no spare"};
+const char* const kCases[] = {"spare in the same server", "spare in another server", "no spare", "migration (static torus)"};
 
 struct CaseFigures {
   size_t failovers = 0, committed = 0, clean = 0, with_job = 0;
-  std::vector<double> boards, xpus, outside, lanes, placed_us, path_us, aborted;
+  std::vector<double> boards, xpus, outside, lanes, placed_us, path_us, aborted, restarted, state_ms;
   uint64_t words_lost = 0, scoreboard_errors = 0, wrong = 0;
 };
 
@@ -38,10 +38,11 @@ json spread(const std::vector<double>& v) {
 // radius and times count clean failovers only: committed, with no second XPU dying and no board
 // going silent during it (those add their own XPUs and waits).
 void add(const json& rec, std::map<std::string, CaseFigures>& cases) {
-  const std::string name = rec["spare"].is_null() ? kCases[2] : rec.value("same_server", false) ? kCases[0] : kCases[1];
+  const bool migration = rec.value("baseline", "") == "migration";
+  const std::string name = migration ? kCases[3] : rec["spare"].is_null() ? kCases[2] : rec.value("same_server", false) ? kCases[0] : kCases[1];
   CaseFigures& c = cases[name];
   ++c.failovers;
-  if (rec["outcome"] != "committed") return;
+  if (rec["outcome"] != (migration ? "migrated" : "committed")) return;
   ++c.committed;
   if (rec.contains("killed_during_transaction") || rec.contains("silent_board") || rec["blast_radius"].is_null()) return;
   ++c.clean;
@@ -53,6 +54,10 @@ void add(const json& rec, std::map<std::string, CaseFigures>& cases) {
   for (const auto& n : b["lanes_left_active_by_server"]) lanes += n.get<double>();
   c.lanes.push_back(lanes);
   c.words_lost += b["words_lost"].get<uint64_t>();
+  // Ranks started anew: Morphlux's spare alone (the survivors keep running), every rank of a
+  // migrated slice.
+  c.restarted.push_back(migration ? b["ranks_relaunched"].get<double>() : 1.0);
+  if (rec.contains("state")) c.state_ms.push_back(rec["state"]["ns"].get<double>() / 1e6);
   c.scoreboard_errors += b["scoreboard_errors"].get<uint64_t>();
   if (!rec["placed_ns"].is_null()) c.placed_us.push_back(rec["placed_ns"].get<double>() / 1e3);
   if (!rec["job"].is_null()) {
@@ -94,6 +99,8 @@ json rack_blast_summary(const host::regress::RegressResult& r) {
                    {"xpus_left_active_outside_circuits", spread(c.outside)},
                    {"lanes_left_active", spread(c.lanes)},
                    {"collectives_aborted", spread(c.aborted)},
+                   {"ranks_restarted", spread(c.restarted)},
+                   {"state_ms_modeled", spread(c.state_ms)},
                    {"collectives_wrong", c.wrong},
                    {"words_lost", c.words_lost},
                    {"scoreboard_errors", c.scoreboard_errors},
@@ -107,22 +114,24 @@ json rack_blast_summary(const host::regress::RegressResult& r) {
 std::string format_rack_blast(const json& summary) {
   auto f1 = [](const json& s, const char* key) { return s.is_null() ? std::string("-") : fmt::format("{:.1f}", s[key].get<double>()); };
   std::string out = fmt::format(
-      "  blast radius by case ({} seeds; clean failovers: committed, no second death, no silent board)\n"
-      "  {:<25} {:>9} {:>9} {:>6} {:>13} {:>11} {:>16} {:>10} {:>9} {:>6} {:>5} {:>17} {:>27}\n",
+      "  blast radius by case ({} seeds; clean failovers: committed or migrated, no second death, no silent board)\n"
+      "  {:<25} {:>9} {:>9} {:>6} {:>13} {:>11} {:>16} {:>10} {:>9} {:>6} {:>5} {:>15} {:>17} {:>27} {:>19}\n",
       summary["seeds"].get<size_t>(), "case", "failovers", "committed", "clean", "boards(mean)", "XPUs(mean)",
-      "outside circuits", "lanes p50", "aborted", "wrong", "lost", "placed p50/p99 us", "first collective p50/p99 us");
+      "outside circuits", "lanes p50", "aborted", "wrong", "lost", "ranks restarted", "placed p50/p99 us", "first collective p50/p99 us",
+      "state ms (modeled)");
   for (const auto& c : summary["cases"]) {
     const json& out_circ = c["xpus_left_active_outside_circuits"];
-    out += fmt::format("  {:<25} {:>9} {:>9} {:>6} {:>13} {:>11} {:>16} {:>10} {:>9} {:>6} {:>5} {:>17} {:>27}\n",
+    out += fmt::format("  {:<25} {:>9} {:>9} {:>6} {:>13} {:>11} {:>16} {:>10} {:>9} {:>6} {:>5} {:>15} {:>17} {:>27} {:>19}\n",
                        c["case"].get<std::string>(), c["failovers"].get<size_t>(), c["committed"].get<size_t>(),
                        c["clean"].get<size_t>(), f1(c["boards_touched"], "mean"), f1(c["xpus_left_active"], "mean"),
                        out_circ.is_null() ? "-" : fmt::format("{:.0f} max", out_circ["max"].get<double>()),
                        f1(c["lanes_left_active"], "p50"), f1(c["collectives_aborted"], "mean"), c["collectives_wrong"].get<uint64_t>(),
-                       c["words_lost"].get<uint64_t>(),
+                       c["words_lost"].get<uint64_t>(), f1(c["ranks_restarted"], "mean"),
                        c["placed_us"].is_null() ? "-" : fmt::format("{}/{}", f1(c["placed_us"], "p50"), f1(c["placed_us"], "p99")),
                        c["first_collective_us"].is_null()
                            ? "-"
-                           : fmt::format("{}/{}", f1(c["first_collective_us"], "p50"), f1(c["first_collective_us"], "p99")));
+                           : fmt::format("{}/{}", f1(c["first_collective_us"], "p50"), f1(c["first_collective_us"], "p99")),
+                       f1(c["state_ms_modeled"], "p50"));
   }
   return out;
 }

@@ -124,7 +124,14 @@ host::failover::FailoverRun failover_run(const FailoverScenario& s);
 // A rack file: the servers' torus and fibres, every server's shape and settle, the tenant, the run
 // and the fibres' faults, checked whole (sim::rack::check_rack) before anything starts: errors
 // name the file and the field or the fibre. `calibration_file`: every server's mesh calibration.
-sim::rack::RackConfig load_rack_scenario(const std::string& path, const std::string& calibration_file);
+// A single server's failover scenario (no "rack" section, a field only such a scenario has) is a
+// rack of one (rack_of_one), and `was_failover_scenario` says so.
+sim::rack::RackConfig load_rack_scenario(const std::string& path, const std::string& calibration_file,
+                                         bool* was_failover_scenario = nullptr);
+// A failover scenario as a rack of one: its server as `mxtb sim` runs it (emulator_config: shape,
+// clock, settle, extinction, traffic, seed), bare, the host placing the tenant. Its failures,
+// spares, job and state are the host's (`mxtb demo`), not the rack's.
+sim::rack::RackConfig rack_of_one(const FailoverScenario& s, const std::string& source, const std::string& calibration_file);
 // A rack file's JSON as read, before parse_rack_scenario (ScenarioError naming it if unreadable).
 nlohmann::json read_rack_file(const std::string& path);
 sim::rack::RackConfig parse_rack_scenario(const nlohmann::json& j, const std::string& source, const std::string& calibration_file);
@@ -177,6 +184,12 @@ struct RackSeedPlan {
   int lane = 0;
   double lane_at_us = 0;
   double lane_dark_us = 0, lane_ber = 0;
+  // The migration baseline instead (one seed in six, from a stream of its own so that every other
+  // seed's draws are what they were): the rack's bring-up torus left as it is (a static torus), the
+  // job on a block of it (half the torus, at a random corner), the first death in it migrated. Such
+  // a seed has one death, a job, and no other fault.
+  bool migrate = false;
+  int slice_x0 = 0, slice_y0 = 0, slice_dx = 0, slice_dy = 0;
 };
 RackSeedPlan rack_seed_plan(uint64_t seed, const std::string& racks_dir);
 

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <tuple>
 
 namespace mxtb::app {
@@ -32,9 +33,11 @@ std::vector<RackXpu> spares_of(const protocol::RackShape& shape, const protocol:
 }
 
 ServedRack::ServedRack(sim::rack::RackConfig config, const std::string& scenario_path, const std::string& calibration,
-                       const std::string& out, bool announce, bool unpluggable, std::optional<host::failover::RackJob> job,
-                       bool ranks)
+                       const std::string& out, const Options& o)
     : cfg(std::move(config)) {
+  const bool announce = o.announce, unpluggable = o.unpluggable, ranks = o.ranks;
+  const std::optional<host::failover::RackJob>& job = o.job;
+  std::filesystem::create_directories(out);  // the rack's log and reports
   const protocol::RackShape& shape = cfg.shape;
   tenant.placement = cfg.tenant;
   tenant.spares = spares_of(shape, cfg.tenant);
@@ -63,13 +66,15 @@ ServedRack::ServedRack(sim::rack::RackConfig config, const std::string& scenario
   if (!host::failover::lanes_active(boards, maps, shape.server.links(), 500'000))
     throw InputError(fmt::format("{}: the tenant's lanes are not all Active 500 us after bring-up (see {}/rack.log)", scenario_path, out));
   if (ranks && !job) throw std::logic_error("ServedRack: ranks without a job");
-  const std::vector<int> ring = protocol::rack_ring_xpus(shape, cfg.tenant);
+  const std::vector<int> ring = protocol::rack_ring_xpus(shape, o.job_slice ? *o.job_slice : cfg.tenant);
   if (ranks) {
     host::comm::RankGroupConfig rc;
     rc.executable = host::fabric::self_executable();
     rc.work_dir = out + "/ranks";
     std::vector<int> spare_ranks;
-    for (const auto& x : tenant.spares) spare_ranks.push_back(protocol::rack_xpu(shape, x));
+    if (o.job_slice) rc.restart = host::comm::Restart::Relaunch;  // a migration starts every rank anew elsewhere
+    else
+      for (const auto& x : tenant.spares) spare_ranks.push_back(protocol::rack_xpu(shape, x));
     try {
       ranks_ = std::make_unique<host::comm::RankGroup>(rc, ring, spare_ranks);
     } catch (const host::comm::CommError& e) {
@@ -108,6 +113,30 @@ host::failover::RackFailoverRecord ServedRack::fail(const RackXpu& x, uint64_t a
   const uint64_t at = boards[0]->clock().now_ns() + after_ns;
   boards[static_cast<size_t>(x.server)]->arm_fault(emu::FaultKind::KillXpu, static_cast<uint32_t>(x.xpu), 0, at);
   return host::failover::rack_failover(boards, tenant, static_cast<double>(at), o);
+}
+
+StaticTorus::StaticTorus(const sim::rack::RackConfig& cfg, const std::string& scenario_path, const std::string& calibration,
+                         const std::string& out, const host::failover::TorusBlock& s, const host::failover::RackJob& job, bool ranks,
+                         uint64_t state_bytes)
+    : torus(cfg.tenant), slice(s) {
+  ServedRack::Options so;
+  so.job = job;
+  so.ranks = ranks;
+  so.job_slice = host::failover::block_placement(torus, slice);
+  rack_ = std::make_unique<ServedRack>(cfg, scenario_path, calibration, out, so);
+  options.shape = cfg.shape;
+  options.job = job;
+  options.ranks = rack_->ranks();
+  options.state_bytes = state_bytes;
+  options.lane_gbps = protocol::lane_gbps(cfg.server.clock_mhz);
+}
+
+host::failover::RackMigration StaticTorus::fail(const RackXpu& x, uint64_t after_ns) {
+  auto& b = rack_->boards;
+  for (auto* board : b) board->pop_events();
+  const uint64_t at = b[0]->clock().now_ns() + after_ns;
+  b[static_cast<size_t>(x.server)]->arm_fault(emu::FaultKind::KillXpu, static_cast<uint32_t>(x.xpu), 0, at);
+  return host::failover::rack_migrate(b, torus, slice, static_cast<double>(at), options);
 }
 
 }  // namespace mxtb::app

@@ -8,6 +8,7 @@
 #include "host/fabric/emulator_process.h"
 #include "host/fabric/udp_shim.h"
 #include "host/failover/rack_failover.h"
+#include "host/failover/rack_migrate.h"
 #include "sim/rack/rack_config.h"
 
 #include <memory>
@@ -21,17 +22,25 @@ class ServedRack {
  public:
   // Starts the rack of `scenario_path` (already parsed into cfg) with its log in out/rack.log and
   // waits until every lane of the tenant's placement is Active; throws InputError otherwise.
-  // `announce`: print each server's address as it is reached. `unpluggable`: each server's client
-  // talks through a UDP shim that unplug() takes down, and gives up on a silent board after
-  // kSilentClientBudget (a board's own client waits 10 s an attempt).
-  // `ranks` (with a job): the job's ranks as real processes (`mxtb rank`, Gloo), one per rack XPU,
-  // spares waiting, working in out/ranks (options.ranks).
-  // `job`: the rack runs the tenant's job of collectives (`mxtb rack --serve --job`), formed on
-  // the tenant's ring once it is up; its first verified collective is waited for (InputError
-  // otherwise), and every failover forms it again with the spare (options.job).
+  struct Options {
+    bool announce = false;  // print each server's address as it is reached
+    // Each server's client talks through a UDP shim that unplug() takes down, and gives up on a
+    // silent board after kSilentClientBudget (a board's own client waits 10 s an attempt).
+    bool unpluggable = false;
+    // The rack runs the tenant's job of collectives (`mxtb rack --serve --job`), formed on the
+    // tenant's ring once it is up; its first verified collective is waited for (InputError
+    // otherwise), and every failover forms it again with the spare (options.job).
+    std::optional<host::failover::RackJob> job;
+    // With a job: its ranks as real processes (`mxtb rank`, Gloo), one per rack XPU, spares
+    // waiting (a hot spare), working in out/ranks (options.ranks).
+    bool ranks = false;
+    // With a job: it runs on this block of the tenant's torus, not the whole tenant (the static
+    // torus of the migration baseline, host/failover/rack_migrate.h); its ranks have no spares
+    // and are relaunched on a migration.
+    std::optional<protocol::RackPlacement> job_slice;
+  };
   ServedRack(sim::rack::RackConfig cfg, const std::string& scenario_path, const std::string& calibration, const std::string& out,
-             bool announce, bool unpluggable = false, std::optional<host::failover::RackJob> job = std::nullopt,
-             bool ranks = false);
+             const Options& o);
 
   // Kills XPU x `after_ns` of board time from now and fails it over by the host's rack path,
   // with `options` (the campaign's faults in its steps) or, by default, this rack's.
@@ -46,6 +55,8 @@ class ServedRack {
   // A fresh client of server s in place of boards[s] (throws while its board does not answer).
   host::fabric::Board* reconnect(int server);
   static constexpr std::chrono::milliseconds kSilentClientBudget{3'000};
+  // The job's ranks as processes (Options::ranks), else null.
+  host::comm::RankGroup* ranks() { return ranks_.get(); }
 
   const sim::rack::RackConfig cfg;
   host::failover::RackTenant tenant;
@@ -60,6 +71,24 @@ class ServedRack {
   std::vector<std::unique_ptr<host::fabric::Client>> clients_;
   std::vector<std::unique_ptr<host::fabric::Board>> owned_;
   std::unique_ptr<host::comm::RankGroup> ranks_;
+};
+
+// The migration baseline's rack (host/failover/rack_migrate.h): a served rack whose circuits are
+// its bring-up's torus (the rack file's tenant), left as they are, with the job on `slice` of it
+// and, with `ranks`, its ranks as processes that a migration relaunches.
+class StaticTorus {
+ public:
+  StaticTorus(const sim::rack::RackConfig& cfg, const std::string& scenario_path, const std::string& calibration, const std::string& out,
+              const host::failover::TorusBlock& slice, const host::failover::RackJob& job, bool ranks, uint64_t state_bytes);
+  // Kills XPU x of the slice `after_ns` of board time from now and migrates the slice.
+  host::failover::RackMigration fail(const protocol::RackXpu& x, uint64_t after_ns = 5'000);
+  const protocol::RackPlacement torus;
+  host::failover::TorusBlock slice;  // where the job runs now
+  host::failover::RackMigrateOptions options;
+  std::vector<host::fabric::Board*>& boards() { return rack_->boards; }
+
+ private:
+  std::unique_ptr<ServedRack> rack_;
 };
 
 // The rack's XPUs outside the tenant: its spares.

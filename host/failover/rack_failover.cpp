@@ -23,8 +23,9 @@ int server_distance(const protocol::RackShape& r, int a, int b) {
   return axis(a % r.servers_x - b % r.servers_x, r.servers_x) + axis(a / r.servers_x - b / r.servers_x, r.servers_y);
 }
 
-// The positions next to p in the tenant's torus.
-std::vector<int> neighbour_positions(const protocol::RackPlacement& t, int p) {
+}  // namespace
+
+std::vector<int> torus_neighbour_positions(const protocol::RackPlacement& t, int p) {
   const int x = p % t.dim_x, y = p / t.dim_x;
   std::vector<int> out;
   for (auto [dx, dy] : {std::pair{1, 0}, {-1, 0}, {0, 1}, {0, -1}}) {
@@ -33,8 +34,6 @@ std::vector<int> neighbour_positions(const protocol::RackPlacement& t, int p) {
   }
   return out;
 }
-
-}  // namespace
 
 std::vector<protocol::RackXpu> BlastRadius::outside() const {
   std::vector<protocol::RackXpu> out;
@@ -65,35 +64,56 @@ std::vector<protocol::RackXpu> spare_order(const protocol::RackShape& shape, con
   return out;
 }
 
-namespace {
+ScoreboardCounts scoreboard_counts(fabric::Board& b) { return {b.scoreboard_errors(), b.scoreboard_words_lost()}; }
 
-using Events = std::vector<std::vector<fabric::EmuEventRecord>>;
-
-void take_events(std::vector<fabric::Board*>& boards, Events& events) {
+void add_scoreboards(std::vector<fabric::Board*>& boards, const std::vector<ScoreboardCounts>& before, BlastRadius& b) {
   for (size_t s = 0; s < boards.size(); ++s) {
-    auto e = boards[s]->pop_events();
-    events[s].insert(events[s].end(), e.begin(), e.end());
+    const ScoreboardCounts now = scoreboard_counts(*boards[s]);
+    b.scoreboard_errors += now.errors - before[s].errors;
+    b.words_lost += now.words_lost - before[s].words_lost;
   }
 }
 
-// The tenant position that lost every lane in two looks running (-1: none in time).
-int detect_death(std::vector<fabric::Board*>& boards, const RackTenant& t, const RackFailoverOptions& o) {
-  const protocol::RackShape& shape = o.commit.shape;
+int watch_for_death(std::vector<fabric::Board*>& boards, const protocol::RackShape& shape, const protocol::RackPlacement& p,
+                    uint64_t poll_ns, uint64_t timeout_ns) {
   fabric::Board& clock_board = *boards[0];
-  const uint64_t give_up = clock_board.clock().now_ns() + o.detect_timeout_ns;
+  const uint64_t give_up = clock_board.clock().now_ns() + timeout_ns;
   for (int last = -1;;) {
     std::vector<std::vector<bool>> active(boards.size());
     for (size_t s = 0; s < boards.size(); ++s) {
       const auto st = boards[s]->link_status();
       for (int l = 0; l < shape.server.links(); ++l) active[s].push_back(st[static_cast<size_t>(l)].state == link::LinkState::Active);
     }
-    const int seen = dead_tenant_position(shape, t.placement, active);
+    const int seen = dead_tenant_position(shape, p, active);
     if (seen >= 0 && seen == last) return seen;
     last = seen;
     if (clock_board.clock().now_ns() >= give_up) return -1;
-    clock_board.clock().wait_ns(o.poll_ns);
+    clock_board.clock().wait_ns(poll_ns);
   }
 }
+
+void take_events(std::vector<fabric::Board*>& boards, RackEvents& events) {
+  for (size_t s = 0; s < boards.size(); ++s) {
+    auto e = boards[s]->pop_events();
+    events[s].insert(events[s].end(), e.begin(), e.end());
+  }
+}
+
+void links_left_active(const RackEvents& events, double since_ns, const std::vector<protocol::RackXpu>& watched, int lanes_per_xpu,
+                       BlastRadius& b) {
+  b.lanes_left_active.assign(events.size(), 0);
+  for (size_t s = 0; s < events.size(); ++s)
+    for (const auto& e : events[s])
+      if (e.kind == emu::EmuEvent::LinkChange && static_cast<double>(e.time_ns) >= since_ns &&
+          static_cast<link::LinkState>(e.b) == link::LinkState::Active) {
+        const protocol::RackXpu x{static_cast<int>(s), static_cast<int>(e.a) / lanes_per_xpu};
+        if (!contains(watched, x)) continue;
+        ++b.lanes_left_active[s];
+        add(b.left_active, x);
+      }
+}
+
+namespace {
 
 // The first spare in the host's order whose circuits the fibres can carry, and the map with it at
 // `dead` (no port_target: none). Circuits that stay keep their fibres.
@@ -117,40 +137,25 @@ protocol::RackMap choose_spare(const RackTenant& t, int dead, const RackFailover
   return {};
 }
 
-struct ScoreboardCounts {
-  uint32_t errors = 0, words_lost = 0;
-};
-ScoreboardCounts scoreboard_counts(fabric::Board& b) { return {b.scoreboard_errors(), b.scoreboard_words_lost()}; }
-
 // Which of the tenant's XPUs' lanes (and the spare's) left Active since the failure, on every
 // board, against the dead XPU's circuits' ends and the spare; the faults the boards' scoreboards
 // saw and the words they lost. Idle spares are left out: their lanes, without circuits, train
 // with whatever unused port their light reaches and leave Active on their own every few
 // thousand cycles.
-void measure_blast(std::vector<fabric::Board*>& boards, const protocol::RackPlacement& placed, int dead, const Events& events,
+void measure_blast(std::vector<fabric::Board*>& boards, const protocol::RackPlacement& placed, int dead, const RackEvents& events,
                    const std::vector<ScoreboardCounts>& before, const protocol::RackShape& shape, RackFailoverRecord& rec) {
   BlastRadius& b = rec.blast;
   b.allowed = {rec.failed, rec.spare};
-  for (int n : neighbour_positions(placed, dead)) add(b.allowed, placed.xpu_of_position[static_cast<size_t>(n)]);
-  b.lanes_left_active.assign(boards.size(), 0);
-  for (size_t s = 0; s < boards.size(); ++s) {
-    for (const auto& e : events[s])
-      if (e.kind == emu::EmuEvent::LinkChange && static_cast<double>(e.time_ns) >= rec.failure_ns &&
-          static_cast<link::LinkState>(e.b) == link::LinkState::Active) {
-        const protocol::RackXpu x{static_cast<int>(s), static_cast<int>(e.a) / shape.server.lanes_per_xpu};
-        if (!contains(placed.xpu_of_position, x) && !(x == rec.spare)) continue;
-        ++b.lanes_left_active[s];
-        add(b.left_active, x);
-      }
-    const ScoreboardCounts now = scoreboard_counts(*boards[s]);
-    b.scoreboard_errors += now.errors - before[s].errors;
-    b.words_lost += now.words_lost - before[s].words_lost;
-  }
+  for (int n : torus_neighbour_positions(placed, dead)) add(b.allowed, placed.xpu_of_position[static_cast<size_t>(n)]);
+  std::vector<protocol::RackXpu> watched = placed.xpu_of_position;
+  add(watched, rec.spare);
+  links_left_active(events, rec.failure_ns, watched, shape.server.lanes_per_xpu, b);
+  add_scoreboards(boards, before, b);
 }
 
-// The job's collective in flight at the failure: how it ended (its first end after the failure
-// that is not a verified one), from board 0's events.
-std::string in_flight_end(const Events& events, double failure_ns) {
+}  // namespace
+
+std::string job_in_flight_end(const RackEvents& events, double failure_ns) {
   for (const auto& e : events[0])
     if (e.kind == emu::EmuEvent::Job && static_cast<double>(e.time_ns) >= failure_ns &&
         static_cast<emu::JobOutcome>(e.a) != emu::JobOutcome::Verified)
@@ -159,10 +164,8 @@ std::string in_flight_end(const Events& events, double failure_ns) {
   return "";
 }
 
-}  // namespace
-
 double form_rack_job(std::vector<fabric::Board*>& boards, const std::vector<int>& ring, const RackJob& job, uint64_t poll_ns,
-                     Events& events, double* formed_ns) {
+                     RackEvents& events, double* formed_ns) {
   // Formed first: draining the boards' events costs board time (each request runs through the
   // board's IPbus transactor), which the path should not wait for. Events from before the form
   // come in later with earlier stamps.
@@ -205,13 +208,13 @@ RackFailoverRecord rack_failover(std::vector<fabric::Board*>& boards, RackTenant
   const protocol::RackShape& shape = o.commit.shape;
   RackFailoverRecord rec;
   rec.failure_ns = failure_ns;
-  Events events(boards.size());
+  RackEvents events(boards.size());
   std::vector<ScoreboardCounts> scoreboards_before;
   for (fabric::Board* b : boards) scoreboards_before.push_back(scoreboard_counts(*b));
   const fabric::JobStatus job_before = o.job ? boards[0]->job_status() : fabric::JobStatus{};
   if (o.job) rec.job = RackJobFigures{};
 
-  const int dead = detect_death(boards, t, o);
+  const int dead = watch_for_death(boards, shape, t.placement, o.poll_ns, o.detect_timeout_ns);
   if (dead < 0) {
     rec.problems.push_back(fmt::format("no tenant XPU lost every lane within {} us of the failure", o.detect_timeout_ns / 1000.0));
     return rec;
@@ -277,7 +280,7 @@ RackFailoverRecord rack_failover(std::vector<fabric::Board*>& boards, RackTenant
     const fabric::JobStatus now = boards[0]->job_status();
     rec.job->aborted = now.aborted - job_before.aborted;
     rec.job->wrong = now.wrong - job_before.wrong;
-    rec.job->in_flight = in_flight_end(events, rec.failure_ns);
+    rec.job->in_flight = job_in_flight_end(events, rec.failure_ns);
     if (rec.job->wrong) rec.problems.push_back(fmt::format("{} of the job's collectives ended wrong", rec.job->wrong));
   }
   return rec;

@@ -19,6 +19,8 @@
 
 namespace mxtb::host::failover {
 
+using RackEvents = std::vector<std::vector<fabric::EmuEventRecord>>;  // every board's events, by server
+
 // What the host knows of the rack's tenant.
 struct RackTenant {
   protocol::RackPlacement placement;
@@ -64,7 +66,7 @@ struct RackJobFigures {
 // the re-form itself does not count), gathering every board's events into `events` (by server)
 // meanwhile. Returns the collective's end, board time; 0 when none came within the timeout.
 double form_rack_job(std::vector<fabric::Board*>& boards, const std::vector<int>& ring, const RackJob& job, uint64_t poll_ns,
-                     std::vector<std::vector<fabric::EmuEventRecord>>& events, double* formed_ns = nullptr);
+                     RackEvents& events, double* formed_ns = nullptr);
 
 struct RackFailoverRecord {
   protocol::RackXpu failed, spare;
@@ -101,6 +103,30 @@ struct RackFailoverOptions {
   // once the placement is committed. Null: the emulator's job stands for them.
   comm::RankGroup* ranks = nullptr;
 };
+
+// Shared by the host's rack path and the migration baseline (rack_migrate.h).
+// Every board's events since the last call appended to `events`.
+void take_events(std::vector<fabric::Board*>& boards, RackEvents& events);
+// The XPUs among `watched` a lane of which left Active at or after `since_ns`, and how many lanes
+// by server, into b.left_active and b.lanes_left_active.
+void links_left_active(const RackEvents& events, double since_ns, const std::vector<protocol::RackXpu>& watched, int lanes_per_xpu,
+                       BlastRadius& b);
+struct ScoreboardCounts {
+  uint32_t errors = 0, words_lost = 0;
+};
+ScoreboardCounts scoreboard_counts(fabric::Board& b);  // SCOREBOARD_ERRORS, SCOREBOARD_WORDS_LOST
+// Every board's scoreboard errors and words lost since `before`, added to b.
+void add_scoreboards(std::vector<fabric::Board*>& boards, const std::vector<ScoreboardCounts>& before, BlastRadius& b);
+// The position of `p` whose XPU has no lane Active in two looks running, looking every poll_ns
+// for at most timeout_ns of board time; -1: none.
+int watch_for_death(std::vector<fabric::Board*>& boards, const protocol::RackShape& shape, const protocol::RackPlacement& p,
+                    uint64_t poll_ns, uint64_t timeout_ns);
+
+// The positions next to p in the placement's torus (each once).
+std::vector<int> torus_neighbour_positions(const protocol::RackPlacement& t, int p);
+// The job's collective in flight at `failure_ns`: how it ended (its first end after the failure
+// that is not a verified one), from board 0's events; "" when none ended.
+std::string job_in_flight_end(const RackEvents& events, double failure_ns);
 
 // The host's looks at every board, by server, until one tenant XPU has no lane Active in two
 // looks running (its neighbours lose only the lanes to it). Pure: one look's link states.

@@ -98,12 +98,27 @@ if(EXPECT_SOURCE)
   endif()
 endif()
 if(RACK)
-  # Two rack rows, the same server's spare and then another server's, each committed with nothing
-  # lost, the second on two boards; the table beside the run with the prototype's line.
+  # Three rack rows, the same server's spare and then another server's, each committed with nothing
+  # lost, the second on two boards, then the migration baseline; the table beside the run with the
+  # prototype's line.
   file(READ ${OUT}/demo.json demo)
   string(JSON rows ERROR_VARIABLE e LENGTH "${demo}" rack rows)
-  if(e OR NOT rows EQUAL 2)
-    message(FATAL_ERROR "demo.json: expected 2 rack rows, got '${rows}' ${e}")
+  if(e OR NOT rows EQUAL 3)
+    message(FATAL_ERROR "demo.json: expected 3 rack rows, got '${rows}' ${e}")
+  endif()
+  # The migration baseline: the first death again, the rack's torus static, the slice (server 0's
+  # XPUs) moved to server 1's, every rank relaunched, the job's first verified collective after it.
+  string(JSON got GET "${demo}" rack rows 2 case)
+  string(JSON outcome GET "${demo}" rack rows 2 outcome)
+  string(JSON relaunched GET "${demo}" rack rows 2 ranks_relaunched)
+  string(JSON boards LENGTH "${demo}" rack rows 2 boards_touched)
+  string(JSON lost GET "${demo}" rack rows 2 words_lost)
+  string(JSON first_ns GET "${demo}" rack rows 2 first_collective_ns)
+  string(JSON reform_ns GET "${demo}" rack rows 2 communicator_reform_ns)
+  if(NOT got STREQUAL "static torus: slice migrated" OR NOT outcome STREQUAL "migrated" OR NOT relaunched EQUAL 4 OR NOT boards EQUAL 2
+     OR NOT lost EQUAL 0 OR reform_ns STREQUAL "null" OR NOT first_ns GREATER reform_ns)
+    message(FATAL_ERROR "demo.json: the migration row: ${got}, ${outcome}, ${relaunched} ranks relaunched, ${boards} boards, ${lost} lost, "
+                        "first collective ${first_ns} ns, relaunch ${reform_ns} ns")
   endif()
   set(cases "spare in the same server" "spare in another server")
   foreach(i 0 1)
@@ -131,7 +146,8 @@ if(RACK)
       message(FATAL_ERROR "demo.json: rack row ${i}: the ranks' re-form ${reform_ns} ns is not on the path (first collective at ${first_ns} ns)")
     endif()
   endforeach()
-  if(NOT out MATCHES "rack, spare in another server[^\n]* us +[0-9.]+ ms \\(no restore\\) +0" OR NOT out MATCHES "the Morphlux prototype[^\n]*1.2 s")
+  if(NOT out MATCHES "rack, spare in another server[^\n]* us +[0-9.]+ ms \\(no restore\\) +0" OR NOT out MATCHES "the Morphlux prototype[^\n]*1.2 s"
+     OR NOT out MATCHES "rack, static torus: slice migrated[^\n]* +[0-9.]+ ms \\(no state moved\\) +0")
     message(FATAL_ERROR "mxtb demo's output lacks the rack table's rows")
   endif()
 endif()

@@ -368,6 +368,64 @@ def failover_job(mxtb, out, racks):
             fail(f"{flags}: exit {p.returncode}, want 2 and '{message}', nothing written\n{p.stderr}")
 
 
+def migrate(mxtb, out, racks):
+    """The migration baseline beside Morphlux (--migrate): the same death on the same rack, Morphlux's
+    spare against the slice moved to a free block of the static torus, every rank relaunched there
+    (Gloo processes); the rack's circuits untouched by the baseline; bad --slice values refused."""
+    shutil.rmtree(out, ignore_errors=True)
+    rack = str(Path(racks, "rack-2x1.json"))
+    p = subprocess.run([mxtb, "rack-failover", "--scenario", rack, "--out", out, "--migrate", "--fail", "0.1", "--job", "--ranks"],
+                       capture_output=True, text=True, timeout=600)
+    print(p.stdout)
+    if p.returncode != 0:
+        fail(f"mxtb rack-failover --migrate: exit {p.returncode}, want 0\n{p.stderr}")
+    morphlux, moved = json.loads(Path(out, "rack-failover.json").read_text())["failovers"]
+    if morphlux["outcome"] != "committed" or morphlux["spare"] != "0.4" or morphlux["problems"]:
+        fail(f"Morphlux: {morphlux['outcome']}, spare {morphlux['spare']}, problems {morphlux['problems']}")
+    if moved.get("baseline") != "migration" or moved["outcome"] != "migrated" or moved["problems"]:
+        fail(f"migration: {moved.get('baseline')}, {moved['outcome']}, problems {moved['problems']}")
+    # The slice (server 0's four XPUs) moves to server 1's: the nearest free 2x2 block.
+    if moved["to"] != {"x0": 2, "y0": 0, "dim_x": 2, "dim_y": 2}:
+        fail(f"the slice moved to {moved['to']}, want server 1's block (2x2 at 2,0)")
+    job, blast = moved["job"], moved["blast_radius"]
+    if sorted(job["ring"]) != [5, 6, 7, 8] or job["collectives_wrong"] != 0 or not (job["first_collective_ns"] or 0) > 0:
+        fail(f"migration: the job on {job['ring']}, {job['collectives_wrong']} wrong, first collective {job['first_collective_ns']}")
+    relaunch = job["communicator_reform"]
+    if relaunch is None or relaunch["restart"] != "relaunch" or relaunch["ranks"] != 4 or relaunch["wrong"] != 0 \
+            or not relaunch["start_ns"] > 0:
+        fail(f"migration: every rank relaunched with its checkpoint, want a relaunch of 4 ranks: {relaunch}")
+    if morphlux["job"]["communicator_reform"]["restart"] != "hot-spare":
+        fail(f"Morphlux: the ranks' re-form {morphlux['job']['communicator_reform']}, want the hot spare's")
+    if blast["boards_touched"] != [0, 1] or blast["ranks_relaunched"] != 4 or blast["words_lost"] != 0:
+        fail(f"migration: boards {blast['boards_touched']}, {blast['ranks_relaunched']} ranks relaunched, {blast['words_lost']} lost")
+    # Only the dead XPU's own lanes and its torus neighbours' lanes to it leave Active: no circuit moved.
+    if blast["xpus_left_active_outside_circuits"] or "0.1" not in blast["xpus_left_active"]:
+        fail(f"migration: XPUs whose links left Active {blast['xpus_left_active']}")
+    # The state: 4 GiB a rank, one route a rank, the busiest link carrying one: 4 GiB at 10 Gb/s.
+    if moved["state"]["max_link_flows"] != 1 or abs(moved["state"]["ns"] - (4 << 30) * 8 / 10) > 1:
+        fail(f"migration: the state's move {moved['state']}")
+    if abs(morphlux["state"]["ns"] - (4 << 30) * 8 / 40) > 1:
+        fail(f"Morphlux: the state into the spare {morphlux['state']}")
+    if not moved["total_ns"] > relaunch["total_ns"] > 0:
+        fail(f"migration: the path {moved['total_ns']} ns does not hold the relaunch {relaunch['total_ns']} ns")
+    if "migration against Morphlux" not in p.stdout:
+        fail("no ratio line")
+    for flags, message in ((["--slice", "2x2"], "--slice describes the migration baseline: add --migrate"),
+                           (["--migrate"], "--migrate ends each path at the job's first verified collective: add --job"),
+                           (["--migrate", "--job", "--slice", "2by2"], "--slice '2by2' is not WxH or WxH@X,Y"),
+                           (["--migrate", "--job", "--slice", "4x1"], "--slice 4x1@0,0: as Morphlux's tenant, a torus with a side of 1"),
+                           (["--migrate", "--job", "--slice", "5x2"], "the 5x2 block at (0, 0): the static torus is 4x2"),
+                           (["--migrate", "--job", "--slice", "3x1"], "3x1 block at (0, 0): its ring steps from block position 2 to 0"),
+                           (["--migrate", "--job", "--slice", "2x2@2,0"], "--fail 0.1: not an XPU of the slice 2x2@2,0"),
+                           (["--migrate", "--job", "--slice", "2x2@4,0"], "the corner (4, 0) is outside the static 4x2 torus")):
+        bad_out = out + "-bad"
+        shutil.rmtree(bad_out, ignore_errors=True)
+        p = subprocess.run([mxtb, "rack-failover", "--scenario", rack, "--out", bad_out, "--fail", "0.1"] + flags,
+                           capture_output=True, text=True, timeout=60)
+        if p.returncode != 2 or message not in p.stderr or Path(bad_out).exists():
+            fail(f"{flags}: exit {p.returncode}, want 2 and '{message}', nothing written\n{p.stderr}")
+
+
 def main():
     mxtb, out, what = sys.argv[1], sys.argv[2], sys.argv[3]
     rest = sys.argv[4:]
@@ -390,6 +448,8 @@ def main():
         failover(mxtb, out, rest[0])
     elif what == "failover-job":
         failover_job(mxtb, out, rest[0])
+    elif what == "migrate":
+        migrate(mxtb, out, rest[0])
     else:
         fail(f"unknown check {what}")
 

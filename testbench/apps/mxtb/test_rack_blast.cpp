@@ -62,33 +62,58 @@ TEST_CASE("rack blast radius: each failover in its case, only clean ones measure
   add(1, {{"rack", "rack-2x1"}, {"failovers", {record(true, "committed", 1, 1, 150, job), record(false, "committed", 2, 3, 250, job)}}});
   add(2, {{"rack", "rack-2x1"}, {"failovers", {record(true, "committed", 1, 0, 130, nullptr), second_death, no_spare}}});
   add(3, {{"rack", "rack-2x2"}, {"failovers", {record(false, "rolled back", 2, 0, 400, job)}}});
+  // The migration baseline's records: its own case, "migrated" as its clean outcome, its ranks
+  // relaunched and its modeled state counted; one that found no free block is counted, not measured.
+  json migrated = record(false, "migrated", 4, 0, 0, job);
+  migrated["baseline"] = "migration";
+  migrated["spare"] = nullptr;
+  migrated["placed_ns"] = nullptr;
+  migrated["blast_radius"]["ranks_relaunched"] = 8;
+  migrated["state"] = {{"ns", 3.4e9}};
+  json stuck = migrated;
+  stuck["outcome"] = nullptr;
+  json restored = record(true, "committed", 1, 0, 120, job);
+  restored["state"] = {{"ns", 0.86e9}};
+  add(5, {{"rack", "rack-2x2"}, {"failovers", {migrated, stuck, restored}}});
   add(4, {{"scenario", "a single server's demo"}, {"failovers", {record(true, "committed", 1, 0, 1, job)}}});  // not a rack seed
   mxtb::host::regress::SeedResult missing;
   missing.json_path = (dir / "none.json").string();
   r.runs.push_back(missing);
 
   const json s = mxtb::app::rack_blast_summary(r);
-  CHECK(s["seeds"] == 3);
+  CHECK(s["seeds"] == 4);
   const json& same = s["cases"][0];
   CHECK(same["case"] == "spare in the same server");
-  CHECK(same["failovers"] == 3);
-  CHECK(same["committed"] == 3);
-  CHECK(same["clean"] == 2);  // the one with a second death is not measured
-  CHECK(same["with_job"] == 1);
+  CHECK(same["failovers"] == 4);
+  CHECK(same["committed"] == 4);
+  CHECK(same["clean"] == 3);  // the one with a second death is not measured
+  CHECK(same["with_job"] == 2);
+  CHECK(same["ranks_restarted"]["mean"].get<double>() == doctest::Approx(1.0));
+  CHECK(same["state_ms_modeled"]["n"] == 1);
   CHECK(same["boards_touched"]["mean"].get<double>() == doctest::Approx(1.0));
   CHECK(same["xpus_left_active_outside_circuits"]["max"].get<double>() == doctest::Approx(1.0));
   CHECK(same["lanes_left_active"]["p50"].get<double>() == doctest::Approx(10.0));
-  CHECK(same["placed_us"]["n"] == 2);
-  CHECK(same["first_collective_us"]["n"] == 1);
-  CHECK(same["first_collective_us"]["p50"].get<double>() == doctest::Approx(200.0));
+  CHECK(same["placed_us"]["n"] == 3);
+  CHECK(same["first_collective_us"]["n"] == 2);
+  CHECK(same["first_collective_us"]["p50"].get<double>() == doctest::Approx(170.0));
   const json& other = s["cases"][1];
   CHECK(other["failovers"] == 2);
   CHECK(other["committed"] == 1);  // the rolled-back one is counted, not measured
   CHECK(other["xpus_left_active_outside_circuits"]["max"].get<double>() == doctest::Approx(3.0));
   CHECK(s["cases"][2]["failovers"] == 1);
   CHECK(s["cases"][2]["committed"] == 0);
+  const json& migration = s["cases"][3];
+  CHECK(migration["case"] == "migration (static torus)");
+  CHECK(migration["failovers"] == 2);
+  CHECK(migration["committed"] == 1);
+  CHECK(migration["clean"] == 1);
+  CHECK(migration["boards_touched"]["mean"].get<double>() == doctest::Approx(4.0));
+  CHECK(migration["ranks_restarted"]["mean"].get<double>() == doctest::Approx(8.0));
+  CHECK(migration["state_ms_modeled"]["p50"].get<double>() == doctest::Approx(3400.0));
+  CHECK(migration["placed_us"].is_null());
   const std::string table = mxtb::app::format_rack_blast(s);
   CHECK(table.find("spare in another server") != std::string::npos);
-  CHECK(table.find("3 seeds") != std::string::npos);
+  CHECK(table.find("4 seeds") != std::string::npos);
+  CHECK(table.find("migration (static torus)") != std::string::npos);
   std::filesystem::remove_all(dir);
 }

@@ -59,16 +59,16 @@ void check_same(const Seen& sim, const Seen& rack, const char* when) {
   CHECK(rack.events == sim.events);
 }
 
-}  // namespace
-
-TEST_CASE("a rack of one answers as mxtb sim does: the same time, circuits, link states, messages and events") {
-  const std::string out = std::string(MXTB_BINARY_DIR) + "/rack-of-one";
+// `mxtb sim SIM_ARGS` and `mxtb rack --scenario RACK_FILE --serve`, driven alike through the
+// host's board client: everything the host can see, equal at every step.
+void rack_of_one_as_sim(const std::vector<std::string>& sim_args, const std::string& rack_file, const std::string& name) {
+  const std::string out = std::string(MXTB_BINARY_DIR) + "/" + name;
   std::filesystem::create_directories(out);
-  EmulatorProcess sim(MXTB_EXE, {"--preset", "electro_optic", "--seed", "7", "--time-mode", "lockstep"}, out + "/sim.log");
-  EmulatorProcess rack(MXTB_EXE,
-                       {"--scenario", std::string(MXTB_SOURCE_DIR) + "/traces/scenarios/rack/rack-1x1-bare.json", "--serve",
-                        "--time-mode", "lockstep", "--out", out + "/rack"},
-                       out + "/rack.log", std::chrono::seconds(120), "rack");
+  std::vector<std::string> sa = sim_args;
+  sa.insert(sa.end(), {"--time-mode", "lockstep"});
+  EmulatorProcess sim(MXTB_EXE, sa, out + "/sim.log");
+  EmulatorProcess rack(MXTB_EXE, {"--scenario", rack_file, "--serve", "--time-mode", "lockstep", "--out", out + "/rack"}, out + "/rack.log",
+                       std::chrono::seconds(120), "rack");
   ClientOptions o;
   o.timeout = std::chrono::milliseconds(5000);
   Client cs(sim.target(), o), cr(rack.target(), o);
@@ -97,6 +97,20 @@ TEST_CASE("a rack of one answers as mxtb sim does: the same time, circuits, link
   CHECK(active >= 16);
   CHECK(s.messages > 1000);
   CHECK(events > 16);
+}
+
+}  // namespace
+
+TEST_CASE("a rack of one answers as mxtb sim does: the same time, circuits, link states, messages and events") {
+  rack_of_one_as_sim({"--preset", "electro_optic", "--seed", "7"}, std::string(MXTB_SOURCE_DIR) + "/traces/scenarios/rack/rack-1x1-bare.json",
+                     "rack-of-one");
+}
+
+// A single server's failover scenario read by `mxtb rack` is a rack of one: the board `mxtb sim`
+// serves for the same scenario (its settle, seed, traffic, extinction), bare.
+TEST_CASE("a failover scenario served as a rack of one answers as mxtb sim serving it") {
+  const std::string scenario = std::string(MXTB_SOURCE_DIR) + "/traces/scenarios/failover/host-path.json";
+  rack_of_one_as_sim({"--scenario", scenario}, scenario, "rack-of-one-failover-scenario");
 }
 
 TEST_CASE("a served rack in lockstep answers the same on one process and on two") {
