@@ -844,7 +844,15 @@ RackOutcome run_rack(const RackConfig& cfg, WindowExchange& ex, const RackRunOpt
   try {
     ex.check_same("rack file", "digest " + opt.config_digest);
   } catch (const RackTransportError& e) {
-    throw RackTransportError(fmt::format("{}; this process ({}) read {}", e.what(), ex.rank(), opt.config_source));
+    // Every process names every file, not only its own: mpiexec may end the others before they
+    // print (a fresh-clone run saw only process 0's message). The transport is still sound here.
+    std::string paths;
+    try {
+      ex.check_same("the rack file's path", opt.config_source);
+    } catch (const RackTransportError& p) {
+      paths = std::string("; ") + p.what();
+    }
+    throw RackTransportError(fmt::format("{}{}; this process ({}) read {}", e.what(), paths, ex.rank(), opt.config_source));
   }
   RackRun run(cfg, ex, opt);
   ex.set_peers(run.peers());
