@@ -229,6 +229,13 @@ std::string map_difference(const std::vector<std::vector<int>>& got, const std::
   return fmt::format("{}{}", fmt::join(d, "; "), n > 4 ? fmt::format("; {} more", n - 4) : "");
 }
 
+// Every board's map as it runs (ACTIVE_MAP), by server.
+std::vector<std::vector<int>> running_maps(const std::vector<host::fabric::Board*>& boards, int mesh_ports) {
+  std::vector<std::vector<int>> m;
+  for (auto* b : boards) m.push_back(b->active_map(mesh_ports));
+  return m;
+}
+
 // Whether `step` is the plan's step or one after it: a plan's fault falls on the first step at or
 // after its own that the transaction takes (a placement inside one server has no second phase:
 // its first phase is the whole map).
@@ -350,11 +357,7 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, Ser
     return tenant.running.port_target.empty() ? protocol::rack_torus_map(shape, rack.cfg.wiring, tenant.placement).port_target
                                               : tenant.running.port_target;
   };
-  auto read_maps = [&]() {
-    std::vector<std::vector<int>> m;
-    for (auto* b : boards) m.push_back(b->active_map(shape.server.mesh_ports));
-    return m;
-  };
+  auto read_maps = [&]() { return running_maps(boards, shape.server.mesh_ports); };
   bool all_replaced = true, second_died = false, went_silent = false;
   arm_lane_fault(plan, rack);
   for (size_t i = 0; i < plan.pick.size(); ++i) {
@@ -595,11 +598,7 @@ int run_migration_seed(const RackSeedPlan& plan, uint64_t seed, const std::strin
                        const host::failover::RackJob& job) {
   const TorusBlock slice{plan.slice_x0, plan.slice_y0, plan.slice_dx, plan.slice_dy};
   StaticTorus st(cfg, path, calibration, out, slice, job, false, kDefaultStateBytes);
-  auto read_maps = [&]() {
-    std::vector<std::vector<int>> m;
-    for (auto* b : st.boards()) m.push_back(b->active_map(cfg.shape.server.mesh_ports));
-    return m;
-  };
+  auto read_maps = [&]() { return running_maps(st.boards(), cfg.shape.server.mesh_ports); };
   const auto maps_before = read_maps();
   const auto placed = host::failover::block_placement(st.torus, slice).xpu_of_position;
   const RackXpu victim = placed[std::min(placed.size() - 1, static_cast<size_t>(plan.pick[0] * static_cast<double>(placed.size())))];

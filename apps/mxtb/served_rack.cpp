@@ -32,6 +32,17 @@ std::vector<RackXpu> spares_of(const protocol::RackShape& shape, const protocol:
   return out;
 }
 
+namespace {
+// Every board's events drained, then XPU x armed to die `after_ns` of board time from now: the
+// failure's time, from which a failover or a migration measures.
+double arm_death(std::vector<host::fabric::Board*>& boards, const RackXpu& x, uint64_t after_ns) {
+  for (auto* b : boards) b->pop_events();
+  const uint64_t at = boards[0]->clock().now_ns() + after_ns;
+  boards[static_cast<size_t>(x.server)]->arm_fault(emu::FaultKind::KillXpu, static_cast<uint32_t>(x.xpu), 0, at);
+  return static_cast<double>(at);
+}
+}  // namespace
+
 ServedRack::ServedRack(sim::rack::RackConfig config, const std::string& scenario_path, const std::string& calibration,
                        const std::string& out, const Options& o)
     : cfg(std::move(config)) {
@@ -109,10 +120,7 @@ host::fabric::Board* ServedRack::reconnect(int server) {
 host::failover::RackFailoverRecord ServedRack::fail(const RackXpu& x, uint64_t after_ns) { return fail(x, after_ns, options); }
 
 host::failover::RackFailoverRecord ServedRack::fail(const RackXpu& x, uint64_t after_ns, const host::failover::RackFailoverOptions& o) {
-  for (auto* b : boards) b->pop_events();
-  const uint64_t at = boards[0]->clock().now_ns() + after_ns;
-  boards[static_cast<size_t>(x.server)]->arm_fault(emu::FaultKind::KillXpu, static_cast<uint32_t>(x.xpu), 0, at);
-  return host::failover::rack_failover(boards, tenant, static_cast<double>(at), o);
+  return host::failover::rack_failover(boards, tenant, arm_death(boards, x, after_ns), o);
 }
 
 StaticTorus::StaticTorus(const sim::rack::RackConfig& cfg, const std::string& scenario_path, const std::string& calibration,
@@ -132,11 +140,7 @@ StaticTorus::StaticTorus(const sim::rack::RackConfig& cfg, const std::string& sc
 }
 
 host::failover::RackMigration StaticTorus::fail(const RackXpu& x, uint64_t after_ns) {
-  auto& b = rack_->boards;
-  for (auto* board : b) board->pop_events();
-  const uint64_t at = b[0]->clock().now_ns() + after_ns;
-  b[static_cast<size_t>(x.server)]->arm_fault(emu::FaultKind::KillXpu, static_cast<uint32_t>(x.xpu), 0, at);
-  return host::failover::rack_migrate(b, torus, slice, static_cast<double>(at), options);
+  return host::failover::rack_migrate(rack_->boards, torus, slice, arm_death(rack_->boards, x, after_ns), options);
 }
 
 }  // namespace mxtb::app
