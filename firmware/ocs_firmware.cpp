@@ -86,12 +86,17 @@ FwStatus OcsFirmware::prepare(const std::vector<int>& perm, Prepared& out, std::
     return FwStatus::BadCommand;
   }
   hal_.compute(cfg_.route_cost_ns);
+  // Each lane port's XPU (link i is mesh port i), so that a rearrangement moves the changing
+  // tenant's circuits before another's.
+  std::vector<int> port_xpu(static_cast<size_t>(topo_->ports()), -1);
+  for (int p = 0; p < cfg_.shape.links() && p < topo_->ports(); ++p) port_xpu[static_cast<size_t>(p)] = p / cfg_.shape.lanes_per_xpu;
   auto states = route(*topo_, perm, cfg_.keep_unchanged_paths && !active_states_.empty() ? &active_states_ : nullptr,
-                      cfg_.route_around_unchanged);
+                      cfg_.route_around_unchanged, &port_xpu);
   if (!states) {
     say(why, states.error());
     return FwStatus::BadMap;
   }
+  out.moved = active_states_.empty() ? 0 : moved_circuits(*topo_, perm, active_states_, states.value());
   auto codes = dac_codes(states.value(), cfg_.calibration);
   if (!codes) {
     say(why, codes.error());
@@ -127,6 +132,7 @@ FwStatus OcsFirmware::commit_and_wait(const Prepared& p, std::string* why) {
     try {
       stage(p);
       wr(reg::commit::kOffset, gen);
+      circuits_moved_ += static_cast<uint32_t>(p.moved);  // the controller moves them now, verified or not
       break;
     } catch (const BusError& e) {
       if (std::optional<FwStatus> s = commit_refused(e, attempt, why)) return *s;
@@ -434,6 +440,7 @@ void OcsFirmware::poll_mailbox() {
       reply(W::LastSpare, last ? static_cast<uint32_t>(last->spare) : mb::kUnusedPort);
       reply(W::LastDetectToCommitNs, last ? static_cast<uint32_t>(last->commit_ns - last->seen_ns) : 0u);
       reply(W::LastCommitToDoneNs, last ? static_cast<uint32_t>(last->done_ns - last->commit_ns) : 0u);
+      reply(W::CircuitsMoved, circuits_moved_);
       status = FwStatus::Ok;
       break;
     }

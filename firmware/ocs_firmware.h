@@ -111,6 +111,7 @@ class OcsFirmware {
     std::vector<int> map;
     std::vector<uint16_t> codes;
     std::vector<ElementState> states;
+    int moved = 0;  // inputs whose circuit stays but whose path the new states change (moved_circuits)
   };
   FwStatus prepare(const std::vector<int>& perm, Prepared& out, std::string* why);
   void stage(const Prepared& p);
@@ -131,6 +132,7 @@ class OcsFirmware {
   FirmwareConfig cfg_;
   std::optional<BenesTopology> topo_;
   std::vector<int> active_map_;
+  uint32_t circuits_moved_ = 0;  // over the firmware's life: ReportWord CircuitsMoved
   std::vector<uint16_t> active_codes_, staged_codes_;
   std::vector<ElementState> active_states_;  // what the last commit this firmware made routed (empty: unknown)
   std::vector<int> staged_map_;

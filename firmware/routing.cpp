@@ -137,8 +137,8 @@ void route_sub(const BenesTopology& t, int first_stage, int row_offset, const st
 // past the search's budget: the caller routes the whole map instead.
 class RouteAround {
  public:
-  RouteAround(const BenesTopology& t, const std::vector<int>& perm, const std::vector<ElementState>& now)
-      : t_(t), perm_(perm), now_(now), fixed_(static_cast<size_t>(t.elements()), kFree),
+  RouteAround(const BenesTopology& t, const std::vector<int>& perm, const std::vector<ElementState>& now, const std::vector<int>* port_xpu)
+      : t_(t), perm_(perm), now_(now), port_xpu_(port_xpu), fixed_(static_cast<size_t>(t.elements()), kFree),
         reach_(static_cast<size_t>(t.elements()), 0) {
     // The output ports each element can still lead to, whatever the states: a path only turns
     // where its output stays reachable, so each circuit's search meets only its own paths.
@@ -156,6 +156,7 @@ class RouteAround {
       if (q == kUnused) continue;
       (t_.trace(now_, p) == q ? unchanged_ : must_move_).push_back(p);
     }
+    release_near_changes_first();
     std::vector<int> released;
     for (int k = 0; k <= kMaxReleased && k <= static_cast<int>(unchanged_.size()); ++k)
       if (try_releasing(released, 0, k)) {
@@ -171,6 +172,25 @@ class RouteAround {
   static constexpr int8_t kFree = -1;
   static constexpr int kMaxReleased = 3;
   static constexpr long kBudget = 2'000'000;  // element visits, every attempt together
+
+  int xpu_of(int port) const {
+    return port_xpu_ && port >= 0 && static_cast<size_t>(port) < port_xpu_->size() ? (*port_xpu_)[static_cast<size_t>(port)] : -1;
+  }
+  // The unchanged circuits with an end at an XPU a changed circuit ends at, first (stable: port
+  // order within each part).
+  void release_near_changes_first() {
+    if (!port_xpu_) return;
+    std::vector<int> touched;
+    for (int p : must_move_)
+      for (int end : {p, perm_[static_cast<size_t>(p)]})
+        if (xpu_of(end) >= 0) touched.push_back(xpu_of(end));
+    auto near = [&](int p) {
+      for (int end : {p, perm_[static_cast<size_t>(p)]})
+        if (xpu_of(end) >= 0 && std::find(touched.begin(), touched.end(), xpu_of(end)) != touched.end()) return true;
+      return false;
+    };
+    std::stable_partition(unchanged_.begin(), unchanged_.end(), near);
+  }
 
   // Every set of `more` further unchanged circuits from index `from` on, in order, released
   // beside `released`; true once one routes.
@@ -246,6 +266,7 @@ class RouteAround {
   const BenesTopology& t_;
   const std::vector<int>& perm_;
   const std::vector<ElementState>& now_;
+  const std::vector<int>* port_xpu_;
   std::vector<int8_t> fixed_;  // kFree, or the ElementState an element must keep
   std::vector<uint64_t> reach_;  // per element: the output ports a path through it can reach
   std::vector<int> unchanged_, must_move_;
@@ -256,18 +277,41 @@ class RouteAround {
 }  // namespace
 
 Result<std::vector<ElementState>> route(const BenesTopology& topology, const std::vector<int>& perm,
-                                        const std::vector<ElementState>* now, bool around) {
+                                        const std::vector<ElementState>* now, bool around, const std::vector<int>* port_xpu) {
   std::string why = check_permutation(topology.ports(), perm);
   if (!why.empty()) return Result<std::vector<ElementState>>::failure(why);
   if (now && now->size() != static_cast<size_t>(topology.elements())) now = nullptr;
   if (now && around)
-    if (auto routed = RouteAround(topology, perm, *now).run()) return Result<std::vector<ElementState>>::success(std::move(*routed));
+    if (auto routed = RouteAround(topology, perm, *now, port_xpu).run()) return Result<std::vector<ElementState>>::success(std::move(*routed));
   std::vector<int> previous;
   if (now)
     for (int p = 0; p < topology.ports(); ++p) previous.push_back(topology.trace(*now, p));
   std::vector<ElementState> states(static_cast<size_t>(topology.elements()), ElementState::Bar);
   route_sub(topology, 0, 0, complete_permutation(perm, now ? &previous : nullptr), states, now);
   return Result<std::vector<ElementState>>::success(std::move(states));
+}
+
+int moved_circuits(const BenesTopology& t, const std::vector<int>& perm, const std::vector<ElementState>& before,
+                   const std::vector<ElementState>& after) {
+  int moved = 0;
+  const auto elements = static_cast<size_t>(t.elements());
+  if (before.size() != elements || after.size() != elements) return 0;  // nothing routed to compare with
+  for (int p = 0; p < t.ports() && static_cast<size_t>(p) < perm.size(); ++p) {
+    const int q = perm[static_cast<size_t>(p)];
+    if (q == kUnused || t.trace(before, p) != q) continue;
+    ElementPort at = t.input_of_port(p);
+    for (int stage = 0;; ++stage) {
+      const ElementState s = before[static_cast<size_t>(at.element)];
+      if (after[static_cast<size_t>(at.element)] != s) {
+        ++moved;
+        break;
+      }
+      if (stage == t.stages() - 1) break;
+      const int next = t.next_input_position(stage, 2 * t.row_of(at.element) + BenesTopology::output_side(s, at.side));
+      at = {t.element_index(stage + 1, next / 2), next % 2};
+    }
+  }
+  return moved;
 }
 
 Result<std::vector<ElementState>> route(int ports, const std::vector<int>& perm) {

@@ -30,9 +30,20 @@ std::vector<int> complete_permutation(const std::vector<int>& perm, const std::v
 // circuits leave no such paths (rearranging is then unavoidable), the looping algorithm routes the
 // whole map, each loop taking whichever of its two settings changes fewer of its elements, unused
 // ports keeping their paths' ends.
-// `around` false: the looping try alone.
+// `around` false: the looping try alone. `port_xpu` (per port: the XPU whose lane it is, -1 for a
+// fibre port): where unchanged circuits must be released, those with an end at an XPU a changed
+// circuit ends at are released first. They belong to the tenant whose circuits change (a tenant's
+// circuits join its own XPUs), whose collective the change interrupts anyway; a circuit of another
+// tenant is moved only where none of them makes room (docs/rack.md, "Several tenants").
 Result<std::vector<ElementState>> route(const BenesTopology& topology, const std::vector<int>& perm,
-                                        const std::vector<ElementState>* now = nullptr, bool around = true);
+                                        const std::vector<ElementState>* now = nullptr, bool around = true,
+                                        const std::vector<int>* port_xpu = nullptr);
+// The inputs of `perm` whose circuit stays (`before` already takes them to their outputs) yet whose
+// path changes between `before` and `after`: circuits a rearrangement moved, which lose light
+// while the mesh settles.
+int moved_circuits(const BenesTopology& topology, const std::vector<int>& perm, const std::vector<ElementState>& before,
+                   const std::vector<ElementState>& after);
+
 // The same for a mesh of `ports` ports (fails also when the port count is invalid).
 Result<std::vector<ElementState>> route(int ports, const std::vector<int>& perm);
 

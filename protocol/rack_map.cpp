@@ -78,33 +78,73 @@ RackPlacement whole_rack_placement(const RackShape& r) {
 }
 
 RackMap rack_torus_map(const RackShape& r, const std::vector<RackFibre>& wiring, const RackPlacement& t, const RackMap* keep) {
+  return rack_tenants_map(r, wiring, {t}, keep);
+}
+
+namespace {
+
+// A circuit a tenant's torus wants: lane a to lane b, along direction d.
+struct WantedCircuit {
+  RackLane a, b;
+  int d;
+  int tenant;
+};
+
+std::string tenant_name(size_t tenants, int t) { return tenants == 1 ? "tenant" : fmt::format("tenant {}", t); }
+
+// Every tenant's torus circuits in order, each placement checked (its size, its XPUs the rack's,
+// none at two positions or in two tenants).
+std::vector<WantedCircuit> wanted_circuits(const RackShape& r, const std::vector<RackPlacement>& tenants) {
   const ServerShape& s = r.server;
-  const int positions = t.dim_x * t.dim_y;
-  if (t.dim_x == 0 && t.dim_y == 0 && t.xpu_of_position.empty()) {  // no tenant: every port unused
-    RackMap none;
-    none.port_target.assign(static_cast<size_t>(r.servers()), std::vector<int>(static_cast<size_t>(s.mesh_ports), -1));
-    none.expected_peer.assign(static_cast<size_t>(r.servers()), std::vector<RackLane>(static_cast<size_t>(s.links())));
-    return none;
+  // Which tenant holds each XPU (-1: none), so that two tenants never share one.
+  std::vector<std::vector<int>> holder(static_cast<size_t>(r.servers()), std::vector<int>(static_cast<size_t>(s.xpus), -1));
+  std::vector<WantedCircuit> wanted;
+  for (size_t ti = 0; ti < tenants.size(); ++ti) {
+    const RackPlacement& t = tenants[ti];
+    // A lone tenant keeps the messages it always had; several name which one is wrong.
+    const std::string who = tenant_name(tenants.size(), static_cast<int>(ti));
+    const int positions = t.dim_x * t.dim_y;
+    if (t.dim_x == 0 && t.dim_y == 0 && t.xpu_of_position.empty()) continue;  // no tenant: its ports unused
+    if (t.dim_x < 1 || t.dim_y < 1) throw RackMapError(fmt::format("{}: a torus of {} x {}", who, t.dim_x, t.dim_y));
+    if (static_cast<int>(t.xpu_of_position.size()) != positions)
+      throw RackMapError(fmt::format("{}: a {} x {} torus needs {} XPUs, the placement has {}", who, t.dim_x, t.dim_y, positions,
+                                     t.xpu_of_position.size()));
+    if (s.lanes_per_xpu < (t.dim_y > 1 ? 4 : 2))
+      throw RackMapError(fmt::format("{}: a 2-D torus needs 4 lanes per XPU, the server has {}", who, s.lanes_per_xpu));
+    for (int p = 0; p < positions; ++p) {
+      const RackXpu& x = t.xpu_of_position[static_cast<size_t>(p)];
+      if (x.server < 0 || x.server >= r.servers() || x.xpu < 0 || x.xpu >= s.xpus)
+        throw RackMapError(fmt::format("{}: position {} is on server {} XPU {}, which the rack does not have ({} servers of {} XPUs)", who,
+                                       p, x.server, x.xpu, r.servers(), s.xpus));
+      int& h = holder[static_cast<size_t>(x.server)][static_cast<size_t>(x.xpu)];
+      if (h == static_cast<int>(ti)) throw RackMapError(fmt::format("{}: server {} XPU {} is placed at two positions", who, x.server, x.xpu));
+      if (h >= 0) throw RackMapError(fmt::format("{}: server {} XPU {} is tenant {}'s", who, x.server, x.xpu, h));
+      h = static_cast<int>(ti);
+    }
+    auto at = [&](int x, int y) { return t.xpu_of_position[static_cast<size_t>(wrap(x, t.dim_x) + t.dim_x * wrap(y, t.dim_y))]; };
+    for (int y = 0; y < t.dim_y; ++y)
+      for (int x = 0; x < t.dim_x; ++x) {
+        const RackXpu here = at(x, y), east = at(x + 1, y);
+        wanted.push_back({RackLane{here.server, here.xpu, 0}, RackLane{east.server, east.xpu, 1}, kPlusX, static_cast<int>(ti)});
+        if (t.dim_y > 1) {
+          const RackXpu north = at(x, y + 1);
+          wanted.push_back({RackLane{here.server, here.xpu, 2}, RackLane{north.server, north.xpu, 3}, kPlusY, static_cast<int>(ti)});
+        }
+      }
   }
-  if (t.dim_x < 1 || t.dim_y < 1) throw RackMapError(fmt::format("tenant: a torus of {} x {}", t.dim_x, t.dim_y));
-  if (static_cast<int>(t.xpu_of_position.size()) != positions)
-    throw RackMapError(fmt::format("tenant: a {} x {} torus needs {} XPUs, the placement has {}", t.dim_x, t.dim_y, positions,
-                                   t.xpu_of_position.size()));
-  if (s.lanes_per_xpu < (t.dim_y > 1 ? 4 : 2))
-    throw RackMapError(fmt::format("tenant: a 2-D torus needs 4 lanes per XPU, the server has {}", s.lanes_per_xpu));
-  std::vector<std::vector<bool>> used(static_cast<size_t>(r.servers()), std::vector<bool>(static_cast<size_t>(s.xpus), false));
-  for (int p = 0; p < positions; ++p) {
-    const RackXpu& x = t.xpu_of_position[static_cast<size_t>(p)];
-    if (x.server < 0 || x.server >= r.servers() || x.xpu < 0 || x.xpu >= s.xpus)
-      throw RackMapError(fmt::format("tenant: position {} is on server {} XPU {}, which the rack does not have ({} servers of {} XPUs)", p,
-                                     x.server, x.xpu, r.servers(), s.xpus));
-    auto&& u = used[static_cast<size_t>(x.server)][static_cast<size_t>(x.xpu)];
-    if (u) throw RackMapError(fmt::format("tenant: server {} XPU {} is placed at two positions", x.server, x.xpu));
-    u = true;
-  }
+  return wanted;
+}
+
+}  // namespace
+
+RackMap rack_tenants_map(const RackShape& r, const std::vector<RackFibre>& wiring, const std::vector<RackPlacement>& tenants,
+                         const RackMap* keep) {
+  const ServerShape& s = r.server;
+  const std::vector<WantedCircuit> wanted = wanted_circuits(r, tenants);
   RackMap m;
   m.port_target.assign(static_cast<size_t>(r.servers()), std::vector<int>(static_cast<size_t>(s.mesh_ports), -1));
   m.expected_peer.assign(static_cast<size_t>(r.servers()), std::vector<RackLane>(static_cast<size_t>(s.links())));
+  // Fibres are the rack's, shared by every tenant: one circuit each.
   std::vector<bool> fibre_used(wiring.size(), false);
   auto join = [&](int server, int a, int b) {
     m.port_target[static_cast<size_t>(server)][static_cast<size_t>(a)] = b;
@@ -130,21 +170,25 @@ RackMap rack_torus_map(const RackShape& r, const std::vector<RackFibre>& wiring,
         return c.fibre;
     return -1;
   };
-  auto connect = [&](RackLane a, RackLane b, int d, int fibre) {
+  auto connect = [&](const WantedCircuit& w, int fibre) {
+    const RackLane& a = w.a;
+    const RackLane& b = w.b;
     const int pa = port_of(s, LaneId{a.xpu, a.lane}), pb = port_of(s, LaneId{b.xpu, b.lane});
     RackCircuit c{a, b, -1};
     if (a.server == b.server) {
       join(a.server, pa, pb);
     } else {
-      c.fibre = fibre >= 0 ? fibre : free_fibre(a.server, b.server, d);
+      c.fibre = fibre >= 0 ? fibre : free_fibre(a.server, b.server, w.d);
       if (c.fibre < 0) {
+        const std::string who = tenant_name(tenants.size(), w.tenant);
         int joining = 0;
         for (const RackFibre& f : wiring)
           joining += (f.a.server == a.server && f.b.server == b.server) || (f.a.server == b.server && f.b.server == a.server);
-        throw RackMapError(joining == 0 ? fmt::format("tenant: {} and {} are torus neighbours ({}), but no fibre joins server {} to server {}",
-                                                      to_string(a), to_string(b), direction_name(d), a.server, b.server)
-                                        : fmt::format("tenant: needs more circuits between server {} and server {} than the {} fibres joining them",
-                                                      a.server, b.server, joining));
+        throw RackMapError(joining == 0 ? fmt::format("{}: {} and {} are torus neighbours ({}), but no fibre joins server {} to server {}",
+                                                      who, to_string(a), to_string(b), direction_name(w.d), a.server, b.server)
+                                        : fmt::format("{}: needs more circuits between server {} and server {} than the {} fibres joining "
+                                                      "them{}",
+                                                      who, a.server, b.server, joining, tenants.size() == 1 ? "" : " (every tenant's together)"));
       }
       const RackFibre& f = wiring[static_cast<size_t>(c.fibre)];
       fibre_used[static_cast<size_t>(c.fibre)] = true;
@@ -156,35 +200,21 @@ RackMap rack_torus_map(const RackShape& r, const std::vector<RackFibre>& wiring,
     m.expected_peer[static_cast<size_t>(b.server)][static_cast<size_t>(pb)] = a;
     m.circuits.push_back(c);
   };
-  auto at = [&](int x, int y) { return t.xpu_of_position[static_cast<size_t>(((x % t.dim_x) + t.dim_x) % t.dim_x + t.dim_x * (y % t.dim_y))]; };
-  struct Wanted {
-    RackLane a, b;
-    int d;
-  };
-  std::vector<Wanted> wanted;
-  for (int y = 0; y < t.dim_y; ++y)
-    for (int x = 0; x < t.dim_x; ++x) {
-      const RackXpu here = at(x, y), east = at(x + 1, y);
-      wanted.push_back({RackLane{here.server, here.xpu, 0}, RackLane{east.server, east.xpu, 1}, kPlusX});
-      if (t.dim_y > 1) {
-        const RackXpu north = at(x, y + 1);
-        wanted.push_back({RackLane{here.server, here.xpu, 2}, RackLane{north.server, north.xpu, 3}, kPlusY});
-      }
-    }
   // The circuits `keep` has first, on their fibres (a placement that changes moves no circuit
-  // between the same two lanes to another fibre: it would retrain for nothing), then the rest.
+  // between the same two lanes to another fibre: it would retrain for nothing, and another
+  // tenant's circuits stay exactly as they run), then the rest.
   std::vector<bool> placed(wanted.size(), false);
   for (size_t i = 0; i < wanted.size(); ++i)
     if (wanted[i].a.server != wanted[i].b.server)
       if (const int f = kept_fibre(wanted[i].a, wanted[i].b); f >= 0) {
-        connect(wanted[i].a, wanted[i].b, wanted[i].d, f);
+        connect(wanted[i], f);
         placed[i] = true;
       }
   for (size_t i = 0; i < wanted.size(); ++i)
-    if (!placed[i]) connect(wanted[i].a, wanted[i].b, wanted[i].d, -1);
-  // Circuits in the torus's order, whichever pass placed them.
+    if (!placed[i]) connect(wanted[i], -1);
+  // Circuits in the tori's order, whichever pass placed them.
   std::vector<RackCircuit> ordered;
-  for (const Wanted& w : wanted)
+  for (const WantedCircuit& w : wanted)
     for (const RackCircuit& c : m.circuits)
       if (c.a == w.a && c.b == w.b) ordered.push_back(c);
   m.circuits = std::move(ordered);

@@ -98,6 +98,12 @@ struct RackMap {
 // the same two lanes as one of `keep`'s stays on its fibre.
 RackMap rack_torus_map(const RackShape& r, const std::vector<RackFibre>& wiring, const RackPlacement& t,
                        const RackMap* keep = nullptr);
+// The circuits of several tenants' tori together (each as above), on the rack's fibres shared
+// among them: an XPU of two tenants is refused naming both, as are more circuits between two
+// servers than their fibres, counting every tenant's. With `keep`, every circuit of it that is
+// still wanted stays on its fibre: placing one tenant again moves no other tenant's circuit.
+RackMap rack_tenants_map(const RackShape& r, const std::vector<RackFibre>& wiring, const std::vector<RackPlacement>& tenants,
+                         const RackMap* keep = nullptr);
 
 // The rack's numbering of its XPUs, as a job's ranks name them: server s's XPU x is
 // s * XPUs + x (every server's XPUs in a row).

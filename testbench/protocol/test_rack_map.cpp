@@ -181,3 +181,55 @@ TEST_CASE("rack_map: a tenant needing more fibres than the wiring has, or none, 
   CHECK_THROWS_WITH_AS(rack_torus_map(r4, torus_wiring(r4), t),
                        "tenant: position 1 is on server 9 XPU 0, which the rack does not have (4 servers of 5 XPUs)", RackMapError);
 }
+
+namespace {
+RackPlacement block(int dx, int dy, std::vector<RackXpu> xs) { return RackPlacement{dx, dy, std::move(xs)}; }
+}  // namespace
+
+// Several tenants share the rack's fibres: their circuits together, each tenant's own XPUs, and a
+// failover of one (its placement again, the running map kept) moves no circuit of another.
+TEST_CASE("rack_map: several tenants share the fibres, never an XPU, and placing one again keeps the others' circuits") {
+  RackShape r = rack(2, 1, 2);  // 2 x 2 fibres join the two servers (each +x side to the other's -x side)
+  auto w = torus_wiring(r);
+  // Tenant 0 inside server 0; tenant 1 a 2x2 across both servers (4 circuits over the fibres).
+  const RackPlacement a = block(2, 2, {{0, 0}, {0, 1}, {0, 2}, {0, 3}});
+  const RackPlacement b = block(2, 2, {{1, 0}, {0, 4}, {1, 2}, {1, 3}});
+  const RackMap m = rack_tenants_map(r, w, {a, b});
+  check_duplex(m);
+  CHECK(m.circuits.size() == 16);  // 8 a tenant (a 2x2 torus: x and y twice each way)
+  int crossing = 0;
+  for (const auto& c : m.circuits) crossing += c.fibre >= 0;
+  CHECK(crossing == 4);
+  // One tenant alone gives the same circuits as rack_torus_map.
+  CHECK(rack_tenants_map(r, w, {a}).port_target == rack_torus_map(r, w, a).port_target);
+
+  SUBCASE("an XPU of two tenants is refused, naming both") {
+    const RackPlacement c = block(2, 1, {{0, 3}, {1, 4}});
+    try {
+      rack_tenants_map(r, w, {a, c});
+      FAIL("no error");
+    } catch (const RackMapError& e) {
+      CHECK(std::string(e.what()) == "tenant 1: server 0 XPU 3 is tenant 0's");
+    }
+  }
+  SUBCASE("the fibres count every tenant's circuits") {
+    // A third tenant crossing the same servers: 4 + 4 circuits over 4 fibres.
+    const RackPlacement a2 = block(2, 2, {{0, 0}, {1, 1}, {0, 2}, {1, 4}});
+    const RackPlacement b2 = block(2, 2, {{1, 0}, {0, 1}, {1, 2}, {0, 3}});
+    try {
+      rack_tenants_map(r, w, {a2, b2});
+      FAIL("no error");
+    } catch (const RackMapError& e) {
+      CHECK(std::string(e.what()).find("tenant 1: needs more circuits between server") == 0);
+      CHECK(std::string(e.what()).find("every tenant's together") != std::string::npos);
+    }
+  }
+  SUBCASE("tenant 1 fails over to another spare: tenant 0's circuits and ports stay as they run") {
+    RackPlacement b_next = b;
+    b_next.xpu_of_position[1] = RackXpu{1, 1};  // server 0's XPU 4 died: server 1's XPU 1 (free) takes it
+    const RackMap next = rack_tenants_map(r, w, {a, b_next}, &m);
+    check_duplex(next);
+    for (int p = 0; p < 16; ++p) CHECK(next.port_target[0][static_cast<size_t>(p)] == m.port_target[0][static_cast<size_t>(p)]);
+    for (size_t i = 0; i < 8; ++i) CHECK(next.circuits[i].a == m.circuits[i].a);
+  }
+}

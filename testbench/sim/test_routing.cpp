@@ -273,3 +273,58 @@ TEST_CASE("routing from the present states routes a changed circuit around the c
   MESSAGE(untouched << " of 100 moves left every other circuit's elements as they were");
   CHECK(untouched >= 95);  // measured: 99 (in the other, the moved circuit's path had no room left)
 }
+
+// What a rearrangement moves (firmware::moved_circuits, the firmware's ReportWord CircuitsMoved),
+// and whom: with each lane port's XPU given, the circuits released to make room are the changing
+// XPUs' own first, so another tenant's circuit (one joining other XPUs) moves less often.
+TEST_CASE("routing: the circuits a rearrangement moves are counted, and the changing XPUs' own are released first") {
+  auto topo = BenesTopology::create(32);
+  REQUIRE(topo);
+  const BenesTopology& t = topo.value();
+  std::vector<int> port_xpu(32, -1);
+  for (int p = 0; p < 20; ++p) port_xpu[static_cast<size_t>(p)] = p / 4;  // 5 XPUs of 4 lanes, then 12 fibre ports
+  std::mt19937 rng(11);
+  int far_with = 0, far_without = 0, rearranged = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    // A map of 10 duplex circuits, then two of them swap ends: a,b + c,d become a,c + b,d.
+    std::vector<int> ports(32);
+    std::iota(ports.begin(), ports.end(), 0);
+    std::shuffle(ports.begin(), ports.end(), rng);
+    std::vector<int> before(32, -1);
+    for (int k = 0; k < 20; k += 2) {
+      before[static_cast<size_t>(ports[static_cast<size_t>(k)])] = ports[static_cast<size_t>(k + 1)];
+      before[static_cast<size_t>(ports[static_cast<size_t>(k + 1)])] = ports[static_cast<size_t>(k)];
+    }
+    const int a = ports[0], b = ports[1], c = ports[2], d = ports[3];
+    std::vector<int> after = before;
+    after[static_cast<size_t>(a)] = c;
+    after[static_cast<size_t>(c)] = a;
+    after[static_cast<size_t>(b)] = d;
+    after[static_cast<size_t>(d)] = b;
+    const auto now = firmware::route(t, before).value();
+    std::set<int> touched;
+    for (int p : {a, b, c, d})
+      if (port_xpu[static_cast<size_t>(p)] >= 0) touched.insert(port_xpu[static_cast<size_t>(p)]);
+    auto far_moved = [&](const std::vector<ElementState>& next) {
+      int moved = 0, far = 0;
+      for (int p = 0; p < 32; ++p) {
+        const int q = after[static_cast<size_t>(p)];
+        if (q < 0 || t.trace(now, p) != q || !path_moved(t, now, next, p)) continue;
+        ++moved;
+        far += !touched.count(port_xpu[static_cast<size_t>(p)]) && !touched.count(port_xpu[static_cast<size_t>(q)]);
+      }
+      CHECK(firmware::moved_circuits(t, after, now, next) == moved);
+      return std::pair{moved, far};
+    };
+    const auto with = far_moved(firmware::route(t, after, &now, true, &port_xpu).value());
+    const auto without = far_moved(firmware::route(t, after, &now, true).value());
+    far_with += with.second;
+    far_without += without.second;
+    rearranged += with.first > 0;
+  }
+  MESSAGE(rearranged << " of 400 swaps rearranged; circuits of other XPUs moved: " << far_with << " with the XPUs given, "
+                     << far_without << " without");
+  CHECK(rearranged > 0);
+  CHECK(far_with < far_without);
+  CHECK(firmware::moved_circuits(t, {1, 0}, {}, {}) == 0);  // nothing routed before: nothing stayed
+}
