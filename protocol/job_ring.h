@@ -11,6 +11,16 @@
 
 namespace mxtb::protocol {
 
+// A Job event's data word (emu_regs.json, EmuEvent Job): the collective's sequence number in the
+// job in 23:0, the job (JOB_SELECT) in 31:24.
+constexpr uint32_t kJobEventSeqMask = 0x00FFFFFFu;
+constexpr int kJobEventJobShift = 24;
+constexpr uint32_t job_event_data(uint64_t seq, int job) {
+  return static_cast<uint32_t>(seq & kJobEventSeqMask) | static_cast<uint32_t>(job) << kJobEventJobShift;
+}
+constexpr uint32_t job_event_seq(uint32_t data) { return data & kJobEventSeqMask; }
+constexpr int job_event_job(uint32_t data) { return static_cast<int>(data >> kJobEventJobShift); }
+
 // The largest XPU an entry of `bits` bits can name (all ones is the end).
 constexpr int job_ring_max_xpu(int bits) { return (1 << bits) - 2; }
 

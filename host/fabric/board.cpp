@@ -118,7 +118,7 @@ mb::FwStatus Board::arm_backup(int xpu, int spare, const std::vector<int>& backu
 FirmwareReport Board::report() {
   auto st = mailbox(mb::Opcode::Report, {});
   if (st != mb::FwStatus::Ok) throw MailboxError(fmt::format("firmware report answered {}", mb::describe(st)));
-  auto w = c_.read_block(controller(reg::scratch::kOffset, mb::kReplyData), 7);
+  auto w = c_.read_block(controller(reg::scratch::kOffset, mb::kReplyData), 8);
   auto word = [&](mb::ReportWord i) { return w[static_cast<size_t>(i)]; };
   FirmwareReport r;
   r.active_generation = word(mb::ReportWord::ActiveGen);
@@ -128,6 +128,7 @@ FirmwareReport Board::report() {
   r.last_spare = static_cast<int>(word(mb::ReportWord::LastSpare));
   r.last_detect_to_commit_ns = word(mb::ReportWord::LastDetectToCommitNs);
   r.last_commit_to_done_ns = word(mb::ReportWord::LastCommitToDoneNs);
+  r.circuits_moved = word(mb::ReportWord::CircuitsMoved);
   return r;
 }
 
@@ -200,8 +201,14 @@ uint32_t Board::xpu_alive() {
   return c_.read(emulator(er::xpu_alive::kOffset));
 }
 
-void Board::form_job(const std::vector<int>& ring, const TenantJobRequest& spec) {
+void Board::queue_job_select(int job) {
+  if (job < 0 || job > static_cast<int>(er::job_select::kJobMask)) throw std::invalid_argument(fmt::format("job {} does not fit JOB_SELECT", job));
+  c_.queue_write(emulator(er::job_select::kOffset), {static_cast<uint32_t>(job)});
+}
+
+void Board::form_job(const std::vector<int>& ring, const TenantJobRequest& spec, int job) {
   need_emulator("form_job");
+  queue_job_select(job);
   const uint32_t spec_word = static_cast<uint32_t>(spec.op) << er::job_spec::kOpShift |
                              static_cast<uint32_t>(spec.type) << er::job_spec::kTypeShift;
   // JOB_RING where the ring fits it (8 XPUs numbered 0..14, the single server's), JOB_RANKS
@@ -221,8 +228,15 @@ void Board::form_job(const std::vector<int>& ring, const TenantJobRequest& spec)
   c_.dispatch();
 }
 
-JobStatus Board::job_status() {
+void Board::set_event_filter(bool unmapped_lanes, bool jobs) {
+  need_emulator("set_event_filter");
+  c_.write(emulator(er::event_filter::kOffset),
+           (unmapped_lanes ? er::event_filter::kUnmappedLanesMask : 0) | (jobs ? er::event_filter::kJobsMask : 0));
+}
+
+JobStatus Board::job_status(int job) {
   need_emulator("job_status");
+  queue_job_select(job);
   auto w = c_.read_block(emulator(er::job_status::kOffset), 4);
   JobStatus s;
   s.state = static_cast<emu::JobState>((w[0] & er::job_status::kStateMask) >> er::job_status::kStateShift);

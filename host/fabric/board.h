@@ -31,6 +31,7 @@ struct FirmwareReport {
   uint32_t failovers = 0;
   int last_failed = -1, last_spare = -1;
   uint32_t last_detect_to_commit_ns = 0, last_commit_to_done_ns = 0;
+  uint32_t circuits_moved = 0;  // ReportWord CircuitsMoved: stayed in a map, moved by its routing
 };
 
 struct LinkStatus {
@@ -114,14 +115,22 @@ class Board {
   // The tenant's job of collectives (JOB_*): stands for the job's ranks on the XPUs, whose
   // communicator the host (re-)forms. form_job throws IpbusError (a bus error) when the emulator
   // runs no job or refuses the ring or size; its log names why.
-  void form_job(const std::vector<int>& ring, const TenantJobRequest& spec);
-  JobStatus job_status();
+  // `job`: which of the emulator's jobs (JOB_SELECT; a rack of several tenants runs one a tenant,
+  // every other emulator job 0 only), written in the same packet as the form or the reads.
+  // EVENT_FILTER: the event queue leaves out the link changes of lanes without a circuit in the
+  // board's active map (a rack's idle XPUs training on stray light), and/or the jobs' events (a
+  // rack's jobs are every board's: one board's queue carries them).
+  void set_event_filter(bool unmapped_lanes, bool jobs);
+  void form_job(const std::vector<int>& ring, const TenantJobRequest& spec, int job = 0);
+  JobStatus job_status(int job = 0);
   // RESTORE_*: `bytes` of state restored onto `dest` from `sources` over the RTL links (its end is
   // a Restore event). IpbusError (a bus error) when refused.
   void start_restore(const std::vector<int>& sources, int dest, uint32_t bytes);
 
  private:
   void need_emulator(const char* what) const;
+  // JOB_SELECT = job, queued ahead of the job registers it addresses (same packet).
+  void queue_job_select(int job);
   Client& c_;
   std::unique_ptr<Clock> clock_;
   bool emulator_ = false;

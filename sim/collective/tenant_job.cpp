@@ -83,6 +83,15 @@ uint32_t TenantJob::rings_running() const {
   return current_ ? static_cast<uint32_t>(current_->spec().rings.size()) : 0;
 }
 
+bool TenantJob::holds(int xpu) const {
+  if (std::find(ring_.begin(), ring_.end(), xpu) != ring_.end()) return true;
+  return restore_ && (restore_->dest == xpu || std::find(restore_->sources.begin(), restore_->sources.end(), xpu) != restore_->sources.end());
+}
+
+bool TenantJob::busy_on(int link) const {
+  return planned_peer_[static_cast<size_t>(link)] >= 0 || terminator_to_[static_cast<size_t>(link)] >= 0;
+}
+
 std::string TenantJob::check_restore(const std::vector<int>& sources, int dest, uint64_t bytes) const {
   if (dest < 0 || dest >= shape_.xpus) return fmt::format("restore target XPU {} is not an XPU of the server (0..{})", dest, shape_.xpus - 1);
   if (!owned_[static_cast<size_t>(dest * shape_.lanes_per_xpu)]) return fmt::format("XPU {} does not run the job", dest);

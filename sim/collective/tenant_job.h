@@ -104,6 +104,11 @@ class TenantJob : public LaneProgram {
   uint64_t wrong() const { return wrong_; }
   uint64_t stale_words() const { return stale_words_; }  // words of aborted collectives, dropped
   uint32_t rings_running() const;  // rings of the collective in flight (0: none)
+  // XPU x is in the job's ring or its restore's XPUs (the job's to use, no other job's).
+  bool holds(int xpu) const;
+  // A word of the job's still uses `link`: a circuit of the collective or restore in flight, or an
+  // end-of-message word owed on it.
+  bool busy_on(int link) const;
 
   bool owns(int link) const override;
   Drive drive(int link) override;

@@ -8,6 +8,8 @@
 
 #include "sim/emulator/emu_answer.h"
 
+#include <mxtb/ocs_regs.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -28,8 +30,16 @@ uint64_t now_ns_u64() { return static_cast<uint64_t>(std::llround(sim_now_ns()))
 }  // namespace
 
 EmuBlock::EmuBlock(const EmulatorConfig& cfg, ServerSim& sim, ServerClock& clock, const firmware::OcsFirmware& fw,
-                   TenantJob* job, SimThread& thread, EmuLog& log, IpbusStats ipbus_stats)
-    : cfg_(cfg), sim_(sim), clock_(clock), fw_(fw), job_(job), thread_(thread), log_(log), ipbus_stats_(std::move(ipbus_stats)) {}
+                   JobSet* jobs, SimThread& thread, EmuLog& log, IpbusStats ipbus_stats)
+    : cfg_(cfg),
+      sim_(sim),
+      clock_(clock),
+      fw_(fw),
+      jobs_(jobs),
+      thread_(thread),
+      log_(log),
+      ipbus_stats_(std::move(ipbus_stats)),
+      job_records_seen_(jobs ? static_cast<size_t>(jobs->size()) : 0, 0) {}
 
 std::optional<std::pair<bool, uint32_t>> EmuBlock::answer_within_clock(const EmuAccess& a) {
   if (!a.write) {
@@ -80,6 +90,8 @@ uint32_t EmuBlock::read(uint32_t off) {
     }
   }
   if (off == er::event_dropped::kOffset) return events_.dropped();
+  if (off == er::event_filter::kOffset) return event_filter_;
+  if (off == er::event_filtered::kOffset) return static_cast<uint32_t>(events_filtered_);
   if (off == er::wave_ctrl::kOffset) return sim_.waveform_on() ? er::wave_ctrl::kOnMask : 0;
   if (off == er::messages_lo::kOffset) return static_cast<uint32_t>(sim_.messages_delivered());
   if (off == er::messages_hi::kOffset) return static_cast<uint32_t>(sim_.messages_delivered() >> 32);
@@ -98,9 +110,10 @@ uint32_t EmuBlock::read(uint32_t off) {
   if (off == er::restore_src::kOffset) return restore_src_;
   if (off == er::restore_dst::kOffset) return restore_dst_;
   if (off == er::restore_bytes::kOffset) return restore_bytes_;
-  if (off == er::job_verified::kOffset) return job_ ? static_cast<uint32_t>(job_->verified()) : 0;
-  if (off == er::job_aborted::kOffset) return job_ ? static_cast<uint32_t>(job_->aborted()) : 0;
-  if (off == er::job_wrong::kOffset) return job_ ? static_cast<uint32_t>(job_->wrong()) : 0;
+  if (off == er::job_verified::kOffset) return jobs_ ? static_cast<uint32_t>(job()->verified()) : 0;
+  if (off == er::job_aborted::kOffset) return jobs_ ? static_cast<uint32_t>(job()->aborted()) : 0;
+  if (off == er::job_wrong::kOffset) return jobs_ ? static_cast<uint32_t>(job()->wrong()) : 0;
+  if (off == er::job_select::kOffset) return job_select_;
   if (off == er::ipbus_bus_errors::kOffset)
     return static_cast<uint32_t>(ipbus_stats_().faults[static_cast<size_t>(protocol::ipbus::Fault::BusError)]);
   return 0;
@@ -115,10 +128,11 @@ uint32_t EmuBlock::ipbus_stat(uint32_t i) const {
 }
 
 uint32_t EmuBlock::job_status() const {
-  if (!job_) return 0;
-  const auto ranks = static_cast<uint32_t>(job_->ring().size());
-  return static_cast<uint32_t>(job_->state()) | std::min<uint32_t>(ranks, 15) << er::job_status::kRanksShift |
-         std::min<uint32_t>(job_->rings_running(), 255) << er::job_status::kRingsShift |
+  if (!jobs_) return 0;
+  const TenantJob& j = *job();
+  const auto ranks = static_cast<uint32_t>(j.ring().size());
+  return static_cast<uint32_t>(j.state()) | std::min<uint32_t>(ranks, 15) << er::job_status::kRanksShift |
+         std::min<uint32_t>(j.rings_running(), 255) << er::job_status::kRingsShift |
          std::min<uint32_t>(ranks, 255) << er::job_status::kRanksWideShift;
 }
 
@@ -137,6 +151,13 @@ bool EmuBlock::write(uint32_t off, uint32_t v) {
   if (off == er::job_bytes::kOffset) return job_bytes_ = v, true;
   if (off == er::job_seed::kOffset) return job_seed_ = v, true;
   if (off == er::job_ctrl::kOffset) return job_ctrl(v);
+  if (off == er::event_filter::kOffset) return event_filter_ = v & (er::event_filter::kUnmappedLanesMask | er::event_filter::kJobsMask), true;
+  if (off == er::job_select::kOffset) {
+    const int jobs = jobs_ ? jobs_->size() : 1;
+    if ((v & ~er::job_select::kJobMask) || static_cast<int>(v) >= jobs)
+      return refused("JOB_SELECT", v, fmt::format("the emulator runs job{} 0..{}", jobs == 1 ? "" : "s", jobs - 1));
+    return job_select_ = v, true;
+  }
   if (off >= er::job_ranks::kOffset && off < er::job_ranks::kOffset + 4 * er::job_ranks::kCount)
     return job_ranks_[(off - er::job_ranks::kOffset) / 4] = v, true;
   if (off == er::restore_src::kOffset) return restore_src_ = v, true;
@@ -215,12 +236,13 @@ bool EmuBlock::refused(const char* reg, uint32_t v, const std::string& why) {
 // is touched only between kernel runs (as here) or by the clock thread inside one.
 bool EmuBlock::job_ctrl(uint32_t v) {
   auto refuse = [&](const std::string& why) { return refused("JOB_CTRL", v, why); };
-  if (!job_) return refuse("this emulator runs no job (start it with --job-xpus)");
+  if (!jobs_) return refuse("this emulator runs no job (start it with --job-xpus)");
+  const int k = static_cast<int>(job_select_);
   const bool form = v & er::job_ctrl::kFormMask, stop = v & er::job_ctrl::kStopMask, form_ranks = v & er::job_ctrl::kFormRanksMask;
   if (int{form} + int{stop} + int{form_ranks} != 1)
     return refuse("write exactly one of form (bit 0), stop (bit 1) and form_ranks (bit 2)");
   if (stop) {
-    job_->stop();
+    job()->stop();
     return true;
   }
   const std::vector<int> ring = form ? protocol::unpack_job_ring(&job_ring_, 1, 4)
@@ -230,22 +252,23 @@ bool EmuBlock::job_ctrl(uint32_t v) {
   spec.type = (job_spec_ & er::job_spec::kTypeMask) ? DataType::BF16 : DataType::F32;
   spec.bytes = job_bytes_;
   spec.seed = job_seed_;
-  if (std::string why = job_->check(ring, spec); !why.empty()) return refuse(why);
-  job_->form(ring, spec);
+  if (std::string why = jobs_->check(k, ring, spec); !why.empty()) return refuse(why);
+  job()->form(ring, spec);
   return true;
 }
 
 // RESTORE_CTRL: restore RESTORE_BYTES of state onto RESTORE_DST from RESTORE_SRC's XPUs.
 bool EmuBlock::restore_ctrl(uint32_t v) {
   auto refuse = [&](const std::string& why) { return refused("RESTORE_CTRL", v, why); };
-  if (!job_) return refuse("this emulator runs no job (start it with --job-xpus)");
+  if (!jobs_) return refuse("this emulator runs no job (start it with --job-xpus)");
   if (!(v & er::restore_ctrl::kStartMask)) return refuse("write 1 (start)");
   std::vector<int> sources;
   for (int x = 0; x < 32; ++x)
     if (restore_src_ >> x & 1u) sources.push_back(x);
   const int dest = static_cast<int>(restore_dst_);
-  if (std::string why = job_->check_restore(sources, dest, restore_bytes_); !why.empty()) return refuse(why);
-  job_->restore(sources, dest, restore_bytes_, job_seed_);
+  if (std::string why = jobs_->check_restore(static_cast<int>(job_select_), sources, dest, restore_bytes_); !why.empty())
+    return refuse(why);
+  job()->restore(sources, dest, restore_bytes_, job_seed_);
   return true;
 }
 
@@ -254,7 +277,7 @@ void EmuBlock::run_until(uint32_t mask) {
   thread_.run_in_sim([&] {
     const size_t transitions0 = sim_.transitions().size(), failovers0 = fw_.failovers().size();
     const uint64_t faults0 = faults_fired_;
-    const uint64_t jobs0 = job_ ? job_->records_total() : 0;
+    const uint64_t jobs0 = jobs_ ? jobs_->records_total() : 0;
     // sc_time arithmetic (integer picoseconds): a double deadline can leave a remainder that
     // rounds to a zero-time wait, forever.
     const sc_time deadline = sc_core::sc_time_stamp() + sc_time(static_cast<double>(run_timeout_ns_), SC_NS);
@@ -265,7 +288,7 @@ void EmuBlock::run_until(uint32_t mask) {
       if (sim_.transitions().size() > transitions0) f |= er::run_until::kLinkMask;
       if (fw_.failovers().size() > failovers0) f |= er::run_until::kFailoverMask;
       if (faults_fired_ > faults0) f |= er::run_until::kFaultMask;
-      if (job_ && job_->records_total() > jobs0) f |= er::run_until::kJobMask;
+      if (jobs_ && jobs_->records_total() > jobs0) f |= er::run_until::kJobMask;
       sync_events();
       if (!events_.empty()) f |= er::run_until::kEventMask;
       return f & mask;
@@ -280,10 +303,21 @@ void EmuBlock::run_until(uint32_t mask) {
   });
 }
 
+// EVENT_FILTER.unmapped_lanes: a lane the firmware's active map leaves without a circuit.
+bool EmuBlock::filtered_lane(uint32_t link) const {
+  if (!(event_filter_ & er::event_filter::kUnmappedLanesMask)) return false;
+  const auto& m = fw_.active_map();
+  return link >= m.size() || m[link] < 0;
+}
+
 void EmuBlock::sync_events() {
   const auto& tr = sim_.transitions();
   for (; transitions_seen_ < tr.size(); ++transitions_seen_) {
     const auto& t = tr[transitions_seen_];
+    if (filtered_lane(static_cast<uint32_t>(t.link))) {
+      ++events_filtered_;
+      continue;
+    }
     events_.push(static_cast<double>(t.cycle) * sim_.period_ns(),
                  event_info(emu::EmuEvent::LinkChange, static_cast<uint32_t>(t.link), static_cast<uint32_t>(t.from),
                             static_cast<uint32_t>(t.to)),
@@ -292,19 +326,31 @@ void EmuBlock::sync_events() {
   const auto& ce = fw_.events();
   for (; controller_events_seen_ < ce.size(); ++controller_events_seen_) {
     const auto& e = ce[controller_events_seen_];
+    if ((e.info & 0xF) == static_cast<uint32_t>(ocs::Event::LinkChange) && filtered_lane((e.info >> 8) & 0xFF)) {
+      ++events_filtered_;
+      continue;
+    }
     events_.push(static_cast<double>(e.cycle) * sim_.period_ns(),
                  event_info(emu::EmuEvent::Controller, e.info & 0xF, (e.info >> 4) & 0xF, (e.info >> 8) & 0xFF), e.info >> 16);
   }
-  if (job_) {
-    // The job keeps its last records only: those already dropped cannot be queued any more.
-    const auto& jr = job_->records();
-    const uint64_t first = job_->records_total() - jr.size();
-    for (job_records_seen_ = std::max(job_records_seen_, first); job_records_seen_ < job_->records_total(); ++job_records_seen_) {
-      const TenantJobRecord& r = jr[static_cast<size_t>(job_records_seen_ - first)];
+  for (int k = 0; jobs_ && k < jobs_->size(); ++k) {
+    // A job keeps its last records only: those already dropped cannot be queued any more.
+    const TenantJob& job = jobs_->job(k);
+    const auto& jr = job.records();
+    const uint64_t first = job.records_total() - jr.size();
+    uint64_t& seen = job_records_seen_[static_cast<size_t>(k)];
+    // Several jobs name theirs in the log; a lone job's lines read as they always did.
+    const std::string who = jobs_->size() > 1 ? fmt::format("job {}", k) : "job";
+    for (seen = std::max(seen, first); seen < job.records_total(); ++seen) {
+      const TenantJobRecord& r = jr[static_cast<size_t>(seen - first)];
       if (r.outcome != emu::JobOutcome::Verified)  // the why, which the event has no room for
-        log_.line(fmt::format("job {} #{} {} ({}) at {:.3f} us: {}", r.restore ? "restore" : "collective", r.seq,
+        log_.line(fmt::format("{} {} #{} {} ({}) at {:.3f} us: {}", who, r.restore ? "restore" : "collective", r.seq,
                               emu::to_string(r.outcome), emu::to_string(r.reason),
                               static_cast<double>(r.end_cycle) * sim_.period_ns() / 1000, r.detail));
+      if (event_filter_ & er::event_filter::kJobsMask) {
+        ++events_filtered_;
+        continue;
+      }
       if (r.restore)
         events_.push(static_cast<double>(r.end_cycle) * sim_.period_ns(),
                      event_info(emu::EmuEvent::Restore, static_cast<uint32_t>(r.outcome), static_cast<uint32_t>(r.rings),
@@ -314,7 +360,7 @@ void EmuBlock::sync_events() {
         events_.push(static_cast<double>(r.end_cycle) * sim_.period_ns(),
                      event_info(emu::EmuEvent::Job, static_cast<uint32_t>(r.outcome), static_cast<uint32_t>(r.reason),
                                 static_cast<uint32_t>(r.ranks)),
-                     static_cast<uint32_t>(r.seq));
+                     protocol::job_event_data(r.seq, k));
     }
   }
   const auto& fo = fw_.failovers();

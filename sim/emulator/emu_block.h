@@ -13,7 +13,7 @@
 
 #include "firmware/ocs_firmware.h"
 #include "protocol/ipbus/target.h"
-#include "sim/collective/tenant_job.h"
+#include "sim/collective/job_set.h"
 #include "sim/emulator/emu_log.h"
 #include "sim/emulator/emulator.h"
 #include "sim/emulator/event_queue.h"
@@ -39,9 +39,9 @@ namespace mxtb::sim {
 class EmuBlock {
  public:
   using IpbusStats = std::function<protocol::ipbus::TargetStats()>;
-  // job: null when the emulator runs none. ipbus_stats: the IPbus target's counters (IPBUS_STATS,
+  // jobs: null when the emulator runs none (JOB_SELECT picks one of them). ipbus_stats: the IPbus target's counters (IPBUS_STATS,
   // IPBUS_BUS_ERRORS). Every reference outlives the block.
-  EmuBlock(const EmulatorConfig& cfg, ServerSim& sim, ServerClock& clock, const firmware::OcsFirmware& fw, TenantJob* job,
+  EmuBlock(const EmulatorConfig& cfg, ServerSim& sim, ServerClock& clock, const firmware::OcsFirmware& fw, JobSet* jobs,
            SimThread& thread, EmuLog& log, IpbusStats ipbus_stats);
 
   // A register's value at a byte offset in the block (0 where none is).
@@ -63,13 +63,15 @@ class EmuBlock {
   void run_until(uint32_t mask);
   void advance(uint32_t ns);
   uint32_t job_status() const;
+  bool filtered_lane(uint32_t link) const;
   uint32_t ipbus_stat(uint32_t i) const;
 
   const EmulatorConfig& cfg_;
   ServerSim& sim_;
   ServerClock& clock_;
   const firmware::OcsFirmware& fw_;
-  TenantJob* const job_;
+  JobSet* const jobs_;
+  TenantJob* job() const { return jobs_ ? &jobs_->job(static_cast<int>(job_select_)) : nullptr; }  // JOB_SELECT's
   SimThread& thread_;
   EmuLog& log_;
   IpbusStats ipbus_stats_;
@@ -81,7 +83,10 @@ class EmuBlock {
   uint64_t faults_fired_ = 0;
   EventQueue events_;
   size_t transitions_seen_ = 0, failovers_seen_ = 0, controller_events_seen_ = 0;
-  uint64_t job_records_seen_ = 0;
+  std::vector<uint64_t> job_records_seen_;  // per job
+  uint32_t job_select_ = emu::reg::job_select::kReset;
+  uint32_t event_filter_ = emu::reg::event_filter::kReset;
+  uint64_t events_filtered_ = 0;
   uint32_t restore_src_ = 0, restore_dst_ = 0, restore_bytes_ = emu::reg::restore_bytes::kReset;
   uint32_t job_ring_ = emu::reg::job_ring::kReset, job_spec_ = 0, job_bytes_ = emu::reg::job_bytes::kReset,
            job_seed_ = emu::reg::job_seed::kReset;

@@ -53,7 +53,7 @@ class Emulator {
         thread_(cfg_.time_mode, cfg_.rtf),
         log_(cfg_.time_mode) {
     if (!cfg_.job.xpus.empty()) {
-      job_ = std::make_unique<TenantJob>(cfg_.job, cfg_.server.shape);
+      job_ = std::make_unique<JobSet>(1, cfg_.job, cfg_.server.shape);
       sim_.set_lane_program(job_.get());
     }
     block_ = std::make_unique<EmuBlock>(cfg_, sim_, clock_, fw_, job_.get(), thread_, log_, [this] { return target_->stats(); });
@@ -74,7 +74,7 @@ class Emulator {
 
   EmulatorConfig cfg_;
   ServerSim sim_;
-  std::unique_ptr<TenantJob> job_;  // before the firmware and clock threads that step sim_
+  std::unique_ptr<JobSet> job_;  // before the firmware and clock threads that step sim_
   ServerClock clock_;
   ScHal fw_hal_;
   firmware::OcsFirmware fw_;

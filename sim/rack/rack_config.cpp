@@ -52,6 +52,12 @@ ServerConfig server_config(const RackConfig& cfg, int server) {
   return s;
 }
 
+std::vector<protocol::RackPlacement> rack_tenants(const RackConfig& cfg) {
+  std::vector<protocol::RackPlacement> all{cfg.tenant};
+  all.insert(all.end(), cfg.co_tenants.begin(), cfg.co_tenants.end());
+  return all;
+}
+
 void check_rack(const RackConfig& cfg) {
   if (std::string why = unsupported_shape(cfg.shape.server); !why.empty()) throw RackError("rack: server: " + why);
   if (cfg.server.shape != cfg.shape.server) throw RackError("rack: the servers' template and the rack disagree on the server's shape");
@@ -60,7 +66,9 @@ void check_rack(const RackConfig& cfg) {
                                 cfg.shape.server.xpus, cfg.shape.servers() * cfg.shape.server.xpus));
   try {
     protocol::check_wiring(cfg.shape, cfg.wiring);
-    protocol::rack_torus_map(cfg.shape, cfg.wiring, cfg.tenant);
+    if (!cfg.co_tenants.empty() && cfg.tenant.xpu_of_position.empty())
+      throw RackError("rack: co-tenants beside a rack with no tenant: the first tenant is missing");
+    protocol::rack_tenants_map(cfg.shape, cfg.wiring, rack_tenants(cfg));
   } catch (const protocol::RackMapError& e) {
     throw RackError(e.what());
   }

@@ -55,11 +55,17 @@ struct RackConfig {
   std::string calibration_file;             // the mesh's calibration, for every server's firmware
   double settle_taus = 5;                   // the firmware's settle timer, in the mesh's time constants
   protocol::RackPlacement tenant;           // protocol::whole_rack_placement(shape) by default
+  // Tenants beside the first (docs/rack.md, "Several tenants"): each its own torus on its own XPUs,
+  // their circuits on the fibres the first leaves; served with a job, tenant k runs job k.
+  std::vector<protocol::RackPlacement> co_tenants;
   double run_us = 250;                      // simulated time from power-on
   uint32_t window = 0;                      // cycles a window; 0: the shortest fibre's latency (at most that)
   std::vector<FibreFault> faults;
 };
 
+// Every tenant in order: the first (RackConfig::tenant), then the co-tenants. Their circuits
+// together are the rack's bring-up map (protocol::rack_tenants_map).
+std::vector<protocol::RackPlacement> rack_tenants(const RackConfig& cfg);
 uint64_t server_seed(uint64_t rack_seed, int server);
 // A fibre's latency in the lane clock's cycles, rounded to the nearest (the blocks cross in whole
 // cycles). RackError when below one cycle: the conservative window needs at least one.

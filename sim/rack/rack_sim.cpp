@@ -190,7 +190,7 @@ BringUp bring_up_maps(const std::vector<int>& full, int links) {
 class RackRun {
  public:
   RackRun(const RackConfig& cfg, WindowExchange& ex, const RackRunOptions& opt)
-      : cfg_(cfg), ex_(ex), opt_(opt), map_(protocol::rack_torus_map(cfg.shape, cfg.wiring, cfg.tenant)) {
+      : cfg_(cfg), ex_(ex), opt_(opt), map_(protocol::rack_tenants_map(cfg.shape, cfg.wiring, rack_tenants(cfg))) {
     const int S = cfg.shape.servers();
     range_ = servers_of_rank(S, ex.size(), ex.rank());
     W_ = window_cycles(cfg);
@@ -257,12 +257,12 @@ class RackRun {
   // Under SystemC: builds the boards, brings the tenant up, serves every board until stopped.
   void serve(const RackServe& sv);
 
-  // The rack tenant's job on every board's lanes (RackServe::job).
+  // The rack's jobs on every board's lanes (RackServe::job): one a tenant.
   void start_job() {
     TenantJobConfig jc;
     const protocol::ServerShape numbering = rack_numbering(cfg_.shape);
     for (int x = 0; x < numbering.xpus; ++x) jc.xpus.push_back(x);
-    job_ = std::make_unique<TenantJob>(jc, numbering);
+    job_ = std::make_unique<JobSet>(static_cast<int>(rack_tenants(cfg_).size()), jc, numbering);
     const int links = cfg_.shape.server.links();
     job_links_ = std::make_unique<RackLinks>(boards_, range_.first, links);
     job_->advance(*job_links_);
@@ -502,7 +502,7 @@ class RackRun {
   bool stop_requested_ = false, stopped_ = false;
   SimThread* thread_ = nullptr;  // served
   std::unique_ptr<CollectiveSweep> sweep_;
-  std::unique_ptr<TenantJob> job_;  // RackServe::job
+  std::unique_ptr<JobSet> job_;  // RackServe::job
   std::unique_ptr<RackLinks> job_links_;
   std::vector<std::unique_ptr<ServerSlice>> job_slices_;
   // How long a process in lockstep that ran a window for a peer waits for the next one before it

@@ -46,10 +46,11 @@ struct RackServe {
   std::string fst_dir;          // WAVE_CTRL of server s dumps FST_DIR/serverS.fst; "": no waveforms
   double stop_after_wall_s = 0; // 0: until a signal or the parent's death
   uint32_t stall_report_ms = 2000;
-  // The rack tenant's job of collectives (sim/collective/tenant_job.h) on the rack's numbering
-  // (server s's XPU x is rack XPU s * XPUs + x): it owns every XPU's lanes (the tenant's and the
-  // spares'), which carry its words and no random traffic; every board's JOB_* registers form
-  // and read it (JOB_CTRL.form_ranks, JOB_RANKS). Decided at window ends. In one process only.
+  // The rack tenants' jobs of collectives (sim/collective/job_set.h), one a tenant (job k: tenant
+  // k, RackConfig::co_tenants), on the rack's numbering (server s's XPU x is rack XPU s * XPUs +
+  // x): they own every XPU's lanes (the tenants' and the spares'), which carry their words and no
+  // random traffic; every board's JOB_* registers form and read them (JOB_SELECT picks the job,
+  // JOB_CTRL.form_ranks forms it on JOB_RANKS). Decided at window ends. In one process only.
   bool job = false;
 };
 

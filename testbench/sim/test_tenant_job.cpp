@@ -5,6 +5,7 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include "protocol/fabric_map.h"
 #include "sim/collective/collective_server.h"
+#include "sim/collective/job_set.h"
 #include "sim/collective/tenant_job.h"
 
 #include <doctest/doctest.h>
@@ -268,4 +269,44 @@ TEST_CASE("a bad ring or size is refused, naming it") {
   CHECK_THROWS_AS(job.form({0}, spec()), std::invalid_argument);
   CHECK(job.state() == JobState::Idle);
   CHECK_THROWS_WITH_AS(TenantJob({{9}}, kShape), "job XPU 9 is not an XPU of the server (0..4)", std::invalid_argument);
+}
+
+// Several tenants' jobs on one set of lanes (sim/collective/job_set.h): each lane belongs to the
+// job whose ring holds its XPU, an XPU of another job's ring is refused by name, and one job's
+// XPU dying aborts that job alone while the other keeps verifying.
+TEST_CASE("two jobs side by side: each verifies on its own XPUs, neither may take the other's, a death aborts one only") {
+  CollectiveServer server{kShape, 7, ServerEngine::Fast, SettlePreset::ElectroOptic, kCalibration};
+  TenantJobConfig cfg;
+  cfg.xpus = {0, 1, 2, 3, 4};
+  JobSet jobs(2, cfg, kShape);
+  server.place(static_torus_map(kShape), {0, 1, 2, 3});  // 0-1 and 2-3 joined along x, 0-2 and 1-3 along y
+  server.sim().set_lane_program(&jobs);
+  auto run_until = [&](const std::function<bool()>& done, uint64_t limit) {
+    const uint64_t c0 = server.sim().cycle();
+    while (!done()) {
+      if (server.sim().cycle() - c0 > limit) return false;
+      server.sim().step(256);
+    }
+    return true;
+  };
+  CHECK(jobs.check(0, {0, 1}, spec()).empty());
+  jobs.job(0).form({0, 1}, spec());
+  CHECK(jobs.check(1, {1, 3}, spec()) == "XPU 1 is job 0's");
+  CHECK(jobs.check(2, {2, 3}, spec()) == "job 2 does not exist (0..1)");
+  CHECK(jobs.check_restore(1, {0}, 4, 64) == "XPU 0 is job 0's");
+  REQUIRE(jobs.check(1, {2, 3}, spec()).empty());
+  jobs.job(1).form({2, 3}, spec());
+  REQUIRE(run_until([&] { return jobs.job(0).verified() >= 3 && jobs.job(1).verified() >= 3; }, 400'000));
+  CHECK(jobs.job(0).aborted() + jobs.job(1).aborted() == 0);
+  CHECK(jobs.job(0).wrong() + jobs.job(1).wrong() == 0);
+  CHECK(jobs.records_total() == jobs.job(0).records_total() + jobs.job(1).records_total());
+  // Job 0 loses XPU 1: it aborts and waits; job 1 goes on verifying, never aborted.
+  jobs.job(0).form({0, 1}, spec(256 << 10));
+  REQUIRE(run_until([&] { return jobs.job(0).state() == JobState::Running; }, 100'000));
+  const uint64_t verified1 = jobs.job(1).verified();
+  server.sim().kill_xpu(1);
+  REQUIRE(run_until([&] { return jobs.job(0).aborted() >= 1 && jobs.job(1).verified() >= verified1 + 5; }, 400'000));
+  CHECK(jobs.job(0).records().back().reason == JobReason::LinkLost);
+  CHECK(jobs.job(1).aborted() == 0);
+  CHECK(jobs.job(1).wrong() == 0);
 }

@@ -109,6 +109,9 @@ TEST_CASE("the emulator block's generated answers are the emulator's hand list, 
   REQUIRE(stop_reads.size() + clock_writes.size() == 18);
   // JOB_RANKS came later (the rack's job): each word set as JOB_RING is.
   for (uint32_t w = 0; w < er::job_ranks::kCount; ++w) clock_writes.insert(er::job_ranks::kOffset + 4 * w);
+  // JOB_SELECT and EVENT_FILTER came with a rack's several tenants: each sets one register.
+  clock_writes.insert(er::job_select::kOffset);
+  clock_writes.insert(er::event_filter::kOffset);
   for (uint32_t off = 0; off < (1u << mxtb::emu::kAddrWidth); off += 4) {
     const auto* r = mxtb::emu::register_at(off);
     INFO(std::string(r ? r->name : "(no register)") << " at offset " << off);

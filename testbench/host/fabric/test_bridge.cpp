@@ -491,6 +491,26 @@ TEST_CASE("the tenant's job over IPbus: formed, run verified, its events queued;
   CHECK(static_cast<mxtb::emu::JobOutcome>(restored->a) == mxtb::emu::JobOutcome::Verified);
   CHECK(restored->b == 2);
   CHECK(restored->data > 16384 / 8 / 2);  // cycles: at most a word per circuit and clock
+  // EVENT_FILTER.jobs leaves the job's events out, counted in EVENT_FILTERED; cleared, they come again.
+  b.pop_events();
+  const uint32_t filtered0 = c.read(emulator(er::event_filtered::kOffset));
+  b.set_event_filter(false, true);
+  CHECK(c.read(emulator(er::event_filter::kOffset)) == er::event_filter::kJobsMask);
+  const uint32_t verified0 = b.job_status().verified;
+  b.clock().wait_ns(50'000);
+  CHECK(b.job_status().verified > verified0);
+  for (const auto& e : b.pop_events()) CHECK(e.kind != mxtb::emu::EmuEvent::Job);
+  CHECK(c.read(emulator(er::event_filtered::kOffset)) >= filtered0 + b.job_status().verified - verified0 - 1);
+  b.set_event_filter(false, false);
+  b.run_until(er::run_until::kJobMask, 1'000'000);
+  bool job_event = false;
+  for (const auto& e : b.pop_events()) job_event |= e.kind == mxtb::emu::EmuEvent::Job;
+  CHECK(job_event);
+  // JOB_SELECT: this emulator runs job 0 alone; another job is a bus error and selects nothing.
+  CHECK(c.read(emulator(er::job_select::kOffset)) == 0);
+  CHECK_THROWS_AS(c.write(emulator(er::job_select::kOffset), 1), TransactionError);
+  CHECK_THROWS_AS(b.job_status(1), TransactionError);
+  CHECK(c.read(emulator(er::job_select::kOffset)) == 0);
   // Stopped: the collective in flight (if any) aborted, nothing more runs.
   c.write(emulator(er::job_ctrl::kOffset), er::job_ctrl::kStopMask);
   st = b.job_status();
