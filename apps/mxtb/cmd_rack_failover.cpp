@@ -12,6 +12,7 @@
 #include "host/fabric/emulator_process.h"
 #include "host/failover/rack_failover.h"
 #include "host/failover/rack_migrate.h"
+#include "host/failover/rack_tenants.h"
 #include "host/failover/restore.h"
 #include "host/report/report.h"
 #include "protocol/board_map.h"
@@ -108,7 +109,31 @@ json blast_json(const host::failover::RackFailoverRecord& r) {
     b["collectives_aborted"] = r.job->aborted;
     b["collectives_wrong"] = r.job->wrong;
   }
+  if (!r.co_tenant_jobs.empty()) {  // the other tenants' jobs: none may abort
+    uint32_t aborted = 0, wrong = 0;
+    json tenants = json::array();
+    for (const auto& c : r.co_tenant_jobs) {
+      aborted += c.aborted;
+      wrong += c.wrong;
+      if (c.aborted || c.wrong || c.next_verified_ns == 0) tenants.push_back(c.job);
+    }
+    b["other_tenants"] = r.co_tenant_jobs.size();
+    b["other_tenants_collectives_aborted"] = aborted;
+    b["other_tenants_collectives_wrong"] = wrong;
+    b["other_tenants_disturbed"] = tenants;
+  }
   return b;
+}
+
+json co_tenant_jobs_json(const host::failover::RackFailoverRecord& r) {
+  json out = json::array();
+  for (const auto& c : r.co_tenant_jobs)
+    out.push_back({{"tenant", c.job},
+                   {"verified", c.verified},
+                   {"aborted", c.aborted},
+                   {"wrong", c.wrong},
+                   {"next_verified_after_failure_ns", c.next_verified_ns > 0 ? json(c.next_verified_ns - r.failure_ns) : json(nullptr)}});
+  return out;
 }
 
 json record_json(const host::failover::RackFailoverRecord& r) {
@@ -128,6 +153,7 @@ json record_json(const host::failover::RackFailoverRecord& r) {
           {"placed_ns", r.done_ns > 0 ? json(r.done_ns - r.failure_ns) : json(nullptr)},
           {"total_ns", r.path_ns() > 0 ? json(r.path_ns()) : json(nullptr)},
           {"job", job_json(r)},
+          {"other_tenants_jobs", co_tenant_jobs_json(r)},
           {"problems", r.problems}};
 }
 
@@ -310,6 +336,48 @@ void arm_lane_fault(const RackSeedPlan& plan, ServedRack& rack) {
               b.clock().now_ns() + static_cast<uint64_t>(plan.lane_at_us * 1000));
 }
 
+// The rule of a rack of several tenants (RackSeedPlan::tenants): a failure in tenant 0 leaves every
+// other tenant as it ran. Its job (with a job) aborts nothing, gets nothing wrong and verifies a
+// collective after the path's end (rack_failover's CoTenantJobFigures); none of its XPUs' links
+// leaves Active. Not judged when a board did not answer to the transaction's end (nothing could
+// be read from it).
+// One exception, named in the record (`rearranged`), never a failure: a tenant disturbed where a
+// board holding its XPUs reports circuits its routing moved although they stayed in its map (the
+// Beneš mesh is only rearrangeably non-blocking; ReportWord CircuitsMoved). A wrong collective or
+// one never verified again is a failure whatever the mesh did.
+void check_other_tenants(const ServedRack& rack, const host::failover::RackFailoverRecord& rec, const std::string& who, json& rj,
+                         std::vector<std::string>& failures) {
+  if (rack.tenant.others.empty() || rec.commit.outcome == host::failover::RackOutcome::Unresolved) return;
+  json rearranged = json::array();
+  for (size_t k = 0; k < rack.tenant.others.size(); ++k) {
+    const int tenant = static_cast<int>(k) + 1;
+    std::vector<std::string> left;
+    for (const auto& x : rack.tenant.others[k].xpu_of_position)
+      if (std::find(rec.blast.left_active.begin(), rec.blast.left_active.end(), x) != rec.blast.left_active.end()) left.push_back(rack_xpu_name(x));
+    uint32_t aborted = 0;
+    for (const auto& c : rec.co_tenant_jobs)
+      if (c.job == tenant) {
+        aborted = c.aborted;
+        if (c.wrong) failures.push_back(fmt::format("{}: tenant {}'s job, beside the failing tenant: {} collective(s) wrong", who, tenant, c.wrong));
+        if (c.next_verified_ns == 0) failures.push_back(fmt::format("{}: tenant {}'s job verified nothing after the path's end", who, tenant));
+      }
+    if (left.empty() && aborted == 0) continue;
+    std::vector<int> moving;  // boards holding this tenant's XPUs whose mesh moved circuits that stayed
+    for (const auto& x : rack.tenant.others[k].xpu_of_position)
+      if (static_cast<size_t>(x.server) < rec.circuits_moved.size() && rec.circuits_moved[static_cast<size_t>(x.server)] > 0 &&
+          std::find(moving.begin(), moving.end(), x.server) == moving.end())
+        moving.push_back(x.server);
+    const std::string what = fmt::format("tenant {}: {} collective(s) aborted, links of {} left Active", tenant, aborted,
+                                         left.empty() ? "none of its XPUs" : fmt::format("{}", fmt::join(left, ",")));
+    if (moving.empty())
+      failures.push_back(fmt::format("{}: {}, with no board of it rearranging its mesh", who, what));
+    else
+      rearranged.push_back({{"tenant", tenant}, {"collectives_aborted", aborted}, {"xpus_left_active", left}, {"boards_rearranged", moving}});
+  }
+  rj["circuits_moved_by_server"] = rec.circuits_moved;
+  rj["other_tenants_rearranged"] = rearranged;
+}
+
 // The rules of a committed placement: every board runs the new maps; the job formed again has a
 // verified collective (unless another XPU died meanwhile, or the seed's cut fibre carries a circuit
 // of the new placement: the ring has a hop with no light, before or after the failure, and the
@@ -354,7 +422,7 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, Ser
   std::vector<std::string> failures;
   // The host's journal: the maps the boards run (the bring-up's until a failover placed others).
   auto journal_now = [&]() {
-    return tenant.running.port_target.empty() ? protocol::rack_torus_map(shape, rack.cfg.wiring, tenant.placement).port_target
+    return tenant.running.port_target.empty() ? protocol::rack_tenants_map(shape, rack.cfg.wiring, tenant.tenants_with(tenant.placement)).port_target
                                               : tenant.running.port_target;
   };
   auto read_maps = [&]() { return running_maps(boards, shape.server.mesh_ports); };
@@ -397,6 +465,8 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, Ser
       break;
     }
     second_died = second.server >= 0;
+    check_other_tenants(rack, rec, who, rj, failures);
+    records.back() = rj;
     if (rec.spare.server < 0) {  // no spare the fibres reach: named, nothing placed anywhere
       if (const std::string d = map_difference(read_maps(), journal); !d.empty())
         failures.push_back(fmt::format("{}: no spare, yet a board's map changed: {}", who, d));
@@ -466,7 +536,7 @@ int run_seed(const RackSeedPlan& plan, uint64_t seed, const std::string& path, c
                r["problems"].empty() ? "" : "; " + r["problems"][0].get<std::string>());
   }
   for (const auto& f : failures) fmt::print("  FAILURE: {}\n", f);
-  json plan_json{{"rack", plan.base}, {"deaths", plan.pick.size()}, {"cut_fibre", plan.cut_fibre}, {"cut_at_us", plan.cut_at_us},
+  json plan_json{{"rack", plan.base}, {"tenants", plan.tenants.empty() ? json(nullptr) : json(plan.tenants)}, {"deaths", plan.pick.size()}, {"cut_fibre", plan.cut_fibre}, {"cut_at_us", plan.cut_at_us},
                  {"second_during", plan.second_during}, {"silent_during", plan.silent_during}, {"silent_ms", plan.silent_ms},
                  {"lane_fault", plan.lane_fault == RackSeedPlan::LaneFault::None
                                     ? json(nullptr)
@@ -655,9 +725,7 @@ int run_migration_compare(const Args& args, const std::string& path, const std::
   if (std::find(slice_xpus.xpu_of_position.begin(), slice_xpus.xpu_of_position.end(), victim) == slice_xpus.xpu_of_position.end())
     throw UsageError(fmt::format("--fail {}: not an XPU of the slice {} ({})", rack_xpu_name(victim), block_text(slice),
                                  fmt::join(rack_xpu_names(slice_xpus.xpu_of_position), ",")));
-  json tenant = json::array();
-  for (const auto& x : slice_xpus.xpu_of_position) tenant.push_back({static_cast<unsigned>(x.server), static_cast<unsigned>(x.xpu)});
-  file["tenant"] = {{"dim_x", slice.dim_x}, {"dim_y", slice.dim_y}, {"xpus", tenant}};
+  file["tenant"] = rack_placement_json(slice_xpus);
   const sim::rack::RackConfig morphlux_cfg = parse_rack_scenario(file, path + " with the slice as its tenant", calibration);
   const uint64_t state_bytes = args.u64("--state-bytes", kDefaultStateBytes, 0, uint64_t{1} << 40);
   const double gbps = protocol::lane_gbps(cfg.server.clock_mhz);
@@ -719,11 +787,36 @@ int run_migration_compare(const Args& args, const std::string& path, const std::
   return both && rec.problems.empty() && m.problems.empty() ? 0 : 1;
 }
 
+// --tenants WxH,...: the rack file's tenant replaced by tenants the allocator places (the first
+// is the one whose XPUs fail), printed; `cfg` is the rack with them, and the JSON its rack file.
+json tenants_placed(const std::string& shapes, const std::string& path, const std::string& calibration, sim::rack::RackConfig& cfg) {
+  std::vector<host::failover::TenantShape> wanted;
+  host::failover::PlacedTenants placed;
+  try {
+    wanted = host::failover::parse_tenant_shapes(shapes);
+    placed = host::failover::place_rack_tenants(cfg.shape, cfg.wiring, wanted);
+  } catch (const host::failover::RackTenantsError& e) {
+    throw UsageError(fmt::format("--tenants {}: {}", shapes, e.what()));
+  }
+  json file = read_rack_file(path);
+  file.erase("tenant");
+  json tenants = json::array();
+  for (size_t k = 0; k < placed.tenants.size(); ++k) {
+    const auto& p = placed.tenants[k];
+    tenants.push_back(rack_placement_json(p));
+    fmt::print("# tenant {}: {}x{} placed by the allocator (Morphlux policy, {}) on {}\n", k, p.dim_x, p.dim_y, placed.decided_by[k],
+               fmt::join(rack_xpu_names(p.xpu_of_position), ","));
+  }
+  file["tenants"] = tenants;
+  cfg = parse_rack_scenario(file, path + " with --tenants " + shapes, calibration);
+  return file;
+}
+
 }  // namespace
 
 int cmd_rack_failover(const ArgList& argv) {
   Args args(argv, ArgSpec{{"--scenario", "--out", "--json", "--calibration", "--scenario-seed", "--job-op", "--job-type", "--job-bytes",
-                           "--slice", "--state-bytes"},
+                           "--slice", "--state-bytes", "--tenants"},
                           {"--job", "--ranks", "--migrate"},
                           {"--fail"},
                           false});
@@ -749,13 +842,25 @@ int cmd_rack_failover(const ArgList& argv) {
   if (seeded && args.has("--ranks")) throw UsageError("--ranks applies to --scenario: a campaign seed's job runs without rank processes");
   std::vector<RackXpu> deaths;
   for (const auto& f : args.list("--fail")) deaths.push_back(parse_rack_xpu(f, shape));
+  if (args.has("--tenants") && seeded) throw UsageError("--tenants places a --scenario rack's tenants: a campaign seed draws its own");
+  if (args.has("--tenants") && args.has("--migrate")) throw UsageError("--tenants: the migration baseline runs one slice, not several tenants");
   if (args.has("--migrate")) return run_migration_compare(args, path, calibration, out, json_path, job, deaths);
+  std::optional<json> placed_file;  // --tenants: the rack file with the allocator's tenants
+  sim::rack::RackConfig served_cfg = cfg;
+  if (args.has("--tenants")) {
+    placed_file = tenants_placed(args.str("--tenants", ""), path, calibration, served_cfg);
+    for (const RackXpu& x : deaths)
+      if (std::find(served_cfg.tenant.xpu_of_position.begin(), served_cfg.tenant.xpu_of_position.end(), x) ==
+          served_cfg.tenant.xpu_of_position.end())
+        throw UsageError(fmt::format("--fail {}: not an XPU of tenant 0, the one that fails (the allocator placed it on {})", rack_xpu_name(x),
+                                     fmt::join(rack_xpu_names(served_cfg.tenant.xpu_of_position), ",")));
+  }
   // Everything checked: nothing is written before.
   std::filesystem::create_directories(out);
-  if (seeded) {
-    path = out + "/scenario.json";  // the drawn rack, as the served rack reads it
+  if (seeded || placed_file) {
+    path = out + "/scenario.json";  // the drawn rack, or the placed one, as the served rack reads it
     std::ofstream f(path);
-    if (!(f << plan->scenario.dump(2) << "\n")) throw InputError(fmt::format("cannot write {}", path));
+    if (!(f << (seeded ? plan->scenario : *placed_file).dump(2) << "\n")) throw InputError(fmt::format("cannot write {}", path));
   }
 
   if (seeded && plan->migrate) return run_migration_seed(*plan, seed, path, json_path, cfg, calibration, out, *job);
@@ -764,10 +869,13 @@ int cmd_rack_failover(const ArgList& argv) {
   so.unpluggable = seeded && plan->silent_during >= 0;
   so.job = job;
   so.ranks = args.has("--ranks");
-  ServedRack rack(cfg, path, calibration, out, so);
+  ServedRack rack(served_cfg, path, calibration, out, so);
   const host::failover::RackTenant& tenant = rack.tenant;
   fmt::print("# {} ({} servers), tenant of {} XPUs, spares {}\n", cfg.name, shape.servers(), tenant.placement.xpu_of_position.size(),
              fmt::join(rack_xpu_names(tenant.spares), ","));
+  for (size_t k = 0; k < tenant.others.size(); ++k)
+    fmt::print("# tenant {}: {}x{} on {}{}\n", k + 1, tenant.others[k].dim_x, tenant.others[k].dim_y,
+               fmt::join(rack_xpu_names(tenant.others[k].xpu_of_position), ","), job ? ", its own job running (checked at every failover)" : "");
   if (seeded) return run_seed(*plan, seed, path, json_path, rack);
   fmt::print("#  failed  spare  case           outcome    boards  XPUs whose links left Active   lanes  errors   lost  aborted   detect(us)   placed(us)   total(us)\n");
   json records = json::array();
@@ -785,6 +893,9 @@ int cmd_rack_failover(const ArgList& argv) {
                rec.job ? fmt::format("{}", rec.job->aborted) : "-", (rec.detected_ns - rec.failure_ns) / 1000,
                rec.done_ns > 0 ? fmt::format("{:.1f}", (rec.done_ns - rec.failure_ns) / 1000) : "-",
                rec.path_ns() > 0 ? fmt::format("{:.1f}", rec.path_ns() / 1000) : "-");
+    for (const auto& c : rec.co_tenant_jobs)
+      fmt::print("    tenant {}'s job: {} verified, {} aborted, {} wrong since the failure; next verified {}\n", c.job, c.verified, c.aborted,
+                 c.wrong, c.next_verified_ns > 0 ? fmt::format("{:.1f} us after it", (c.next_verified_ns - rec.failure_ns) / 1000) : "never");
     for (const auto& p : rec.problems) fmt::print("    problem: {}\n", p);
     clean = clean && rec.problems.empty();
     records.push_back(record_json(rec));

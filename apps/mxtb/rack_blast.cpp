@@ -21,6 +21,10 @@ struct CaseFigures {
   size_t failovers = 0, committed = 0, clean = 0, with_job = 0;
   std::vector<double> boards, xpus, outside, lanes, placed_us, path_us, aborted, restarted, state_ms;
   uint64_t words_lost = 0, scoreboard_errors = 0, wrong = 0;
+  // Failovers with other tenants beside the failing one (their jobs running), and those jobs'
+  // collectives aborted over them: the several-tenant invariant wants 0.
+  size_t beside_others = 0;
+  uint64_t others_aborted = 0;
 };
 
 double pct(const std::vector<double>& v, double p) { return v.empty() ? 0 : host::regress::percentile_nearest_rank(v, p); }
@@ -60,6 +64,10 @@ void add(const json& rec, std::map<std::string, CaseFigures>& cases) {
   if (rec.contains("state")) c.state_ms.push_back(rec["state"]["ns"].get<double>() / 1e6);
   c.scoreboard_errors += b["scoreboard_errors"].get<uint64_t>();
   if (!rec["placed_ns"].is_null()) c.placed_us.push_back(rec["placed_ns"].get<double>() / 1e3);
+  if (b.contains("other_tenants_collectives_aborted")) {
+    ++c.beside_others;
+    c.others_aborted += b["other_tenants_collectives_aborted"].get<uint64_t>();
+  }
   if (!rec["job"].is_null()) {
     ++c.with_job;
     c.aborted.push_back(rec["job"]["collectives_aborted"].get<double>());
@@ -102,6 +110,8 @@ json rack_blast_summary(const host::regress::RegressResult& r) {
                    {"ranks_restarted", spread(c.restarted)},
                    {"state_ms_modeled", spread(c.state_ms)},
                    {"collectives_wrong", c.wrong},
+                   {"beside_other_tenants", c.beside_others},
+                   {"other_tenants_collectives_aborted", c.others_aborted},
                    {"words_lost", c.words_lost},
                    {"scoreboard_errors", c.scoreboard_errors},
                    {"placed_us", spread(c.placed_us)},
@@ -115,13 +125,14 @@ std::string format_rack_blast(const json& summary) {
   auto f1 = [](const json& s, const char* key) { return s.is_null() ? std::string("-") : fmt::format("{:.1f}", s[key].get<double>()); };
   std::string out = fmt::format(
       "  blast radius by case ({} seeds; clean failovers: committed or migrated, no second death, no silent board)\n"
-      "  {:<25} {:>9} {:>9} {:>6} {:>13} {:>11} {:>16} {:>10} {:>9} {:>6} {:>5} {:>15} {:>17} {:>27} {:>19}\n",
+      "  {:<25} {:>9} {:>9} {:>6} {:>13} {:>11} {:>16} {:>10} {:>9} {:>6} {:>5} {:>15} {:>17} {:>27} {:>19} {:>22}\n",
       summary["seeds"].get<size_t>(), "case", "failovers", "committed", "clean", "boards(mean)", "XPUs(mean)",
       "outside circuits", "lanes p50", "aborted", "wrong", "lost", "ranks restarted", "placed p50/p99 us", "first collective p50/p99 us",
-      "state ms (modeled)");
+      "state ms (modeled)", "other tenants aborted");
   for (const auto& c : summary["cases"]) {
     const json& out_circ = c["xpus_left_active_outside_circuits"];
-    out += fmt::format("  {:<25} {:>9} {:>9} {:>6} {:>13} {:>11} {:>16} {:>10} {:>9} {:>6} {:>5} {:>15} {:>17} {:>27} {:>19}\n",
+    const size_t beside = c.value("beside_other_tenants", size_t{0});
+    out += fmt::format("  {:<25} {:>9} {:>9} {:>6} {:>13} {:>11} {:>16} {:>10} {:>9} {:>6} {:>5} {:>15} {:>17} {:>27} {:>19} {:>22}\n",
                        c["case"].get<std::string>(), c["failovers"].get<size_t>(), c["committed"].get<size_t>(),
                        c["clean"].get<size_t>(), f1(c["boards_touched"], "mean"), f1(c["xpus_left_active"], "mean"),
                        out_circ.is_null() ? "-" : fmt::format("{:.0f} max", out_circ["max"].get<double>()),
@@ -131,7 +142,8 @@ std::string format_rack_blast(const json& summary) {
                        c["first_collective_us"].is_null()
                            ? "-"
                            : fmt::format("{}/{}", f1(c["first_collective_us"], "p50"), f1(c["first_collective_us"], "p99")),
-                       f1(c["state_ms_modeled"], "p50"));
+                       f1(c["state_ms_modeled"], "p50"),
+                       beside ? fmt::format("{} in {}", c["other_tenants_collectives_aborted"].get<uint64_t>(), beside) : "-");
   }
   return out;
 }

@@ -1,6 +1,7 @@
 #include "apps/mxtb/scenario.h"
 
 #include "protocol/rack_map.h"
+#include "host/failover/rack_tenants.h"
 #include "sim/collective/tenant_job.h"
 #include "sim/common/json_file.h"
 #include "sim/server/server_sim.h"
@@ -393,6 +394,19 @@ RackSeedPlan rack_seed_plan(uint64_t seed, const std::string& racks_dir) {
       p.job_bf16 = std::uniform_int_distribution<int>(0, 1)(baseline) == 1;
       p.job_bytes = static_cast<uint32_t>(uint64_t{4096} << std::uniform_int_distribution<int>(0, 4)(baseline));
     }
+  }
+  std::mt19937_64 several(seed * 7919 + 16);  // offset 16 keeps the pinned seeds (3 12 26 257 3070 4036) off it
+  if (!p.migrate && std::uniform_int_distribution<int>(0, 4)(several) == 0) {
+    const protocol::RackShape shape = rack_shape_of(p.scenario);
+    static const char* const kTwoServers[] = {"2x2,2x2"};
+    static const char* const kFourServers[] = {"2x2,2x2,2x2", "4x2,2x2", "2x2,4x2", "2x2,2x2"};
+    p.tenants = shape.servers() == 2 ? kTwoServers[0] : kFourServers[std::uniform_int_distribution<int>(0, 3)(several)];
+    const auto placed = host::failover::place_rack_tenants(shape, protocol::torus_wiring(shape), host::failover::parse_tenant_shapes(p.tenants));
+    json tenants = json::array();
+    for (const auto& t : placed.tenants) tenants.push_back(rack_placement_json(t));
+    p.scenario["tenants"] = tenants;
+    p.cut_fibre = -1;
+    p.scenario.erase("faults");
   }
   return p;
 }
@@ -954,19 +968,31 @@ void parse_rack_section(Fields r, sim::rack::RackConfig& c) {
   r.finish();
 }
 
-void parse_rack_tenant(Fields t, sim::rack::RackConfig& c) {
+protocol::RackPlacement parse_rack_tenant(Fields t, const protocol::RackPlacement& defaults) {
   if (!t.has("xpus")) t.fail("xpus", "missing: [[server, xpu], ...] by position (x + dim_x * y)");
-  c.tenant.dim_x = t.small_int("dim_x", c.tenant.dim_x, 1, 64);
-  c.tenant.dim_y = t.small_int("dim_y", c.tenant.dim_y, 1, 64);
+  protocol::RackPlacement p;
+  p.dim_x = t.small_int("dim_x", defaults.dim_x, 1, 64);
+  p.dim_y = t.small_int("dim_y", defaults.dim_y, 1, 64);
   const json& arr = array_field(t, "xpus");
-  c.tenant.xpu_of_position.clear();
   for (size_t i = 0; i < arr.size(); ++i) {
     const json& x = arr[i];
     if (!x.is_array() || x.size() != 2 || !x[0].is_number_unsigned() || !x[1].is_number_unsigned())
       t.fail(fmt::format("xpus[{}]", i), fmt::format("must be [server, xpu], got {}", x.dump()));
-    c.tenant.xpu_of_position.push_back(protocol::RackXpu{x[0].get<int>(), x[1].get<int>()});
+    p.xpu_of_position.push_back(protocol::RackXpu{x[0].get<int>(), x[1].get<int>()});
   }
   t.finish();
+  return p;
+}
+
+// "tenants": several tenants, the first the rack's tenant and the rest its co-tenants.
+void parse_rack_tenants(Fields& f, sim::rack::RackConfig& c) {
+  const json& arr = array_field(f, "tenants");
+  if (arr.empty()) f.fail("tenants", "an empty list: give \"tenant\": null for a rack with no tenant");
+  for (size_t i = 0; i < arr.size(); ++i) {
+    const protocol::RackPlacement p = parse_rack_tenant(Fields(arr[i], f.source(), f.path(fmt::format("tenants[{}]", i))), c.tenant);
+    if (i == 0) c.tenant = p;
+    else c.co_tenants.push_back(p);
+  }
 }
 
 void parse_rack_faults(Fields& f, sim::rack::RackConfig& c) {
@@ -1024,8 +1050,10 @@ sim::rack::RackConfig parse_rack_scenario(const json& j, const std::string& sour
     c.wiring = protocol::torus_wiring(c.shape);
     c.lines.assign(c.wiring.size(), sim::rack::FibreLine{});
   }
+  if (f.has("tenant") && f.has("tenants")) f.fail("tenants", "give either \"tenant\" (one) or \"tenants\" (several), not both");
   if (f.has("tenant") && f.raw("tenant").is_null()) c.tenant = protocol::RackPlacement{0, 0, {}};  // no tenant: bare boards
-  else if (f.has("tenant")) parse_rack_tenant(f.sub("tenant"), c);
+  else if (f.has("tenant")) c.tenant = parse_rack_tenant(f.sub("tenant"), c.tenant);
+  else if (f.has("tenants")) parse_rack_tenants(f, c);
   else c.tenant = protocol::whole_rack_placement(c.shape);
   c.run_us = f.real("run_us", c.run_us, 1.0, 1e6);
   if (f.has("faults")) parse_rack_faults(f, c);
@@ -1079,6 +1107,12 @@ sim::rack::RackConfig load_rack_scenario(const std::string& path, const std::str
   return parse_rack_scenario(j, path, calibration_file);
 }
 
+json rack_placement_json(const protocol::RackPlacement& p) {
+  json xpus = json::array();  // unsigned: what parse_rack_tenant accepts
+  for (const auto& x : p.xpu_of_position) xpus.push_back({static_cast<unsigned>(x.server), static_cast<unsigned>(x.xpu)});
+  return {{"dim_x", p.dim_x}, {"dim_y", p.dim_y}, {"xpus", xpus}};
+}
+
 json to_json(const sim::rack::RackConfig& c) {
   json fibres = json::array();
   for (size_t i = 0; i < c.wiring.size(); ++i) {
@@ -1092,15 +1126,13 @@ json to_json(const sim::rack::RackConfig& c) {
                       {"loss_db", c.lines[i].loss_db},
                       {"latency_cycles", sim::rack::fibre_latency_cycles(c, static_cast<int>(i))}});
   }
-  json tenant = json::array();
-  for (const auto& x : c.tenant.xpu_of_position) tenant.push_back({x.server, x.xpu});
   json faults = json::array();
   for (const auto& x : c.faults)
     faults.push_back({{"kind", x.kind == sim::rack::FibreFault::Kind::Cut ? "fibre_cut" : "fibre_dark"},
                       {"fibre", x.fibre},
                       {"at_cycle", x.at_cycle},
                       {"cycles", x.cycles}});
-  return {{"name", c.name},
+  json out = {{"name", c.name},
           {"seed", c.seed},
           {"servers_x", c.shape.servers_x},
           {"servers_y", c.shape.servers_y},
@@ -1110,9 +1142,14 @@ json to_json(const sim::rack::RackConfig& c) {
           {"mesh_extinction_db", c.server.mesh.extinction_db},
           {"fibres_per_neighbour", c.shape.fibres_per_neighbour},
           {"fibres", fibres},
-          {"tenant", {{"dim_x", c.tenant.dim_x}, {"dim_y", c.tenant.dim_y}, {"xpus", tenant}}},
+          {"tenant", rack_placement_json(c.tenant)},
           {"run_us", c.run_us},
           {"faults", faults}};
+  if (!c.co_tenants.empty()) {
+    out["co_tenants"] = json::array();
+    for (const auto& p : c.co_tenants) out["co_tenants"].push_back(rack_placement_json(p));
+  }
+  return out;
 }
 
 }  // namespace mxtb::app

@@ -135,6 +135,9 @@ sim::rack::RackConfig rack_of_one(const FailoverScenario& s, const std::string& 
 // A rack file's JSON as read, before parse_rack_scenario (ScenarioError naming it if unreadable).
 nlohmann::json read_rack_file(const std::string& path);
 sim::rack::RackConfig parse_rack_scenario(const nlohmann::json& j, const std::string& source, const std::string& calibration_file);
+// A tenant as a rack file writes it ({dim_x, dim_y, xpus: [[server, xpu], ...]}), which
+// parse_rack_scenario reads back.
+nlohmann::json rack_placement_json(const protocol::RackPlacement& p);
 // The rack's configuration as the report names it (name, seed, servers, wiring with each fibre's
 // latency and loss, tenant, run).
 nlohmann::json to_json(const sim::rack::RackConfig& cfg);
@@ -190,6 +193,12 @@ struct RackSeedPlan {
   // a seed has one death, a job, and no other fault.
   bool migrate = false;
   int slice_x0 = 0, slice_y0 = 0, slice_dx = 0, slice_dy = 0;
+  // Several tenants instead of the rack's one (one seed in five of the others, from a stream of
+  // its own): their shapes ("2x2,2x2"), placed by the allocator into the scenario's "tenants";
+  // the deaths fall in tenant 0, every other tenant runs its own job (with a job) and must not
+  // notice. Such a seed cuts no fibre (a cut under another tenant's circuit aborts its collective
+  // by design).
+  std::string tenants;
 };
 RackSeedPlan rack_seed_plan(uint64_t seed, const std::string& racks_dir);
 

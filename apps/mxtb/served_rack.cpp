@@ -24,11 +24,19 @@ std::vector<std::string> rack_xpu_names(std::vector<RackXpu> xs) {
 }
 
 std::vector<RackXpu> spares_of(const protocol::RackShape& shape, const protocol::RackPlacement& p) {
+  return spares_of(shape, std::vector<protocol::RackPlacement>{p});
+}
+
+std::vector<RackXpu> spares_of(const protocol::RackShape& shape, const std::vector<protocol::RackPlacement>& tenants) {
   std::vector<RackXpu> out;
+  auto placed = [&](const RackXpu& x) {
+    for (const auto& p : tenants)
+      if (std::find(p.xpu_of_position.begin(), p.xpu_of_position.end(), x) != p.xpu_of_position.end()) return true;
+    return false;
+  };
   for (int s = 0; s < shape.servers(); ++s)
     for (int x = 0; x < shape.server.xpus; ++x)
-      if (std::find(p.xpu_of_position.begin(), p.xpu_of_position.end(), RackXpu{s, x}) == p.xpu_of_position.end())
-        out.push_back({s, x});
+      if (!placed({s, x})) out.push_back({s, x});
   return out;
 }
 
@@ -51,7 +59,8 @@ ServedRack::ServedRack(sim::rack::RackConfig config, const std::string& scenario
   std::filesystem::create_directories(out);  // the rack's log and reports
   const protocol::RackShape& shape = cfg.shape;
   tenant.placement = cfg.tenant;
-  tenant.spares = spares_of(shape, cfg.tenant);
+  tenant.others = cfg.co_tenants;  // the first tenant is the one whose XPUs fail; the others run beside it
+  tenant.spares = spares_of(shape, sim::rack::rack_tenants(cfg));
   options.commit.shape = shape;
   options.commit.wiring = cfg.wiring;
   std::vector<std::string> rack_args{"--scenario", scenario_path, "--calibration", calibration, "--serve", "--time-mode",
@@ -73,7 +82,11 @@ ServedRack::ServedRack(sim::rack::RackConfig config, const std::string& scenario
     boards.push_back(owned_.back().get());
   }
   options.reconnect = [this](int server) { return reconnect(server); };
-  const auto maps = protocol::rack_torus_map(shape, cfg.wiring, cfg.tenant).port_target;
+  // The host watches the tenants' lanes and the spare it places; an idle XPU's lanes, without a
+  // circuit, train on stray light and would flood the queues it drains through every board. The
+  // jobs' events, which every board queues, it reads from server 0's.
+  for (size_t s = 0; s < boards.size(); ++s) boards[s]->set_event_filter(true, s != 0);
+  const auto maps = protocol::rack_tenants_map(shape, cfg.wiring, sim::rack::rack_tenants(cfg)).port_target;
   if (!host::failover::lanes_active(boards, maps, shape.server.links(), 500'000))
     throw InputError(fmt::format("{}: the tenant's lanes are not all Active 500 us after bring-up (see {}/rack.log)", scenario_path, out));
   if (ranks && !job) throw std::logic_error("ServedRack: ranks without a job");
@@ -99,7 +112,16 @@ ServedRack::ServedRack(sim::rack::RackConfig config, const std::string& scenario
     if (host::failover::form_rack_job(boards, ring, *job, options.poll_ns, events) == 0)
       throw InputError(fmt::format("{}: the tenant's job on rack XPUs {} has no verified collective within {} us of its forming (see {}/rack.log)",
                                    scenario_path, fmt::join(ring, ","), job->first_timeout_ns / 1000.0, out));
+    // Every other tenant runs its own job (job k: tenant k), checked across every failover.
+    for (size_t k = 1; k <= cfg.co_tenants.size(); ++k) {
+      const std::vector<int> co_ring = protocol::rack_ring_xpus(shape, cfg.co_tenants[k - 1]);
+      if (host::failover::form_rack_job(boards, co_ring, *job, options.poll_ns, events, nullptr, static_cast<int>(k)) == 0)
+        throw InputError(fmt::format("{}: tenant {}'s job on rack XPUs {} has no verified collective within {} us of its forming (see {}/rack.log)",
+                                     scenario_path, k, fmt::join(co_ring, ","), job->first_timeout_ns / 1000.0, out));
+      options.co_tenant_jobs.push_back(static_cast<int>(k));
+    }
   }
+  if (!tenant.others.empty()) tenant.circuits_moved = host::failover::circuits_moved(boards);
 }
 
 void ServedRack::unplug(int server, bool down) {

@@ -93,6 +93,8 @@ class StaticTorus {
 
 // The rack's XPUs outside the tenant: its spares.
 std::vector<protocol::RackXpu> spares_of(const protocol::RackShape& shape, const protocol::RackPlacement& p);
+// The rack's XPUs outside every tenant.
+std::vector<protocol::RackXpu> spares_of(const protocol::RackShape& shape, const std::vector<protocol::RackPlacement>& tenants);
 
 // "S.X", and names in (server, XPU) order.
 std::string rack_xpu_name(const protocol::RackXpu& x);

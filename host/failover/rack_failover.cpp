@@ -1,5 +1,7 @@
 #include "host/failover/rack_failover.h"
 
+#include "protocol/job_ring.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -55,12 +57,23 @@ int dead_tenant_position(const protocol::RackShape& shape, const protocol::RackP
 }
 
 std::vector<protocol::RackXpu> spare_order(const protocol::RackShape& shape, const protocol::RackXpu& failed,
-                                           const std::vector<protocol::RackXpu>& spares) {
+                                           const std::vector<protocol::RackXpu>& spares, const std::vector<protocol::RackPlacement>* others) {
+  std::vector<int> others_on(static_cast<size_t>(shape.servers()), 0);  // other tenants' XPUs a server holds
+  if (others)
+    for (const auto& p : *others)
+      for (const auto& x : p.xpu_of_position)
+        if (x.server >= 0 && x.server < shape.servers()) ++others_on[static_cast<size_t>(x.server)];
   std::vector<protocol::RackXpu> out = spares;
   std::stable_sort(out.begin(), out.end(), [&](const protocol::RackXpu& a, const protocol::RackXpu& b) {
-    return std::make_tuple(server_distance(shape, failed.server, a.server), a.server, a.xpu) <
-           std::make_tuple(server_distance(shape, failed.server, b.server), b.server, b.xpu);
+    return std::make_tuple(server_distance(shape, failed.server, a.server), others_on[static_cast<size_t>(a.server)], a.server, a.xpu) <
+           std::make_tuple(server_distance(shape, failed.server, b.server), others_on[static_cast<size_t>(b.server)], b.server, b.xpu);
   });
+  return out;
+}
+
+std::vector<uint32_t> circuits_moved(std::vector<fabric::Board*>& boards) {
+  std::vector<uint32_t> out;
+  for (fabric::Board* b : boards) out.push_back(b->report().circuits_moved);
   return out;
 }
 
@@ -120,10 +133,10 @@ namespace {
 protocol::RackMap choose_spare(const RackTenant& t, int dead, const RackFailoverOptions& o, RackFailoverRecord& rec,
                                protocol::RackPlacement& next) {
   next = t.placement;
-  for (const protocol::RackXpu& s : spare_order(o.commit.shape, rec.failed, t.spares)) {
+  for (const protocol::RackXpu& s : spare_order(o.commit.shape, rec.failed, t.spares, &t.others)) {
     next.xpu_of_position[static_cast<size_t>(dead)] = s;
     try {
-      auto maps = protocol::rack_torus_map(o.commit.shape, o.commit.wiring, next, &t.running);
+      auto maps = protocol::rack_tenants_map(o.commit.shape, o.commit.wiring, t.tenants_with(next), &t.running);
       rec.spare = s;
       rec.same_server = s.server == rec.failed.server;
       rec.spare_reason += fmt::format("server {} XPU {}: {}", s.server, s.xpu,
@@ -142,30 +155,69 @@ protocol::RackMap choose_spare(const RackTenant& t, int dead, const RackFailover
 // saw and the words they lost. Idle spares are left out: their lanes, without circuits, train
 // with whatever unused port their light reaches and leave Active on their own every few
 // thousand cycles.
-void measure_blast(std::vector<fabric::Board*>& boards, const protocol::RackPlacement& placed, int dead, const RackEvents& events,
-                   const std::vector<ScoreboardCounts>& before, const protocol::RackShape& shape, RackFailoverRecord& rec) {
+void measure_blast(std::vector<fabric::Board*>& boards, const protocol::RackPlacement& placed, const std::vector<protocol::RackPlacement>& others,
+                   int dead, const RackEvents& events, const std::vector<ScoreboardCounts>& before, const protocol::RackShape& shape,
+                   RackFailoverRecord& rec) {
   BlastRadius& b = rec.blast;
   b.allowed = {rec.failed, rec.spare};
   for (int n : torus_neighbour_positions(placed, dead)) add(b.allowed, placed.xpu_of_position[static_cast<size_t>(n)]);
   std::vector<protocol::RackXpu> watched = placed.xpu_of_position;
   add(watched, rec.spare);
+  for (const auto& p : others)  // another tenant's XPU whose lane leaves Active is outside by definition
+    for (const auto& x : p.xpu_of_position) add(watched, x);
   links_left_active(events, rec.failure_ns, watched, shape.server.lanes_per_xpu, b);
   add_scoreboards(boards, before, b);
 }
 
+// The other tenants' jobs after the path's end: each must verify a collective after it, and none
+// may have aborted or gone wrong since the failure. Waits at most the job's first_timeout_ns
+// (RackJob's default without a job) for each.
+void check_co_tenant_jobs(std::vector<fabric::Board*>& boards, const RackFailoverOptions& o,
+                          const std::vector<fabric::JobStatus>& before, RackFailoverRecord& rec) {
+  fabric::Board& b = *boards[0];
+  const uint64_t timeout = o.job ? o.job->first_timeout_ns : RackJob{}.first_timeout_ns;
+  for (size_t i = 0; i < o.co_tenant_jobs.size(); ++i) {
+    CoTenantJobFigures f;
+    f.job = o.co_tenant_jobs[i];
+    const uint32_t at_end = b.job_status(f.job).verified;
+    const uint64_t until = b.clock().now_ns() + timeout;
+    fabric::JobStatus now = b.job_status(f.job);
+    while (now.verified == at_end && b.clock().now_ns() < until) {
+      b.clock().wait_ns(o.poll_ns);
+      now = b.job_status(f.job);
+    }
+    if (now.verified > at_end) f.next_verified_ns = static_cast<double>(b.clock().now_ns());
+    f.verified = now.verified - before[i].verified;
+    f.aborted = now.aborted - before[i].aborted;
+    f.wrong = now.wrong - before[i].wrong;
+    if (f.aborted || f.wrong)
+      rec.problems.push_back(fmt::format("tenant {}'s job, not the failing tenant's: {} collective(s) aborted and {} wrong since the failure",
+                                         f.job, f.aborted, f.wrong));
+    if (f.next_verified_ns == 0)
+      rec.problems.push_back(fmt::format("tenant {}'s job verified no collective within {} us of the path's end", f.job, timeout / 1000.0));
+    rec.co_tenant_jobs.push_back(f);
+  }
+}
+
 }  // namespace
 
-std::string job_in_flight_end(const RackEvents& events, double failure_ns) {
+std::vector<protocol::RackPlacement> RackTenant::tenants_with(const protocol::RackPlacement& p) const {
+  std::vector<protocol::RackPlacement> all = others;
+  all.insert(all.begin() + std::min<size_t>(static_cast<size_t>(std::max(index, 0)), all.size()), p);
+  return all;
+}
+
+std::string job_in_flight_end(const RackEvents& events, double failure_ns, int job_index) {
   for (const auto& e : events[0])
-    if (e.kind == emu::EmuEvent::Job && static_cast<double>(e.time_ns) >= failure_ns &&
+    if (e.kind == emu::EmuEvent::Job && protocol::job_event_job(e.data) == job_index && static_cast<double>(e.time_ns) >= failure_ns &&
         static_cast<emu::JobOutcome>(e.a) != emu::JobOutcome::Verified)
-      return fmt::format("collective #{} {} ({}) {:.1f} us after the failure", e.data, emu::to_string(static_cast<emu::JobOutcome>(e.a)),
+      return fmt::format("collective #{} {} ({}) {:.1f} us after the failure", protocol::job_event_seq(e.data), emu::to_string(static_cast<emu::JobOutcome>(e.a)),
                          emu::to_string(static_cast<emu::JobReason>(e.b)), (static_cast<double>(e.time_ns) - failure_ns) / 1000.0);
   return "";
 }
 
 double form_rack_job(std::vector<fabric::Board*>& boards, const std::vector<int>& ring, const RackJob& job, uint64_t poll_ns,
-                     RackEvents& events, double* formed_ns) {
+                     RackEvents& events, double* formed_ns, int job_index) {
   // Formed first: draining the boards' events costs board time (each request runs through the
   // board's IPbus transactor), which the path should not wait for. Events from before the form
   // come in later with earlier stamps.
@@ -173,13 +225,13 @@ double form_rack_job(std::vector<fabric::Board*>& boards, const std::vector<int>
   const size_t seen = events[0].size();
   const double formed = static_cast<double>(b.clock().now_ns());
   if (formed_ns) *formed_ns = formed;
-  b.form_job(ring, job.spec);
+  b.form_job(ring, job.spec, job_index);
   const uint64_t until = b.clock().now_ns() + job.first_timeout_ns;
   for (;;) {
     take_events(boards, events);
     for (size_t i = seen; i < events[0].size(); ++i) {
       const auto& e = events[0][i];
-      if (e.kind == emu::EmuEvent::Job && static_cast<double>(e.time_ns) >= formed &&
+      if (e.kind == emu::EmuEvent::Job && protocol::job_event_job(e.data) == job_index && static_cast<double>(e.time_ns) >= formed &&
           static_cast<emu::JobOutcome>(e.a) == emu::JobOutcome::Verified)
         return static_cast<double>(e.time_ns);
     }
@@ -211,7 +263,9 @@ RackFailoverRecord rack_failover(std::vector<fabric::Board*>& boards, RackTenant
   RackEvents events(boards.size());
   std::vector<ScoreboardCounts> scoreboards_before;
   for (fabric::Board* b : boards) scoreboards_before.push_back(scoreboard_counts(*b));
-  const fabric::JobStatus job_before = o.job ? boards[0]->job_status() : fabric::JobStatus{};
+  const fabric::JobStatus job_before = o.job ? boards[0]->job_status(t.index) : fabric::JobStatus{};
+  std::vector<fabric::JobStatus> co_before;
+  for (int j : o.co_tenant_jobs) co_before.push_back(boards[0]->job_status(j));
   if (o.job) rec.job = RackJobFigures{};
 
   const int dead = watch_for_death(boards, shape, t.placement, o.poll_ns, o.detect_timeout_ns);
@@ -225,7 +279,7 @@ RackFailoverRecord rack_failover(std::vector<fabric::Board*>& boards, RackTenant
   take_events(boards, events);
 
   const protocol::RackPlacement placed = t.placement;  // as the failure found it
-  if (t.running.port_target.empty()) t.running = protocol::rack_torus_map(shape, o.commit.wiring, placed);
+  if (t.running.port_target.empty()) t.running = protocol::rack_tenants_map(shape, o.commit.wiring, t.tenants_with(placed));
   const auto before = t.running.port_target;
   protocol::RackPlacement next;
   const protocol::RackMap next_map = choose_spare(t, dead, o, rec, next);
@@ -233,6 +287,7 @@ RackFailoverRecord rack_failover(std::vector<fabric::Board*>& boards, RackTenant
   if (after.empty()) {
     rec.problems.push_back(fmt::format("server {} XPU {} died and no spare can take its place{}", rec.failed.server, rec.failed.xpu,
                                        t.spares.empty() ? " (none left)" : ": " + rec.spare_reason));
+    check_co_tenant_jobs(boards, o, co_before, rec);  // nothing was placed: the others must not have noticed
     return rec;
   }
   // Only the boards whose maps change take part.
@@ -269,18 +324,24 @@ RackFailoverRecord rack_failover(std::vector<fabric::Board*>& boards, RackTenant
         rec.problems.push_back(fmt::format("the ranks' communicator not formed again on rack XPUs {}: {}", fmt::join(rec.job->ring, ","),
                                            e.what()));
       }
-    rec.job->first_verified_ns = form_rack_job(boards, rec.job->ring, *o.job, o.poll_ns, events, &rec.job->formed_ns);
+    rec.job->first_verified_ns = form_rack_job(boards, rec.job->ring, *o.job, o.poll_ns, events, &rec.job->formed_ns, t.index);
     if (rec.job->first_verified_ns == 0)
       rec.problems.push_back(fmt::format("the job formed again on rack XPUs {} has no verified collective within {} us",
                                          fmt::join(rec.job->ring, ","), o.job->first_timeout_ns / 1000.0));
   }
   take_events(boards, events);
-  measure_blast(boards, placed, dead, events, scoreboards_before, shape, rec);
+  measure_blast(boards, placed, t.others, dead, events, scoreboards_before, shape, rec);
+  check_co_tenant_jobs(boards, o, co_before, rec);
+  if (!t.others.empty() && t.circuits_moved.size() == boards.size()) {  // read after the path: it costs no path time
+    const std::vector<uint32_t> now = circuits_moved(boards);
+    for (size_t s = 0; s < boards.size(); ++s) rec.circuits_moved.push_back(now[s] - t.circuits_moved[s]);
+    t.circuits_moved = now;
+  }
   if (o.job) {
-    const fabric::JobStatus now = boards[0]->job_status();
+    const fabric::JobStatus now = boards[0]->job_status(t.index);
     rec.job->aborted = now.aborted - job_before.aborted;
     rec.job->wrong = now.wrong - job_before.wrong;
-    rec.job->in_flight = job_in_flight_end(events, rec.failure_ns);
+    rec.job->in_flight = job_in_flight_end(events, rec.failure_ns, t.index);
     if (rec.job->wrong) rec.problems.push_back(fmt::format("{} of the job's collectives ended wrong", rec.job->wrong));
   }
   return rec;

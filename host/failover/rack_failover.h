@@ -29,6 +29,16 @@ struct RackTenant {
   // The map the boards run (the host's journal); empty: the placement's fresh map, as the rack's
   // bring-up placed it. A failover keeps every circuit that stays on its fibre.
   protocol::RackMap running;
+  // A rack of several tenants (docs/rack.md, "Several tenants"): this one's place among them (its
+  // job, JOB_SELECT) and the others in the rack's order. Their circuits are in every map the
+  // failover places and stay as they run; their XPUs are never spares.
+  int index = 0;
+  std::vector<protocol::RackPlacement> others;
+  // With others: every board's ReportWord CircuitsMoved as last read (the rack's host reads it
+  // after the bring-up), so that a failover can tell which boards' meshes rearranged.
+  std::vector<uint32_t> circuits_moved;
+  // Every tenant in the rack's order, this one as `p`.
+  std::vector<protocol::RackPlacement> tenants_with(const protocol::RackPlacement& p) const;
 };
 
 struct BlastRadius {
@@ -53,6 +63,14 @@ struct RackJob {
   uint64_t first_timeout_ns = 1'000'000;
 };
 
+// What another tenant's job did across one failover: the invariant of a rack of several tenants
+// is none aborted, none wrong, and a verified collective after the path's end.
+struct CoTenantJobFigures {
+  int job = 0;                                  // the tenant's job (JOB_SELECT)
+  uint32_t verified = 0, aborted = 0, wrong = 0;  // from the failure to next_verified_ns
+  double next_verified_ns = 0;                  // its first collective verified after the path's end; 0: none in time
+};
+
 // What the job did across one failover.
 struct RackJobFigures {
   std::vector<int> ring;             // rack XPUs in ring order, as formed again (empty: not formed again)
@@ -66,7 +84,7 @@ struct RackJobFigures {
 // the re-form itself does not count), gathering every board's events into `events` (by server)
 // meanwhile. Returns the collective's end, board time; 0 when none came within the timeout.
 double form_rack_job(std::vector<fabric::Board*>& boards, const std::vector<int>& ring, const RackJob& job, uint64_t poll_ns,
-                     RackEvents& events, double* formed_ns = nullptr);
+                     RackEvents& events, double* formed_ns = nullptr, int job_index = 0);
 
 struct RackFailoverRecord {
   protocol::RackXpu failed, spare;
@@ -78,6 +96,10 @@ struct RackFailoverRecord {
   // board's map placed and every lane Active).
   double failure_ns = 0, detected_ns = 0, done_ns = 0;
   std::optional<RackJobFigures> job;  // with a job (RackFailoverOptions::job)
+  std::vector<CoTenantJobFigures> co_tenant_jobs;  // RackFailoverOptions::co_tenant_jobs
+  // With other tenants: per board, the circuits that stayed in its map yet its routing moved during
+  // this failover (a rearrangement of the Beneš mesh; ReportWord CircuitsMoved). Empty: not read.
+  std::vector<uint32_t> circuits_moved;
   // With the job's ranks as processes (RackFailoverOptions::ranks): their communicator formed
   // again on the new ring, wall time, laid on the path before the emulator's job forms again.
   std::optional<comm::Reform> reform;
@@ -102,7 +124,12 @@ struct RackFailoverOptions {
   // dead XPU's killed when the host sees the death, the communicator formed again on the new ring
   // once the placement is committed. Null: the emulator's job stands for them.
   comm::RankGroup* ranks = nullptr;
+  // The other tenants' jobs (JOB_SELECT), each checked across the failover (CoTenantJobFigures).
+  std::vector<int> co_tenant_jobs;
 };
+
+// Every board's ReportWord CircuitsMoved, by server.
+std::vector<uint32_t> circuits_moved(std::vector<fabric::Board*>& boards);
 
 // Shared by the host's rack path and the migration baseline (rack_migrate.h).
 // Every board's events since the last call appended to `events`.
@@ -126,7 +153,7 @@ int watch_for_death(std::vector<fabric::Board*>& boards, const protocol::RackSha
 std::vector<int> torus_neighbour_positions(const protocol::RackPlacement& t, int p);
 // The job's collective in flight at `failure_ns`: how it ended (its first end after the failure
 // that is not a verified one), from board 0's events; "" when none ended.
-std::string job_in_flight_end(const RackEvents& events, double failure_ns);
+std::string job_in_flight_end(const RackEvents& events, double failure_ns, int job_index = 0);
 
 // The host's looks at every board, by server, until one tenant XPU has no lane Active in two
 // looks running (its neighbours lose only the lanes to it). Pure: one look's link states.
@@ -139,9 +166,12 @@ int dead_tenant_position(const protocol::RackShape& shape, const protocol::RackP
 bool lanes_active(std::vector<fabric::Board*>& boards, const std::vector<std::vector<int>>& maps, int links, uint64_t ns);
 
 // The spares in the order the host tries them for a failure on `failed`'s server: its own
-// server's first, then by torus distance between servers, then by number. Pure.
+// server's first, then by torus distance between servers, then (with `others`, the rack's other
+// tenants) by how many of their XPUs the spare's server holds, fewest first (a spare's circuits
+// can make that server's mesh rearrange, and move another tenant's circuits), then by number. Pure.
 std::vector<protocol::RackXpu> spare_order(const protocol::RackShape& shape, const protocol::RackXpu& failed,
-                                           const std::vector<protocol::RackXpu>& spares);
+                                           const std::vector<protocol::RackXpu>& spares,
+                                           const std::vector<protocol::RackPlacement>* others = nullptr);
 
 // The failover of the XPU that dies at `failure_ns` (the caller armed it): `boards[s]` is server
 // s's client; the boards' event queues were drained before the failure. `t` follows (placement,

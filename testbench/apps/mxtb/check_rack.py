@@ -12,6 +12,8 @@
   check_rack.py MXTB OUT collective SCENARIO   `mxtb collective --rack`: exact across servers, under the fibres' limit, repeatable
   check_rack.py MXTB OUT failover SCENARIO     `mxtb rack-failover` on a rack of two servers: the own server's spare, then the
                                                other's across both boards, then none left; bad --fail values refused
+  check_rack.py MXTB OUT tenants RACKS         `mxtb rack-failover --tenants`: tenants placed by the allocator, each running its
+                                               job; two deaths in tenant 0, every other tenant's job never aborted; bad uses refused
 """
 import json
 import os
@@ -32,6 +34,8 @@ BAD = {
     "fibres-do-not-fit.json": "$.rack.fibres_per_neighbour: rack: 4 sides x 4 fibres need 16 fibre ports",
     "fault-no-fibre.json": "$.faults[0].fibre: fibre 99 does not exist (the wiring has fibres 0..23)",
     "unknown-field.json": "$.rack.colour: unknown field",
+    "tenants-share-an-xpu.json": "tenant 1: server 0 XPU 3 is tenant 0's",
+    "tenant-and-tenants.json": "$.tenants: give either \"tenant\" (one) or \"tenants\" (several), not both",
 }
 
 
@@ -426,6 +430,68 @@ def migrate(mxtb, out, racks):
             fail(f"{flags}: exit {p.returncode}, want 2 and '{message}', nothing written\n{p.stderr}")
 
 
+def tenants(mxtb, out, racks):
+    """Several tenants placed by the allocator (--tenants), each running its own job: two deaths in
+    tenant 0, one a server, each failed over to a spare of its own server; the other tenant's job
+    verifies after each path with no collective aborted or wrong, and none of its XPUs' links leaves
+    Active. Bad uses refused: exit 2, the message, nothing written."""
+    rack = str(Path(racks, "rack-2x2.json"))
+
+    def bad_use(flags, message, scenario=rack):
+        bad_out = out + "-bad"
+        shutil.rmtree(bad_out, ignore_errors=True)
+        p = subprocess.run([mxtb, "rack-failover", "--scenario", scenario, "--out", bad_out] + flags, capture_output=True, text=True,
+                           timeout=120)
+        if p.returncode != 2 or message not in p.stderr or Path(bad_out).exists():
+            fail(f"{flags}: exit {p.returncode}, want 2 and '{message}', nothing written\n{p.stderr}")
+        return p
+
+    # Where the allocator puts tenant 0: named by the refusal of an XPU outside it.
+    p = bad_use(["--tenants", "4x2,2x2", "--fail", "0.4", "--job"], "--fail 0.4: not an XPU of tenant 0")
+    placed = re.search(r"the allocator placed it on ([0-9.,]+)\)", p.stderr).group(1).split(",")
+    deaths = []
+    for x in placed:
+        if x.split(".")[0] not in [d.split(".")[0] for d in deaths]:
+            deaths.append(x)
+    deaths = deaths[:2]
+    shutil.rmtree(out, ignore_errors=True)
+    p = subprocess.run([mxtb, "rack-failover", "--scenario", rack, "--out", out, "--tenants", "4x2,2x2", "--fail", ",".join(deaths), "--job"],
+                       capture_output=True, text=True, timeout=600)
+    print(p.stdout)
+    if p.returncode != 0:
+        fail(f"mxtb rack-failover --tenants: exit {p.returncode}, want 0\n{p.stderr}")
+    scenario = json.loads(Path(out, "scenario.json").read_text())
+    if len(scenario["tenants"]) != 2 or "tenant" in scenario:
+        fail(f"the served rack file's tenants: {scenario.get('tenants')}")
+    other = {f"{s}.{x}" for s, x in scenario["tenants"][1]["xpus"]}
+    if other & {f"{s}.{x}" for s, x in scenario["tenants"][0]["xpus"]}:
+        fail("the allocator placed two tenants on one XPU")
+    records = json.loads(Path(out, "rack-failover.json").read_text())["failovers"]
+    if len(records) != 2:
+        fail(f"{len(records)} failovers, want 2")
+    for r in records:
+        if r["outcome"] != "committed" or r["problems"]:
+            fail(f"{r['failed']}: {r['outcome']}, problems {r['problems']}")
+        jobs = r["other_tenants_jobs"]
+        if len(jobs) != 1 or jobs[0]["tenant"] != 1 or jobs[0]["aborted"] or jobs[0]["wrong"] \
+                or not jobs[0]["verified"] > 0 or jobs[0]["next_verified_after_failure_ns"] is None:
+            fail(f"{r['failed']}: the other tenant's job {jobs}")
+        blast = r["blast_radius"]
+        if blast["other_tenants_collectives_aborted"] != 0 or other & set(blast["xpus_left_active"]):
+            fail(f"{r['failed']}: the other tenant disturbed: {blast}")
+        if r["job"]["collectives_wrong"] != 0 or r["job"]["first_collective_ns"] is None:
+            fail(f"{r['failed']}: the failing tenant's job {r['job']}")
+    if "tenant 1's job:" not in p.stdout:
+        fail("no line for the other tenant's job")
+    bad_use(["--tenants", "2x2,4x1", "--fail", "0.0"], "--tenants 2x2,4x1: tenant 1 4x1: each side at least 2")
+    bad_use(["--tenants", "2x2", "--fail", "0.0", "--migrate", "--job"], "--tenants: the migration baseline runs one slice")
+    bad_use(["--tenants", "2x2,2x2,2x2", "--fail", "0.0"], "tenant 2 (2x2): the allocator found no place for it",
+            scenario=str(Path(racks, "rack-2x1.json")))
+    bad_use(["--tenants", "2x2", "--fail", "0.0"], "a rack of 4x4 servers: the allocator places tenants on one layer",
+            scenario=str(Path(racks, "rack-4x4.json")))
+    print("ok: the other tenant's job untouched by two failovers; 5 bad uses refused")
+
+
 def main():
     mxtb, out, what = sys.argv[1], sys.argv[2], sys.argv[3]
     rest = sys.argv[4:]
@@ -450,6 +516,8 @@ def main():
         failover_job(mxtb, out, rest[0])
     elif what == "migrate":
         migrate(mxtb, out, rest[0])
+    elif what == "tenants":
+        tenants(mxtb, out, rest[0])
     else:
         fail(f"unknown check {what}")
 

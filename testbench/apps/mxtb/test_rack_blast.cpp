@@ -74,7 +74,11 @@ TEST_CASE("rack blast radius: each failover in its case, only clean ones measure
   stuck["outcome"] = nullptr;
   json restored = record(true, "committed", 1, 0, 120, job);
   restored["state"] = {{"ns", 0.86e9}};
-  add(5, {{"rack", "rack-2x2"}, {"failovers", {migrated, stuck, restored}}});
+  // Beside other tenants (their jobs checked): counted with their aborts.
+  json beside = record(true, "committed", 1, 0, 110, job);
+  beside["blast_radius"]["other_tenants"] = 2;
+  beside["blast_radius"]["other_tenants_collectives_aborted"] = 1;
+  add(5, {{"rack", "rack-2x2"}, {"failovers", {migrated, stuck, restored, beside}}});
   add(4, {{"scenario", "a single server's demo"}, {"failovers", {record(true, "committed", 1, 0, 1, job)}}});  // not a rack seed
   mxtb::host::regress::SeedResult missing;
   missing.json_path = (dir / "none.json").string();
@@ -84,17 +88,20 @@ TEST_CASE("rack blast radius: each failover in its case, only clean ones measure
   CHECK(s["seeds"] == 4);
   const json& same = s["cases"][0];
   CHECK(same["case"] == "spare in the same server");
-  CHECK(same["failovers"] == 4);
-  CHECK(same["committed"] == 4);
-  CHECK(same["clean"] == 3);  // the one with a second death is not measured
-  CHECK(same["with_job"] == 2);
+  CHECK(same["failovers"] == 5);
+  CHECK(same["committed"] == 5);
+  CHECK(same["clean"] == 4);  // the one with a second death is not measured
+  CHECK(same["with_job"] == 3);
+  CHECK(same["beside_other_tenants"] == 1);
+  CHECK(same["other_tenants_collectives_aborted"] == 1);
+  CHECK(s["cases"][1]["beside_other_tenants"] == 0);
   CHECK(same["ranks_restarted"]["mean"].get<double>() == doctest::Approx(1.0));
   CHECK(same["state_ms_modeled"]["n"] == 1);
   CHECK(same["boards_touched"]["mean"].get<double>() == doctest::Approx(1.0));
   CHECK(same["xpus_left_active_outside_circuits"]["max"].get<double>() == doctest::Approx(1.0));
   CHECK(same["lanes_left_active"]["p50"].get<double>() == doctest::Approx(10.0));
-  CHECK(same["placed_us"]["n"] == 3);
-  CHECK(same["first_collective_us"]["n"] == 2);
+  CHECK(same["placed_us"]["n"] == 4);
+  CHECK(same["first_collective_us"]["n"] == 3);
   CHECK(same["first_collective_us"]["p50"].get<double>() == doctest::Approx(170.0));
   const json& other = s["cases"][1];
   CHECK(other["failovers"] == 2);
@@ -115,5 +122,7 @@ TEST_CASE("rack blast radius: each failover in its case, only clean ones measure
   CHECK(table.find("spare in another server") != std::string::npos);
   CHECK(table.find("4 seeds") != std::string::npos);
   CHECK(table.find("migration (static torus)") != std::string::npos);
+  CHECK(table.find("other tenants aborted") != std::string::npos);
+  CHECK(table.find("1 in 1") != std::string::npos);
   std::filesystem::remove_all(dir);
 }

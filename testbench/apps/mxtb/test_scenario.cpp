@@ -210,3 +210,33 @@ TEST_CASE("rack campaign plans: the migration baseline one seed in six, a half o
   // The seeds the directed tests pin keep their plans: none of them migrates.
   for (uint64_t seed : {12, 26, 257, 3070, 4036}) CHECK_FALSE(rack_seed_plan(seed, racks).migrate);
 }
+
+// Several tenants (one seed in five of those that do not migrate, from a stream of their own):
+// placed by the allocator into the scenario's "tenants", disjoint and on the rack's XPUs, no fibre
+// cut; every other draw as it was.
+TEST_CASE("rack campaign plans: several tenants one seed in five, placed by the allocator, no fibre cut") {
+  const std::string racks = std::string(MXTB_SOURCE_DIR) + "/traces/scenarios/rack";
+  int several = 0, four_servers = 0;
+  std::string first;
+  for (uint64_t seed = 1; seed <= 800; ++seed) {
+    const RackSeedPlan p = rack_seed_plan(seed, racks);
+    if (p.tenants.empty()) {
+      CHECK_FALSE(p.scenario.contains("tenants"));
+      continue;
+    }
+    if (several++ < 6) first += std::to_string(seed) + " ";
+    CHECK_FALSE(p.migrate);
+    CHECK(p.cut_fibre < 0);
+    CHECK_FALSE(p.scenario.contains("faults"));
+    four_servers += p.base == "rack-2x2.json";
+    // The rack file loads with them: the tenants disjoint, their circuits within the fibres.
+    const auto cfg = parse_rack_scenario(p.scenario, "seed " + std::to_string(seed), "");
+    CHECK(cfg.co_tenants.size() + 1 == p.scenario.at("tenants").size());
+    CHECK(cfg.co_tenants.size() >= 1);
+  }
+  MESSAGE("several-tenant seeds: " << several << " of 800 (first " << first << "), " << four_servers << " on rack-2x2");
+  CHECK(several > 90);
+  CHECK(several < 190);
+  CHECK(four_servers > 10);
+  for (uint64_t seed : {3, 12, 26, 257, 3070, 4036}) CHECK(rack_seed_plan(seed, racks).tenants.empty());
+}

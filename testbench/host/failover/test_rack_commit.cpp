@@ -197,6 +197,10 @@ TEST_CASE("rack failover: the spares in the host's order, and the dead XPU in on
   // Server 1's failure: its own spare, then servers 0 and 3 (one hop), then 2 (two hops).
   const auto order = spare_order(shape, {1, 2}, spares);
   CHECK(order == std::vector<protocol::RackXpu>{{1, 4}, {0, 4}, {3, 4}, {2, 4}});
+  // Another tenant on server 0: at the same distance, server 3's spare comes first; its own
+  // server's spare still first, the far server still last.
+  const std::vector<protocol::RackPlacement> others{{2, 1, {{0, 0}, {0, 1}}}};
+  CHECK(spare_order(shape, {1, 2}, spares, &others) == std::vector<protocol::RackXpu>{{1, 4}, {3, 4}, {0, 4}, {2, 4}});
   const protocol::RackPlacement p = protocol::whole_rack_placement(shape);
   std::vector<std::vector<bool>> active(4, std::vector<bool>(static_cast<size_t>(shape.server.links()), true));
   CHECK(dead_tenant_position(shape, p, active) == -1);
