@@ -11,7 +11,10 @@
 #      seed cancelled, the third cancelled or never started (scontrol forgets a task cancelled
 #      while pending; sacct would say CANCELLED), neither passed, the second passed, exit 1;
 #   3. submits 2 seeds with an output file in a folder no node has: the tasks cannot start, and both
-#      seeds must be reported not_started, exit 1.
+#      seeds must be reported not_started, exit 1;
+#   4. runs rack seeds (`--rack`: a served rack and its failover in each) locally and through one
+#      job array: the same verdict and failures per seed, and the same blast-radius
+#      table's counts (failovers and commits by case), written beside the Slurm run's JSON.
 # Usage: check_regress_slurm.sh MXTB
 # Exit 77 (skipped) only when Slurm or munge is not installed. The daemons are stopped and the
 # folder removed on every exit.
@@ -105,4 +108,30 @@ for i in 0 1; do
 done
 grep -q "FAIL seed 1 \[not_started\]: Slurm task [0-9]*_0 ended FAILED" "$T/nostart.txt" ||
   fail "the summary does not say the task ended FAILED before the seed started"
-echo "PASS: slurm campaign equals the local one; cancelled tasks reported as cancelled, tasks that cannot start as not started"
+# ---- 4. the rack campaign through Slurm ----
+# Seeds 7019-7020: a death committed with the job running, and a fibre cut that rolls a commit back.
+set +e
+"$MXTB" regress --rack --seeds 2 --first-seed 7019 --jobs 2 --quiet --out "$T/rack-local" >"$T/rack-local.txt" 2>&1
+RACK_LOCAL_RC=$?
+"$MXTB" regress --rack --launcher slurm --seeds 2 --first-seed 7019 --jobs 2 --time-limit 10 --poll-s 0.5 --quiet \
+  --out "$T/rack-slurm" >"$T/rack-slurm.txt" 2>&1
+RACK_SLURM_RC=$?
+set -e
+echo "--- rack seeds, local (exit $RACK_LOCAL_RC)"
+cat "$T/rack-local.txt"
+echo "--- rack seeds, slurm (exit $RACK_SLURM_RC)"
+cat "$T/rack-slurm.txt"
+[ "$RACK_LOCAL_RC" = 0 ] || fail "rack seeds 7019-7020 failed locally"
+[ "$RACK_SLURM_RC" = 0 ] || fail "rack seeds 7019-7020 failed through Slurm"
+rack_view='{seeds, failed, passed, runs: [.runs[] | {seed, status, failures, scenario: .report.scenario}]}'
+jq -S "$rack_view" "$T/rack-local/regress.json" >"$T/rack-local.view"
+jq -S "$rack_view" "$T/rack-slurm/regress.json" >"$T/rack-slurm.view"
+if ! diff -u "$T/rack-local.view" "$T/rack-slurm.view"; then fail "the rack seeds through Slurm differ from the local run"; fi
+blast_view='{seeds, cases: [.cases[] | {case, failovers, committed}]}'
+[ -f "$T/rack-slurm/blast-radius.json" ] || fail "the rack campaign through Slurm wrote no blast-radius.json"
+diff -u <(jq -S "$blast_view" "$T/rack-local/blast-radius.json") <(jq -S "$blast_view" "$T/rack-slurm/blast-radius.json") ||
+  fail "the blast radius through Slurm differs from the local one"
+[ "$(jq -r .seeds "$T/rack-slurm/blast-radius.json")" = 2 ] || fail "the blast radius through Slurm does not count 2 seeds"
+grep -q "migration (static torus)" "$T/rack-slurm.txt" || fail "the rack campaign through Slurm printed no blast-radius table"
+
+echo "PASS: slurm campaign equals the local one (single server and rack); cancelled tasks reported as cancelled, tasks that cannot start as not started"
