@@ -20,6 +20,9 @@ const char* const kCases[] = {"spare in the same server", "spare in another serv
 struct CaseFigures {
   size_t failovers = 0, committed = 0, clean = 0, with_job = 0;
   std::vector<double> boards, xpus, outside, lanes, placed_us, path_us, aborted, restarted, state_ms;
+  // The outside XPUs of clean failovers in which no board's routing moved a circuit that stayed
+  // (every ReportWord CircuitsMoved read and 0): what a rearrangement of a mesh does not explain.
+  std::vector<double> outside_no_mesh_moved;
   uint64_t words_lost = 0, scoreboard_errors = 0, wrong = 0;
   // Failovers with other tenants beside the failing one (their jobs running), and those jobs'
   // collectives aborted over them: the several-tenant invariant wants 0.
@@ -54,6 +57,9 @@ void add(const json& rec, std::map<std::string, CaseFigures>& cases) {
   c.boards.push_back(static_cast<double>(b["boards_touched"].size()));
   c.xpus.push_back(static_cast<double>(b["xpus_left_active"].size()));
   c.outside.push_back(static_cast<double>(b["xpus_left_active_outside_circuits"].size()));
+  const json moved = rec.value("circuits_moved_by_server", json::array());
+  if (!moved.empty() && std::all_of(moved.begin(), moved.end(), [](const json& n) { return n.get<uint64_t>() == 0; }))
+    c.outside_no_mesh_moved.push_back(static_cast<double>(b["xpus_left_active_outside_circuits"].size()));
   double lanes = 0;
   for (const auto& n : b["lanes_left_active_by_server"]) lanes += n.get<double>();
   c.lanes.push_back(lanes);
@@ -74,6 +80,14 @@ void add(const json& rec, std::map<std::string, CaseFigures>& cases) {
     c.wrong += rec["job"]["collectives_wrong"].get<uint64_t>();
     if (!rec["total_ns"].is_null()) c.path_us.push_back(rec["total_ns"].get<double>() / 1e3);
   }
+}
+
+// The clean failovers in which no mesh moved a circuit that stayed, and those of them that still
+// left an XPU outside the dead XPU's circuits out of Active (a lane fault, or a cause to find).
+json no_mesh_moved(const std::vector<double>& outside) {
+  if (outside.empty()) return nullptr;
+  const auto with = std::count_if(outside.begin(), outside.end(), [](double n) { return n > 0; });
+  return {{"failovers", outside.size()}, {"with_outside_xpus", with}, {"outside_xpus_max", *std::max_element(outside.begin(), outside.end())}};
 }
 
 }  // namespace
@@ -105,6 +119,7 @@ json rack_blast_summary(const host::regress::RegressResult& r) {
                    {"boards_touched", spread(c.boards)},
                    {"xpus_left_active", spread(c.xpus)},
                    {"xpus_left_active_outside_circuits", spread(c.outside)},
+                   {"no_mesh_moved", no_mesh_moved(c.outside_no_mesh_moved)},
                    {"lanes_left_active", spread(c.lanes)},
                    {"collectives_aborted", spread(c.aborted)},
                    {"ranks_restarted", spread(c.restarted)},
@@ -125,17 +140,21 @@ std::string format_rack_blast(const json& summary) {
   auto f1 = [](const json& s, const char* key) { return s.is_null() ? std::string("-") : fmt::format("{:.1f}", s[key].get<double>()); };
   std::string out = fmt::format(
       "  blast radius by case ({} seeds; clean failovers: committed or migrated, no second death, no silent board)\n"
-      "  {:<25} {:>9} {:>9} {:>6} {:>13} {:>11} {:>16} {:>10} {:>9} {:>6} {:>5} {:>15} {:>17} {:>27} {:>19} {:>22}\n",
+      "  {:<25} {:>9} {:>9} {:>6} {:>13} {:>11} {:>16} {:>22} {:>10} {:>9} {:>6} {:>5} {:>15} {:>17} {:>27} {:>19} {:>22}\n",
       summary["seeds"].get<size_t>(), "case", "failovers", "committed", "clean", "boards(mean)", "XPUs(mean)",
-      "outside circuits", "lanes p50", "aborted", "wrong", "lost", "ranks restarted", "placed p50/p99 us", "first collective p50/p99 us",
+      "outside circuits", "outside, no mesh moved", "lanes p50", "aborted", "wrong", "lost", "ranks restarted", "placed p50/p99 us", "first collective p50/p99 us",
       "state ms (modeled)", "other tenants aborted");
   for (const auto& c : summary["cases"]) {
     const json& out_circ = c["xpus_left_active_outside_circuits"];
     const size_t beside = c.value("beside_other_tenants", size_t{0});
-    out += fmt::format("  {:<25} {:>9} {:>9} {:>6} {:>13} {:>11} {:>16} {:>10} {:>9} {:>6} {:>5} {:>15} {:>17} {:>27} {:>19} {:>22}\n",
+    const json unmoved = c.value("no_mesh_moved", json());
+    out += fmt::format("  {:<25} {:>9} {:>9} {:>6} {:>13} {:>11} {:>16} {:>22} {:>10} {:>9} {:>6} {:>5} {:>15} {:>17} {:>27} {:>19} {:>22}\n",
                        c["case"].get<std::string>(), c["failovers"].get<size_t>(), c["committed"].get<size_t>(),
                        c["clean"].get<size_t>(), f1(c["boards_touched"], "mean"), f1(c["xpus_left_active"], "mean"),
                        out_circ.is_null() ? "-" : fmt::format("{:.0f} max", out_circ["max"].get<double>()),
+                       unmoved.is_null() ? "-"
+                                         : fmt::format("{} in {}", unmoved["with_outside_xpus"].get<size_t>(),
+                                                       unmoved["failovers"].get<size_t>()),
                        f1(c["lanes_left_active"], "p50"), f1(c["collectives_aborted"], "mean"), c["collectives_wrong"].get<uint64_t>(),
                        c["words_lost"].get<uint64_t>(), f1(c["ranks_restarted"], "mean"),
                        c["placed_us"].is_null() ? "-" : fmt::format("{}/{}", f1(c["placed_us"], "p50"), f1(c["placed_us"], "p99")),

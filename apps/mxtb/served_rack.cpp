@@ -121,7 +121,7 @@ ServedRack::ServedRack(sim::rack::RackConfig config, const std::string& scenario
       options.co_tenant_jobs.push_back(static_cast<int>(k));
     }
   }
-  if (!tenant.others.empty()) tenant.circuits_moved = host::failover::circuits_moved(boards);
+  tenant.circuits_moved = host::failover::circuits_moved(boards);
 }
 
 void ServedRack::unplug(int server, bool down) {

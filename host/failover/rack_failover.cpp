@@ -332,7 +332,7 @@ RackFailoverRecord rack_failover(std::vector<fabric::Board*>& boards, RackTenant
   take_events(boards, events);
   measure_blast(boards, placed, t.others, dead, events, scoreboards_before, shape, rec);
   check_co_tenant_jobs(boards, o, co_before, rec);
-  if (!t.others.empty() && t.circuits_moved.size() == boards.size()) {  // read after the path: it costs no path time
+  if (t.circuits_moved.size() == boards.size()) {  // read after the path: it costs no path time
     const std::vector<uint32_t> now = circuits_moved(boards);
     for (size_t s = 0; s < boards.size(); ++s) rec.circuits_moved.push_back(now[s] - t.circuits_moved[s]);
     t.circuits_moved = now;

@@ -34,8 +34,8 @@ struct RackTenant {
   // failover places and stay as they run; their XPUs are never spares.
   int index = 0;
   std::vector<protocol::RackPlacement> others;
-  // With others: every board's ReportWord CircuitsMoved as last read (the rack's host reads it
-  // after the bring-up), so that a failover can tell which boards' meshes rearranged.
+  // Every board's ReportWord CircuitsMoved as last read (the rack's host reads it after the
+  // bring-up), so that a failover can tell which boards' meshes rearranged. Empty: not read.
   std::vector<uint32_t> circuits_moved;
   // Every tenant in the rack's order, this one as `p`.
   std::vector<protocol::RackPlacement> tenants_with(const protocol::RackPlacement& p) const;
@@ -97,8 +97,8 @@ struct RackFailoverRecord {
   double failure_ns = 0, detected_ns = 0, done_ns = 0;
   std::optional<RackJobFigures> job;  // with a job (RackFailoverOptions::job)
   std::vector<CoTenantJobFigures> co_tenant_jobs;  // RackFailoverOptions::co_tenant_jobs
-  // With other tenants: per board, the circuits that stayed in its map yet its routing moved during
-  // this failover (a rearrangement of the Beneš mesh; ReportWord CircuitsMoved). Empty: not read.
+  // Per board, the circuits that stayed in its map yet its routing moved during this failover (a
+  // rearrangement of the Beneš mesh; ReportWord CircuitsMoved). Empty: not read.
   std::vector<uint32_t> circuits_moved;
   // With the job's ranks as processes (RackFailoverOptions::ranks): their communicator formed
   // again on the new ring, wall time, laid on the path before the emulator's job forms again.

@@ -59,7 +59,11 @@ TEST_CASE("rack blast radius: each failover in its case, only clean ones measure
     s.json_path = write_seed(dir, seed, j);
     r.runs.push_back(s);
   };
-  add(1, {{"rack", "rack-2x1"}, {"failovers", {record(true, "committed", 1, 1, 150, job), record(false, "committed", 2, 3, 250, job)}}});
+  // Each board's circuits moved though they stayed (ReportWord CircuitsMoved), where read: an
+  // outside XPU with none moved is what a mesh's rearrangement does not explain.
+  json outside_unmoved = record(true, "committed", 1, 1, 150, job);
+  outside_unmoved["circuits_moved_by_server"] = {0, 0};
+  add(1, {{"rack", "rack-2x1"}, {"failovers", {outside_unmoved, record(false, "committed", 2, 3, 250, job)}}});
   add(2, {{"rack", "rack-2x1"}, {"failovers", {record(true, "committed", 1, 0, 130, nullptr), second_death, no_spare}}});
   add(3, {{"rack", "rack-2x2"}, {"failovers", {record(false, "rolled back", 2, 0, 400, job)}}});
   // The migration baseline's records: its own case, "migrated" as its clean outcome, its ranks
@@ -74,10 +78,12 @@ TEST_CASE("rack blast radius: each failover in its case, only clean ones measure
   stuck["outcome"] = nullptr;
   json restored = record(true, "committed", 1, 0, 120, job);
   restored["state"] = {{"ns", 0.86e9}};
+  restored["circuits_moved_by_server"] = {0, 0, 0, 0};
   // Beside other tenants (their jobs checked): counted with their aborts.
   json beside = record(true, "committed", 1, 0, 110, job);
   beside["blast_radius"]["other_tenants"] = 2;
   beside["blast_radius"]["other_tenants_collectives_aborted"] = 1;
+  beside["circuits_moved_by_server"] = {0, 3, 0, 0};  // a mesh moved: not counted as unexplained
   add(5, {{"rack", "rack-2x2"}, {"failovers", {migrated, stuck, restored, beside}}});
   add(4, {{"scenario", "a single server's demo"}, {"failovers", {record(true, "committed", 1, 0, 1, job)}}});  // not a rack seed
   mxtb::host::regress::SeedResult missing;
@@ -99,6 +105,9 @@ TEST_CASE("rack blast radius: each failover in its case, only clean ones measure
   CHECK(same["state_ms_modeled"]["n"] == 1);
   CHECK(same["boards_touched"]["mean"].get<double>() == doctest::Approx(1.0));
   CHECK(same["xpus_left_active_outside_circuits"]["max"].get<double>() == doctest::Approx(1.0));
+  CHECK(same["no_mesh_moved"]["failovers"] == 2);  // seed 1's and `restored`; `beside` moved circuits
+  CHECK(same["no_mesh_moved"]["with_outside_xpus"] == 1);
+  CHECK(same["no_mesh_moved"]["outside_xpus_max"].get<double>() == doctest::Approx(1.0));
   CHECK(same["lanes_left_active"]["p50"].get<double>() == doctest::Approx(10.0));
   CHECK(same["placed_us"]["n"] == 4);
   CHECK(same["first_collective_us"]["n"] == 3);
@@ -107,6 +116,7 @@ TEST_CASE("rack blast radius: each failover in its case, only clean ones measure
   CHECK(other["failovers"] == 2);
   CHECK(other["committed"] == 1);  // the rolled-back one is counted, not measured
   CHECK(other["xpus_left_active_outside_circuits"]["max"].get<double>() == doctest::Approx(3.0));
+  CHECK(other["no_mesh_moved"].is_null());  // its moves were never read
   CHECK(s["cases"][2]["failovers"] == 1);
   CHECK(s["cases"][2]["committed"] == 0);
   const json& migration = s["cases"][3];
@@ -124,5 +134,7 @@ TEST_CASE("rack blast radius: each failover in its case, only clean ones measure
   CHECK(table.find("migration (static torus)") != std::string::npos);
   CHECK(table.find("other tenants aborted") != std::string::npos);
   CHECK(table.find("1 in 1") != std::string::npos);
+  CHECK(table.find("outside, no mesh moved") != std::string::npos);
+  CHECK(table.find("1 in 2") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
