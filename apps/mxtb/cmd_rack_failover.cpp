@@ -154,6 +154,8 @@ json record_json(const host::failover::RackFailoverRecord& r) {
           {"total_ns", r.path_ns() > 0 ? json(r.path_ns()) : json(nullptr)},
           {"job", job_json(r)},
           {"other_tenants_jobs", co_tenant_jobs_json(r)},
+          // Per board, circuits that stayed yet its routing moved (ReportWord CircuitsMoved); [] unread.
+          {"circuits_moved_by_server", r.circuits_moved},
           {"problems", r.problems}};
 }
 
@@ -374,7 +376,6 @@ void check_other_tenants(const ServedRack& rack, const host::failover::RackFailo
     else
       rearranged.push_back({{"tenant", tenant}, {"collectives_aborted", aborted}, {"xpus_left_active", left}, {"boards_rearranged", moving}});
   }
-  rj["circuits_moved_by_server"] = rec.circuits_moved;
   rj["other_tenants_rearranged"] = rearranged;
 }
 
