@@ -1,22 +1,13 @@
 // The migration baseline's pure parts (host/failover/rack_migrate.h): the blocks of a static
 // torus, the free one a slice moves to, and how crowded its state's routes are.
 #include "host/failover/rack_migrate.h"
+#include "testbench/host/failover/rack_shape.h"
 
 #include <doctest/doctest.h>
 
 using namespace mxtb::host::failover;
 namespace protocol = mxtb::protocol;
-
-namespace {
-
-protocol::RackShape rack(int sx, int sy) {
-  protocol::RackShape r;
-  r.servers_x = sx;
-  r.servers_y = sy;
-  return r;
-}
-
-}  // namespace
+using mxtb::testbench::rack;
 
 TEST_CASE("migration: a block of the static torus, its XPUs and its ring through neighbours only") {
   const protocol::RackPlacement torus = protocol::whole_rack_placement(rack(2, 2));  // 4x4

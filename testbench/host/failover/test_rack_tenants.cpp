@@ -2,6 +2,7 @@
 // the shapes parsed and refused by name, every tenant on the emulated servers' XPUs 0-3, none
 // sharing an XPU, their circuits fitting the rack's fibres, and what cannot be placed named.
 #include "host/failover/rack_tenants.h"
+#include "testbench/host/failover/rack_shape.h"
 
 #include <doctest/doctest.h>
 
@@ -12,14 +13,9 @@
 
 using namespace mxtb;
 using namespace mxtb::host::failover;
+using mxtb::testbench::rack;
 
 namespace {
-protocol::RackShape rack(int sx, int sy) {
-  protocol::RackShape r;
-  r.servers_x = sx;
-  r.servers_y = sy;
-  return r;
-}
 std::string error_of(const std::function<void()>& f) {
   try {
     f();
