@@ -162,12 +162,18 @@ RackMap rack_tenants_map(const RackShape& r, const std::vector<RackFibre>& wirin
     return any;
   };
   // The fibre `keep` gives the circuit between these two lanes, when it is still free (-1: none).
-  auto kept_fibre = [&](const RackLane& a, const RackLane& b) {
+  // Not `exact`: the fibre of keep's circuit from one of these lanes to the other's server. An XPU
+  // that takes another's place in its server (a spare in the failing server) takes its circuits'
+  // fibres, so that the far servers' meshes stay as they are. (A lane has one circuit: keep's is gone.)
+  auto kept_fibre = [&](const RackLane& a, const RackLane& b, bool exact) {
     if (!keep) return -1;
-    for (const RackCircuit& c : keep->circuits)
-      if (c.fibre >= 0 && static_cast<size_t>(c.fibre) < wiring.size() && !fibre_used[static_cast<size_t>(c.fibre)] &&
-          ((c.a == a && c.b == b) || (c.a == b && c.b == a)))
-        return c.fibre;
+    for (const RackCircuit& c : keep->circuits) {
+      if (c.fibre < 0 || static_cast<size_t>(c.fibre) >= wiring.size() || fibre_used[static_cast<size_t>(c.fibre)]) continue;
+      const bool same = (c.a == a && c.b == b) || (c.a == b && c.b == a);
+      const bool shares_lane = (c.a == a && c.b.server == b.server) || (c.b == a && c.a.server == b.server) ||
+                               (c.a == b && c.b.server == a.server) || (c.b == b && c.a.server == a.server);
+      if (exact ? same : shares_lane) return c.fibre;
+    }
     return -1;
   };
   auto connect = [&](const WantedCircuit& w, int fibre) {
@@ -202,14 +208,15 @@ RackMap rack_tenants_map(const RackShape& r, const std::vector<RackFibre>& wirin
   };
   // The circuits `keep` has first, on their fibres (a placement that changes moves no circuit
   // between the same two lanes to another fibre: it would retrain for nothing, and another
-  // tenant's circuits stay exactly as they run), then the rest.
+  // tenant's circuits stay exactly as they run), then those that keep one end of one, then the rest.
   std::vector<bool> placed(wanted.size(), false);
-  for (size_t i = 0; i < wanted.size(); ++i)
-    if (wanted[i].a.server != wanted[i].b.server)
-      if (const int f = kept_fibre(wanted[i].a, wanted[i].b); f >= 0) {
-        connect(wanted[i], f);
-        placed[i] = true;
-      }
+  for (bool exact : {true, false})
+    for (size_t i = 0; i < wanted.size(); ++i)
+      if (!placed[i] && wanted[i].a.server != wanted[i].b.server)
+        if (const int f = kept_fibre(wanted[i].a, wanted[i].b, exact); f >= 0) {
+          connect(wanted[i], f);
+          placed[i] = true;
+        }
   for (size_t i = 0; i < wanted.size(); ++i)
     if (!placed[i]) connect(wanted[i], -1);
   // Circuits in the tori's order, whichever pass placed them.

@@ -95,7 +95,9 @@ struct RackMap {
 // free fibre joining the two servers (the one on the matching side first). Throws RackMapError
 // naming the problem: an XPU used twice or not there, two neighbours in servers no fibre joins, more
 // circuits between two servers than fibres. With `keep` (the map running now), a circuit between
-// the same two lanes as one of `keep`'s stays on its fibre.
+// the same two lanes as one of `keep`'s stays on its fibre, and one that keeps one lane of a
+// circuit of `keep` and whose other end is in the same server as before (an XPU replaced by
+// another of its server) takes that circuit's fibre: the far server's mesh stays as it is.
 RackMap rack_torus_map(const RackShape& r, const std::vector<RackFibre>& wiring, const RackPlacement& t,
                        const RackMap* keep = nullptr);
 // The circuits of several tenants' tori together (each as above), on the rack's fibres shared

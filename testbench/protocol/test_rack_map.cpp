@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <set>
 
 using namespace mxtb::protocol;
@@ -153,6 +155,47 @@ TEST_CASE("rack_map: with the running map kept, a circuit that stays keeps its f
   CHECK(stayed > 0);
   CHECK(moved_kept == 0);
   CHECK(moved_fresh > 0);  // what the kept map avoids (rack-2x1's 0.3-1.2 circuit, issue 42)
+}
+
+// A spare in the failing XPU's own server: the dead XPU's circuits through fibres keep their
+// fibres, whichever fibres they had (a spare-ready bring-up plans them, sim/rack/spare_ready.h), so
+// that no other server's mesh changes. Before the rule the new circuit took the first free fibre,
+// the same only when the running map had taken the first free ones too.
+TEST_CASE("rack_map: a spare in the failing server takes the dead XPU's fibres, every other server's map unchanged") {
+  int placements = 0;
+  for (auto [sx, sy] : {std::pair{2, 1}, std::pair{2, 2}}) {
+    CAPTURE(sx);
+    CAPTURE(sy);
+    RackShape r = rack(sx, sy);
+    auto w = torus_wiring(r);
+    RackPlacement t = whole_rack_placement(r);
+    RackMap running = rack_torus_map(r, w, t);
+    // The running map on the last free fibres of each pair of servers instead of the first.
+    for (auto& c : running.circuits) {
+      if (c.fibre < 0) continue;
+      for (size_t f = w.size(); f-- > 0;) {
+        const bool joins = (w[f].a.server == c.a.server && w[f].b.server == c.b.server) || (w[f].a.server == c.b.server && w[f].b.server == c.a.server);
+        const bool taken = std::any_of(running.circuits.begin(), running.circuits.end(), [&](const RackCircuit& o) { return o.fibre == static_cast<int>(f); });
+        if (joins && !taken) {
+          c.fibre = static_cast<int>(f);
+          break;
+        }
+      }
+    }
+    running = rack_torus_map(r, w, t, &running);
+    for (size_t pos = 0; pos < t.xpu_of_position.size(); ++pos) {
+      CAPTURE(pos);
+      RackPlacement next = t;
+      const int server = t.xpu_of_position[pos].server;
+      next.xpu_of_position[pos] = RackXpu{server, 4};  // its own server's spare
+      const RackMap kept = rack_torus_map(r, w, next, &running);
+      check_duplex(kept);
+      for (int s = 0; s < r.servers(); ++s)
+        if (s != server) CHECK(kept.port_target[static_cast<size_t>(s)] == running.port_target[static_cast<size_t>(s)]);
+      ++placements;
+    }
+  }
+  CHECK(placements == 8 + 16);
 }
 
 TEST_CASE("rack_map: a rack of one keeps its torus inside the server") {
