@@ -90,8 +90,10 @@ FwStatus OcsFirmware::prepare(const std::vector<int>& perm, Prepared& out, std::
   // tenant's circuits before another's.
   std::vector<int> port_xpu(static_cast<size_t>(topo_->ports()), -1);
   for (int p = 0; p < cfg_.shape.links() && p < topo_->ports(); ++p) port_xpu[static_cast<size_t>(p)] = p / cfg_.shape.lanes_per_xpu;
-  auto states = route(*topo_, perm, cfg_.keep_unchanged_paths && !active_states_.empty() ? &active_states_ : nullptr,
-                      cfg_.route_around_unchanged, &port_xpu);
+  auto states = cfg_.spare_ready_whole_maps && !cfg_.route_around_unchanged
+                    ? route_whole_map(*topo_, perm, port_xpu)
+                    : route(*topo_, perm, cfg_.keep_unchanged_paths && !active_states_.empty() ? &active_states_ : nullptr,
+                            cfg_.route_around_unchanged, &port_xpu);
   if (!states) {
     say(why, states.error());
     return FwStatus::BadMap;

@@ -43,6 +43,11 @@ struct FirmwareConfig {
   // lanes of rack-2x1.json were still retraining when the served rack began to listen
   // (integration_rack_serve_lockstep), which the looping try alone does not do.
   bool route_around_unchanged = false;
+  // Without route_around_unchanged (a map routed whole: a rack's bring-up), route it the
+  // spare-ready way (routing.h, route_whole_map: unused lanes in loopback, the looping algorithm
+  // from nothing) instead of from the present states. On in a spare-ready rack's bring-up
+  // (sim/rack/spare_ready.h).
+  bool spare_ready_whole_maps = false;
 };
 
 // The firmware's result codes are the mailbox's status codes (protocol/mailbox.json): what the
@@ -75,6 +80,8 @@ class OcsFirmware {
   FwStatus init(std::string* why = nullptr);
   // FirmwareConfig::route_around_unchanged, from the next map on.
   void set_route_around_unchanged(bool on) { cfg_.route_around_unchanged = on; }
+  // FirmwareConfig::spare_ready_whole_maps, from the next map on.
+  void set_spare_ready_whole_maps(bool on) { cfg_.spare_ready_whole_maps = on; }
 
   // Routes and commits a port map (perm[p]: output port for input port p, -1 unused) and waits
   // for the outcome. Disarms the backup (it was computed for the old map) before committing,

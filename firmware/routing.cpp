@@ -137,8 +137,10 @@ void route_sub(const BenesTopology& t, int first_stage, int row_offset, const st
 // past the search's budget: the caller routes the whole map instead.
 class RouteAround {
  public:
-  RouteAround(const BenesTopology& t, const std::vector<int>& perm, const std::vector<ElementState>& now, const std::vector<int>* port_xpu)
-      : t_(t), perm_(perm), now_(now), port_xpu_(port_xpu), fixed_(static_cast<size_t>(t.elements()), kFree),
+  // At most `max_released` circuits that stay may be released.
+  RouteAround(const BenesTopology& t, const std::vector<int>& perm, const std::vector<ElementState>& now, const std::vector<int>* port_xpu,
+              int max_released = kMaxReleased)
+      : t_(t), perm_(perm), now_(now), port_xpu_(port_xpu), max_released_(max_released), fixed_(static_cast<size_t>(t.elements()), kFree),
         reach_(static_cast<size_t>(t.elements()), 0) {
     // The output ports each element can still lead to, whatever the states: a path only turns
     // where its output stays reachable, so each circuit's search meets only its own paths.
@@ -150,6 +152,9 @@ class RouteAround {
       }
   }
 
+  static constexpr int kMaxReleased = 3;
+  static constexpr long kBudget = 2'000'000;  // element visits, every attempt together
+
   std::optional<std::vector<ElementState>> run() {
     for (int p = 0; p < t_.ports(); ++p) {
       const int q = perm_[static_cast<size_t>(p)];
@@ -158,7 +163,7 @@ class RouteAround {
     }
     release_near_changes_first();
     std::vector<int> released;
-    for (int k = 0; k <= kMaxReleased && k <= static_cast<int>(unchanged_.size()); ++k)
+    for (int k = 0; k <= max_released_ && k <= static_cast<int>(unchanged_.size()); ++k)
       if (try_releasing(released, 0, k)) {
         std::vector<ElementState> out(now_);
         for (size_t e = 0; e < out.size(); ++e)
@@ -170,8 +175,6 @@ class RouteAround {
 
  private:
   static constexpr int8_t kFree = -1;
-  static constexpr int kMaxReleased = 3;
-  static constexpr long kBudget = 2'000'000;  // element visits, every attempt together
 
   int xpu_of(int port) const {
     return port_xpu_ && port >= 0 && static_cast<size_t>(port) < port_xpu_->size() ? (*port_xpu_)[static_cast<size_t>(port)] : -1;
@@ -267,6 +270,7 @@ class RouteAround {
   const std::vector<int>& perm_;
   const std::vector<ElementState>& now_;
   const std::vector<int>* port_xpu_;
+  const int max_released_;
   std::vector<int8_t> fixed_;  // kFree, or the ElementState an element must keep
   std::vector<uint64_t> reach_;  // per element: the output ports a path through it can reach
   std::vector<int> unchanged_, must_move_;
@@ -288,6 +292,70 @@ Result<std::vector<ElementState>> route(const BenesTopology& topology, const std
     for (int p = 0; p < topology.ports(); ++p) previous.push_back(topology.trace(*now, p));
   std::vector<ElementState> states(static_cast<size_t>(topology.elements()), ElementState::Bar);
   route_sub(topology, 0, 0, complete_permutation(perm, now ? &previous : nullptr), states, now);
+  return Result<std::vector<ElementState>>::success(std::move(states));
+}
+
+namespace {
+
+// Each XPU's ports, in port order (a port's index there is its lane).
+std::vector<std::vector<int>> ports_by_xpu(const std::vector<int>& port_xpu) {
+  std::vector<std::vector<int>> out;
+  for (size_t p = 0; p < port_xpu.size(); ++p) {
+    const int x = port_xpu[p];
+    if (x < 0) continue;
+    if (static_cast<size_t>(x) >= out.size()) out.resize(static_cast<size_t>(x) + 1);
+    out[static_cast<size_t>(x)].push_back(static_cast<int>(p));
+  }
+  return out;
+}
+
+// `perm` with XPU `from`'s ports relabelled to `to`'s of the same lane, as inputs and outputs.
+std::vector<int> substitute(const std::vector<int>& perm, const std::vector<int>& from, const std::vector<int>& to) {
+  auto relabel = [&](int port) {
+    const auto at = std::find(from.begin(), from.end(), port);
+    return at == from.end() ? port : to[static_cast<size_t>(at - from.begin())];
+  };
+  std::vector<int> out(perm.size(), kUnused);
+  for (size_t p = 0; p < perm.size(); ++p)
+    if (perm[p] != kUnused) out[static_cast<size_t>(relabel(static_cast<int>(p)))] = relabel(perm[p]);
+  return out;
+}
+
+}  // namespace
+
+SpareReadiness spare_readiness(const BenesTopology& t, const std::vector<int>& perm, const std::vector<ElementState>& states,
+                               const std::vector<int>& port_xpu) {
+  SpareReadiness r;
+  if (perm.size() != static_cast<size_t>(t.ports()) || states.size() != static_cast<size_t>(t.elements())) return r;
+  std::vector<bool> used(perm.size(), false);  // as an input or as an output
+  for (size_t p = 0; p < perm.size(); ++p)
+    if (perm[p] != kUnused) used[p] = used[static_cast<size_t>(perm[p])] = true;
+  const auto xpus = ports_by_xpu(port_xpu);
+  std::vector<int> tenant, spare;
+  for (size_t x = 0; x < xpus.size(); ++x) {
+    if (xpus[x].empty()) continue;
+    const bool any = std::any_of(xpus[x].begin(), xpus[x].end(), [&](int p) { return used[static_cast<size_t>(p)]; });
+    (any ? tenant : spare).push_back(static_cast<int>(x));
+  }
+  for (int x : tenant)
+    for (int s : spare) {
+      if (xpus[static_cast<size_t>(s)].size() != xpus[static_cast<size_t>(x)].size()) continue;
+      ++r.substitutions;
+      const auto next = substitute(perm, xpus[static_cast<size_t>(x)], xpus[static_cast<size_t>(s)]);
+      r.clean += RouteAround(t, next, states, &port_xpu, 0).run().has_value();
+    }
+  return r;
+}
+
+Result<std::vector<ElementState>> route_whole_map(const BenesTopology& t, const std::vector<int>& perm, const std::vector<int>& port_xpu) {
+  std::string why = check_permutation(t.ports(), perm);
+  if (!why.empty()) return Result<std::vector<ElementState>>::failure(why);
+  std::vector<int> looped = perm;
+  for (size_t p = 0; p < perm.size() && p < port_xpu.size(); ++p)
+    if (perm[p] == kUnused && port_xpu[p] >= 0 && std::find(perm.begin(), perm.end(), static_cast<int>(p)) == perm.end())
+      looped[p] = static_cast<int>(p);
+  std::vector<ElementState> states(static_cast<size_t>(t.elements()), ElementState::Bar);
+  route_sub(t, 0, 0, complete_permutation(looped), states, nullptr);
   return Result<std::vector<ElementState>>::success(std::move(states));
 }
 

@@ -44,6 +44,27 @@ Result<std::vector<ElementState>> route(const BenesTopology& topology, const std
 int moved_circuits(const BenesTopology& topology, const std::vector<int>& perm, const std::vector<ElementState>& before,
                    const std::vector<ElementState>& after);
 
+// Spare-ready routing (docs/mesh.md, "Spare-ready routing"): a spare takes a dead XPU's place
+// with no other circuit moved only where the circuits that stay leave its circuits paths, which
+// depends on how the map was routed. A substitution: every port of one tenant XPU (a port of it
+// used, as an input or an output) relabelled to a spare XPU's port of the same lane (none of its
+// ports used), as inputs and as outputs; `port_xpu` as for route(). It is clean when it routes
+// around the circuits that stay with none released, as route() tries first (with its budget).
+struct SpareReadiness {
+  int substitutions = 0;  // tenant XPUs times spare XPUs (of as many ports)
+  int clean = 0;          // of them, routed with no circuit that stays moved
+};
+SpareReadiness spare_readiness(const BenesTopology& topology, const std::vector<int>& perm, const std::vector<ElementState>& states,
+                               const std::vector<int>& port_xpu);
+// A map routed whole the spare-ready way: every unused lane (a port with an XPU in `port_xpu` that
+// no input uses and no input reaches) hears its own light (loopback), the other unused ports are
+// completed in ascending order, and the looping algorithm routes it from nothing. A lane given
+// another port's light trains with it, and the words it carries are lost when its XPU is taken as
+// a spare. With the rack's fibres planned for it (sim/rack/spare_ready.h), this routing leaves every
+// substitution of the shipped racks clean (docs/rack.md).
+Result<std::vector<ElementState>> route_whole_map(const BenesTopology& topology, const std::vector<int>& perm,
+                                                  const std::vector<int>& port_xpu);
+
 // The same for a mesh of `ports` ports (fails also when the port count is invalid).
 Result<std::vector<ElementState>> route(int ports, const std::vector<int>& perm);
 

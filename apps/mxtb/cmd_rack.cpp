@@ -10,6 +10,7 @@
 #include "sim/emulator/ipbus_server.h"
 #include "sim/rack/mpi_exchange.h"
 #include "sim/rack/rack_sim.h"
+#include "sim/rack/spare_ready.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -48,6 +49,17 @@ void write_file(const std::string& path, const std::string& text) {
   out << text;
 }
 
+// The spare-ready plan's figures (sim/rack/spare_ready.h), null without a spare-ready tenant.
+json spare_ready_json(const sim::rack::RackConfig& cfg) {
+  if (!cfg.spare_ready || cfg.tenant.xpu_of_position.empty()) return nullptr;
+  const sim::rack::SpareReadyPlan plan = sim::rack::plan_spare_ready(cfg);
+  return {{"substitutions", plan.substitutions},
+          {"clean", plan.clean},
+          {"clean_first_fibres", plan.clean_first_fibres},
+          {"clean_not_spare_ready", plan.clean_not_spare_ready},
+          {"clean_by_server", plan.clean_by_server}};
+}
+
 // The report a person reads: one line a server, then the verdict.
 // `served`: the checks compare the lanes with the bring-up's placement, which a served rack's host
 // may have changed (a failover moves circuits): they are notes, not a verdict.
@@ -56,6 +68,11 @@ void print_summary(const sim::rack::RackConfig& cfg, const sim::rack::RackOutcom
   fmt::print("# rack {}: {} x {} servers, {} fibres ({} per neighbour), window {} cycles, tenant {}x{} ({} XPUs)\n", cfg.name,
              cfg.shape.servers_x, cfg.shape.servers_y, cfg.wiring.size(), cfg.shape.fibres_per_neighbour, out.window_cycles,
              cfg.tenant.dim_x, cfg.tenant.dim_y, cfg.tenant.xpu_of_position.size());
+  if (const json ready = spare_ready_json(cfg); !ready.is_null())
+    fmt::print("# spare-ready bring-up: {} of {} substitutions of a tenant XPU by its server's spare route with no circuit moved ({} on "
+               "the first free fibres, {} routed from phase 1's states)\n",
+               ready.at("clean").get<int>(), ready.at("substitutions").get<int>(), ready.at("clean_first_fibres").get<int>(),
+               ready.at("clean_not_spare_ready").get<int>());
   fmt::print("# {:>6} {:>8} {:>14} {:>12} {:>10} {:>16}\n", "server", "lanes", "via fibre", "messages", "sb_errors", "all Active (us)");
   for (const std::string& text : out.server_reports) {
     json r = json::parse(text);
@@ -251,7 +268,8 @@ void report_rack(const sim::rack::RackConfig& cfg, const sim::rack::RackOutcome&
                  bool served) {
   json servers = json::array();
   for (const std::string& r : out.server_reports) servers.push_back(json::parse(r));
-  json report = {{"rack", to_json(cfg)}, {"servers", servers}, {"failures", out.failures}, {"passed", out.failures.empty()}, {"served", served}};
+  json report = {{"rack", to_json(cfg)},       {"spare_ready", spare_ready_json(cfg)}, {"servers", servers},
+                 {"failures", out.failures}, {"passed", out.failures.empty()},         {"served", served}};
   write_file(out_dir + "/rack.json", report.dump(2) + "\n");
   json per_process = json::array();
   double wall = 0;

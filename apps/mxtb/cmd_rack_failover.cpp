@@ -422,10 +422,7 @@ std::vector<std::string> run_seeded(const RackSeedPlan& plan, uint64_t seed, Ser
   const protocol::RackShape& shape = rack.cfg.shape;
   std::vector<std::string> failures;
   // The host's journal: the maps the boards run (the bring-up's until a failover placed others).
-  auto journal_now = [&]() {
-    return tenant.running.port_target.empty() ? protocol::rack_tenants_map(shape, rack.cfg.wiring, tenant.tenants_with(tenant.placement)).port_target
-                                              : tenant.running.port_target;
-  };
+  auto journal_now = [&]() { return tenant.running.port_target; };  // ServedRack starts it at the bring-up's map
   auto read_maps = [&]() { return running_maps(boards, shape.server.mesh_ports); };
   bool all_replaced = true, second_died = false, went_silent = false;
   arm_lane_fault(plan, rack);

@@ -1038,6 +1038,7 @@ sim::rack::RackConfig parse_rack_scenario(const json& j, const std::string& sour
   c.server.mesh.ports = c.shape.server.mesh_ports;
   c.server.mesh.settle = *settle_preset_from_string(f.choice("settle", to_string(c.server.mesh.settle), {"thermo_optic", "electro_optic", "mems"}));
   c.settle_taus = f.real("settle_taus", c.settle_taus, 1.0, 20.0);
+  c.spare_ready = f.boolean("spare_ready", c.spare_ready);
   if (f.has("mesh")) {
     Fields m = f.sub("mesh");
     c.server.mesh.extinction_db = m.real("extinction_db", c.server.mesh.extinction_db, 10.0, 80.0);
@@ -1139,6 +1140,7 @@ json to_json(const sim::rack::RackConfig& c) {
           {"server", {{"xpus", c.shape.server.xpus}, {"lanes_per_xpu", c.shape.server.lanes_per_xpu},
                       {"mesh_ports", c.shape.server.mesh_ports}, {"clock_mhz", c.server.clock_mhz}}},
           {"settle", to_string(c.server.mesh.settle)},
+          {"spare_ready", c.spare_ready},
           {"mesh_extinction_db", c.server.mesh.extinction_db},
           {"fibres_per_neighbour", c.shape.fibres_per_neighbour},
           {"fibres", fibres},

@@ -2,6 +2,7 @@
 
 #include "apps/mxtb/args.h"
 #include "protocol/rack_map.h"
+#include "sim/rack/spare_ready.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -86,7 +87,8 @@ ServedRack::ServedRack(sim::rack::RackConfig config, const std::string& scenario
   // circuit, train on stray light and would flood the queues it drains through every board. The
   // jobs' events, which every board queues, it reads from server 0's.
   for (size_t s = 0; s < boards.size(); ++s) boards[s]->set_event_filter(true, s != 0);
-  const auto maps = protocol::rack_tenants_map(shape, cfg.wiring, sim::rack::rack_tenants(cfg)).port_target;
+  tenant.running = sim::rack::bring_up_map(cfg);  // the fibres the boards' bring-up took
+  const auto& maps = tenant.running.port_target;
   if (!host::failover::lanes_active(boards, maps, shape.server.links(), 500'000))
     throw InputError(fmt::format("{}: the tenant's lanes are not all Active 500 us after bring-up (see {}/rack.log)", scenario_path, out));
   if (ranks && !job) throw std::logic_error("ServedRack: ranks without a job");

@@ -26,8 +26,10 @@ struct RackTenant {
   protocol::RackPlacement placement;
   std::vector<protocol::RackXpu> spares;  // free, any server
   std::vector<protocol::RackXpu> failed;
-  // The map the boards run (the host's journal); empty: the placement's fresh map, as the rack's
-  // bring-up placed it. A failover keeps every circuit that stays on its fibre.
+  // The map the boards run (the host's journal); empty: the placement's fresh map on the first
+  // free fibres (protocol::rack_tenants_map). A rack whose bring-up chose its fibres (a
+  // spare-ready one, sim/rack/spare_ready.h) must be given its map. A failover keeps every
+  // circuit that stays on its fibre.
   protocol::RackMap running;
   // A rack of several tenants (docs/rack.md, "Several tenants"): this one's place among them (its
   // job, JOB_SELECT) and the others in the rack's order. Their circuits are in every map the

@@ -54,6 +54,11 @@ struct RackConfig {
   ServerConfig server;                      // every server's: clock, mesh, traffic, engine (seed and fibre ports per server)
   std::string calibration_file;             // the mesh's calibration, for every server's firmware
   double settle_taus = 5;                   // the firmware's settle timer, in the mesh's time constants
+  // A spare-ready bring-up (spare_ready.h; docs/rack.md): each circuit between two servers on
+  // the fibre, and each board's map routed the way, that leave the most substitutions of a tenant
+  // XPU by its server's spare clean. false: the first free fibres (protocol::rack_tenants_map) and
+  // the firmware's routing from phase 1's states.
+  bool spare_ready = true;
   protocol::RackPlacement tenant;           // protocol::whole_rack_placement(shape) by default
   // Tenants beside the first (docs/rack.md, "Several tenants"): each its own torus on its own XPUs,
   // their circuits on the fibres the first leaves; served with a job, tenant k runs job k.

@@ -8,6 +8,7 @@
 #include "sim/emulator/ipbus_server.h"
 #include "sim/emulator/ipbus_target.h"
 #include "sim/emulator/sim_thread.h"
+#include "sim/rack/spare_ready.h"
 #include "sim/server/server_sc.h"
 
 #include <fmt/format.h>
@@ -173,24 +174,10 @@ class RackLinks : public LinkView {
   const int first_, links_;
 };
 
-// The bring-up of a rack tenant's circuits, on every board at once at fixed simulated times, so
-// that it is the same whatever the partition. A commit verifies each circuit's light at its
-// output; a circuit arriving through a fibre is lit only once the far board has sent its lane's
-// light into that fibre. So: phase 1, every board commits its lanes' light out into the fibres
-// (and its circuits inside the server); phase 2, once every board's phase 1 is over, the whole map.
-struct BringUp {
-  std::vector<int> phase1, phase2;  // port maps
-};
-BringUp bring_up_maps(const std::vector<int>& full, int links) {
-  BringUp b{full, full};
-  for (size_t p = static_cast<size_t>(links); p < full.size(); ++p) b.phase1[p] = -1;  // light from the fibres: not yet
-  return b;
-}
-
 class RackRun {
  public:
   RackRun(const RackConfig& cfg, WindowExchange& ex, const RackRunOptions& opt)
-      : cfg_(cfg), ex_(ex), opt_(opt), map_(protocol::rack_tenants_map(cfg.shape, cfg.wiring, rack_tenants(cfg))) {
+      : cfg_(cfg), ex_(ex), opt_(opt), map_(bring_up_map(cfg)) {
     const int S = cfg.shape.servers();
     range_ = servers_of_rank(S, ex.size(), ex.rank());
     W_ = window_cycles(cfg);
@@ -325,6 +312,7 @@ class RackRun {
       b.fw.run_until(uint64_t{1} << 62);
       return;
     }
+    b.fw.set_spare_ready_whole_maps(cfg_.spare_ready);  // both phases' maps routed whole (spare_ready.h)
     must(b.fw.set_port_map(maps.phase1, &why), "bring-up phase 1 (lanes into the fibres)");
     b.commits.push_back({1, b.sim.cycle()});
     if (b.hal.now_ns() >= phase2_ns_)

@@ -36,6 +36,7 @@ BAD = {
     "unknown-field.json": "$.rack.colour: unknown field",
     "tenants-share-an-xpu.json": "tenant 1: server 0 XPU 3 is tenant 0's",
     "tenant-and-tenants.json": "$.tenants: give either \"tenant\" (one) or \"tenants\" (several), not both",
+    "spare-ready-not-bool.json": "$.spare_ready: must be true or false, got \"yes\"",
 }
 
 

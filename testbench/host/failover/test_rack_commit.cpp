@@ -10,6 +10,7 @@
 #include "host/fabric/emulator_process.h"
 #include "testbench/host/fabric/loopback_ports.h"
 #include "host/fabric/udp_shim.h"
+#include "sim/rack/spare_ready.h"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -38,11 +39,24 @@ protocol::RackShape two_servers() {
   return r;
 }
 
-// The whole-rack tenant, and the same with server 0's XPU 1 replaced by server 1's spare XPU 4.
+// The whole-rack tenant as rack-2x1.json brings it up (its fibres spare-ready: sim/rack/spare_ready.h).
+protocol::RackMap bring_up(const protocol::RackShape& shape) {
+  sim::rack::RackConfig c;
+  c.shape = shape;
+  c.server.shape = shape.server;
+  c.wiring = protocol::torus_wiring(shape);
+  c.tenant = protocol::whole_rack_placement(shape);
+  return sim::rack::bring_up_map(c);
+}
+
+// The bring-up's map, and the same with server 0's XPU 1 replaced by server 1's spare XPU 4 (every
+// circuit that stays on its fibre).
 Maps tenant_maps(const protocol::RackShape& shape, bool spare) {
+  const protocol::RackMap running = bring_up(shape);
+  if (!spare) return running.port_target;
   protocol::RackPlacement p = protocol::whole_rack_placement(shape);
-  if (spare) *std::find(p.xpu_of_position.begin(), p.xpu_of_position.end(), protocol::RackXpu{0, 1}) = protocol::RackXpu{1, 4};
-  return protocol::rack_torus_map(shape, protocol::torus_wiring(shape), p).port_target;
+  *std::find(p.xpu_of_position.begin(), p.xpu_of_position.end(), protocol::RackXpu{0, 1}) = protocol::RackXpu{1, 4};
+  return protocol::rack_torus_map(shape, protocol::torus_wiring(shape), p, &running).port_target;
 }
 
 bool has_step(const RackCommitResult& r, int server, RackStep step) {
@@ -413,6 +427,7 @@ TEST_CASE("rack failover: the spare in the failing server re-points one mesh; th
   o.commit.wiring = protocol::torus_wiring(r.shape);
   RackTenant t;
   t.placement = protocol::whole_rack_placement(r.shape);
+  t.running = bring_up(r.shape);
   t.spares = {{0, 4}, {1, 4}};
   std::vector<Board*> boards{r.b0.get(), r.b1.get()};
   std::string table = "  case                      failed  spare  boards  XPUs whose links left Active      lanes  errors   lost  detect    total\n";
