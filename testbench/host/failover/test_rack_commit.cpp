@@ -463,9 +463,11 @@ TEST_CASE("rack failover: the spare in the failing server re-points one mesh; th
   CHECK(same.blast.words_lost == 0);
   CHECK(same.blast.scoreboard_errors == 0);
   CHECK(r.active()[1] == M0[1]);
-  // Outside the dead XPU's circuits' ends and the spare, at most the one XPU whose fibre circuit
-  // the full mesh makes the router reroute (measured: 1.1; before 2026-12-06: 0.2, 1.1, 1.2, 1.3).
-  CHECK(same.blast.outside().size() <= 1);
+  // The issue's goal: no XPU outside the dead XPU's circuits' ends and the spare. The bring-up's
+  // spare-ready fibres and routing leave the spare's circuits a path around every circuit that
+  // stays, and the spare takes the dead XPU's fibres (before 2026-12-08: 1.1, whose fibre circuit
+  // the full mesh made the router reroute; before 2026-12-06: 0.2, 1.1, 1.2, 1.3).
+  CHECK(same.blast.outside().empty());
   // Then XPU 2 of server 0: no spare left there, server 1's takes it, both boards in one transaction.
   const RackFailoverRecord other = fail({0, 2});
   CHECK(other.spare == protocol::RackXpu{1, 4});
