@@ -80,20 +80,28 @@ FwStatus OcsFirmware::init(std::string* why) {
   return FwStatus::Ok;
 }
 
+std::vector<int> port_xpus(const protocol::ServerShape& shape, int ports) {
+  std::vector<int> out(static_cast<size_t>(ports), -1);
+  for (int p = 0; p < shape.links() && p < ports; ++p) out[static_cast<size_t>(p)] = p / shape.lanes_per_xpu;
+  return out;
+}
+
+Result<std::vector<ElementState>> route_map(const FirmwareConfig& cfg, const BenesTopology& topology, const std::vector<int>& perm,
+                                            const std::vector<ElementState>& active) {
+  // Each lane port's XPU, so that a rearrangement moves the changing tenant's circuits before
+  // another's, and a spare-ready map leaves idle lanes in loopback.
+  const std::vector<int> port_xpu = port_xpus(cfg.shape, topology.ports());
+  if (cfg.spare_ready_whole_maps && !cfg.route_around_unchanged) return route_whole_map(topology, perm, port_xpu);
+  return route(topology, perm, cfg.keep_unchanged_paths && !active.empty() ? &active : nullptr, cfg.route_around_unchanged, &port_xpu);
+}
+
 FwStatus OcsFirmware::prepare(const std::vector<int>& perm, Prepared& out, std::string* why) {
   if (!topo_) {
     say(why, "init() has not run");
     return FwStatus::BadCommand;
   }
   hal_.compute(cfg_.route_cost_ns);
-  // Each lane port's XPU (link i is mesh port i), so that a rearrangement moves the changing
-  // tenant's circuits before another's.
-  std::vector<int> port_xpu(static_cast<size_t>(topo_->ports()), -1);
-  for (int p = 0; p < cfg_.shape.links() && p < topo_->ports(); ++p) port_xpu[static_cast<size_t>(p)] = p / cfg_.shape.lanes_per_xpu;
-  auto states = cfg_.spare_ready_whole_maps && !cfg_.route_around_unchanged
-                    ? route_whole_map(*topo_, perm, port_xpu)
-                    : route(*topo_, perm, cfg_.keep_unchanged_paths && !active_states_.empty() ? &active_states_ : nullptr,
-                            cfg_.route_around_unchanged, &port_xpu);
+  auto states = route_map(cfg_, *topo_, perm, active_states_);
   if (!states) {
     say(why, states.error());
     return FwStatus::BadMap;

@@ -50,6 +50,16 @@ struct FirmwareConfig {
   bool spare_ready_whole_maps = false;
 };
 
+// Each mesh port's XPU as the router takes it: link i is mesh port i (XPU i / lanes), every other
+// port (a fibre port) -1.
+std::vector<int> port_xpus(const protocol::ServerShape& shape, int ports);
+
+// The element states the firmware routes `perm` to under `cfg`, `active` being what its last
+// commit routed (empty: nothing yet): prepare()'s rule, for whoever must predict it (a rack's
+// spare-ready plan, sim/rack/spare_ready.h).
+Result<std::vector<ElementState>> route_map(const FirmwareConfig& cfg, const BenesTopology& topology, const std::vector<int>& perm,
+                                            const std::vector<ElementState>& active);
+
 // The firmware's result codes are the mailbox's status codes (protocol/mailbox.json): what the
 // host reads back is what the firmware decided.
 using mailbox::FwStatus;

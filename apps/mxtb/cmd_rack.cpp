@@ -63,12 +63,12 @@ json spare_ready_json(const sim::rack::RackConfig& cfg) {
 // The report a person reads: one line a server, then the verdict.
 // `served`: the checks compare the lanes with the bring-up's placement, which a served rack's host
 // may have changed (a failover moves circuits): they are notes, not a verdict.
-void print_summary(const sim::rack::RackConfig& cfg, const sim::rack::RackOutcome& out, const json& perf, bool served) {
+void print_summary(const sim::rack::RackConfig& cfg, const sim::rack::RackOutcome& out, const json& perf, const json& ready, bool served) {
   const double period_ns = 1000.0 / cfg.server.clock_mhz;
   fmt::print("# rack {}: {} x {} servers, {} fibres ({} per neighbour), window {} cycles, tenant {}x{} ({} XPUs)\n", cfg.name,
              cfg.shape.servers_x, cfg.shape.servers_y, cfg.wiring.size(), cfg.shape.fibres_per_neighbour, out.window_cycles,
              cfg.tenant.dim_x, cfg.tenant.dim_y, cfg.tenant.xpu_of_position.size());
-  if (const json ready = spare_ready_json(cfg); !ready.is_null())
+  if (!ready.is_null())
     fmt::print("# spare-ready bring-up: {} of {} substitutions of a tenant XPU by its server's spare route with no circuit moved ({} on "
                "the first free fibres, {} routed from phase 1's states)\n",
                ready.at("clean").get<int>(), ready.at("substitutions").get<int>(), ready.at("clean_first_fibres").get<int>(),
@@ -268,8 +268,9 @@ void report_rack(const sim::rack::RackConfig& cfg, const sim::rack::RackOutcome&
                  bool served) {
   json servers = json::array();
   for (const std::string& r : out.server_reports) servers.push_back(json::parse(r));
-  json report = {{"rack", to_json(cfg)},       {"spare_ready", spare_ready_json(cfg)}, {"servers", servers},
-                 {"failures", out.failures}, {"passed", out.failures.empty()},         {"served", served}};
+  const json ready = spare_ready_json(cfg);
+  json report = {{"rack", to_json(cfg)},       {"spare_ready", ready},          {"servers", servers},
+                 {"failures", out.failures}, {"passed", out.failures.empty()}, {"served", served}};
   write_file(out_dir + "/rack.json", report.dump(2) + "\n");
   json per_process = json::array();
   double wall = 0;
@@ -286,7 +287,7 @@ void report_rack(const sim::rack::RackConfig& cfg, const sim::rack::RackOutcome&
                {"window_cycles", out.window_cycles},
                {"per_process", per_process}};
   write_file(out_dir + "/rack-perf.json", perf.dump(2) + "\n");
-  print_summary(cfg, out, perf, served);
+  print_summary(cfg, out, perf, ready, served);
   fmt::print("# wrote {}/rack.json, {}/rack-perf.json, {}/events/serverN.events.jsonl\n", out_dir, out_dir, out_dir);
 }
 

@@ -16,31 +16,37 @@ firmware::SpareReadiness bring_up_readiness(const protocol::ServerShape& shape, 
   auto topology = firmware::BenesTopology::create(shape.mesh_ports);
   if (!topology) throw std::invalid_argument("bring_up_readiness: " + topology.error());
   const firmware::BenesTopology& t = topology.value();
+  // A rack's firmware during its bring-up (rack_sim.cpp): keep_unchanged_paths, not yet
+  // route_around_unchanged, spare-ready as the rack is.
+  firmware::FirmwareConfig fc;
+  fc.shape = shape;
+  fc.keep_unchanged_paths = true;
+  fc.spare_ready_whole_maps = spare_ready;
   const BringUp maps = bring_up_maps(port_target, shape.links());
-  std::vector<int> port_xpu(static_cast<size_t>(shape.mesh_ports), -1);
-  for (int p = 0; p < shape.links() && p < shape.mesh_ports; ++p) port_xpu[static_cast<size_t>(p)] = p / shape.lanes_per_xpu;
-  auto phase1 = spare_ready ? firmware::route_whole_map(t, maps.phase1, port_xpu) : firmware::route(t, maps.phase1);
+  auto phase1 = firmware::route_map(fc, t, maps.phase1, {});
   if (!phase1) throw std::invalid_argument("bring_up_readiness: phase 1: " + phase1.error());
-  auto phase2 = spare_ready ? firmware::route_whole_map(t, maps.phase2, port_xpu) : firmware::route(t, maps.phase2, &phase1.value(), false);
+  auto phase2 = firmware::route_map(fc, t, maps.phase2, phase1.value());
   if (!phase2) throw std::invalid_argument("bring_up_readiness: phase 2: " + phase2.error());
-  return firmware::spare_readiness(t, maps.phase2, phase2.value(), port_xpu);
+  return firmware::spare_readiness(t, maps.phase2, phase2.value(), firmware::port_xpus(shape, shape.mesh_ports));
 }
 
 namespace {
 
-// Every server's readiness for `map`, summed into `plan` (its map left alone).
-void score(const RackConfig& cfg, const protocol::RackMap& map, SpareReadyPlan& plan) {
-  plan.substitutions = plan.clean = 0;
-  plan.clean_by_server.clear();
-  plan.substitutions_by_server.clear();
+struct Score {
+  int substitutions = 0, clean = 0;
+  std::vector<int> clean_by_server;
+};
+
+// Every server's readiness for `map`, each routed as its firmware routes the bring-up.
+Score score(const RackConfig& cfg, const protocol::RackMap& map, bool spare_ready) {
+  Score s;
   for (const auto& target : map.port_target) {
-    const firmware::SpareReadiness r = bring_up_readiness(cfg.shape.server, target, true);
-    plan.substitutions += r.substitutions;
-    plan.clean += r.clean;
-    plan.clean_by_server.push_back(r.clean);
-    plan.substitutions_by_server.push_back(r.substitutions);
+    const firmware::SpareReadiness r = bring_up_readiness(cfg.shape.server, target, spare_ready);
+    s.substitutions += r.substitutions;
+    s.clean += r.clean;
+    s.clean_by_server.push_back(r.clean);
   }
-  ++plan.maps_evaluated;
+  return s;
 }
 
 // Whether fibre `f` could carry circuit `c` instead of its own fibre `own` and nothing else
@@ -60,38 +66,39 @@ SpareReadyPlan plan_spare_ready(const RackConfig& cfg) {
   const std::vector<protocol::RackPlacement> tenants = rack_tenants(cfg);
   SpareReadyPlan plan;
   plan.map = protocol::rack_tenants_map(cfg.shape, cfg.wiring, tenants);
-  for (const auto& target : plan.map.port_target) plan.clean_not_spare_ready += bring_up_readiness(cfg.shape.server, target, false).clean;
-  score(cfg, plan.map, plan);
-  plan.clean_first_fibres = plan.clean;
+  plan.clean_not_spare_ready = score(cfg, plan.map, false).clean;
+  Score best = score(cfg, plan.map, true);
+  plan.maps_evaluated = 1;
+  plan.clean_first_fibres = best.clean;
   // Hill climbing over one change at a time. A change is written as the circuits' fibres and the
   // map made again from them (rack_tenants_map's `keep`), so that the map is one the protocol's
   // own rules give: every placement after it keeps these fibres the same way.
   constexpr int kMaxPasses = 16;
-  for (int pass = 0; pass < kMaxPasses && plan.clean < plan.substitutions; ++pass) {
+  for (int pass = 0; pass < kMaxPasses && best.clean < best.substitutions; ++pass) {
     bool improved = false;
     const size_t circuits = plan.map.circuits.size();
-    for (size_t i = 0; i < circuits && plan.clean < plan.substitutions; ++i) {
-      for (size_t f = 0; f < cfg.wiring.size() && plan.clean < plan.substitutions; ++f) {
+    for (size_t i = 0; i < circuits && best.clean < best.substitutions; ++i) {
+      for (size_t f = 0; f < cfg.wiring.size() && best.clean < best.substitutions; ++f) {
         const protocol::RackCircuit c = plan.map.circuits[i];  // as the last change left it
         if (c.fibre < 0 || static_cast<int>(f) == c.fibre || !interchangeable(cfg, f, c.fibre, c)) continue;
         protocol::RackMap keep = plan.map;
         keep.circuits[i].fibre = static_cast<int>(f);
         for (size_t j = 0; j < circuits; ++j)  // the circuit on that fibre, if any, takes this one's
           if (j != i && keep.circuits[j].fibre == static_cast<int>(f)) keep.circuits[j].fibre = c.fibre;
-        SpareReadyPlan tried;
-        tried.map = protocol::rack_tenants_map(cfg.shape, cfg.wiring, tenants, &keep);
-        score(cfg, tried.map, tried);
-        plan.maps_evaluated += tried.maps_evaluated;
-        if (tried.clean <= plan.clean) continue;
-        tried.clean_first_fibres = plan.clean_first_fibres;
-        tried.clean_not_spare_ready = plan.clean_not_spare_ready;
-        tried.maps_evaluated = plan.maps_evaluated;
-        plan = std::move(tried);
+        protocol::RackMap tried = protocol::rack_tenants_map(cfg.shape, cfg.wiring, tenants, &keep);
+        Score s = score(cfg, tried, true);
+        ++plan.maps_evaluated;
+        if (s.clean <= best.clean) continue;
+        plan.map = std::move(tried);
+        best = std::move(s);
         improved = true;
       }
     }
     if (!improved) break;
   }
+  plan.substitutions = best.substitutions;
+  plan.clean = best.clean;
+  plan.clean_by_server = std::move(best.clean_by_server);
   return plan;
 }
 

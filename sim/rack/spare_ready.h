@@ -8,6 +8,7 @@
 // firmware::route_whole_map).
 #pragma once
 
+#include "firmware/ocs_firmware.h"
 #include "firmware/routing.h"
 #include "protocol/rack_map.h"
 #include "sim/rack/rack_config.h"
@@ -23,7 +24,7 @@ struct SpareReadyPlan {
   int clean_first_fibres = 0;   // the same on protocol::rack_tenants_map's own fibres (the first free)
   int clean_not_spare_ready = 0;  // on the first free fibres, each board routing from phase 1's states
   int maps_evaluated = 0;       // the search's cost
-  std::vector<int> clean_by_server, substitutions_by_server;
+  std::vector<int> clean_by_server;
 };
 
 // From protocol::rack_tenants_map's map, moves a circuit to another free fibre joining its two
@@ -46,9 +47,9 @@ struct BringUp {
 };
 BringUp bring_up_maps(const std::vector<int>& port_target, int links);
 
-// How many substitutions one server's bring-up leaves clean (firmware::spare_readiness), routed as
-// its firmware routes the bring-up's phase 2: spare-ready (firmware::route_whole_map), or else
-// from phase 1's element states, as a firmware with FirmwareConfig::keep_unchanged_paths does.
+// How many substitutions one server's bring-up leaves clean (firmware::spare_readiness), its two
+// phases routed by the firmware's own rule (firmware::route_map) as a rack's firmware has it:
+// spare-ready (route_whole_map), or else phase 2 from phase 1's element states.
 firmware::SpareReadiness bring_up_readiness(const protocol::ServerShape& shape, const std::vector<int>& port_target, bool spare_ready);
 
 }  // namespace mxtb::sim::rack

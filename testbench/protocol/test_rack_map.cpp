@@ -99,16 +99,22 @@ TEST_CASE("rack_map: the whole rack's tenant crosses servers on free fibres, eac
   for (int l = 0; l < 4; ++l) CHECK(m.port_target[0][static_cast<size_t>(16 + l)] == -1);
 }
 
+// Racks 2x1 and 2x2, each with its torus wiring and whole-rack tenant, given to `check`.
+template <class Check>
+void for_each_whole_rack(Check check) {
+  for (auto [sx, sy] : {std::pair{2, 1}, std::pair{2, 2}}) {
+    CAPTURE(sx);
+    CAPTURE(sy);
+    const RackShape r = rack(sx, sy);
+    check(r, torus_wiring(r), whole_rack_placement(r));
+  }
+}
+
 // A placement that changes (a failover to a spare in another server) keeps every circuit between
 // the same two lanes on its fibre when given the map running now; a fresh map moves some.
 TEST_CASE("rack_map: with the running map kept, a circuit that stays keeps its fibre; a fresh map moves some") {
   int moved_fresh = 0, moved_kept = 0, stayed = 0, refused = 0;
-  for (auto [sx, sy] : {std::pair{2, 1}, std::pair{2, 2}}) {
-    CAPTURE(sx);
-    CAPTURE(sy);
-    RackShape r = rack(sx, sy);
-    auto w = torus_wiring(r);
-    RackPlacement t = whole_rack_placement(r);
+  for_each_whole_rack([&](const RackShape& r, const std::vector<RackFibre>& w, const RackPlacement& t) {
     const RackMap running = rack_torus_map(r, w, t);
     for (size_t pos = 0; pos < t.xpu_of_position.size(); ++pos) {
       RackPlacement next = t;
@@ -150,7 +156,7 @@ TEST_CASE("rack_map: with the running map kept, a circuit that stays keeps its f
           CHECK(kept.port_target[static_cast<size_t>(c.a.server)][static_cast<size_t>(c.a.xpu * 4 + c.a.lane)] == port_a);
         }
     }
-  }
+  });
   MESSAGE("circuits that stayed: " << stayed << ", moved by a fresh map: " << moved_fresh << ", placements refused: " << refused);
   CHECK(stayed > 0);
   CHECK(moved_kept == 0);
@@ -163,12 +169,7 @@ TEST_CASE("rack_map: with the running map kept, a circuit that stays keeps its f
 // the same only when the running map had taken the first free ones too.
 TEST_CASE("rack_map: a spare in the failing server takes the dead XPU's fibres, every other server's map unchanged") {
   int placements = 0;
-  for (auto [sx, sy] : {std::pair{2, 1}, std::pair{2, 2}}) {
-    CAPTURE(sx);
-    CAPTURE(sy);
-    RackShape r = rack(sx, sy);
-    auto w = torus_wiring(r);
-    RackPlacement t = whole_rack_placement(r);
+  for_each_whole_rack([&](const RackShape& r, const std::vector<RackFibre>& w, const RackPlacement& t) {
     RackMap running = rack_torus_map(r, w, t);
     // The running map on the last free fibres of each pair of servers instead of the first.
     for (auto& c : running.circuits) {
@@ -194,7 +195,7 @@ TEST_CASE("rack_map: a spare in the failing server takes the dead XPU's fibres, 
         if (s != server) CHECK(kept.port_target[static_cast<size_t>(s)] == running.port_target[static_cast<size_t>(s)]);
       ++placements;
     }
-  }
+  });
   CHECK(placements == 8 + 16);
 }
 

@@ -1,4 +1,5 @@
 #include "mesh_check.h"
+#include "firmware/ocs_firmware.h"
 #include "protocol/rack_map.h"
 
 #include <doctest/doctest.h>
@@ -332,13 +333,6 @@ TEST_CASE("routing: the circuits a rearrangement moves are counted, and the chan
 
 namespace {
 
-// Each port's XPU on a rack server's mesh: link i is mesh port i, fibre ports -1.
-std::vector<int> lane_port_xpu(const protocol::ServerShape& s) {
-  std::vector<int> port_xpu(static_cast<size_t>(s.mesh_ports), -1);
-  for (int p = 0; p < s.links(); ++p) port_xpu[static_cast<size_t>(p)] = p / s.lanes_per_xpu;
-  return port_xpu;
-}
-
 // Whether each substitution spare_readiness counts clean does route with no circuit moved, and
 // each it does not count moves one (the real router, releasing as it does on a failover): every
 // XPU with a port used by each XPU with none, lane for lane.
@@ -382,7 +376,7 @@ TEST_CASE("spare-ready routing: idle lanes hear themselves, and the racks' bring
     shape.servers_x = sx;
     shape.servers_y = sy;
     const auto map = protocol::rack_torus_map(shape, protocol::torus_wiring(shape), protocol::whole_rack_placement(shape));
-    const auto port_xpu = lane_port_xpu(shape.server);
+    const auto port_xpu = firmware::port_xpus(shape.server, shape.server.mesh_ports);
     const int before_plain = clean_plain, before_ready = clean_ready, before_subs = substitutions;
     for (int s = 0; s < shape.servers(); ++s) {
       CAPTURE(sx);
@@ -425,7 +419,7 @@ TEST_CASE("spare-ready routing: random maps are realized, idle lanes loop back, 
   REQUIRE(topo);
   const BenesTopology& t = topo.value();
   protocol::ServerShape shape;  // 5 XPUs of 4 lanes, 12 fibre ports
-  const auto port_xpu = lane_port_xpu(shape);
+  const auto port_xpu = firmware::port_xpus(shape, shape.mesh_ports);
   std::mt19937 rng(23);
   int clean = 0, substitutions = 0;
   for (int trial = 0; trial < 60; ++trial) {
